@@ -1,0 +1,1 @@
+//! Command handlers, one module per context (built in the command-side issue).

@@ -1,0 +1,165 @@
+//! Newtype identifiers. An id is non-empty, at most 128 bytes, and never contains the
+//! key delimiter `#` or a control character, so a key built from it always parses back.
+//! New ids are ULIDs: time-ordered, so items sort by creation time within a partition.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// The longest id we accept, in bytes. DynamoDB allows 1 KiB per sort key; ids are a
+/// small part of one.
+pub const MAX_ID_LEN: usize = 128;
+
+/// Why a string is not a valid id.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdError {
+    #[error("{kind} is empty")]
+    Empty { kind: &'static str },
+    #[error("{kind} is longer than {MAX_ID_LEN} bytes")]
+    TooLong { kind: &'static str },
+    #[error("{kind} contains the reserved character {ch:?}")]
+    ReservedChar { kind: &'static str, ch: char },
+}
+
+/// Checks the rules every id shares.
+pub fn validate_id(kind: &'static str, raw: &str) -> Result<(), IdError> {
+    if raw.is_empty() {
+        return Err(IdError::Empty { kind });
+    }
+    if raw.len() > MAX_ID_LEN {
+        return Err(IdError::TooLong { kind });
+    }
+    if let Some(ch) = raw.chars().find(|c| *c == '#' || c.is_control()) {
+        return Err(IdError::ReservedChar { kind, ch });
+    }
+    Ok(())
+}
+
+macro_rules! define_id {
+    ($(#[$meta:meta])* $name:ident, $kind:literal) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
+
+        impl $name {
+            /// A fresh, time-ordered id (a ULID).
+            pub fn generate() -> Self {
+                Self(ulid::Ulid::new().to_string())
+            }
+
+            /// Validates and wraps an id received from outside.
+            pub fn parse(raw: &str) -> Result<Self, IdError> {
+                validate_id($kind, raw)?;
+                Ok(Self(raw.to_owned()))
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = IdError;
+            fn from_str(raw: &str) -> Result<Self, IdError> {
+                Self::parse(raw)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = IdError;
+            fn try_from(raw: String) -> Result<Self, IdError> {
+                validate_id($kind, &raw)?;
+                Ok(Self(raw))
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+    };
+}
+
+define_id!(/// A user (the `USER#<id>` partition of every context).
+    UserId, "user id");
+define_id!(/// A logged meal.
+    MealId, "meal id");
+define_id!(/// A scheduled (planned) meal.
+    ScheduledMealId, "scheduled meal id");
+define_id!(/// A curated recipe of the nutrition catalog.
+    RecipeId, "recipe id");
+define_id!(/// A curated meal plan of the nutrition catalog.
+    MealPlanId, "meal plan id");
+define_id!(/// A workout.
+    WorkoutId, "workout id");
+define_id!(/// A training block.
+    TrainingBlockId, "training block id");
+define_id!(/// A sleep session.
+    SleepId, "sleep id");
+define_id!(/// A goal.
+    GoalId, "goal id");
+define_id!(/// An event (the `EVT#<id>` outbox item and the envelope's id).
+    EventId, "event id");
+define_id!(/// An id given by an external provider (a wearable's workout id).
+    ExternalId, "external id");
+define_id!(/// A provider name such as `garmin` or `sandbox`.
+    ProviderName, "provider");
+define_id!(/// An OAuth `state` value.
+    OAuthState, "oauth state");
+define_id!(/// A geohash cell of the environment cache.
+    Geohash, "geohash");
+define_id!(/// A consumer (projector subscription) name, used in dedup markers.
+    ConsumerName, "consumer name");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn generated_ids_are_valid_and_time_ordered() {
+        let a = UserId::generate();
+        let b = UserId::generate();
+        assert!(UserId::parse(a.as_str()).is_ok());
+        assert_eq!(a.as_str().len(), 26);
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn delimiter_and_controls_are_rejected() {
+        assert_eq!(
+            MealId::parse("a#b"),
+            Err(IdError::ReservedChar { kind: "meal id", ch: '#' })
+        );
+        assert!(MealId::parse("a\nb").is_err());
+        assert_eq!(MealId::parse(""), Err(IdError::Empty { kind: "meal id" }));
+        assert!(MealId::parse(&"x".repeat(MAX_ID_LEN + 1)).is_err());
+        assert!(MealId::parse(&"x".repeat(MAX_ID_LEN)).is_ok());
+    }
+
+    #[test]
+    fn serde_validates_on_the_way_in() {
+        let ok: Result<GoalId, _> = serde_json::from_str("\"01J\"");
+        assert!(ok.is_ok());
+        let bad: Result<GoalId, _> = serde_json::from_str("\"a#b\"");
+        assert!(bad.is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn parse_never_panics_and_accepted_ids_have_no_delimiter(raw in any::<String>()) {
+            if let Ok(id) = UserId::parse(&raw) {
+                prop_assert!(!id.as_str().contains('#'));
+                prop_assert_eq!(id.as_str(), raw.as_str());
+            }
+        }
+    }
+}

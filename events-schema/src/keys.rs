@@ -1,0 +1,414 @@
+//! Builders and parsers for every key of the key map in DESIGN.md.
+//!
+//! Keys are strings made of a kind tag and `#`-separated parts. Ids and calendar values
+//! can never contain `#`, so every key built here parses back to the same value, and a
+//! malformed key is a [`KeyError`], never a panic.
+
+use crate::ids::{
+    ConsumerName, EventId, ExternalId, Geohash, GoalId, IdError, MealId, MealPlanId,
+    OAuthState, ProviderName, RecipeId, ScheduledMealId, SleepId, TrainingBlockId, UserId,
+    WorkoutId,
+};
+use crate::time::{Day, Hour, TimeFormatError, Timestamp};
+use std::fmt;
+use std::str::FromStr;
+
+/// The delimiter between the parts of a key.
+pub const DELIMITER: char = '#';
+
+/// Why a key did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    #[error("unknown key kind in {0:?}")]
+    UnknownKind(String),
+    #[error("key {key:?} should have {expected} parts after its kind")]
+    WrongArity { key: String, expected: usize },
+    #[error("bad id in key: {0}")]
+    Id(#[from] IdError),
+    #[error("bad time in key: {0}")]
+    Time(#[from] TimeFormatError),
+    #[error("bad email in key: {0:?}")]
+    Email(String),
+}
+
+/// A partition key (`pk`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum PartitionKey {
+    /// `USER#<id>`: every user-owned item of every context.
+    User(UserId),
+    /// `EMAIL#<normalized email>`: the identity context's email reservation.
+    Email(String),
+    /// `RECIPE#<id>`: a curated catalog recipe.
+    Recipe(RecipeId),
+    /// `MEAL_PLAN#<id>`: a curated catalog meal plan.
+    MealPlan(MealPlanId),
+    /// `OAUTH_STATE#<state>`: a pending OAuth connect.
+    OAuthState(OAuthState),
+    /// `WEATHER#<geohash>#<hour>`: cached weather.
+    Weather(Geohash, Hour),
+    /// `AIR#<geohash>#<hour>`: cached air quality.
+    Air(Geohash, Hour),
+}
+
+/// A sort key (`sk`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SortKey {
+    Profile,
+    /// The email reservation item's sort key.
+    Email,
+    Meal(Day, MealId),
+    DailySummary(Day),
+    ScheduledMeal(Day, ScheduledMealId),
+    TrainingLoad(Day),
+    Workout(Day, WorkoutId),
+    External(ProviderName, ExternalId),
+    TrainingBlock(Day, TrainingBlockId),
+    Intake(Day),
+    Sleep(Day, SleepId),
+    Goal(GoalId),
+    Progress(GoalId, Timestamp),
+    ActWorkout(Day, WorkoutId),
+    NutDaily(Day),
+    SleepNight(Day),
+    Connection(ProviderName),
+    ActiveDay(Day),
+    Readiness(Day),
+    Daily(Day),
+    RecentWorkout(Day, WorkoutId),
+    RecentMeal(Day, MealId),
+    ActiveGoal(GoalId),
+    Event(EventId),
+    Dedup(ConsumerName, EventId),
+    /// The single item of a `RECIPE#` partition.
+    Recipe,
+    /// The single item of a `MEAL_PLAN#` partition.
+    MealPlan,
+    /// The single item of an `OAUTH_STATE#` partition.
+    OAuthState,
+    /// The single item of a `WEATHER#` partition.
+    Weather,
+    /// The single item of an `AIR#` partition.
+    Air,
+}
+
+/// Sort-key prefixes for `begins_with` queries. Each ends with the delimiter, so
+/// `MEAL#` never matches `MEAL_PLAN`.
+pub mod prefix {
+    use crate::time::Day;
+
+    pub const MEAL: &str = "MEAL#";
+    pub const DAILY_SUMMARY: &str = "DAILY_SUMMARY#";
+    pub const SCHEDULED_MEAL: &str = "SCHEDULED_MEAL#";
+    pub const WORKOUT: &str = "WORKOUT#";
+    pub const TRAINING_BLOCK: &str = "TRAINING_BLOCK#";
+    pub const SLEEP: &str = "SLEEP#";
+    pub const GOAL: &str = "GOAL#";
+    pub const PROGRESS: &str = "PROGRESS#";
+    pub const ACT_WORKOUT: &str = "ACT_WORKOUT#";
+    pub const DAILY: &str = "DAILY#";
+    pub const RECENT_WORKOUT: &str = "RECENT_WORKOUT#";
+    pub const RECENT_MEAL: &str = "RECENT_MEAL#";
+    pub const ACTIVE_GOAL: &str = "ACTIVE_GOAL#";
+    pub const EVENT: &str = "EVT#";
+    pub const DEDUP: &str = "DEDUP#";
+
+    /// `<kind>#<day>#`: the items of one kind on one day.
+    pub fn on_day(kind_prefix: &str, day: Day) -> String {
+        format!("{kind_prefix}{day}#")
+    }
+
+    /// `PROGRESS#<goal-id>#`: the progress entries of one goal.
+    pub fn progress_of(goal: &crate::ids::GoalId) -> String {
+        format!("{PROGRESS}{goal}#")
+    }
+}
+
+impl fmt::Display for PartitionKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PartitionKey::User(id) => write!(f, "USER#{id}"),
+            PartitionKey::Email(email) => write!(f, "EMAIL#{email}"),
+            PartitionKey::Recipe(id) => write!(f, "RECIPE#{id}"),
+            PartitionKey::MealPlan(id) => write!(f, "MEAL_PLAN#{id}"),
+            PartitionKey::OAuthState(state) => write!(f, "OAUTH_STATE#{state}"),
+            PartitionKey::Weather(cell, hour) => write!(f, "WEATHER#{cell}#{hour}"),
+            PartitionKey::Air(cell, hour) => write!(f, "AIR#{cell}#{hour}"),
+        }
+    }
+}
+
+impl fmt::Display for SortKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SortKey::Profile => f.write_str("PROFILE"),
+            SortKey::Email => f.write_str("EMAIL"),
+            SortKey::Meal(day, id) => write!(f, "MEAL#{day}#{id}"),
+            SortKey::DailySummary(day) => write!(f, "DAILY_SUMMARY#{day}"),
+            SortKey::ScheduledMeal(day, id) => write!(f, "SCHEDULED_MEAL#{day}#{id}"),
+            SortKey::TrainingLoad(day) => write!(f, "TRAINING_LOAD#{day}"),
+            SortKey::Workout(day, id) => write!(f, "WORKOUT#{day}#{id}"),
+            SortKey::External(provider, id) => write!(f, "EXTERNAL#{provider}#{id}"),
+            SortKey::TrainingBlock(day, id) => write!(f, "TRAINING_BLOCK#{day}#{id}"),
+            SortKey::Intake(day) => write!(f, "INTAKE#{day}"),
+            SortKey::Sleep(day, id) => write!(f, "SLEEP#{day}#{id}"),
+            SortKey::Goal(id) => write!(f, "GOAL#{id}"),
+            SortKey::Progress(goal, at) => write!(f, "PROGRESS#{goal}#{at}"),
+            SortKey::ActWorkout(day, id) => write!(f, "ACT_WORKOUT#{day}#{id}"),
+            SortKey::NutDaily(day) => write!(f, "NUT_DAILY#{day}"),
+            SortKey::SleepNight(day) => write!(f, "SLEEP_NIGHT#{day}"),
+            SortKey::Connection(provider) => write!(f, "CONNECTION#{provider}"),
+            SortKey::ActiveDay(day) => write!(f, "ACTIVE_DAY#{day}"),
+            SortKey::Readiness(day) => write!(f, "READINESS#{day}"),
+            SortKey::Daily(day) => write!(f, "DAILY#{day}"),
+            SortKey::RecentWorkout(day, id) => write!(f, "RECENT_WORKOUT#{day}#{id}"),
+            SortKey::RecentMeal(day, id) => write!(f, "RECENT_MEAL#{day}#{id}"),
+            SortKey::ActiveGoal(id) => write!(f, "ACTIVE_GOAL#{id}"),
+            SortKey::Event(id) => write!(f, "EVT#{id}"),
+            SortKey::Dedup(consumer, id) => write!(f, "DEDUP#{consumer}#{id}"),
+            SortKey::Recipe => f.write_str("RECIPE"),
+            SortKey::MealPlan => f.write_str("MEAL_PLAN"),
+            SortKey::OAuthState => f.write_str("OAUTH_STATE"),
+            SortKey::Weather => f.write_str("WEATHER"),
+            SortKey::Air => f.write_str("AIR"),
+        }
+    }
+}
+
+/// Splits `raw` into its kind and exactly `N` parts.
+fn parts<'a, const N: usize>(raw: &'a str, rest: &'a str) -> Result<[&'a str; N], KeyError> {
+    let wrong = || KeyError::WrongArity { key: raw.to_owned(), expected: N };
+    let mut out = [""; N];
+    let mut split = rest.split(DELIMITER);
+    for slot in out.iter_mut() {
+        *slot = split.next().ok_or_else(wrong)?;
+    }
+    if split.next().is_some() {
+        return Err(wrong());
+    }
+    Ok(out)
+}
+
+/// A normalized email may not be empty and must contain `@`; it may contain `#`
+/// (RFC 5321 allows it), which is safe because it is the last part of its key.
+fn email_part(raw: &str) -> Result<String, KeyError> {
+    if raw.is_empty() || !raw.contains('@') || raw.chars().any(char::is_control) {
+        return Err(KeyError::Email(raw.to_owned()));
+    }
+    Ok(raw.to_owned())
+}
+
+impl FromStr for PartitionKey {
+    type Err = KeyError;
+
+    fn from_str(raw: &str) -> Result<Self, KeyError> {
+        let (kind, rest) = raw
+            .split_once(DELIMITER)
+            .ok_or_else(|| KeyError::UnknownKind(raw.to_owned()))?;
+        Ok(match kind {
+            "USER" => PartitionKey::User(rest.parse()?),
+            "EMAIL" => PartitionKey::Email(email_part(rest)?),
+            "RECIPE" => PartitionKey::Recipe(rest.parse()?),
+            "MEAL_PLAN" => PartitionKey::MealPlan(rest.parse()?),
+            "OAUTH_STATE" => PartitionKey::OAuthState(rest.parse()?),
+            "WEATHER" | "AIR" => {
+                let [cell, hour] = parts::<2>(raw, rest)?;
+                let (cell, hour) = (cell.parse()?, Hour::parse(hour)?);
+                if kind == "WEATHER" {
+                    PartitionKey::Weather(cell, hour)
+                } else {
+                    PartitionKey::Air(cell, hour)
+                }
+            }
+            _ => return Err(KeyError::UnknownKind(raw.to_owned())),
+        })
+    }
+}
+
+impl FromStr for SortKey {
+    type Err = KeyError;
+
+    fn from_str(raw: &str) -> Result<Self, KeyError> {
+        let (kind, rest) = raw.split_once(DELIMITER).unwrap_or((raw, ""));
+        let one = || parts::<1>(raw, rest).map(|[a]| a);
+        let two = || parts::<2>(raw, rest);
+        let day_and = || -> Result<(Day, &str), KeyError> {
+            let [day, id] = two()?;
+            Ok((Day::parse(day)?, id))
+        };
+        let unit = |key: SortKey| {
+            if rest.is_empty() && !raw.contains(DELIMITER) {
+                Ok(key)
+            } else {
+                Err(KeyError::WrongArity { key: raw.to_owned(), expected: 0 })
+            }
+        };
+        Ok(match kind {
+            "PROFILE" => unit(SortKey::Profile)?,
+            "EMAIL" => unit(SortKey::Email)?,
+            "RECIPE" => unit(SortKey::Recipe)?,
+            "MEAL_PLAN" => unit(SortKey::MealPlan)?,
+            "OAUTH_STATE" => unit(SortKey::OAuthState)?,
+            "WEATHER" => unit(SortKey::Weather)?,
+            "AIR" => unit(SortKey::Air)?,
+            "MEAL" => day_and().and_then(|(d, id)| Ok(SortKey::Meal(d, id.parse()?)))?,
+            "SCHEDULED_MEAL" => {
+                day_and().and_then(|(d, id)| Ok(SortKey::ScheduledMeal(d, id.parse()?)))?
+            }
+            "WORKOUT" => day_and().and_then(|(d, id)| Ok(SortKey::Workout(d, id.parse()?)))?,
+            "TRAINING_BLOCK" => {
+                day_and().and_then(|(d, id)| Ok(SortKey::TrainingBlock(d, id.parse()?)))?
+            }
+            "SLEEP" => day_and().and_then(|(d, id)| Ok(SortKey::Sleep(d, id.parse()?)))?,
+            "ACT_WORKOUT" => {
+                day_and().and_then(|(d, id)| Ok(SortKey::ActWorkout(d, id.parse()?)))?
+            }
+            "RECENT_WORKOUT" => {
+                day_and().and_then(|(d, id)| Ok(SortKey::RecentWorkout(d, id.parse()?)))?
+            }
+            "RECENT_MEAL" => {
+                day_and().and_then(|(d, id)| Ok(SortKey::RecentMeal(d, id.parse()?)))?
+            }
+            "DAILY_SUMMARY" => SortKey::DailySummary(Day::parse(one()?)?),
+            "TRAINING_LOAD" => SortKey::TrainingLoad(Day::parse(one()?)?),
+            "INTAKE" => SortKey::Intake(Day::parse(one()?)?),
+            "NUT_DAILY" => SortKey::NutDaily(Day::parse(one()?)?),
+            "SLEEP_NIGHT" => SortKey::SleepNight(Day::parse(one()?)?),
+            "ACTIVE_DAY" => SortKey::ActiveDay(Day::parse(one()?)?),
+            "READINESS" => SortKey::Readiness(Day::parse(one()?)?),
+            "DAILY" => SortKey::Daily(Day::parse(one()?)?),
+            "GOAL" => SortKey::Goal(one()?.parse()?),
+            "ACTIVE_GOAL" => SortKey::ActiveGoal(one()?.parse()?),
+            "CONNECTION" => SortKey::Connection(one()?.parse()?),
+            "EVT" => SortKey::Event(one()?.parse()?),
+            "PROGRESS" => {
+                let [goal, at] = two()?;
+                SortKey::Progress(goal.parse()?, Timestamp::parse(at)?)
+            }
+            "EXTERNAL" => {
+                let [provider, id] = two()?;
+                SortKey::External(provider.parse()?, id.parse()?)
+            }
+            "DEDUP" => {
+                let [consumer, id] = two()?;
+                SortKey::Dedup(consumer.parse()?, id.parse()?)
+            }
+            _ => return Err(KeyError::UnknownKind(raw.to_owned())),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn day(raw: &str) -> Day {
+        Day::parse(raw).expect("valid day")
+    }
+
+    fn every_sort_key() -> Vec<SortKey> {
+        let d = day("2026-02-03");
+        let ts = Timestamp::parse("2026-02-03T04:05:06.007Z").expect("valid");
+        vec![
+            SortKey::Profile,
+            SortKey::Email,
+            SortKey::Meal(d, MealId::generate()),
+            SortKey::DailySummary(d),
+            SortKey::ScheduledMeal(d, ScheduledMealId::generate()),
+            SortKey::TrainingLoad(d),
+            SortKey::Workout(d, WorkoutId::generate()),
+            SortKey::External("garmin".parse().expect("id"), "ext-1".parse().expect("id")),
+            SortKey::TrainingBlock(d, TrainingBlockId::generate()),
+            SortKey::Intake(d),
+            SortKey::Sleep(d, SleepId::generate()),
+            SortKey::Goal(GoalId::generate()),
+            SortKey::Progress(GoalId::generate(), ts),
+            SortKey::ActWorkout(d, WorkoutId::generate()),
+            SortKey::NutDaily(d),
+            SortKey::SleepNight(d),
+            SortKey::Connection("garmin".parse().expect("id")),
+            SortKey::ActiveDay(d),
+            SortKey::Readiness(d),
+            SortKey::Daily(d),
+            SortKey::RecentWorkout(d, WorkoutId::generate()),
+            SortKey::RecentMeal(d, MealId::generate()),
+            SortKey::ActiveGoal(GoalId::generate()),
+            SortKey::Event(EventId::generate()),
+            SortKey::Dedup("dashboard".parse().expect("id"), EventId::generate()),
+            SortKey::Recipe,
+            SortKey::MealPlan,
+            SortKey::OAuthState,
+            SortKey::Weather,
+            SortKey::Air,
+        ]
+    }
+
+    #[test]
+    fn every_sort_key_round_trips() {
+        for key in every_sort_key() {
+            let text = key.to_string();
+            assert_eq!(text.parse::<SortKey>(), Ok(key), "{text}");
+        }
+    }
+
+    #[test]
+    fn every_partition_key_round_trips() {
+        let hour = Hour::parse("2026-02-03T04").expect("valid");
+        let keys = [
+            PartitionKey::User(UserId::generate()),
+            PartitionKey::Email("a#b@example.com".to_owned()),
+            PartitionKey::Recipe(RecipeId::generate()),
+            PartitionKey::MealPlan(MealPlanId::generate()),
+            PartitionKey::OAuthState("s".parse().expect("id")),
+            PartitionKey::Weather("u4pruyd".parse().expect("id"), hour),
+            PartitionKey::Air("u4pruyd".parse().expect("id"), hour),
+        ];
+        for key in keys {
+            let text = key.to_string();
+            assert_eq!(text.parse::<PartitionKey>(), Ok(key), "{text}");
+        }
+    }
+
+    #[test]
+    fn documented_forms() {
+        let user = UserId::parse("01ABC").expect("id");
+        assert_eq!(PartitionKey::User(user).to_string(), "USER#01ABC");
+        let meal = SortKey::Meal(day("2026-01-31"), MealId::parse("M1").expect("id"));
+        assert_eq!(meal.to_string(), "MEAL#2026-01-31#M1");
+        assert_eq!(prefix::on_day(prefix::MEAL, day("2026-01-31")), "MEAL#2026-01-31#");
+    }
+
+    #[test]
+    fn malformed_keys_are_typed_errors() {
+        assert!(matches!("MEAL#2026-01-31".parse::<SortKey>(), Err(KeyError::WrongArity { .. })));
+        assert!(matches!("MEAL#2026-01-31#a#b".parse::<SortKey>(), Err(KeyError::WrongArity { .. })));
+        assert!(matches!("MEAL#2026-13-31#a".parse::<SortKey>(), Err(KeyError::Time(_))));
+        assert!(matches!("GOAL#".parse::<SortKey>(), Err(KeyError::Id(_))));
+        assert!(matches!("PROFILE#x".parse::<SortKey>(), Err(KeyError::WrongArity { .. })));
+        assert!(matches!("NOPE#1".parse::<SortKey>(), Err(KeyError::UnknownKind(_))));
+        assert!(matches!("USER".parse::<PartitionKey>(), Err(KeyError::UnknownKind(_))));
+        assert!(matches!("EMAIL#nobody".parse::<PartitionKey>(), Err(KeyError::Email(_))));
+    }
+
+    #[test]
+    fn meal_prefix_does_not_match_meal_plan() {
+        assert!(!SortKey::MealPlan.to_string().starts_with(prefix::MEAL));
+    }
+
+    proptest! {
+        #[test]
+        fn parsing_arbitrary_text_never_panics(raw in any::<String>()) {
+            let _ = raw.parse::<SortKey>();
+            let _ = raw.parse::<PartitionKey>();
+        }
+
+        #[test]
+        fn keyish_text_never_panics(kind in "(MEAL|GOAL|PROGRESS|EVT|DEDUP|USER|WEATHER|EXTERNAL)", rest in "[#0-9A-Z:.T-]{0,40}") {
+            let raw = format!("{kind}#{rest}");
+            if let Ok(key) = raw.parse::<SortKey>() {
+                prop_assert_eq!(key.to_string(), raw.clone());
+            }
+            let _ = raw.parse::<PartitionKey>();
+        }
+    }
+}

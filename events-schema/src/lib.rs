@@ -1,0 +1,22 @@
+//! The shared contract of Vitals: every crate agrees on keys, tables and events
+//! through this crate, and this crate depends on no other Vitals crate.
+//!
+//! Layout:
+//! - [`ids`]: newtype identifiers that can never contain the key delimiter `#`.
+//! - [`time`]: calendar days (`YYYY-MM-DD`) and sortable timestamps used inside keys.
+//! - [`keys`]: builders and parsers for every partition and sort key of the key map.
+//! - [`context`]: the nine bounded contexts.
+//! - [`tables`]: the nine context tables as data (keys, GSIs with their justification,
+//!   TTL attribute, stream) and the access-pattern document generated from them.
+//! - [`envelope`]: the versioned event envelope every outbox item carries.
+
+pub mod context;
+pub mod envelope;
+pub mod ids;
+pub mod keys;
+pub mod tables;
+pub mod time;
+
+pub use context::Context;
+pub use envelope::EventEnvelope;
+pub use keys::KeyError;

@@ -1,0 +1,228 @@
+//! Calendar values that appear inside keys. Each has one fixed-width text form, so
+//! byte order of keys is chronological order.
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, Timelike, Utc};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// Why a calendar value did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what} {raw:?} is not in the form {form}")]
+pub struct TimeFormatError {
+    pub what: &'static str,
+    pub form: &'static str,
+    pub raw: String,
+}
+
+/// A calendar day in the user's timezone, written `YYYY-MM-DD`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Day(NaiveDate);
+
+impl Day {
+    pub fn new(date: NaiveDate) -> Self {
+        Self(date)
+    }
+
+    pub fn date(self) -> NaiveDate {
+        self.0
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, TimeFormatError> {
+        // chrono accepts years of any width; keys need exactly ten characters.
+        let err = || TimeFormatError { what: "day", form: "YYYY-MM-DD", raw: raw.to_owned() };
+        if raw.len() != 10 {
+            return Err(err());
+        }
+        // Only the canonical form is accepted, so text and value are one to one.
+        NaiveDate::parse_from_str(raw, "%Y-%m-%d")
+            .map(Self)
+            .ok()
+            .filter(|day| day.to_string() == raw)
+            .ok_or_else(err)
+    }
+}
+
+impl fmt::Display for Day {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0.format("%Y-%m-%d"))
+    }
+}
+
+impl FromStr for Day {
+    type Err = TimeFormatError;
+    fn from_str(raw: &str) -> Result<Self, Self::Err> {
+        Self::parse(raw)
+    }
+}
+
+impl TryFrom<String> for Day {
+    type Error = TimeFormatError;
+    fn try_from(raw: String) -> Result<Self, Self::Error> {
+        Self::parse(&raw)
+    }
+}
+
+impl From<Day> for String {
+    fn from(day: Day) -> String {
+        day.to_string()
+    }
+}
+
+/// An instant in UTC with millisecond precision, written `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Timestamp(DateTime<Utc>);
+
+impl Timestamp {
+    pub fn now() -> Self {
+        Self::from_datetime(Utc::now())
+    }
+
+    /// Truncates to milliseconds, the precision of the text form.
+    pub fn from_datetime(at: DateTime<Utc>) -> Self {
+        let millis = at.timestamp_millis();
+        Self(DateTime::from_timestamp_millis(millis).unwrap_or(at))
+    }
+
+    pub fn from_millis(millis: i64) -> Option<Self> {
+        DateTime::from_timestamp_millis(millis).map(Self)
+    }
+
+    pub fn datetime(self) -> DateTime<Utc> {
+        self.0
+    }
+
+    pub fn millis(self) -> i64 {
+        self.0.timestamp_millis()
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, TimeFormatError> {
+        let err = || TimeFormatError {
+            what: "timestamp",
+            form: "YYYY-MM-DDTHH:MM:SS.mmmZ",
+            raw: raw.to_owned(),
+        };
+        if raw.len() != 24 || !raw.ends_with('Z') {
+            return Err(err());
+        }
+        let body = raw.get(..23).ok_or_else(err)?;
+        NaiveDateTime::parse_from_str(body, "%Y-%m-%dT%H:%M:%S%.3f")
+            .map(|naive| Self(naive.and_utc()))
+            .ok()
+            .filter(|ts| ts.to_string() == raw)
+            .ok_or_else(err)
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::Millis, true))
+    }
+}
+
+impl FromStr for Timestamp {
+    type Err = TimeFormatError;
+    fn from_str(raw: &str) -> Result<Self, Self::Err> {
+        Self::parse(raw)
+    }
+}
+
+impl TryFrom<String> for Timestamp {
+    type Error = TimeFormatError;
+    fn try_from(raw: String) -> Result<Self, Self::Error> {
+        Self::parse(&raw)
+    }
+}
+
+impl From<Timestamp> for String {
+    fn from(ts: Timestamp) -> String {
+        ts.to_string()
+    }
+}
+
+/// An hour bucket in UTC, written `YYYY-MM-DDTHH`, used by the environment cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Hour(DateTime<Utc>);
+
+impl Hour {
+    pub fn containing(at: DateTime<Utc>) -> Self {
+        let floored = at
+            .with_nanosecond(0)
+            .and_then(|t| t.with_second(0))
+            .and_then(|t| t.with_minute(0))
+            .unwrap_or(at);
+        Self(floored)
+    }
+
+    pub fn start(self) -> DateTime<Utc> {
+        self.0
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, TimeFormatError> {
+        let err = || TimeFormatError { what: "hour", form: "YYYY-MM-DDTHH", raw: raw.to_owned() };
+        if raw.len() != 13 {
+            return Err(err());
+        }
+        NaiveDateTime::parse_from_str(&format!("{raw}:00:00"), "%Y-%m-%dT%H:%M:%S")
+            .map(|naive| Self(naive.and_utc()))
+            .ok()
+            .filter(|hour| hour.to_string() == raw)
+            .ok_or_else(err)
+    }
+}
+
+impl fmt::Display for Hour {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0.format("%Y-%m-%dT%H"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn day_round_trips_and_rejects_loose_forms() {
+        let day = Day::parse("2026-03-09").expect("valid day");
+        assert_eq!(day.to_string(), "2026-03-09");
+        for bad in ["2026-3-9", "2026-02-30", "26-03-09", "2026-03-09T", "+02026-03-0"] {
+            assert!(Day::parse(bad).is_err(), "{bad} should be rejected");
+        }
+    }
+
+    #[test]
+    fn timestamp_text_is_fixed_width_and_sorts_chronologically() {
+        let early = Timestamp::parse("2026-01-02T03:04:05.006Z").expect("valid");
+        let late = Timestamp::from_millis(early.millis() + 1).expect("in range");
+        assert_eq!(early.to_string(), "2026-01-02T03:04:05.006Z");
+        assert!(early.to_string() < late.to_string());
+        assert!(Timestamp::parse("2026-01-02T03:04:05Z").is_err());
+    }
+
+    #[test]
+    fn hour_floors_and_round_trips() {
+        let at = Timestamp::parse("2026-01-02T03:04:05.006Z").expect("valid").datetime();
+        let hour = Hour::containing(at);
+        assert_eq!(hour.to_string(), "2026-01-02T03");
+        assert_eq!(Hour::parse("2026-01-02T03"), Ok(hour));
+    }
+
+    proptest! {
+        #[test]
+        fn parsers_never_panic(raw in any::<String>()) {
+            let _ = Day::parse(&raw);
+            let _ = Timestamp::parse(&raw);
+            let _ = Hour::parse(&raw);
+        }
+
+        #[test]
+        fn timestamp_order_is_text_order(a in 0i64..4_102_444_800_000, b in 0i64..4_102_444_800_000) {
+            let (ta, tb) = (Timestamp::from_millis(a).expect("range"), Timestamp::from_millis(b).expect("range"));
+            prop_assert_eq!(ta.cmp(&tb), ta.to_string().cmp(&tb.to_string()));
+            prop_assert_eq!(Timestamp::parse(&ta.to_string()), Ok(ta));
+        }
+    }
+}

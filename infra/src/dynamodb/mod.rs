@@ -1,0 +1,478 @@
+//! The DynamoDB backend on `aws-sdk-dynamodb`: works against AWS and against any
+//! endpoint URL speaking the DynamoDB wire protocol. Items are marshalled by
+//! `serde_dynamo`; conditions, updates and key conditions become expressions with
+//! placeholders; SDK errors map onto the port's typed errors.
+
+mod bootstrap;
+mod errors;
+mod expr;
+mod marshal;
+
+pub use bootstrap::{TableStatusReport, bootstrap};
+
+use self::expr::{Expr, key_attributes};
+use self::marshal::Attributes;
+use crate::aws_client::{self, AwsSettings};
+use crate::store::{
+    Condition, Cursor, IndexQuery, Item, Key, MAX_TRANSACTION_ACTIONS, Page, Query,
+    SortKeyCondition, Store, StoreError, TransactAction, Update, is_expired, now_epoch_seconds,
+};
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{
+    self as ddb, DeleteRequest, ReturnValue, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem, WriteRequest,
+};
+use events_schema::Context;
+use events_schema::tables::{self, PK, SK};
+use std::collections::HashSet;
+use std::time::Duration;
+
+/// The DynamoDB backend. Cheap to clone: the SDK client is shared.
+#[derive(Debug, Clone)]
+pub struct DynamoStore {
+    client: Client,
+    prefix: String,
+}
+
+/// The condition failed: the item it was checked against, from the error itself.
+fn condition_failed(item: Option<&Attributes>) -> StoreError {
+    StoreError::ConditionFailed {
+        existing: item.and_then(|attrs| marshal::from_attributes(attrs.clone()).ok()),
+    }
+}
+
+fn build_error(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(format!("cannot build request: {e}"))
+}
+
+/// What a query asks for, whether of the table or of an index.
+struct QuerySpec<'a> {
+    index: Option<&'a str>,
+    pk_attr: &'a str,
+    sk_attr: Option<&'a str>,
+    pk: &'a str,
+    sort_key: Option<&'a SortKeyCondition>,
+    forward: bool,
+    limit: Option<usize>,
+    cursor: Option<&'a Cursor>,
+    consistent: bool,
+    /// Attributes a cursor must carry for this query.
+    cursor_attrs: Vec<&'a str>,
+}
+
+impl DynamoStore {
+    /// Connects with the given settings; tables are named `<prefix><context>`.
+    pub async fn connect(settings: &AwsSettings, prefix: &str) -> Self {
+        let config = aws_client::load(settings).await;
+        Self::from_client(Client::new(&config), prefix)
+    }
+
+    pub fn from_client(client: Client, prefix: &str) -> Self {
+        Self { client, prefix: prefix.to_owned() }
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn table_name(&self, table: Context) -> String {
+        tables::table(table).physical_name(&self.prefix)
+    }
+
+    /// Creates the tables (see [`bootstrap`]).
+    pub async fn bootstrap(&self) -> Result<Vec<TableStatusReport>, StoreError> {
+        bootstrap::bootstrap(&self.client, &self.prefix).await
+    }
+
+    async fn run_query(&self, table: Context, spec: QuerySpec<'_>) -> Result<Page, StoreError> {
+        if spec.limit == Some(0) {
+            return Err(StoreError::Validation("a query limit must be at least 1".to_owned()));
+        }
+        let mut start = match spec.cursor {
+            Some(cursor) => {
+                let key = cursor.to_key(&spec.cursor_attrs)?;
+                if key.get(spec.pk_attr).map(String::as_str) != Some(spec.pk) {
+                    return Err(StoreError::Validation("the cursor is not valid for this query".into()));
+                }
+                Some(marshal::from_string_key(key))
+            }
+            None => None,
+        };
+        let mut items = Vec::new();
+        // DynamoDB applies Limit before the TTL filter: keep asking until the page is
+        // full or the partition ends, so both backends return the same pages.
+        loop {
+            let mut expr = Expr::default();
+            let key_condition = expr.key_condition(spec.pk_attr, spec.pk, spec.sk_attr, spec.sort_key);
+            let filter = expr.not_expired(now_epoch_seconds());
+            let wanted = spec.limit.map(|l| l - items.len());
+            let output = self
+                .client
+                .query()
+                .table_name(self.table_name(table))
+                .set_index_name(spec.index.map(str::to_owned))
+                .key_condition_expression(key_condition)
+                .filter_expression(filter)
+                .set_expression_attribute_names(expr.names())
+                .set_expression_attribute_values(expr.values())
+                .scan_index_forward(spec.forward)
+                .set_limit(wanted.map(|w| w.min(i32::MAX as usize) as i32))
+                .consistent_read(spec.consistent)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(errors::common)?;
+            for attributes in output.items.unwrap_or_default() {
+                items.push(marshal::from_attributes(attributes)?);
+            }
+            let next = output.last_evaluated_key.filter(|k| !k.is_empty());
+            let full = spec.limit.is_some_and(|l| items.len() >= l);
+            match next {
+                Some(key) if !full && spec.limit.is_some() => start = Some(key),
+                Some(key) => {
+                    let cursor = Cursor::from_key(&marshal::string_key(&key));
+                    return Ok(Page { items, cursor: Some(cursor) });
+                }
+                None => return Ok(Page { items, cursor: None }),
+            }
+        }
+    }
+
+    fn transact_item(&self, action: TransactAction) -> Result<TransactWriteItem, StoreError> {
+        let mut expr = Expr::default();
+        let on_failure = ReturnValuesOnConditionCheckFailure::AllOld;
+        Ok(match action {
+            TransactAction::Put { table, item, condition } => {
+                let condition = condition.map(|c| expr.condition(&c)).transpose()?.flatten();
+                let put = ddb::Put::builder()
+                    .table_name(self.table_name(table))
+                    .set_item(Some(marshal::to_attributes(&item)?))
+                    .set_condition_expression(condition)
+                    .set_expression_attribute_names(expr.names())
+                    .set_expression_attribute_values(expr.values())
+                    .return_values_on_condition_check_failure(on_failure)
+                    .build()
+                    .map_err(build_error)?;
+                TransactWriteItem::builder().put(put).build()
+            }
+            TransactAction::Update { table, key, update, condition } => {
+                let update_expr = expr.update(&update)?;
+                let condition = condition.map(|c| expr.condition(&c)).transpose()?.flatten();
+                let update = ddb::Update::builder()
+                    .table_name(self.table_name(table))
+                    .set_key(Some(key_attributes(&key)))
+                    // DynamoDB requires an expression in a transaction's update.
+                    .update_expression(update_expr.unwrap_or_else(|| {
+                        format!("SET {} = {}", expr.name(PK), expr.value(ddb::AttributeValue::S(key.pk.clone())))
+                    }))
+                    .set_condition_expression(condition)
+                    .set_expression_attribute_names(expr.names())
+                    .set_expression_attribute_values(expr.values())
+                    .return_values_on_condition_check_failure(on_failure)
+                    .build()
+                    .map_err(build_error)?;
+                TransactWriteItem::builder().update(update).build()
+            }
+            TransactAction::Delete { table, key, condition } => {
+                let condition = condition.map(|c| expr.condition(&c)).transpose()?.flatten();
+                let delete = ddb::Delete::builder()
+                    .table_name(self.table_name(table))
+                    .set_key(Some(key_attributes(&key)))
+                    .set_condition_expression(condition)
+                    .set_expression_attribute_names(expr.names())
+                    .set_expression_attribute_values(expr.values())
+                    .return_values_on_condition_check_failure(on_failure)
+                    .build()
+                    .map_err(build_error)?;
+                TransactWriteItem::builder().delete(delete).build()
+            }
+            TransactAction::ConditionCheck { table, key, condition } => {
+                let condition = expr
+                    .condition(&condition)?
+                    .unwrap_or_else(|| format!("attribute_exists({0}) OR attribute_not_exists({0})", expr.name(PK)));
+                let check = ddb::ConditionCheck::builder()
+                    .table_name(self.table_name(table))
+                    .set_key(Some(key_attributes(&key)))
+                    .condition_expression(condition)
+                    .set_expression_attribute_names(expr.names())
+                    .set_expression_attribute_values(expr.values())
+                    .return_values_on_condition_check_failure(on_failure)
+                    .build()
+                    .map_err(build_error)?;
+                TransactWriteItem::builder().condition_check(check).build()
+            }
+        })
+    }
+}
+
+/// Checks what DynamoDB would reject, so both backends fail the same way before any
+/// request is sent.
+fn validate_transaction(actions: &[TransactAction]) -> Result<(), StoreError> {
+    if actions.is_empty() || actions.len() > MAX_TRANSACTION_ACTIONS {
+        return Err(StoreError::Validation(format!(
+            "a transaction takes 1 to {MAX_TRANSACTION_ACTIONS} actions, not {}",
+            actions.len()
+        )));
+    }
+    let mut seen = HashSet::new();
+    for action in actions {
+        let key = match action {
+            TransactAction::Put { item, .. } => Key::of(item)?,
+            TransactAction::Update { key, .. }
+            | TransactAction::Delete { key, .. }
+            | TransactAction::ConditionCheck { key, .. } => {
+                key.validate()?;
+                key.clone()
+            }
+        };
+        if !seen.insert((action.table(), key)) {
+            return Err(StoreError::Validation(
+                "a transaction cannot include two actions on the same item".to_owned(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl Store for DynamoStore {
+    fn backend(&self) -> &'static str {
+        "dynamodb"
+    }
+
+    async fn health(&self) -> Result<(), StoreError> {
+        self.client
+            .describe_table()
+            .table_name(self.table_name(Context::Identity))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(errors::common)
+    }
+
+    async fn get(&self, table: Context, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
+        key.validate()?;
+        let output = self
+            .client
+            .get_item()
+            .table_name(self.table_name(table))
+            .set_key(Some(key_attributes(key)))
+            .consistent_read(consistent)
+            .send()
+            .await
+            .map_err(errors::common)?;
+        let item = output.item.map(marshal::from_attributes).transpose()?;
+        Ok(item.filter(|item| !is_expired(item, now_epoch_seconds())))
+    }
+
+    async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError> {
+        self.run_query(
+            table,
+            QuerySpec {
+                index: None,
+                pk_attr: PK,
+                sk_attr: Some(SK),
+                pk: &query.pk,
+                sort_key: query.sort_key.as_ref(),
+                forward: query.forward,
+                limit: query.limit,
+                cursor: query.cursor.as_ref(),
+                consistent: query.consistent,
+                cursor_attrs: vec![PK, SK],
+            },
+        )
+        .await
+    }
+
+    async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
+        let gsi = tables::table(table).gsi(&query.index).ok_or_else(|| {
+            StoreError::Validation(format!("table {table} has no index {}", query.index))
+        })?;
+        if gsi.sort_key.is_none() && query.sort_key.is_some() {
+            return Err(StoreError::Validation(format!("index {} has no sort key", gsi.name)));
+        }
+        let mut cursor_attrs = vec![gsi.partition_key, PK, SK];
+        cursor_attrs.extend(gsi.sort_key);
+        self.run_query(
+            table,
+            QuerySpec {
+                index: Some(gsi.name),
+                pk_attr: gsi.partition_key,
+                sk_attr: gsi.sort_key,
+                pk: &query.pk,
+                sort_key: query.sort_key.as_ref(),
+                forward: query.forward,
+                limit: query.limit,
+                cursor: query.cursor.as_ref(),
+                consistent: false,
+                cursor_attrs,
+            },
+        )
+        .await
+    }
+
+    async fn put(&self, table: Context, item: Item, condition: Option<Condition>) -> Result<(), StoreError> {
+        Key::of(&item)?;
+        let mut expr = Expr::default();
+        let condition = condition.map(|c| expr.condition(&c)).transpose()?.flatten();
+        let result = self
+            .client
+            .put_item()
+            .table_name(self.table_name(table))
+            .set_item(Some(marshal::to_attributes(&item)?))
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) => match e.as_service_error() {
+                Some(PutItemError::ConditionalCheckFailedException(failed)) => Err(condition_failed(failed.item())),
+                _ => Err(errors::common(e)),
+            },
+        }
+    }
+
+    async fn update(
+        &self,
+        table: Context,
+        key: &Key,
+        update: Update,
+        condition: Option<Condition>,
+    ) -> Result<Item, StoreError> {
+        key.validate()?;
+        if let Some(attr) = update.set.keys().chain(&update.remove).find(|a| *a == PK || *a == SK) {
+            return Err(StoreError::Validation(format!("cannot update key attribute {attr}")));
+        }
+        let mut expr = Expr::default();
+        let update_expr = expr.update(&update)?;
+        let condition = condition.map(|c| expr.condition(&c)).transpose()?.flatten();
+        let result = self
+            .client
+            .update_item()
+            .table_name(self.table_name(table))
+            .set_key(Some(key_attributes(key)))
+            .set_update_expression(update_expr)
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(output) => match output.attributes {
+                Some(attributes) if !attributes.is_empty() => marshal::from_attributes(attributes),
+                // An update that sets nothing returns no attributes: the item is its key.
+                _ => Ok(key.to_item()),
+            },
+            Err(e) => match e.as_service_error() {
+                Some(UpdateItemError::ConditionalCheckFailedException(failed)) => Err(condition_failed(failed.item())),
+                _ => Err(errors::common(e)),
+            },
+        }
+    }
+
+    async fn delete(
+        &self,
+        table: Context,
+        key: &Key,
+        condition: Option<Condition>,
+    ) -> Result<Option<Item>, StoreError> {
+        key.validate()?;
+        let mut expr = Expr::default();
+        let condition = condition.map(|c| expr.condition(&c)).transpose()?.flatten();
+        let result = self
+            .client
+            .delete_item()
+            .table_name(self.table_name(table))
+            .set_key(Some(key_attributes(key)))
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .return_values(ReturnValue::AllOld)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(output) => output.attributes.filter(|a| !a.is_empty()).map(marshal::from_attributes).transpose(),
+            Err(e) => match e.as_service_error() {
+                Some(DeleteItemError::ConditionalCheckFailedException(failed)) => Err(condition_failed(failed.item())),
+                _ => Err(errors::common(e)),
+            },
+        }
+    }
+
+    async fn transact(&self, actions: Vec<TransactAction>) -> Result<(), StoreError> {
+        validate_transaction(&actions)?;
+        let items = actions.into_iter().map(|a| self.transact_item(a)).collect::<Result<Vec<_>, _>>()?;
+        let result = self.client.transact_write_items().set_transact_items(Some(items)).send().await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) => match e.as_service_error() {
+                Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => {
+                    Err(errors::cancellation(cancelled.cancellation_reasons()))
+                }
+                _ => Err(errors::common(e)),
+            },
+        }
+    }
+
+    async fn drain_partition_page(&self, table: Context, pk: &str, page_size: usize) -> Result<usize, StoreError> {
+        // BatchWriteItem takes at most 25 requests.
+        let page_size = page_size.clamp(1, 25);
+        let mut expr = Expr::default();
+        let key_condition = expr.key_condition(PK, pk, None, None);
+        let projection = format!("{}, {}", expr.name(PK), expr.name(SK));
+        let name = self.table_name(table);
+        let output = self
+            .client
+            .query()
+            .table_name(&name)
+            .key_condition_expression(key_condition)
+            .projection_expression(projection)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .consistent_read(true)
+            .limit(page_size as i32)
+            .send()
+            .await
+            .map_err(errors::common)?;
+        let keys = output.items.unwrap_or_default();
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        let mut pending = keys
+            .iter()
+            .map(|key| {
+                let delete = DeleteRequest::builder().set_key(Some(key.clone())).build().map_err(build_error)?;
+                Ok(WriteRequest::builder().delete_request(delete).build())
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        // Unprocessed items come back under load; retry them with backoff.
+        let mut backoff = Duration::from_millis(50);
+        for _ in 0..10 {
+            let output = self
+                .client
+                .batch_write_item()
+                .request_items(&name, pending)
+                .send()
+                .await
+                .map_err(errors::common)?;
+            pending = output.unprocessed_items.and_then(|mut u| u.remove(&name)).unwrap_or_default();
+            if pending.is_empty() {
+                return Ok(keys.len());
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(2));
+        }
+        Err(StoreError::Throttled)
+    }
+}

@@ -1,0 +1,269 @@
+//! Applying write actions inside one redb write transaction: validate everything, check
+//! every condition, and only then write items, index entries, expiry entries and the
+//! change log. A request that fails validation or a condition has written nothing.
+
+use super::changelog::ChangeRecord;
+use super::layout::{self, CHANGELOG, EXPIRY, Names};
+use crate::store::item::item_size;
+use crate::store::{
+    CancelReason, Item, Key, MAX_ITEM_BYTES, MAX_TRANSACTION_ACTIONS, StoreError, TransactAction,
+};
+use events_schema::Context;
+use events_schema::tables::{self, PK, SK};
+use redb::{ReadableTable, WriteTransaction};
+use std::collections::HashSet;
+
+/// One item change: what was there and what will be.
+pub(super) struct Change {
+    pub table: Context,
+    pub key: Key,
+    pub old: Option<Item>,
+    pub new: Option<Item>,
+}
+
+pub(super) fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn action_key(action: &TransactAction) -> Result<Key, StoreError> {
+    match action {
+        TransactAction::Put { item, .. } => Key::of(item),
+        TransactAction::Update { key, .. }
+        | TransactAction::Delete { key, .. }
+        | TransactAction::ConditionCheck { key, .. } => {
+            key.validate()?;
+            Ok(key.clone())
+        }
+    }
+}
+
+fn validate_item(table: Context, item: &Item) -> Result<(), StoreError> {
+    if item_size(item) > MAX_ITEM_BYTES {
+        return Err(StoreError::Validation(format!("item is larger than {MAX_ITEM_BYTES} bytes")));
+    }
+    for gsi in tables::table(table).gsis {
+        layout::index_entry(gsi, item)?;
+    }
+    Ok(())
+}
+
+pub(super) fn read_item(
+    txn: &WriteTransaction,
+    names: &Names,
+    table: Context,
+    key: &Key,
+) -> Result<Option<Item>, StoreError> {
+    let items = txn.open_table(names.items(table)).map_err(backend)?;
+    let found = items.get((key.pk.as_str(), key.sk.as_str())).map_err(backend)?;
+    found.map(|bytes| layout::decode(bytes.value())).transpose()
+}
+
+/// Validates the actions and checks their conditions; returns the changes to make.
+pub(super) fn plan(
+    txn: &WriteTransaction,
+    names: &Names,
+    actions: &[TransactAction],
+) -> Result<Vec<Change>, StoreError> {
+    if actions.is_empty() || actions.len() > MAX_TRANSACTION_ACTIONS {
+        return Err(StoreError::Validation(format!(
+            "a transaction takes 1 to {MAX_TRANSACTION_ACTIONS} actions, not {}",
+            actions.len()
+        )));
+    }
+    let mut seen = HashSet::new();
+    let mut keys = Vec::with_capacity(actions.len());
+    for action in actions {
+        let key = action_key(action)?;
+        if !seen.insert((action.table(), key.clone())) {
+            return Err(StoreError::Validation(
+                "a transaction cannot include two actions on the same item".to_owned(),
+            ));
+        }
+        keys.push(key);
+    }
+
+    let mut reasons = Vec::with_capacity(actions.len());
+    let mut changes = Vec::with_capacity(actions.len());
+    for (action, key) in actions.iter().zip(keys) {
+        let table = action.table();
+        let old = read_item(txn, names, table, &key)?;
+        let holds = action.condition().is_none_or(|c| c.holds(old.as_ref()));
+        reasons.push(if holds {
+            CancelReason::None
+        } else {
+            CancelReason::ConditionFailed { existing: old.clone() }
+        });
+        let new = match action {
+            TransactAction::Put { item, .. } => Some(item.clone()),
+            TransactAction::Update { update, .. } => {
+                let mut item = old.clone().unwrap_or_else(|| key.to_item());
+                for (attr, value) in &update.set {
+                    if attr == PK || attr == SK {
+                        return Err(StoreError::Validation(format!(
+                            "cannot update key attribute {attr}"
+                        )));
+                    }
+                    item.insert(attr.clone(), value.clone());
+                }
+                for attr in &update.remove {
+                    if attr == PK || attr == SK {
+                        return Err(StoreError::Validation(format!(
+                            "cannot remove key attribute {attr}"
+                        )));
+                    }
+                    item.remove(attr);
+                }
+                Some(item)
+            }
+            TransactAction::Delete { .. } => None,
+            TransactAction::ConditionCheck { .. } => continue,
+        };
+        if let Some(item) = &new {
+            validate_item(table, item)?;
+        }
+        changes.push(Change { table, key, old, new });
+    }
+    if reasons.iter().any(|r| *r != CancelReason::None) {
+        return Err(StoreError::TransactionCanceled { reasons });
+    }
+    Ok(changes)
+}
+
+/// Writes planned changes: items, index and expiry entries, change log records.
+/// `next_seq` is the change log's next sequence number; it is advanced per record.
+pub(super) fn write(
+    txn: &WriteTransaction,
+    names: &Names,
+    changes: &[Change],
+    next_seq: &mut u64,
+    at_ms: i64,
+) -> Result<(), StoreError> {
+    for change in changes {
+        let (pk, sk) = (change.key.pk.as_str(), change.key.sk.as_str());
+        {
+            let mut items = txn.open_table(names.items(change.table)).map_err(backend)?;
+            match &change.new {
+                Some(item) => {
+                    items.insert((pk, sk), layout::encode(item).as_slice()).map_err(backend)?;
+                }
+                None => {
+                    items.remove((pk, sk)).map_err(backend)?;
+                }
+            }
+        }
+        write_index_entries(txn, change)?;
+        write_expiry_entries(txn, change)?;
+        if tables::table(change.table).stream {
+            let record = ChangeRecord {
+                seq: *next_seq,
+                table: change.table,
+                pk: change.key.pk.clone(),
+                sk: change.key.sk.clone(),
+                old: change.old.clone(),
+                new: change.new.clone(),
+                at_ms,
+            };
+            let mut log = txn.open_table(CHANGELOG).map_err(backend)?;
+            log.insert(*next_seq, record.encode().as_slice()).map_err(backend)?;
+            *next_seq += 1;
+        }
+    }
+    Ok(())
+}
+
+fn write_index_entries(txn: &WriteTransaction, change: &Change) -> Result<(), StoreError> {
+    let (pk, sk) = (change.key.pk.as_str(), change.key.sk.as_str());
+    for gsi in tables::table(change.table).gsis {
+        let entry = |item: &Option<Item>| match item {
+            Some(item) => layout::index_entry(gsi, item),
+            None => Ok(None),
+        };
+        let (old, new) = (entry(&change.old)?, entry(&change.new)?);
+        if old == new {
+            continue;
+        }
+        let name = layout::index_table_name(change.table, gsi);
+        let mut index = txn.open_table(layout::index_def(&name)).map_err(backend)?;
+        if let Some((gpk, gsk)) = &old {
+            index.remove((gpk.as_str(), gsk.as_str(), pk, sk)).map_err(backend)?;
+        }
+        if let Some((gpk, gsk)) = &new {
+            index.insert((gpk.as_str(), gsk.as_str(), pk, sk), ()).map_err(backend)?;
+        }
+    }
+    Ok(())
+}
+
+fn write_expiry_entries(txn: &WriteTransaction, change: &Change) -> Result<(), StoreError> {
+    let old = change.old.as_ref().and_then(layout::expiry_of);
+    let new = change.new.as_ref().and_then(layout::expiry_of);
+    if old == new {
+        return Ok(());
+    }
+    let (table, pk, sk) = (change.table.as_str(), change.key.pk.as_str(), change.key.sk.as_str());
+    let mut expiry = txn.open_table(EXPIRY).map_err(backend)?;
+    if let Some(at) = old {
+        expiry.remove((at, table, pk, sk)).map_err(backend)?;
+    }
+    if let Some(at) = new {
+        expiry.insert((at, table, pk, sk), ()).map_err(backend)?;
+    }
+    Ok(())
+}
+
+/// Plans the deletion of up to `limit` items of a partition.
+pub(super) fn plan_drain(
+    txn: &WriteTransaction,
+    names: &Names,
+    table: Context,
+    pk: &str,
+    limit: usize,
+) -> Result<Vec<Change>, StoreError> {
+    let items = txn.open_table(names.items(table)).map_err(backend)?;
+    let pk_end = layout::partition_end(pk);
+    let everything = layout::StrRange::default();
+    let mut changes = Vec::new();
+    for entry in items.range(layout::item_bounds(pk, &pk_end, &everything)).map_err(backend)? {
+        if changes.len() >= limit {
+            break;
+        }
+        let (key, value) = entry.map_err(backend)?;
+        let (pk, sk) = key.value();
+        changes.push(Change {
+            table,
+            key: Key::new(pk, sk),
+            old: Some(layout::decode(value.value())?),
+            new: None,
+        });
+    }
+    Ok(changes)
+}
+
+/// Plans the deletion of up to `limit` items whose TTL is at or before `now`.
+pub(super) fn plan_purge(
+    txn: &WriteTransaction,
+    names: &Names,
+    now: i64,
+    limit: usize,
+) -> Result<Vec<Change>, StoreError> {
+    let due: Vec<(Context, Key)> = {
+        let expiry = txn.open_table(EXPIRY).map_err(backend)?;
+        let mut due = Vec::new();
+        for entry in expiry.range(..=(now, "\u{10FFFF}", "", "")).map_err(backend)? {
+            if due.len() >= limit {
+                break;
+            }
+            let (key, _) = entry.map_err(backend)?;
+            let (_, table, pk, sk) = key.value();
+            let table = table.parse::<Context>().map_err(backend)?;
+            due.push((table, Key::new(pk, sk)));
+        }
+        due
+    };
+    let mut changes = Vec::with_capacity(due.len());
+    for (table, key) in due {
+        let old = read_item(txn, names, table, &key)?;
+        changes.push(Change { table, key, old, new: None });
+    }
+    Ok(changes)
+}

@@ -1,0 +1,35 @@
+//! The embedded store's change log: one record per committed item change, written in
+//! the same redb commit as the change itself, numbered without gaps. It is to the
+//! embedded shape what a DynamoDB stream is to the aws shape.
+
+use crate::store::{Item, StoreError};
+use events_schema::Context;
+use serde::{Deserialize, Serialize};
+
+/// One committed item change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChangeRecord {
+    /// Position in the log, from 1, gap-free, in commit order.
+    pub seq: u64,
+    pub table: Context,
+    pub pk: String,
+    pub sk: String,
+    /// The item before the change (None for an insert).
+    pub old: Option<Item>,
+    /// The item after the change (None for a delete).
+    pub new: Option<Item>,
+    /// Commit time, Unix milliseconds.
+    pub at_ms: i64,
+}
+
+impl ChangeRecord {
+    pub(super) fn encode(&self) -> Vec<u8> {
+        // Strings, numbers and JSON maps always serialize.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    pub(super) fn decode(bytes: &[u8]) -> Result<Self, StoreError> {
+        serde_json::from_slice(bytes)
+            .map_err(|e| StoreError::Backend(format!("corrupt change record: {e}")))
+    }
+}

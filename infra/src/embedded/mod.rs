@@ -1,0 +1,240 @@
+//! The embedded backend: one redb file in a data directory, durable commits (fsync
+//! before a write is acknowledged), secondary indexes and a change log kept in the same
+//! commit as the items. Reads run on redb's MVCC snapshots in parallel with the writer.
+
+mod apply;
+mod changelog;
+mod layout;
+mod read;
+mod writer;
+
+pub use changelog::ChangeRecord;
+
+use self::apply::backend;
+use self::layout::{CHANGELOG, EXPIRY, Names};
+use self::writer::{Job, WriteOp, WriteOutcome};
+use crate::store::{
+    CancelReason, Condition, IndexQuery, Item, Key, Page, Query, Store, StoreError,
+    TransactAction, Update, now_epoch_seconds,
+};
+use async_trait::async_trait;
+use events_schema::Context;
+use events_schema::tables::TABLES;
+use redb::{Database, ReadableDatabase as _};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, mpsc};
+
+/// The file inside the data directory.
+const FILE_NAME: &str = "vitals.redb";
+
+pub struct EmbeddedStore {
+    db: Arc<Database>,
+    names: Arc<Names>,
+    path: PathBuf,
+    writer: Mutex<Option<mpsc::Sender<Job>>>,
+    writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for EmbeddedStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddedStore").field("path", &self.path).finish()
+    }
+}
+
+impl EmbeddedStore {
+    /// Opens (creating if needed) the store in `data_dir`. Fails with a clear error if
+    /// another process has it open.
+    pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(data_dir).map_err(|e| {
+            StoreError::Backend(format!("cannot create data directory {}: {e}", data_dir.display()))
+        })?;
+        let path = data_dir.join(FILE_NAME);
+        let db = Database::create(&path).map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => StoreError::Backend(format!(
+                "{} is already open in another process",
+                path.display()
+            )),
+            other => StoreError::Backend(format!("cannot open {}: {other}", path.display())),
+        })?;
+        let names = Names::new();
+        create_tables(&db, &names)?;
+        let db = Arc::new(db);
+        let names = Arc::new(names);
+        let (sender, thread) = writer::spawn(db.clone(), names.clone())?;
+        Ok(Self {
+            db,
+            names,
+            path,
+            writer: Mutex::new(Some(sender)),
+            writer_thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    async fn submit(&self, op: WriteOp) -> Result<WriteOutcome, StoreError> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let sender = self
+            .writer
+            .lock()
+            .map_err(|_| StoreError::Backend("writer lock poisoned".into()))?
+            .clone()
+            .ok_or_else(|| StoreError::Backend("the store is closed".into()))?;
+        sender
+            .send(Job { op, reply })
+            .map_err(|_| StoreError::Backend("the store writer has stopped".into()))?;
+        answer.await.map_err(|_| StoreError::Backend("the store writer has stopped".into()))?
+    }
+
+    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&redb::ReadTransaction, &Names) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (db, names) = (self.db.clone(), self.names.clone());
+        tokio::task::spawn_blocking(move || {
+            let txn = db.begin_read().map_err(backend)?;
+            f(&txn, &names)
+        })
+        .await
+        .map_err(backend)?
+    }
+
+    async fn single(&self, action: TransactAction) -> Result<(Option<Item>, Option<Item>), StoreError> {
+        match self.submit(WriteOp::Transact(vec![action])).await {
+            Ok(WriteOutcome::Applied(mut changes)) => Ok(changes.pop().unwrap_or((None, None))),
+            Ok(WriteOutcome::Deleted(_)) => Err(StoreError::Backend("unexpected outcome".into())),
+            Err(StoreError::TransactionCanceled { mut reasons }) => match reasons.pop() {
+                Some(CancelReason::ConditionFailed { existing }) => {
+                    Err(StoreError::ConditionFailed { existing })
+                }
+                other => Err(StoreError::Backend(format!("unexpected cancellation: {other:?}"))),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Change records with a sequence number greater than `after`, oldest first.
+    pub async fn changes_after(&self, after: u64, limit: usize) -> Result<Vec<ChangeRecord>, StoreError> {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || read::changes_after(&db, after, limit))
+            .await
+            .map_err(backend)?
+    }
+
+    /// The sequence number of the newest change record (0 when the log is empty).
+    pub async fn last_sequence(&self) -> Result<u64, StoreError> {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || writer::last_sequence(&db)).await.map_err(backend)?
+    }
+
+    /// Deletes up to `limit` items whose TTL attribute is at or before `now` (epoch
+    /// seconds), as DynamoDB's TTL process does; returns how many. Reads already hide
+    /// them; this reclaims the space and publishes the deletions.
+    pub async fn purge_expired(&self, now: i64, limit: usize) -> Result<usize, StoreError> {
+        match self.submit(WriteOp::Purge { now, limit }).await? {
+            WriteOutcome::Deleted(n) => Ok(n),
+            WriteOutcome::Applied(_) => Err(StoreError::Backend("unexpected outcome".into())),
+        }
+    }
+
+    /// Stops the writer after the requests already queued; waits for it.
+    pub fn close(&self) {
+        if let Ok(mut writer) = self.writer.lock() {
+            writer.take();
+        }
+        if let Some(thread) = self.writer_thread.lock().ok().and_then(|mut t| t.take()) {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for EmbeddedStore {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+fn create_tables(db: &Database, names: &Names) -> Result<(), StoreError> {
+    let txn = db.begin_write().map_err(backend)?;
+    for def in &TABLES {
+        txn.open_table(names.items(def.context)).map_err(backend)?;
+        for gsi in def.gsis {
+            let name = layout::index_table_name(def.context, gsi);
+            txn.open_table(layout::index_def(&name)).map_err(backend)?;
+        }
+    }
+    txn.open_table(CHANGELOG).map_err(backend)?;
+    txn.open_table(EXPIRY).map_err(backend)?;
+    txn.commit().map_err(backend)
+}
+
+#[async_trait]
+impl Store for EmbeddedStore {
+    fn backend(&self) -> &'static str {
+        "embedded"
+    }
+
+    async fn health(&self) -> Result<(), StoreError> {
+        self.read(|_, _| Ok(())).await
+    }
+
+    async fn get(&self, table: Context, key: &Key, _consistent: bool) -> Result<Option<Item>, StoreError> {
+        // Every embedded read sees every acknowledged write: reads are always consistent.
+        let key = key.clone();
+        let now = now_epoch_seconds();
+        self.read(move |txn, names| read::get(txn, names, table, &key, now)).await
+    }
+
+    async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError> {
+        let query = query.clone();
+        let now = now_epoch_seconds();
+        self.read(move |txn, names| read::query(txn, names, table, &query, now)).await
+    }
+
+    async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
+        let query = query.clone();
+        let now = now_epoch_seconds();
+        self.read(move |txn, names| read::query_index(txn, names, table, &query, now)).await
+    }
+
+    async fn put(&self, table: Context, item: Item, condition: Option<Condition>) -> Result<(), StoreError> {
+        self.single(TransactAction::Put { table, item, condition }).await.map(|_| ())
+    }
+
+    async fn update(
+        &self,
+        table: Context,
+        key: &Key,
+        update: Update,
+        condition: Option<Condition>,
+    ) -> Result<Item, StoreError> {
+        let action = TransactAction::Update { table, key: key.clone(), update, condition };
+        let (_, new) = self.single(action).await?;
+        new.ok_or_else(|| StoreError::Backend("update produced no item".into()))
+    }
+
+    async fn delete(
+        &self,
+        table: Context,
+        key: &Key,
+        condition: Option<Condition>,
+    ) -> Result<Option<Item>, StoreError> {
+        let (old, _) = self.single(TransactAction::Delete { table, key: key.clone(), condition }).await?;
+        Ok(old)
+    }
+
+    async fn transact(&self, actions: Vec<TransactAction>) -> Result<(), StoreError> {
+        self.submit(WriteOp::Transact(actions)).await.map(|_| ())
+    }
+
+    async fn drain_partition_page(&self, table: Context, pk: &str, page_size: usize) -> Result<usize, StoreError> {
+        let op = WriteOp::Drain { table, pk: pk.to_owned(), limit: page_size.max(1) };
+        match self.submit(op).await? {
+            WriteOutcome::Deleted(n) => Ok(n),
+            WriteOutcome::Applied(_) => Err(StoreError::Backend("unexpected outcome".into())),
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! Reads on a redb read transaction: get, partition query and index query, with TTL
+//! filtering, limits, the 1 MiB page budget and cursors.
+
+use super::apply::backend;
+use super::changelog::ChangeRecord;
+use super::layout::{self, CHANGELOG, Names, StrRange};
+use crate::store::item::item_size;
+use crate::store::{
+    Cursor, IndexQuery, Item, Key, MAX_PAGE_BYTES, Page, Query, StoreError, is_expired,
+};
+use events_schema::Context;
+use events_schema::tables::{self, PK, SK};
+use redb::{ReadTransaction, ReadableDatabase as _};
+use std::collections::BTreeMap;
+
+pub(super) fn get(
+    txn: &ReadTransaction,
+    names: &Names,
+    table: Context,
+    key: &Key,
+    now: i64,
+) -> Result<Option<Item>, StoreError> {
+    key.validate()?;
+    let items = txn.open_table(names.items(table)).map_err(backend)?;
+    let found = items.get((key.pk.as_str(), key.sk.as_str())).map_err(backend)?;
+    let item = found.map(|bytes| layout::decode(bytes.value())).transpose()?;
+    Ok(item.filter(|item| !is_expired(item, now)))
+}
+
+/// Collects a page: stops at `limit` items or the byte budget, and sets the cursor when
+/// entries remain after the last one returned.
+struct PageBuilder {
+    items: Vec<Item>,
+    bytes: usize,
+    limit: usize,
+}
+
+impl PageBuilder {
+    fn new(limit: Option<usize>) -> Result<Self, StoreError> {
+        if limit == Some(0) {
+            return Err(StoreError::Validation("a query limit must be at least 1".to_owned()));
+        }
+        Ok(Self { items: Vec::new(), bytes: 0, limit: limit.unwrap_or(usize::MAX) })
+    }
+
+    fn full(&self) -> bool {
+        self.items.len() >= self.limit || self.bytes >= MAX_PAGE_BYTES
+    }
+
+    fn push(&mut self, item: Item) {
+        self.bytes += item_size(&item);
+        self.items.push(item);
+    }
+}
+
+pub(super) fn query(
+    txn: &ReadTransaction,
+    names: &Names,
+    table: Context,
+    query: &Query,
+    now: i64,
+) -> Result<Page, StoreError> {
+    let mut page = PageBuilder::new(query.limit)?;
+    let range = StrRange::of(query.sort_key.as_ref());
+    let pk_end = layout::partition_end(&query.pk);
+    let (mut lower, mut upper) = layout::item_bounds(&query.pk, &pk_end, &range);
+    let start = match &query.cursor {
+        Some(cursor) => {
+            let key = cursor.to_key(&[PK, SK])?;
+            if key.get(PK) != Some(&query.pk) {
+                return Err(StoreError::Validation("the cursor is not valid for this query".into()));
+            }
+            key.get(SK).cloned()
+        }
+        None => None,
+    };
+    if let Some(sk) = &start {
+        let after = std::ops::Bound::Excluded((query.pk.as_str(), sk.as_str()));
+        if query.forward { lower = after } else { upper = after }
+    }
+    let items = txn.open_table(names.items(table)).map_err(backend)?;
+    let range_iter = items.range((lower, upper)).map_err(backend)?;
+    let mut entries: Box<dyn Iterator<Item = _>> =
+        if query.forward { Box::new(range_iter) } else { Box::new(range_iter.rev()) };
+    let mut last = None;
+    for entry in entries.by_ref() {
+        let (key, value) = entry.map_err(backend)?;
+        let (_, sk) = key.value();
+        if !query.sort_key.as_ref().is_none_or(|c| c.matches(sk)) {
+            continue;
+        }
+        let item = layout::decode(value.value())?;
+        last = Some(sk.to_owned());
+        if !is_expired(&item, now) {
+            page.push(item);
+        }
+        if page.full() {
+            break;
+        }
+    }
+    let more = page.full() && entries.next().is_some();
+    let cursor = match (more, last) {
+        (true, Some(sk)) => Some(Cursor::from_key(&BTreeMap::from([
+            (PK.to_owned(), query.pk.clone()),
+            (SK.to_owned(), sk),
+        ]))),
+        _ => None,
+    };
+    Ok(Page { items: page.items, cursor })
+}
+
+pub(super) fn query_index(
+    txn: &ReadTransaction,
+    names: &Names,
+    table: Context,
+    query: &IndexQuery,
+    now: i64,
+) -> Result<Page, StoreError> {
+    let gsi = tables::table(table).gsi(&query.index).ok_or_else(|| {
+        StoreError::Validation(format!("table {table} has no index {}", query.index))
+    })?;
+    if gsi.sort_key.is_none() && query.sort_key.is_some() {
+        return Err(StoreError::Validation(format!("index {} has no sort key", gsi.name)));
+    }
+    let mut page = PageBuilder::new(query.limit)?;
+    let range = StrRange::of(query.sort_key.as_ref());
+    let pk_end = layout::partition_end(&query.pk);
+    let (mut lower, mut upper) = layout::index_bounds(&query.pk, &pk_end, &range);
+
+    let mut required = vec![gsi.partition_key, PK, SK];
+    required.extend(gsi.sort_key);
+    let start = match &query.cursor {
+        Some(cursor) => {
+            let key = cursor.to_key(&required)?;
+            if key.get(gsi.partition_key) != Some(&query.pk) {
+                return Err(StoreError::Validation("the cursor is not valid for this query".into()));
+            }
+            let gsk = gsi.sort_key.and_then(|name| key.get(name).cloned()).unwrap_or_default();
+            Some((gsk, key[PK].clone(), key[SK].clone()))
+        }
+        None => None,
+    };
+    if let Some((gsk, pk, sk)) = &start {
+        let after =
+            std::ops::Bound::Excluded((query.pk.as_str(), gsk.as_str(), pk.as_str(), sk.as_str()));
+        if query.forward { lower = after } else { upper = after }
+    }
+
+    let index_name = layout::index_table_name(table, gsi);
+    let index = txn.open_table(layout::index_def(&index_name)).map_err(backend)?;
+    let items = txn.open_table(names.items(table)).map_err(backend)?;
+    let range_iter = index.range((lower, upper)).map_err(backend)?;
+    let mut entries: Box<dyn Iterator<Item = _>> =
+        if query.forward { Box::new(range_iter) } else { Box::new(range_iter.rev()) };
+    let mut last = None;
+    for entry in entries.by_ref() {
+        let (key, ()) = entry.map(|(k, _)| (k, ())).map_err(backend)?;
+        let (_, gsk, pk, sk) = key.value();
+        if !query.sort_key.as_ref().is_none_or(|c| c.matches(gsk)) {
+            continue;
+        }
+        last = Some((gsk.to_owned(), pk.to_owned(), sk.to_owned()));
+        let Some(bytes) = items.get((pk, sk)).map_err(backend)? else { continue };
+        let item = layout::decode(bytes.value())?;
+        if !is_expired(&item, now) {
+            page.push(item);
+        }
+        if page.full() {
+            break;
+        }
+    }
+    let more = page.full() && entries.next().is_some();
+    let cursor = match (more, last) {
+        (true, Some((gsk, pk, sk))) => {
+            let mut key = BTreeMap::from([
+                (gsi.partition_key.to_owned(), query.pk.clone()),
+                (PK.to_owned(), pk),
+                (SK.to_owned(), sk),
+            ]);
+            if let Some(name) = gsi.sort_key {
+                key.insert(name.to_owned(), gsk);
+            }
+            Some(Cursor::from_key(&key))
+        }
+        _ => None,
+    };
+    Ok(Page { items: page.items, cursor })
+}
+
+pub(super) fn changes_after(
+    db: &redb::Database,
+    after: u64,
+    limit: usize,
+) -> Result<Vec<ChangeRecord>, StoreError> {
+    let txn = db.begin_read().map_err(backend)?;
+    let log = txn.open_table(CHANGELOG).map_err(backend)?;
+    let mut records = Vec::new();
+    for entry in log.range(after.saturating_add(1)..).map_err(backend)?.take(limit) {
+        let (_, value) = entry.map_err(backend)?;
+        records.push(ChangeRecord::decode(value.value())?);
+    }
+    Ok(records)
+}

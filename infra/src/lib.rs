@@ -1,0 +1,16 @@
+//! Vitals infrastructure: the storage port and its adapters. Nothing above this crate
+//! knows which backend is live.
+//!
+//! Layout:
+//! - [`store`]: the storage port: items, keys, conditions, queries, transactions, the
+//!   typed errors, and the cursor encoding both backends share.
+//! - [`embedded`]: the default backend on redb (durable commits), with its change log.
+//! - [`dynamodb`]: the backend on `aws-sdk-dynamodb`, plus `bootstrap` of the tables.
+//! - [`aws_client`]: SDK configuration shared by every AWS adapter.
+
+pub mod aws_client;
+pub mod dynamodb;
+pub mod embedded;
+pub mod store;
+
+pub use store::{Store, StoreError};

@@ -1,0 +1,106 @@
+//! Items and keys. An item is a JSON object of attributes; `pk` and `sk` are strings.
+//! Both backends map it losslessly (the DynamoDB one through `serde_dynamo`).
+
+use super::StoreError;
+use events_schema::tables::{PK, SK, TTL};
+use serde_json::Value;
+
+/// An item: attribute name -> value.
+pub type Item = serde_json::Map<String, Value>;
+
+/// The primary key of an item.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    pub pk: String,
+    pub sk: String,
+}
+
+/// DynamoDB's limits on key attribute sizes, in UTF-8 bytes.
+const MAX_PK_BYTES: usize = 2048;
+const MAX_SK_BYTES: usize = 1024;
+
+impl Key {
+    pub fn new(pk: impl Into<String>, sk: impl Into<String>) -> Self {
+        Self { pk: pk.into(), sk: sk.into() }
+    }
+
+    /// The key of an item, checked as DynamoDB checks it.
+    pub fn of(item: &Item) -> Result<Self, StoreError> {
+        let attr = |name: &str| match item.get(name) {
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(_) => Err(StoreError::Validation(format!("key attribute {name} must be a string"))),
+            None => Err(StoreError::Validation(format!("item has no key attribute {name}"))),
+        };
+        let key = Self { pk: attr(PK)?, sk: attr(SK)? };
+        key.validate()?;
+        Ok(key)
+    }
+
+    pub fn validate(&self) -> Result<(), StoreError> {
+        for (name, value, max) in [(PK, &self.pk, MAX_PK_BYTES), (SK, &self.sk, MAX_SK_BYTES)] {
+            if value.is_empty() {
+                return Err(StoreError::Validation(format!("key attribute {name} is empty")));
+            }
+            if value.len() > max {
+                return Err(StoreError::Validation(format!(
+                    "key attribute {name} is longer than {max} bytes"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The key as an item holding only `pk` and `sk`.
+    pub fn to_item(&self) -> Item {
+        let mut item = Item::new();
+        item.insert(PK.to_owned(), Value::String(self.pk.clone()));
+        item.insert(SK.to_owned(), Value::String(self.sk.clone()));
+        item
+    }
+}
+
+/// Seconds since the Unix epoch, the unit of the TTL attribute.
+pub fn now_epoch_seconds() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Whether the item's TTL attribute is a number of epoch seconds at or before `now`.
+/// Items without it, or with a non-numeric one, never expire (as in DynamoDB).
+pub fn is_expired(item: &Item, now: i64) -> bool {
+    item.get(TTL).and_then(Value::as_f64).is_some_and(|at| at <= now as f64)
+}
+
+/// The size of an item as DynamoDB counts it, closely enough to enforce the limit the
+/// same way on every backend: attribute names plus the JSON text of their values.
+pub(crate) fn item_size(item: &Item) -> usize {
+    item.iter().map(|(name, value)| name.len() + value.to_string().len()).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn key_of_requires_string_keys() {
+        let ok = json!({"pk": "USER#1", "sk": "PROFILE", "n": 1});
+        let Value::Object(ok) = ok else { unreachable!() };
+        assert_eq!(Key::of(&ok).expect("valid"), Key::new("USER#1", "PROFILE"));
+        for bad in [json!({"pk": "USER#1"}), json!({"pk": 1, "sk": "x"}), json!({"pk": "", "sk": "x"})] {
+            let Value::Object(bad) = bad else { unreachable!() };
+            assert!(matches!(Key::of(&bad), Err(StoreError::Validation(_))));
+        }
+    }
+
+    #[test]
+    fn expiry_is_by_epoch_seconds() {
+        let Value::Object(item) = json!({"expires_at": 100}) else { unreachable!() };
+        assert!(is_expired(&item, 100));
+        assert!(!is_expired(&item, 99));
+        let Value::Object(text) = json!({"expires_at": "100"}) else { unreachable!() };
+        assert!(!is_expired(&text, 1000));
+    }
+}

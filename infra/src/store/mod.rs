@@ -1,0 +1,104 @@
+//! The storage port: what command, projector and query code may ask of a table.
+//!
+//! The operations are DynamoDB's (get, query, query an index, conditional single
+//! writes, all-or-nothing transactions of up to 100 actions), with the same semantics on
+//! every backend: sort keys compare by UTF-8 bytes, indexes are sparse, items whose TTL
+//! attribute is in the past are never returned by reads.
+
+mod cursor;
+mod error;
+pub(crate) mod item;
+mod request;
+
+pub use cursor::Cursor;
+pub use error::{CancelReason, StoreError};
+pub use item::{Item, Key, is_expired, now_epoch_seconds};
+pub use request::{
+    Condition, IndexQuery, MAX_TRANSACTION_ACTIONS, Page, Query, SortKeyCondition,
+    TransactAction, Update,
+};
+
+use async_trait::async_trait;
+use events_schema::Context;
+
+/// The largest page a query returns when no limit is given, in item bytes (as DynamoDB).
+pub const MAX_PAGE_BYTES: usize = 1024 * 1024;
+
+/// The largest item, in bytes of its attribute names and values (as DynamoDB).
+pub const MAX_ITEM_BYTES: usize = 400 * 1024;
+
+/// The storage port. Every method addresses one context's table.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// The backend's name, such as `embedded` or `dynamodb`.
+    fn backend(&self) -> &'static str;
+
+    /// Checks that the backend answers.
+    async fn health(&self) -> Result<(), StoreError>;
+
+    /// Reads one item. `consistent` asks for a strongly consistent read.
+    async fn get(&self, table: Context, key: &Key, consistent: bool)
+    -> Result<Option<Item>, StoreError>;
+
+    /// Reads one page of a partition.
+    async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError>;
+
+    /// Reads one page of a secondary index (eventually consistent).
+    async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError>;
+
+    /// Writes a whole item, if `condition` holds on the current one.
+    async fn put(
+        &self,
+        table: Context,
+        item: Item,
+        condition: Option<Condition>,
+    ) -> Result<(), StoreError>;
+
+    /// Sets and removes attributes (creating the item if absent), if `condition` holds;
+    /// returns the item as written.
+    async fn update(
+        &self,
+        table: Context,
+        key: &Key,
+        update: Update,
+        condition: Option<Condition>,
+    ) -> Result<Item, StoreError>;
+
+    /// Deletes an item, if `condition` holds; returns the item it deleted.
+    async fn delete(
+        &self,
+        table: Context,
+        key: &Key,
+        condition: Option<Condition>,
+    ) -> Result<Option<Item>, StoreError>;
+
+    /// Applies every action or none. At most [`MAX_TRANSACTION_ACTIONS`] actions, no
+    /// two on the same item. A failed condition cancels the whole transaction and is
+    /// reported per action in [`StoreError::TransactionCanceled`].
+    async fn transact(&self, actions: Vec<TransactAction>) -> Result<(), StoreError>;
+
+    /// Deletes up to `page_size` items of the partition `pk` (expired ones included)
+    /// and returns how many it deleted; 0 means the partition is empty.
+    async fn drain_partition_page(
+        &self,
+        table: Context,
+        pk: &str,
+        page_size: usize,
+    ) -> Result<usize, StoreError>;
+}
+
+/// Deletes every item of a partition, one page at a time; returns how many.
+pub async fn drain_partition(
+    store: &dyn Store,
+    table: Context,
+    pk: &str,
+) -> Result<usize, StoreError> {
+    let mut total = 0;
+    loop {
+        let deleted = store.drain_partition_page(table, pk, 25).await?;
+        if deleted == 0 {
+            return Ok(total);
+        }
+        total += deleted;
+    }
+}

@@ -1,0 +1,217 @@
+//! The shapes of requests to the port: conditions, updates, transaction actions and
+//! queries, and the page a query returns.
+
+use super::{Cursor, Item, Key};
+use events_schema::Context;
+use serde_json::Value;
+
+/// DynamoDB's limit on actions in one `TransactWriteItems`.
+pub const MAX_TRANSACTION_ACTIONS: usize = 100;
+
+/// A condition on the current item, checked atomically with the write.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Condition {
+    /// An item with this key exists.
+    ItemExists,
+    /// No item with this key exists.
+    ItemNotExists,
+    AttributeExists(String),
+    AttributeNotExists(String),
+    /// The attribute exists and equals the value.
+    AttributeEquals(String, Value),
+    /// The item's `version` attribute equals this number.
+    VersionEquals(u64),
+    /// Every condition holds.
+    All(Vec<Condition>),
+}
+
+/// Attributes to set and attributes to remove. Key attributes cannot be changed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Update {
+    pub set: Item,
+    pub remove: Vec<String>,
+}
+
+impl Update {
+    pub fn set(mut self, attr: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.set.insert(attr.into(), value.into());
+        self
+    }
+
+    pub fn remove(mut self, attr: impl Into<String>) -> Self {
+        self.remove.push(attr.into());
+        self
+    }
+}
+
+/// One action of a transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TransactAction {
+    Put { table: Context, item: Item, condition: Option<Condition> },
+    Update { table: Context, key: Key, update: Update, condition: Option<Condition> },
+    Delete { table: Context, key: Key, condition: Option<Condition> },
+    ConditionCheck { table: Context, key: Key, condition: Condition },
+}
+
+impl TransactAction {
+    pub fn table(&self) -> Context {
+        match self {
+            TransactAction::Put { table, .. }
+            | TransactAction::Update { table, .. }
+            | TransactAction::Delete { table, .. }
+            | TransactAction::ConditionCheck { table, .. } => *table,
+        }
+    }
+
+    pub fn condition(&self) -> Option<&Condition> {
+        match self {
+            TransactAction::Put { condition, .. }
+            | TransactAction::Update { condition, .. }
+            | TransactAction::Delete { condition, .. } => condition.as_ref(),
+            TransactAction::ConditionCheck { condition, .. } => Some(condition),
+        }
+    }
+}
+
+/// A condition on the sort key of a query (or the index sort key of an index query).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SortKeyCondition {
+    Equals(String),
+    BeginsWith(String),
+    /// Both bounds inclusive.
+    Between(String, String),
+    LessThan(String),
+    LessOrEqual(String),
+    GreaterThan(String),
+    GreaterOrEqual(String),
+}
+
+impl SortKeyCondition {
+    /// Whether a sort key satisfies the condition (byte order, as DynamoDB).
+    pub fn matches(&self, sk: &str) -> bool {
+        match self {
+            SortKeyCondition::Equals(v) => sk == v,
+            SortKeyCondition::BeginsWith(p) => sk.starts_with(p.as_str()),
+            SortKeyCondition::Between(lo, hi) => lo.as_str() <= sk && sk <= hi.as_str(),
+            SortKeyCondition::LessThan(v) => sk < v.as_str(),
+            SortKeyCondition::LessOrEqual(v) => sk <= v.as_str(),
+            SortKeyCondition::GreaterThan(v) => sk > v.as_str(),
+            SortKeyCondition::GreaterOrEqual(v) => sk >= v.as_str(),
+        }
+    }
+}
+
+/// A query of one partition of a table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    pub pk: String,
+    pub sort_key: Option<SortKeyCondition>,
+    /// Ascending sort-key order when true.
+    pub forward: bool,
+    /// At most this many items in the page.
+    pub limit: Option<usize>,
+    /// Where the previous page stopped.
+    pub cursor: Option<Cursor>,
+    pub consistent: bool,
+}
+
+impl Query {
+    pub fn partition(pk: impl Into<String>) -> Self {
+        Self { pk: pk.into(), sort_key: None, forward: true, limit: None, cursor: None, consistent: false }
+    }
+
+    pub fn sort_key(mut self, condition: SortKeyCondition) -> Self {
+        self.sort_key = Some(condition);
+        self
+    }
+
+    pub fn reverse(mut self) -> Self {
+        self.forward = false;
+        self
+    }
+
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    pub fn after(mut self, cursor: Option<Cursor>) -> Self {
+        self.cursor = cursor;
+        self
+    }
+
+    pub fn consistent(mut self) -> Self {
+        self.consistent = true;
+        self
+    }
+}
+
+/// A query of one partition of a secondary index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexQuery {
+    pub index: String,
+    /// The value of the index's partition key attribute.
+    pub pk: String,
+    /// A condition on the index's sort key attribute.
+    pub sort_key: Option<SortKeyCondition>,
+    pub forward: bool,
+    pub limit: Option<usize>,
+    pub cursor: Option<Cursor>,
+}
+
+impl IndexQuery {
+    pub fn partition(index: impl Into<String>, pk: impl Into<String>) -> Self {
+        Self { index: index.into(), pk: pk.into(), sort_key: None, forward: true, limit: None, cursor: None }
+    }
+
+    pub fn sort_key(mut self, condition: SortKeyCondition) -> Self {
+        self.sort_key = Some(condition);
+        self
+    }
+
+    pub fn reverse(mut self) -> Self {
+        self.forward = false;
+        self
+    }
+
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    pub fn after(mut self, cursor: Option<Cursor>) -> Self {
+        self.cursor = cursor;
+        self
+    }
+}
+
+/// One page of query results. `cursor` is set when more items may follow; pass it to
+/// the next query. A page may hold fewer items than the limit and still have a cursor.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Page {
+    pub items: Vec<Item>,
+    pub cursor: Option<Cursor>,
+}
+
+impl Condition {
+    /// Whether the condition holds on `current` (None when no item has the key).
+    /// The embedded backend evaluates conditions with this; DynamoDB evaluates the
+    /// equivalent expression server-side.
+    pub fn holds(&self, current: Option<&Item>) -> bool {
+        use events_schema::tables::VERSION;
+        match self {
+            Condition::ItemExists => current.is_some(),
+            Condition::ItemNotExists => current.is_none(),
+            Condition::AttributeExists(attr) => current.is_some_and(|i| i.contains_key(attr)),
+            Condition::AttributeNotExists(attr) => !current.is_some_and(|i| i.contains_key(attr)),
+            Condition::AttributeEquals(attr, value) => {
+                current.and_then(|i| i.get(attr)).is_some_and(|v| v == value)
+            }
+            Condition::VersionEquals(version) => current
+                .and_then(|i| i.get(VERSION))
+                .and_then(Value::as_u64)
+                .is_some_and(|v| v == *version),
+            Condition::All(all) => all.iter().all(|c| c.holds(current)),
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Projector workers, runtime and replay (built in the pipeline issue).

@@ -1,0 +1,1 @@
+//! Query handlers over projection rows only (built in the read-side issue).
