@@ -1,1 +1,42 @@
-fn main(){}
+//! The `vitals` command: parses the command line and runs the chosen subcommand.
+
+use clap::Parser;
+use vitals::cli::{Cli, Command, Doc};
+use vitals::{server, storage};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    match Cli::parse().command {
+        Command::Serve(args) => {
+            let storage = storage::open(args.backend, &args.data_dir, &args.aws).await?;
+            let listener = tokio::net::TcpListener::bind(args.listen).await?;
+            let address = listener.local_addr()?;
+            tracing::info!(backend = storage.store.backend(), %address, "vitals serving");
+            // The address on stdout, so scripts and tests can find a port-0 server.
+            println!("listening on http://{address}");
+            server::run(listener, storage, server::shutdown_signal()).await
+        }
+        Command::Bootstrap(aws) => {
+            let store = storage::dynamodb(&aws).await;
+            for table in store.bootstrap().await? {
+                let what = if table.created { "created" } else { "exists" };
+                println!("{what}\t{}", table.name);
+            }
+            Ok(())
+        }
+        Command::Docs {
+            doc: Doc::AccessPatterns,
+        } => {
+            print!("{}", events_schema::tables::access_pattern_document());
+            Ok(())
+        }
+    }
+}

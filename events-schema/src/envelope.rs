@@ -44,7 +44,12 @@ pub trait EventPayload: Serialize + for<'de> Deserialize<'de> {
 #[derive(Debug, thiserror::Error)]
 pub enum EnvelopeError {
     #[error("envelope holds {found} v{found_version}, expected {expected} v{expected_version}")]
-    WrongType { found: String, found_version: u32, expected: &'static str, expected_version: u32 },
+    WrongType {
+        found: String,
+        found_version: u32,
+        expected: &'static str,
+        expected_version: u32,
+    },
     #[error("payload does not decode: {0}")]
     Payload(#[from] serde_json::Error),
 }
@@ -124,7 +129,10 @@ mod tests {
     }
 
     fn sample() -> EventEnvelope {
-        let payload = SomethingHappened { amount: 7, note: "ünïcode #1".into() };
+        let payload = SomethingHappened {
+            amount: 7,
+            note: "ünïcode #1".into(),
+        };
         EventEnvelope::new(Some(UserId::generate()), Timestamp::now(), &payload)
             .expect("serializable")
             .caused_by("cmd-1")
@@ -144,8 +152,16 @@ mod tests {
     fn wire_form_uses_documented_field_names() {
         let value = serde_json::to_value(sample()).expect("serialize");
         for field in [
-            "event_id", "event_type", "schema_version", "context", "user_id", "occurred_at",
-            "recorded_at", "causation_id", "correlation_id", "payload",
+            "event_id",
+            "event_type",
+            "schema_version",
+            "context",
+            "user_id",
+            "occurred_at",
+            "recorded_at",
+            "causation_id",
+            "correlation_id",
+            "payload",
         ] {
             assert!(value.get(field).is_some(), "missing {field}");
         }
@@ -168,7 +184,10 @@ mod tests {
 
     #[test]
     fn decoding_the_wrong_type_or_bad_ids_is_an_error() {
-        assert!(matches!(sample().decode::<OtherThing>(), Err(EnvelopeError::WrongType { .. })));
+        assert!(matches!(
+            sample().decode::<OtherThing>(),
+            Err(EnvelopeError::WrongType { .. })
+        ));
         let bad_id = r#"{"event_id":"E#1","event_type":"OtherThing","schema_version":1,
             "context":"goals","occurred_at":"2026-01-01T00:00:00.000Z",
             "recorded_at":"2026-01-01T00:00:00.001Z","payload":{}}"#;

@@ -137,7 +137,10 @@ mod tests {
     fn delimiter_and_controls_are_rejected() {
         assert_eq!(
             MealId::parse("a#b"),
-            Err(IdError::ReservedChar { kind: "meal id", ch: '#' })
+            Err(IdError::ReservedChar {
+                kind: "meal id",
+                ch: '#'
+            })
         );
         assert!(MealId::parse("a\nb").is_err());
         assert_eq!(MealId::parse(""), Err(IdError::Empty { kind: "meal id" }));

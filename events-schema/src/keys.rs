@@ -5,9 +5,8 @@
 //! malformed key is a [`KeyError`], never a panic.
 
 use crate::ids::{
-    ConsumerName, EventId, ExternalId, Geohash, GoalId, IdError, MealId, MealPlanId,
-    OAuthState, ProviderName, RecipeId, ScheduledMealId, SleepId, TrainingBlockId, UserId,
-    WorkoutId,
+    ConsumerName, EventId, ExternalId, Geohash, GoalId, IdError, MealId, MealPlanId, OAuthState,
+    ProviderName, RecipeId, ScheduledMealId, SleepId, TrainingBlockId, UserId, WorkoutId,
 };
 use crate::time::{Day, Hour, TimeFormatError, Timestamp};
 use std::fmt;
@@ -176,7 +175,10 @@ impl fmt::Display for SortKey {
 
 /// Splits `raw` into its kind and exactly `N` parts.
 fn parts<'a, const N: usize>(raw: &'a str, rest: &'a str) -> Result<[&'a str; N], KeyError> {
-    let wrong = || KeyError::WrongArity { key: raw.to_owned(), expected: N };
+    let wrong = || KeyError::WrongArity {
+        key: raw.to_owned(),
+        expected: N,
+    };
     let mut out = [""; N];
     let mut split = rest.split(DELIMITER);
     for slot in out.iter_mut() {
@@ -239,7 +241,10 @@ impl FromStr for SortKey {
             if rest.is_empty() && !raw.contains(DELIMITER) {
                 Ok(key)
             } else {
-                Err(KeyError::WrongArity { key: raw.to_owned(), expected: 0 })
+                Err(KeyError::WrongArity {
+                    key: raw.to_owned(),
+                    expected: 0,
+                })
             }
         };
         Ok(match kind {
@@ -375,19 +380,43 @@ mod tests {
         assert_eq!(PartitionKey::User(user).to_string(), "USER#01ABC");
         let meal = SortKey::Meal(day("2026-01-31"), MealId::parse("M1").expect("id"));
         assert_eq!(meal.to_string(), "MEAL#2026-01-31#M1");
-        assert_eq!(prefix::on_day(prefix::MEAL, day("2026-01-31")), "MEAL#2026-01-31#");
+        assert_eq!(
+            prefix::on_day(prefix::MEAL, day("2026-01-31")),
+            "MEAL#2026-01-31#"
+        );
     }
 
     #[test]
     fn malformed_keys_are_typed_errors() {
-        assert!(matches!("MEAL#2026-01-31".parse::<SortKey>(), Err(KeyError::WrongArity { .. })));
-        assert!(matches!("MEAL#2026-01-31#a#b".parse::<SortKey>(), Err(KeyError::WrongArity { .. })));
-        assert!(matches!("MEAL#2026-13-31#a".parse::<SortKey>(), Err(KeyError::Time(_))));
+        assert!(matches!(
+            "MEAL#2026-01-31".parse::<SortKey>(),
+            Err(KeyError::WrongArity { .. })
+        ));
+        assert!(matches!(
+            "MEAL#2026-01-31#a#b".parse::<SortKey>(),
+            Err(KeyError::WrongArity { .. })
+        ));
+        assert!(matches!(
+            "MEAL#2026-13-31#a".parse::<SortKey>(),
+            Err(KeyError::Time(_))
+        ));
         assert!(matches!("GOAL#".parse::<SortKey>(), Err(KeyError::Id(_))));
-        assert!(matches!("PROFILE#x".parse::<SortKey>(), Err(KeyError::WrongArity { .. })));
-        assert!(matches!("NOPE#1".parse::<SortKey>(), Err(KeyError::UnknownKind(_))));
-        assert!(matches!("USER".parse::<PartitionKey>(), Err(KeyError::UnknownKind(_))));
-        assert!(matches!("EMAIL#nobody".parse::<PartitionKey>(), Err(KeyError::Email(_))));
+        assert!(matches!(
+            "PROFILE#x".parse::<SortKey>(),
+            Err(KeyError::WrongArity { .. })
+        ));
+        assert!(matches!(
+            "NOPE#1".parse::<SortKey>(),
+            Err(KeyError::UnknownKind(_))
+        ));
+        assert!(matches!(
+            "USER".parse::<PartitionKey>(),
+            Err(KeyError::UnknownKind(_))
+        ));
+        assert!(matches!(
+            "EMAIL#nobody".parse::<PartitionKey>(),
+            Err(KeyError::Email(_))
+        ));
     }
 
     #[test]

@@ -117,16 +117,52 @@ const ACTIVE_DAY: GsiDef = GsiDef {
 
 /// The nine tables, in [`Context::ALL`] order.
 pub const TABLES: [TableDef; 9] = [
-    TableDef { context: Context::Identity, gsis: &[BY_EMAIL], stream: true },
-    TableDef { context: Context::Nutrition, gsis: &[CATALOG], stream: true },
-    TableDef { context: Context::Activity, gsis: &[], stream: true },
-    TableDef { context: Context::Sleep, gsis: &[], stream: true },
-    TableDef { context: Context::Goals, gsis: &[BY_STATUS], stream: true },
-    TableDef { context: Context::Integrations, gsis: &[], stream: true },
+    TableDef {
+        context: Context::Identity,
+        gsis: &[BY_EMAIL],
+        stream: true,
+    },
+    TableDef {
+        context: Context::Nutrition,
+        gsis: &[CATALOG],
+        stream: true,
+    },
+    TableDef {
+        context: Context::Activity,
+        gsis: &[],
+        stream: true,
+    },
+    TableDef {
+        context: Context::Sleep,
+        gsis: &[],
+        stream: true,
+    },
+    TableDef {
+        context: Context::Goals,
+        gsis: &[BY_STATUS],
+        stream: true,
+    },
+    TableDef {
+        context: Context::Integrations,
+        gsis: &[],
+        stream: true,
+    },
     // A cache keyed by place, not by user: nothing subscribes to it.
-    TableDef { context: Context::Environment, gsis: &[], stream: false },
-    TableDef { context: Context::Insights, gsis: &[ACTIVE_DAY], stream: true },
-    TableDef { context: Context::Dashboard, gsis: &[], stream: true },
+    TableDef {
+        context: Context::Environment,
+        gsis: &[],
+        stream: false,
+    },
+    TableDef {
+        context: Context::Insights,
+        gsis: &[ACTIVE_DAY],
+        stream: true,
+    },
+    TableDef {
+        context: Context::Dashboard,
+        gsis: &[],
+        stream: true,
+    },
 ];
 
 /// The definition of a context's table.
@@ -142,12 +178,20 @@ pub fn access_pattern_document() -> String {
          Every table: partition key `pk`, sort key `sk` (strings), TTL attribute `expires_at`.\n",
     );
     for def in &TABLES {
-        let _ = write!(doc, "\n## {}\n\nstream: {}\n", def.context, if def.stream { "on" } else { "off" });
+        let _ = write!(
+            doc,
+            "\n## {}\n\nstream: {}\n",
+            def.context,
+            if def.stream { "on" } else { "off" }
+        );
         if def.gsis.is_empty() {
             doc.push_str("\nNo secondary index: every access is by `pk` (and `sk`).\n");
         }
         for gsi in def.gsis {
-            let sk = gsi.sort_key.map(|s| format!(", sort key `{s}`")).unwrap_or_default();
+            let sk = gsi
+                .sort_key
+                .map(|s| format!(", sort key `{s}`"))
+                .unwrap_or_default();
             let j = gsi.justification;
             let _ = write!(
                 doc,
@@ -170,7 +214,10 @@ mod tests {
             assert_eq!(def.context, context);
             assert_eq!(table(context).context, context);
         }
-        assert_eq!(table(Context::Goals).physical_name("vitals-"), "vitals-goals");
+        assert_eq!(
+            table(Context::Goals).physical_name("vitals-"),
+            "vitals-goals"
+        );
     }
 
     #[test]
@@ -201,7 +248,10 @@ mod tests {
             for gsi in def.gsis {
                 assert!(names.insert(gsi.name), "duplicate index name {}", gsi.name);
                 for attr in std::iter::once(gsi.partition_key).chain(gsi.sort_key) {
-                    assert!(![PK, SK, TTL, VERSION].contains(&attr), "{attr} is reserved");
+                    assert!(
+                        ![PK, SK, TTL, VERSION].contains(&attr),
+                        "{attr} is reserved"
+                    );
                 }
             }
         }
@@ -217,5 +267,20 @@ mod tests {
                 assert!(doc.contains(gsi.justification.access_pattern));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod committed_document {
+    /// The committed document must be the generated one: regenerate it with
+    /// `cargo run -p vitals -- docs access-patterns > docs/access-patterns.md`.
+    #[test]
+    fn docs_access_patterns_md_is_up_to_date() {
+        let committed = include_str!("../../docs/access-patterns.md");
+        assert_eq!(
+            committed,
+            super::access_pattern_document(),
+            "docs/access-patterns.md is stale"
+        );
     }
 }

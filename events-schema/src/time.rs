@@ -31,7 +31,11 @@ impl Day {
 
     pub fn parse(raw: &str) -> Result<Self, TimeFormatError> {
         // chrono accepts years of any width; keys need exactly ten characters.
-        let err = || TimeFormatError { what: "day", form: "YYYY-MM-DD", raw: raw.to_owned() };
+        let err = || TimeFormatError {
+            what: "day",
+            form: "YYYY-MM-DD",
+            raw: raw.to_owned(),
+        };
         if raw.len() != 10 {
             return Err(err());
         }
@@ -161,7 +165,11 @@ impl Hour {
     }
 
     pub fn parse(raw: &str) -> Result<Self, TimeFormatError> {
-        let err = || TimeFormatError { what: "hour", form: "YYYY-MM-DDTHH", raw: raw.to_owned() };
+        let err = || TimeFormatError {
+            what: "hour",
+            form: "YYYY-MM-DDTHH",
+            raw: raw.to_owned(),
+        };
         if raw.len() != 13 {
             return Err(err());
         }
@@ -188,7 +196,13 @@ mod tests {
     fn day_round_trips_and_rejects_loose_forms() {
         let day = Day::parse("2026-03-09").expect("valid day");
         assert_eq!(day.to_string(), "2026-03-09");
-        for bad in ["2026-3-9", "2026-02-30", "26-03-09", "2026-03-09T", "+02026-03-0"] {
+        for bad in [
+            "2026-3-9",
+            "2026-02-30",
+            "26-03-09",
+            "2026-03-09T",
+            "+02026-03-0",
+        ] {
             assert!(Day::parse(bad).is_err(), "{bad} should be rejected");
         }
     }
@@ -204,7 +218,9 @@ mod tests {
 
     #[test]
     fn hour_floors_and_round_trips() {
-        let at = Timestamp::parse("2026-01-02T03:04:05.006Z").expect("valid").datetime();
+        let at = Timestamp::parse("2026-01-02T03:04:05.006Z")
+            .expect("valid")
+            .datetime();
         let hour = Hour::containing(at);
         assert_eq!(hour.to_string(), "2026-01-02T03");
         assert_eq!(Hour::parse("2026-01-02T03"), Ok(hour));

@@ -41,7 +41,11 @@ pub async fn load(settings: &AwsSettings) -> SdkConfig {
         loader = loader.endpoint_url(url);
         if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
             loader = loader.credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-                "local", "local", None, None, "vitals-local-emulator",
+                "local",
+                "local",
+                None,
+                None,
+                "vitals-local-emulator",
             ));
         }
     }

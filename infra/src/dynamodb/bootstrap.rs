@@ -3,14 +3,14 @@
 //! Idempotent: existing tables are left as they are.
 
 use super::errors;
+use crate::store::StoreError;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
-    Projection, ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
-    TableStatus, TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType, TableStatus,
+    TimeToLiveSpecification,
 };
-use crate::store::StoreError;
 use events_schema::tables::{PK, SK, TABLES, TableDef};
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,11 @@ fn build_error(e: impl std::fmt::Display) -> StoreError {
 }
 
 fn key(attr: &str, kind: KeyType) -> Result<KeySchemaElement, StoreError> {
-    KeySchemaElement::builder().attribute_name(attr).key_type(kind).build().map_err(build_error)
+    KeySchemaElement::builder()
+        .attribute_name(attr)
+        .key_type(kind)
+        .build()
+        .map_err(build_error)
 }
 
 fn string_attr(attr: &str) -> Result<AttributeDefinition, StoreError> {
@@ -39,7 +43,10 @@ pub struct TableStatusReport {
 
 /// Creates every missing table under `prefix`, waits until all are active, and enables
 /// TTL on each.
-pub async fn bootstrap(client: &Client, prefix: &str) -> Result<Vec<TableStatusReport>, StoreError> {
+pub async fn bootstrap(
+    client: &Client,
+    prefix: &str,
+) -> Result<Vec<TableStatusReport>, StoreError> {
     let mut report = Vec::new();
     for def in &TABLES {
         let name = def.physical_name(prefix);
@@ -63,7 +70,11 @@ async fn create_table(client: &Client, def: &TableDef, name: &str) -> Result<boo
         let mut index = GlobalSecondaryIndex::builder()
             .index_name(gsi.name)
             .key_schema(key(gsi.partition_key, KeyType::Hash)?)
-            .projection(Projection::builder().projection_type(ProjectionType::All).build());
+            .projection(
+                Projection::builder()
+                    .projection_type(ProjectionType::All)
+                    .build(),
+            );
         attributes.push(string_attr(gsi.partition_key)?);
         if let Some(sk) = gsi.sort_key {
             index = index.key_schema(key(sk, KeyType::Range)?);
@@ -80,7 +91,11 @@ async fn create_table(client: &Client, def: &TableDef, name: &str) -> Result<boo
                 .map_err(build_error)?,
         );
     }
-    match request.set_attribute_definitions(Some(attributes)).send().await {
+    match request
+        .set_attribute_definitions(Some(attributes))
+        .send()
+        .await
+    {
         Ok(_) => Ok(true),
         Err(e) if e.code() == Some("ResourceInUseException") => Ok(false),
         Err(e) => Err(errors::common(e)),
@@ -90,12 +105,19 @@ async fn create_table(client: &Client, def: &TableDef, name: &str) -> Result<boo
 async fn wait_active(client: &Client, name: &str, timeout: Duration) -> Result<(), StoreError> {
     let deadline = Instant::now() + timeout;
     loop {
-        let table = client.describe_table().table_name(name).send().await.map_err(errors::common)?;
+        let table = client
+            .describe_table()
+            .table_name(name)
+            .send()
+            .await
+            .map_err(errors::common)?;
         if table.table().and_then(|t| t.table_status()) == Some(&TableStatus::Active) {
             return Ok(());
         }
         if Instant::now() >= deadline {
-            return Err(StoreError::Backend(format!("table {name} not active after {timeout:?}")));
+            return Err(StoreError::Backend(format!(
+                "table {name} not active after {timeout:?}"
+            )));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -120,7 +142,13 @@ async fn enable_ttl(client: &Client, def: &TableDef, name: &str) -> Result<(), S
         .attribute_name(def.ttl_attribute())
         .build()
         .map_err(build_error)?;
-    match client.update_time_to_live().table_name(name).time_to_live_specification(spec).send().await {
+    match client
+        .update_time_to_live()
+        .table_name(name)
+        .time_to_live_specification(spec)
+        .send()
+        .await
+    {
         Ok(_) => Ok(()),
         // AWS answers this when TTL is already enabled (a concurrent bootstrap).
         Err(e) if e.message().is_some_and(|m| m.contains("already enabled")) => Ok(()),

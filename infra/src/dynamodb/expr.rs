@@ -91,8 +91,14 @@ impl Expr {
         sk_attr: Option<&str>,
         condition: Option<&SortKeyCondition>,
     ) -> String {
-        let pk_part = format!("{} = {}", self.name(pk_attr), self.value(AttributeValue::S(pk.to_owned())));
-        let (Some(sk_attr), Some(condition)) = (sk_attr, condition) else { return pk_part };
+        let pk_part = format!(
+            "{} = {}",
+            self.name(pk_attr),
+            self.value(AttributeValue::S(pk.to_owned()))
+        );
+        let (Some(sk_attr), Some(condition)) = (sk_attr, condition) else {
+            return pk_part;
+        };
         let sk = self.name(sk_attr);
         let mut v = |s: &str| self.value(AttributeValue::S(s.to_owned()));
         let sk_part = match condition {
@@ -132,7 +138,10 @@ impl Expr {
 pub(super) fn key_attributes(key: &crate::store::Key) -> HashMap<String, AttributeValue> {
     HashMap::from([
         (PK.to_owned(), AttributeValue::S(key.pk.clone())),
-        (events_schema::tables::SK.to_owned(), AttributeValue::S(key.sk.clone())),
+        (
+            events_schema::tables::SK.to_owned(),
+            AttributeValue::S(key.sk.clone()),
+        ),
     ])
 }
 
@@ -151,13 +160,21 @@ mod tests {
                 Condition::All(vec![]),
             ]))
             .expect("valid");
-        assert_eq!(text.as_deref(), Some("(attribute_exists(#n0)) AND (#n1 = :v0) AND (#n2 = :v1)"));
+        assert_eq!(
+            text.as_deref(),
+            Some("(attribute_exists(#n0)) AND (#n1 = :v0) AND (#n2 = :v1)")
+        );
         assert_eq!(expr.name(PK), "#n0");
         assert_eq!(expr.values().map(|v| v.len()), Some(2));
     }
 
     #[test]
     fn empty_all_is_no_condition() {
-        assert_eq!(Expr::default().condition(&Condition::All(vec![])).expect("valid"), None);
+        assert_eq!(
+            Expr::default()
+                .condition(&Condition::All(vec![]))
+                .expect("valid"),
+            None
+        );
     }
 }

@@ -34,7 +34,9 @@ pub(super) fn string_key(attributes: &Attributes) -> std::collections::BTreeMap<
 }
 
 pub(super) fn from_string_key(key: std::collections::BTreeMap<String, String>) -> Attributes {
-    key.into_iter().map(|(name, value)| (name, AttributeValue::S(value))).collect()
+    key.into_iter()
+        .map(|(name, value)| (name, AttributeValue::S(value)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -47,7 +49,9 @@ mod tests {
         let serde_json::Value::Object(item) = json!({
             "pk": "USER#1", "sk": "MEAL#2026-01-01#A", "kcal": 512, "ratio": 0.25,
             "neg": -3, "ok": true, "none": null, "tags": ["a", 1], "m": {"x": {"y": "z"}}
-        }) else { unreachable!() };
+        }) else {
+            unreachable!()
+        };
         let attributes = to_attributes(&item).expect("marshals");
         assert_eq!(attributes["kcal"], AttributeValue::N("512".into()));
         assert_eq!(attributes["pk"], AttributeValue::S("USER#1".into()));

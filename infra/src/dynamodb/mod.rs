@@ -16,6 +16,7 @@ use crate::aws_client::{self, AwsSettings};
 use crate::store::{
     Condition, Cursor, IndexQuery, Item, Key, MAX_TRANSACTION_ACTIONS, Page, Query,
     SortKeyCondition, Store, StoreError, TransactAction, Update, is_expired, now_epoch_seconds,
+    validate_index_attributes,
 };
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
@@ -73,7 +74,10 @@ impl DynamoStore {
     }
 
     pub fn from_client(client: Client, prefix: &str) -> Self {
-        Self { client, prefix: prefix.to_owned() }
+        Self {
+            client,
+            prefix: prefix.to_owned(),
+        }
     }
 
     pub fn client(&self) -> &Client {
@@ -91,13 +95,17 @@ impl DynamoStore {
 
     async fn run_query(&self, table: Context, spec: QuerySpec<'_>) -> Result<Page, StoreError> {
         if spec.limit == Some(0) {
-            return Err(StoreError::Validation("a query limit must be at least 1".to_owned()));
+            return Err(StoreError::Validation(
+                "a query limit must be at least 1".to_owned(),
+            ));
         }
         let mut start = match spec.cursor {
             Some(cursor) => {
                 let key = cursor.to_key(&spec.cursor_attrs)?;
                 if key.get(spec.pk_attr).map(String::as_str) != Some(spec.pk) {
-                    return Err(StoreError::Validation("the cursor is not valid for this query".into()));
+                    return Err(StoreError::Validation(
+                        "the cursor is not valid for this query".into(),
+                    ));
                 }
                 Some(marshal::from_string_key(key))
             }
@@ -108,7 +116,8 @@ impl DynamoStore {
         // full or the partition ends, so both backends return the same pages.
         loop {
             let mut expr = Expr::default();
-            let key_condition = expr.key_condition(spec.pk_attr, spec.pk, spec.sk_attr, spec.sort_key);
+            let key_condition =
+                expr.key_condition(spec.pk_attr, spec.pk, spec.sk_attr, spec.sort_key);
             let filter = expr.not_expired(now_epoch_seconds());
             let wanted = spec.limit.map(|l| l - items.len());
             let output = self
@@ -136,9 +145,17 @@ impl DynamoStore {
                 Some(key) if !full && spec.limit.is_some() => start = Some(key),
                 Some(key) => {
                     let cursor = Cursor::from_key(&marshal::string_key(&key));
-                    return Ok(Page { items, cursor: Some(cursor) });
+                    return Ok(Page {
+                        items,
+                        cursor: Some(cursor),
+                    });
                 }
-                None => return Ok(Page { items, cursor: None }),
+                None => {
+                    return Ok(Page {
+                        items,
+                        cursor: None,
+                    });
+                }
             }
         }
     }
@@ -147,7 +164,11 @@ impl DynamoStore {
         let mut expr = Expr::default();
         let on_failure = ReturnValuesOnConditionCheckFailure::AllOld;
         Ok(match action {
-            TransactAction::Put { table, item, condition } => {
+            TransactAction::Put {
+                table,
+                item,
+                condition,
+            } => {
                 let condition = condition.map(|c| expr.condition(&c)).transpose()?.flatten();
                 let put = ddb::Put::builder()
                     .table_name(self.table_name(table))
@@ -160,7 +181,12 @@ impl DynamoStore {
                     .map_err(build_error)?;
                 TransactWriteItem::builder().put(put).build()
             }
-            TransactAction::Update { table, key, update, condition } => {
+            TransactAction::Update {
+                table,
+                key,
+                update,
+                condition,
+            } => {
                 let update_expr = expr.update(&update)?;
                 let condition = condition.map(|c| expr.condition(&c)).transpose()?.flatten();
                 let update = ddb::Update::builder()
@@ -168,7 +194,11 @@ impl DynamoStore {
                     .set_key(Some(key_attributes(&key)))
                     // DynamoDB requires an expression in a transaction's update.
                     .update_expression(update_expr.unwrap_or_else(|| {
-                        format!("SET {} = {}", expr.name(PK), expr.value(ddb::AttributeValue::S(key.pk.clone())))
+                        format!(
+                            "SET {} = {}",
+                            expr.name(PK),
+                            expr.value(ddb::AttributeValue::S(key.pk.clone()))
+                        )
                     }))
                     .set_condition_expression(condition)
                     .set_expression_attribute_names(expr.names())
@@ -178,7 +208,11 @@ impl DynamoStore {
                     .map_err(build_error)?;
                 TransactWriteItem::builder().update(update).build()
             }
-            TransactAction::Delete { table, key, condition } => {
+            TransactAction::Delete {
+                table,
+                key,
+                condition,
+            } => {
                 let condition = condition.map(|c| expr.condition(&c)).transpose()?.flatten();
                 let delete = ddb::Delete::builder()
                     .table_name(self.table_name(table))
@@ -191,10 +225,17 @@ impl DynamoStore {
                     .map_err(build_error)?;
                 TransactWriteItem::builder().delete(delete).build()
             }
-            TransactAction::ConditionCheck { table, key, condition } => {
-                let condition = expr
-                    .condition(&condition)?
-                    .unwrap_or_else(|| format!("attribute_exists({0}) OR attribute_not_exists({0})", expr.name(PK)));
+            TransactAction::ConditionCheck {
+                table,
+                key,
+                condition,
+            } => {
+                let condition = expr.condition(&condition)?.unwrap_or_else(|| {
+                    format!(
+                        "attribute_exists({0}) OR attribute_not_exists({0})",
+                        expr.name(PK)
+                    )
+                });
                 let check = ddb::ConditionCheck::builder()
                     .table_name(self.table_name(table))
                     .set_key(Some(key_attributes(&key)))
@@ -222,10 +263,17 @@ fn validate_transaction(actions: &[TransactAction]) -> Result<(), StoreError> {
     let mut seen = HashSet::new();
     for action in actions {
         let key = match action {
-            TransactAction::Put { item, .. } => Key::of(item)?,
-            TransactAction::Update { key, .. }
-            | TransactAction::Delete { key, .. }
-            | TransactAction::ConditionCheck { key, .. } => {
+            TransactAction::Put { table, item, .. } => {
+                validate_index_attributes(*table, item)?;
+                Key::of(item)?
+            }
+            TransactAction::Update {
+                table, key, update, ..
+            } => {
+                validate_update(*table, key, update)?;
+                key.clone()
+            }
+            TransactAction::Delete { key, .. } | TransactAction::ConditionCheck { key, .. } => {
                 key.validate()?;
                 key.clone()
             }
@@ -237,6 +285,21 @@ fn validate_transaction(actions: &[TransactAction]) -> Result<(), StoreError> {
         }
     }
     Ok(())
+}
+
+fn validate_update(table: Context, key: &Key, update: &Update) -> Result<(), StoreError> {
+    key.validate()?;
+    if let Some(attr) = update
+        .set
+        .keys()
+        .chain(&update.remove)
+        .find(|a| *a == PK || *a == SK)
+    {
+        return Err(StoreError::Validation(format!(
+            "cannot update key attribute {attr}"
+        )));
+    }
+    validate_index_attributes(table, &update.set)
 }
 
 #[async_trait]
@@ -255,7 +318,12 @@ impl Store for DynamoStore {
             .map_err(errors::common)
     }
 
-    async fn get(&self, table: Context, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
+    async fn get(
+        &self,
+        table: Context,
+        key: &Key,
+        consistent: bool,
+    ) -> Result<Option<Item>, StoreError> {
         key.validate()?;
         let output = self
             .client
@@ -294,7 +362,10 @@ impl Store for DynamoStore {
             StoreError::Validation(format!("table {table} has no index {}", query.index))
         })?;
         if gsi.sort_key.is_none() && query.sort_key.is_some() {
-            return Err(StoreError::Validation(format!("index {} has no sort key", gsi.name)));
+            return Err(StoreError::Validation(format!(
+                "index {} has no sort key",
+                gsi.name
+            )));
         }
         let mut cursor_attrs = vec![gsi.partition_key, PK, SK];
         cursor_attrs.extend(gsi.sort_key);
@@ -316,8 +387,14 @@ impl Store for DynamoStore {
         .await
     }
 
-    async fn put(&self, table: Context, item: Item, condition: Option<Condition>) -> Result<(), StoreError> {
+    async fn put(
+        &self,
+        table: Context,
+        item: Item,
+        condition: Option<Condition>,
+    ) -> Result<(), StoreError> {
         Key::of(&item)?;
+        validate_index_attributes(table, &item)?;
         let mut expr = Expr::default();
         let condition = condition.map(|c| expr.condition(&c)).transpose()?.flatten();
         let result = self
@@ -334,7 +411,9 @@ impl Store for DynamoStore {
         match result {
             Ok(_) => Ok(()),
             Err(e) => match e.as_service_error() {
-                Some(PutItemError::ConditionalCheckFailedException(failed)) => Err(condition_failed(failed.item())),
+                Some(PutItemError::ConditionalCheckFailedException(failed)) => {
+                    Err(condition_failed(failed.item()))
+                }
                 _ => Err(errors::common(e)),
             },
         }
@@ -347,10 +426,7 @@ impl Store for DynamoStore {
         update: Update,
         condition: Option<Condition>,
     ) -> Result<Item, StoreError> {
-        key.validate()?;
-        if let Some(attr) = update.set.keys().chain(&update.remove).find(|a| *a == PK || *a == SK) {
-            return Err(StoreError::Validation(format!("cannot update key attribute {attr}")));
-        }
+        validate_update(table, key, &update)?;
         let mut expr = Expr::default();
         let update_expr = expr.update(&update)?;
         let condition = condition.map(|c| expr.condition(&c)).transpose()?.flatten();
@@ -374,7 +450,9 @@ impl Store for DynamoStore {
                 _ => Ok(key.to_item()),
             },
             Err(e) => match e.as_service_error() {
-                Some(UpdateItemError::ConditionalCheckFailedException(failed)) => Err(condition_failed(failed.item())),
+                Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
+                    Err(condition_failed(failed.item()))
+                }
                 _ => Err(errors::common(e)),
             },
         }
@@ -402,9 +480,15 @@ impl Store for DynamoStore {
             .send()
             .await;
         match result {
-            Ok(output) => output.attributes.filter(|a| !a.is_empty()).map(marshal::from_attributes).transpose(),
+            Ok(output) => output
+                .attributes
+                .filter(|a| !a.is_empty())
+                .map(marshal::from_attributes)
+                .transpose(),
             Err(e) => match e.as_service_error() {
-                Some(DeleteItemError::ConditionalCheckFailedException(failed)) => Err(condition_failed(failed.item())),
+                Some(DeleteItemError::ConditionalCheckFailedException(failed)) => {
+                    Err(condition_failed(failed.item()))
+                }
                 _ => Err(errors::common(e)),
             },
         }
@@ -412,8 +496,16 @@ impl Store for DynamoStore {
 
     async fn transact(&self, actions: Vec<TransactAction>) -> Result<(), StoreError> {
         validate_transaction(&actions)?;
-        let items = actions.into_iter().map(|a| self.transact_item(a)).collect::<Result<Vec<_>, _>>()?;
-        let result = self.client.transact_write_items().set_transact_items(Some(items)).send().await;
+        let items = actions
+            .into_iter()
+            .map(|a| self.transact_item(a))
+            .collect::<Result<Vec<_>, _>>()?;
+        let result = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await;
         match result {
             Ok(_) => Ok(()),
             Err(e) => match e.as_service_error() {
@@ -425,7 +517,12 @@ impl Store for DynamoStore {
         }
     }
 
-    async fn drain_partition_page(&self, table: Context, pk: &str, page_size: usize) -> Result<usize, StoreError> {
+    async fn drain_partition_page(
+        &self,
+        table: Context,
+        pk: &str,
+        page_size: usize,
+    ) -> Result<usize, StoreError> {
         // BatchWriteItem takes at most 25 requests.
         let page_size = page_size.clamp(1, 25);
         let mut expr = Expr::default();
@@ -452,7 +549,10 @@ impl Store for DynamoStore {
         let mut pending = keys
             .iter()
             .map(|key| {
-                let delete = DeleteRequest::builder().set_key(Some(key.clone())).build().map_err(build_error)?;
+                let delete = DeleteRequest::builder()
+                    .set_key(Some(key.clone()))
+                    .build()
+                    .map_err(build_error)?;
                 Ok(WriteRequest::builder().delete_request(delete).build())
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
@@ -466,7 +566,10 @@ impl Store for DynamoStore {
                 .send()
                 .await
                 .map_err(errors::common)?;
-            pending = output.unprocessed_items.and_then(|mut u| u.remove(&name)).unwrap_or_default();
+            pending = output
+                .unprocessed_items
+                .and_then(|mut u| u.remove(&name))
+                .unwrap_or_default();
             if pending.is_empty() {
                 return Ok(keys.len());
             }

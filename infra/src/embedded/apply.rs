@@ -7,6 +7,7 @@ use super::layout::{self, CHANGELOG, EXPIRY, Names};
 use crate::store::item::item_size;
 use crate::store::{
     CancelReason, Item, Key, MAX_ITEM_BYTES, MAX_TRANSACTION_ACTIONS, StoreError, TransactAction,
+    validate_index_attributes,
 };
 use events_schema::Context;
 use events_schema::tables::{self, PK, SK};
@@ -39,12 +40,11 @@ fn action_key(action: &TransactAction) -> Result<Key, StoreError> {
 
 fn validate_item(table: Context, item: &Item) -> Result<(), StoreError> {
     if item_size(item) > MAX_ITEM_BYTES {
-        return Err(StoreError::Validation(format!("item is larger than {MAX_ITEM_BYTES} bytes")));
+        return Err(StoreError::Validation(format!(
+            "item is larger than {MAX_ITEM_BYTES} bytes"
+        )));
     }
-    for gsi in tables::table(table).gsis {
-        layout::index_entry(gsi, item)?;
-    }
-    Ok(())
+    validate_index_attributes(table, item)
 }
 
 pub(super) fn read_item(
@@ -54,7 +54,9 @@ pub(super) fn read_item(
     key: &Key,
 ) -> Result<Option<Item>, StoreError> {
     let items = txn.open_table(names.items(table)).map_err(backend)?;
-    let found = items.get((key.pk.as_str(), key.sk.as_str())).map_err(backend)?;
+    let found = items
+        .get((key.pk.as_str(), key.sk.as_str()))
+        .map_err(backend)?;
     found.map(|bytes| layout::decode(bytes.value())).transpose()
 }
 
@@ -91,7 +93,9 @@ pub(super) fn plan(
         reasons.push(if holds {
             CancelReason::None
         } else {
-            CancelReason::ConditionFailed { existing: old.clone() }
+            CancelReason::ConditionFailed {
+                existing: old.clone(),
+            }
         });
         let new = match action {
             TransactAction::Put { item, .. } => Some(item.clone()),
@@ -121,7 +125,12 @@ pub(super) fn plan(
         if let Some(item) = &new {
             validate_item(table, item)?;
         }
-        changes.push(Change { table, key, old, new });
+        changes.push(Change {
+            table,
+            key,
+            old,
+            new,
+        });
     }
     if reasons.iter().any(|r| *r != CancelReason::None) {
         return Err(StoreError::TransactionCanceled { reasons });
@@ -144,7 +153,9 @@ pub(super) fn write(
             let mut items = txn.open_table(names.items(change.table)).map_err(backend)?;
             match &change.new {
                 Some(item) => {
-                    items.insert((pk, sk), layout::encode(item).as_slice()).map_err(backend)?;
+                    items
+                        .insert((pk, sk), layout::encode(item).as_slice())
+                        .map_err(backend)?;
                 }
                 None => {
                     items.remove((pk, sk)).map_err(backend)?;
@@ -164,7 +175,8 @@ pub(super) fn write(
                 at_ms,
             };
             let mut log = txn.open_table(CHANGELOG).map_err(backend)?;
-            log.insert(*next_seq, record.encode().as_slice()).map_err(backend)?;
+            log.insert(*next_seq, record.encode().as_slice())
+                .map_err(backend)?;
             *next_seq += 1;
         }
     }
@@ -174,21 +186,22 @@ pub(super) fn write(
 fn write_index_entries(txn: &WriteTransaction, change: &Change) -> Result<(), StoreError> {
     let (pk, sk) = (change.key.pk.as_str(), change.key.sk.as_str());
     for gsi in tables::table(change.table).gsis {
-        let entry = |item: &Option<Item>| match item {
-            Some(item) => layout::index_entry(gsi, item),
-            None => Ok(None),
-        };
-        let (old, new) = (entry(&change.old)?, entry(&change.new)?);
+        let entry = |item: &Option<Item>| item.as_ref().and_then(|i| layout::index_entry(gsi, i));
+        let (old, new) = (entry(&change.old), entry(&change.new));
         if old == new {
             continue;
         }
         let name = layout::index_table_name(change.table, gsi);
         let mut index = txn.open_table(layout::index_def(&name)).map_err(backend)?;
         if let Some((gpk, gsk)) = &old {
-            index.remove((gpk.as_str(), gsk.as_str(), pk, sk)).map_err(backend)?;
+            index
+                .remove((gpk.as_str(), gsk.as_str(), pk, sk))
+                .map_err(backend)?;
         }
         if let Some((gpk, gsk)) = &new {
-            index.insert((gpk.as_str(), gsk.as_str(), pk, sk), ()).map_err(backend)?;
+            index
+                .insert((gpk.as_str(), gsk.as_str(), pk, sk), ())
+                .map_err(backend)?;
         }
     }
     Ok(())
@@ -200,7 +213,11 @@ fn write_expiry_entries(txn: &WriteTransaction, change: &Change) -> Result<(), S
     if old == new {
         return Ok(());
     }
-    let (table, pk, sk) = (change.table.as_str(), change.key.pk.as_str(), change.key.sk.as_str());
+    let (table, pk, sk) = (
+        change.table.as_str(),
+        change.key.pk.as_str(),
+        change.key.sk.as_str(),
+    );
     let mut expiry = txn.open_table(EXPIRY).map_err(backend)?;
     if let Some(at) = old {
         expiry.remove((at, table, pk, sk)).map_err(backend)?;
@@ -223,7 +240,10 @@ pub(super) fn plan_drain(
     let pk_end = layout::partition_end(pk);
     let everything = layout::StrRange::default();
     let mut changes = Vec::new();
-    for entry in items.range(layout::item_bounds(pk, &pk_end, &everything)).map_err(backend)? {
+    for entry in items
+        .range(layout::item_bounds(pk, &pk_end, &everything))
+        .map_err(backend)?
+    {
         if changes.len() >= limit {
             break;
         }
@@ -249,7 +269,10 @@ pub(super) fn plan_purge(
     let due: Vec<(Context, Key)> = {
         let expiry = txn.open_table(EXPIRY).map_err(backend)?;
         let mut due = Vec::new();
-        for entry in expiry.range(..=(now, "\u{10FFFF}", "", "")).map_err(backend)? {
+        for entry in expiry
+            .range(..=(now, "\u{10FFFF}", "", ""))
+            .map_err(backend)?
+        {
             if due.len() >= limit {
                 break;
             }
@@ -263,7 +286,12 @@ pub(super) fn plan_purge(
     let mut changes = Vec::with_capacity(due.len());
     for (table, key) in due {
         let old = read_item(txn, names, table, &key)?;
-        changes.push(Change { table, key, old, new: None });
+        changes.push(Change {
+            table,
+            key,
+            old,
+            new: None,
+        });
     }
     Ok(changes)
 }

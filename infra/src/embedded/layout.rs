@@ -28,10 +28,15 @@ pub(super) struct Names {
 
 impl Names {
     pub(super) fn new() -> Self {
-        Self { items: Context::ALL.map(|c| format!("items/{c}")) }
+        Self {
+            items: Context::ALL.map(|c| format!("items/{c}")),
+        }
     }
 
-    pub(super) fn items(&self, table: Context) -> TableDefinition<'_, ItemKey<'static>, &'static [u8]> {
+    pub(super) fn items(
+        &self,
+        table: Context,
+    ) -> TableDefinition<'_, ItemKey<'static>, &'static [u8]> {
         TableDefinition::new(&self.items[table as usize])
     }
 }
@@ -54,28 +59,27 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Item, StoreError> {
     serde_json::from_slice(bytes).map_err(|e| StoreError::Backend(format!("corrupt item: {e}")))
 }
 
-/// The item's entry in an index, if it belongs there. An index key attribute that is
-/// present but not a string is rejected, as DynamoDB rejects it.
-pub(super) fn index_entry(gsi: &GsiDef, item: &Item) -> Result<Option<(String, String)>, StoreError> {
-    let attr = |name: &str| match item.get(name) {
-        None => Ok(None),
-        Some(serde_json::Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
-        Some(_) => Err(StoreError::Validation(format!(
-            "index key attribute {name} of {} must be a non-empty string",
-            gsi.name
-        ))),
+/// The item's entry in an index, if it belongs there (items are checked with
+/// `validate_index_attributes` before they are written).
+pub(super) fn index_entry(gsi: &GsiDef, item: &Item) -> Option<(String, String)> {
+    let attr = |name: &str| {
+        item.get(name)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
     };
     let pk = attr(gsi.partition_key)?;
     let sk = match gsi.sort_key {
         Some(name) => attr(name)?,
-        None => Some(String::new()),
+        None => String::new(),
     };
-    Ok(pk.zip(sk))
+    Some((pk, sk))
 }
 
 /// The item's TTL, if it carries a numeric one.
 pub(super) fn expiry_of(item: &Item) -> Option<i64> {
-    item.get(TTL).and_then(serde_json::Value::as_f64).map(|at| at as i64)
+    item.get(TTL)
+        .and_then(serde_json::Value::as_f64)
+        .map(|at| at as i64)
 }
 
 /// Bounds on a string key: an inclusive lower bound and an exclusive upper bound, or
@@ -110,7 +114,9 @@ fn prefix_end(prefix: &str) -> Option<String> {
 impl StrRange {
     pub(super) fn of(condition: Option<&SortKeyCondition>) -> Self {
         use SortKeyCondition::*;
-        let Some(condition) = condition else { return Self::default() };
+        let Some(condition) = condition else {
+            return Self::default();
+        };
         let (lower, upper) = match condition {
             Equals(v) => (Some(v.clone()), Some(just_after(v))),
             BeginsWith(p) => (Some(p.clone()), prefix_end(p)),

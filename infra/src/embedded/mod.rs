@@ -14,8 +14,8 @@ use self::apply::backend;
 use self::layout::{CHANGELOG, EXPIRY, Names};
 use self::writer::{Job, WriteOp, WriteOutcome};
 use crate::store::{
-    CancelReason, Condition, IndexQuery, Item, Key, Page, Query, Store, StoreError,
-    TransactAction, Update, now_epoch_seconds,
+    CancelReason, Condition, IndexQuery, Item, Key, Page, Query, Store, StoreError, TransactAction,
+    Update, now_epoch_seconds,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -37,7 +37,9 @@ pub struct EmbeddedStore {
 
 impl std::fmt::Debug for EmbeddedStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EmbeddedStore").field("path", &self.path).finish()
+        f.debug_struct("EmbeddedStore")
+            .field("path", &self.path)
+            .finish()
     }
 }
 
@@ -46,7 +48,10 @@ impl EmbeddedStore {
     /// another process has it open.
     pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
         std::fs::create_dir_all(data_dir).map_err(|e| {
-            StoreError::Backend(format!("cannot create data directory {}: {e}", data_dir.display()))
+            StoreError::Backend(format!(
+                "cannot create data directory {}: {e}",
+                data_dir.display()
+            ))
         })?;
         let path = data_dir.join(FILE_NAME);
         let db = Database::create(&path).map_err(|e| match e {
@@ -85,7 +90,9 @@ impl EmbeddedStore {
         sender
             .send(Job { op, reply })
             .map_err(|_| StoreError::Backend("the store writer has stopped".into()))?;
-        answer.await.map_err(|_| StoreError::Backend("the store writer has stopped".into()))?
+        answer
+            .await
+            .map_err(|_| StoreError::Backend("the store writer has stopped".into()))?
     }
 
     async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
@@ -102,7 +109,10 @@ impl EmbeddedStore {
         .map_err(backend)?
     }
 
-    async fn single(&self, action: TransactAction) -> Result<(Option<Item>, Option<Item>), StoreError> {
+    async fn single(
+        &self,
+        action: TransactAction,
+    ) -> Result<(Option<Item>, Option<Item>), StoreError> {
         match self.submit(WriteOp::Transact(vec![action])).await {
             Ok(WriteOutcome::Applied(mut changes)) => Ok(changes.pop().unwrap_or((None, None))),
             Ok(WriteOutcome::Deleted(_)) => Err(StoreError::Backend("unexpected outcome".into())),
@@ -110,14 +120,20 @@ impl EmbeddedStore {
                 Some(CancelReason::ConditionFailed { existing }) => {
                     Err(StoreError::ConditionFailed { existing })
                 }
-                other => Err(StoreError::Backend(format!("unexpected cancellation: {other:?}"))),
+                other => Err(StoreError::Backend(format!(
+                    "unexpected cancellation: {other:?}"
+                ))),
             },
             Err(e) => Err(e),
         }
     }
 
     /// Change records with a sequence number greater than `after`, oldest first.
-    pub async fn changes_after(&self, after: u64, limit: usize) -> Result<Vec<ChangeRecord>, StoreError> {
+    pub async fn changes_after(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<ChangeRecord>, StoreError> {
         let db = self.db.clone();
         tokio::task::spawn_blocking(move || read::changes_after(&db, after, limit))
             .await
@@ -127,7 +143,9 @@ impl EmbeddedStore {
     /// The sequence number of the newest change record (0 when the log is empty).
     pub async fn last_sequence(&self) -> Result<u64, StoreError> {
         let db = self.db.clone();
-        tokio::task::spawn_blocking(move || writer::last_sequence(&db)).await.map_err(backend)?
+        tokio::task::spawn_blocking(move || writer::last_sequence(&db))
+            .await
+            .map_err(backend)?
     }
 
     /// Deletes up to `limit` items whose TTL attribute is at or before `now` (epoch
@@ -181,27 +199,46 @@ impl Store for EmbeddedStore {
         self.read(|_, _| Ok(())).await
     }
 
-    async fn get(&self, table: Context, key: &Key, _consistent: bool) -> Result<Option<Item>, StoreError> {
+    async fn get(
+        &self,
+        table: Context,
+        key: &Key,
+        _consistent: bool,
+    ) -> Result<Option<Item>, StoreError> {
         // Every embedded read sees every acknowledged write: reads are always consistent.
         let key = key.clone();
         let now = now_epoch_seconds();
-        self.read(move |txn, names| read::get(txn, names, table, &key, now)).await
+        self.read(move |txn, names| read::get(txn, names, table, &key, now))
+            .await
     }
 
     async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError> {
         let query = query.clone();
         let now = now_epoch_seconds();
-        self.read(move |txn, names| read::query(txn, names, table, &query, now)).await
+        self.read(move |txn, names| read::query(txn, names, table, &query, now))
+            .await
     }
 
     async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
         let query = query.clone();
         let now = now_epoch_seconds();
-        self.read(move |txn, names| read::query_index(txn, names, table, &query, now)).await
+        self.read(move |txn, names| read::query_index(txn, names, table, &query, now))
+            .await
     }
 
-    async fn put(&self, table: Context, item: Item, condition: Option<Condition>) -> Result<(), StoreError> {
-        self.single(TransactAction::Put { table, item, condition }).await.map(|_| ())
+    async fn put(
+        &self,
+        table: Context,
+        item: Item,
+        condition: Option<Condition>,
+    ) -> Result<(), StoreError> {
+        self.single(TransactAction::Put {
+            table,
+            item,
+            condition,
+        })
+        .await
+        .map(|_| ())
     }
 
     async fn update(
@@ -211,7 +248,12 @@ impl Store for EmbeddedStore {
         update: Update,
         condition: Option<Condition>,
     ) -> Result<Item, StoreError> {
-        let action = TransactAction::Update { table, key: key.clone(), update, condition };
+        let action = TransactAction::Update {
+            table,
+            key: key.clone(),
+            update,
+            condition,
+        };
         let (_, new) = self.single(action).await?;
         new.ok_or_else(|| StoreError::Backend("update produced no item".into()))
     }
@@ -222,7 +264,13 @@ impl Store for EmbeddedStore {
         key: &Key,
         condition: Option<Condition>,
     ) -> Result<Option<Item>, StoreError> {
-        let (old, _) = self.single(TransactAction::Delete { table, key: key.clone(), condition }).await?;
+        let (old, _) = self
+            .single(TransactAction::Delete {
+                table,
+                key: key.clone(),
+                condition,
+            })
+            .await?;
         Ok(old)
     }
 
@@ -230,8 +278,17 @@ impl Store for EmbeddedStore {
         self.submit(WriteOp::Transact(actions)).await.map(|_| ())
     }
 
-    async fn drain_partition_page(&self, table: Context, pk: &str, page_size: usize) -> Result<usize, StoreError> {
-        let op = WriteOp::Drain { table, pk: pk.to_owned(), limit: page_size.max(1) };
+    async fn drain_partition_page(
+        &self,
+        table: Context,
+        pk: &str,
+        page_size: usize,
+    ) -> Result<usize, StoreError> {
+        let op = WriteOp::Drain {
+            table,
+            pk: pk.to_owned(),
+            limit: page_size.max(1),
+        };
         match self.submit(op).await? {
             WriteOutcome::Deleted(n) => Ok(n),
             WriteOutcome::Applied(_) => Err(StoreError::Backend("unexpected outcome".into())),

@@ -22,8 +22,12 @@ pub(super) fn get(
 ) -> Result<Option<Item>, StoreError> {
     key.validate()?;
     let items = txn.open_table(names.items(table)).map_err(backend)?;
-    let found = items.get((key.pk.as_str(), key.sk.as_str())).map_err(backend)?;
-    let item = found.map(|bytes| layout::decode(bytes.value())).transpose()?;
+    let found = items
+        .get((key.pk.as_str(), key.sk.as_str()))
+        .map_err(backend)?;
+    let item = found
+        .map(|bytes| layout::decode(bytes.value()))
+        .transpose()?;
     Ok(item.filter(|item| !is_expired(item, now)))
 }
 
@@ -38,9 +42,15 @@ struct PageBuilder {
 impl PageBuilder {
     fn new(limit: Option<usize>) -> Result<Self, StoreError> {
         if limit == Some(0) {
-            return Err(StoreError::Validation("a query limit must be at least 1".to_owned()));
+            return Err(StoreError::Validation(
+                "a query limit must be at least 1".to_owned(),
+            ));
         }
-        Ok(Self { items: Vec::new(), bytes: 0, limit: limit.unwrap_or(usize::MAX) })
+        Ok(Self {
+            items: Vec::new(),
+            bytes: 0,
+            limit: limit.unwrap_or(usize::MAX),
+        })
     }
 
     fn full(&self) -> bool {
@@ -68,7 +78,9 @@ pub(super) fn query(
         Some(cursor) => {
             let key = cursor.to_key(&[PK, SK])?;
             if key.get(PK) != Some(&query.pk) {
-                return Err(StoreError::Validation("the cursor is not valid for this query".into()));
+                return Err(StoreError::Validation(
+                    "the cursor is not valid for this query".into(),
+                ));
             }
             key.get(SK).cloned()
         }
@@ -76,12 +88,19 @@ pub(super) fn query(
     };
     if let Some(sk) = &start {
         let after = std::ops::Bound::Excluded((query.pk.as_str(), sk.as_str()));
-        if query.forward { lower = after } else { upper = after }
+        if query.forward {
+            lower = after
+        } else {
+            upper = after
+        }
     }
     let items = txn.open_table(names.items(table)).map_err(backend)?;
     let range_iter = items.range((lower, upper)).map_err(backend)?;
-    let mut entries: Box<dyn Iterator<Item = _>> =
-        if query.forward { Box::new(range_iter) } else { Box::new(range_iter.rev()) };
+    let mut entries: Box<dyn Iterator<Item = _>> = if query.forward {
+        Box::new(range_iter)
+    } else {
+        Box::new(range_iter.rev())
+    };
     let mut last = None;
     for entry in entries.by_ref() {
         let (key, value) = entry.map_err(backend)?;
@@ -106,7 +125,10 @@ pub(super) fn query(
         ]))),
         _ => None,
     };
-    Ok(Page { items: page.items, cursor })
+    Ok(Page {
+        items: page.items,
+        cursor,
+    })
 }
 
 pub(super) fn query_index(
@@ -120,7 +142,10 @@ pub(super) fn query_index(
         StoreError::Validation(format!("table {table} has no index {}", query.index))
     })?;
     if gsi.sort_key.is_none() && query.sort_key.is_some() {
-        return Err(StoreError::Validation(format!("index {} has no sort key", gsi.name)));
+        return Err(StoreError::Validation(format!(
+            "index {} has no sort key",
+            gsi.name
+        )));
     }
     let mut page = PageBuilder::new(query.limit)?;
     let range = StrRange::of(query.sort_key.as_ref());
@@ -133,9 +158,14 @@ pub(super) fn query_index(
         Some(cursor) => {
             let key = cursor.to_key(&required)?;
             if key.get(gsi.partition_key) != Some(&query.pk) {
-                return Err(StoreError::Validation("the cursor is not valid for this query".into()));
+                return Err(StoreError::Validation(
+                    "the cursor is not valid for this query".into(),
+                ));
             }
-            let gsk = gsi.sort_key.and_then(|name| key.get(name).cloned()).unwrap_or_default();
+            let gsk = gsi
+                .sort_key
+                .and_then(|name| key.get(name).cloned())
+                .unwrap_or_default();
             Some((gsk, key[PK].clone(), key[SK].clone()))
         }
         None => None,
@@ -143,15 +173,24 @@ pub(super) fn query_index(
     if let Some((gsk, pk, sk)) = &start {
         let after =
             std::ops::Bound::Excluded((query.pk.as_str(), gsk.as_str(), pk.as_str(), sk.as_str()));
-        if query.forward { lower = after } else { upper = after }
+        if query.forward {
+            lower = after
+        } else {
+            upper = after
+        }
     }
 
     let index_name = layout::index_table_name(table, gsi);
-    let index = txn.open_table(layout::index_def(&index_name)).map_err(backend)?;
+    let index = txn
+        .open_table(layout::index_def(&index_name))
+        .map_err(backend)?;
     let items = txn.open_table(names.items(table)).map_err(backend)?;
     let range_iter = index.range((lower, upper)).map_err(backend)?;
-    let mut entries: Box<dyn Iterator<Item = _>> =
-        if query.forward { Box::new(range_iter) } else { Box::new(range_iter.rev()) };
+    let mut entries: Box<dyn Iterator<Item = _>> = if query.forward {
+        Box::new(range_iter)
+    } else {
+        Box::new(range_iter.rev())
+    };
     let mut last = None;
     for entry in entries.by_ref() {
         let (key, ()) = entry.map(|(k, _)| (k, ())).map_err(backend)?;
@@ -160,7 +199,9 @@ pub(super) fn query_index(
             continue;
         }
         last = Some((gsk.to_owned(), pk.to_owned(), sk.to_owned()));
-        let Some(bytes) = items.get((pk, sk)).map_err(backend)? else { continue };
+        let Some(bytes) = items.get((pk, sk)).map_err(backend)? else {
+            continue;
+        };
         let item = layout::decode(bytes.value())?;
         if !is_expired(&item, now) {
             page.push(item);
@@ -184,7 +225,10 @@ pub(super) fn query_index(
         }
         _ => None,
     };
-    Ok(Page { items: page.items, cursor })
+    Ok(Page {
+        items: page.items,
+        cursor,
+    })
 }
 
 pub(super) fn changes_after(
@@ -195,7 +239,11 @@ pub(super) fn changes_after(
     let txn = db.begin_read().map_err(backend)?;
     let log = txn.open_table(CHANGELOG).map_err(backend)?;
     let mut records = Vec::new();
-    for entry in log.range(after.saturating_add(1)..).map_err(backend)?.take(limit) {
+    for entry in log
+        .range(after.saturating_add(1)..)
+        .map_err(backend)?
+        .take(limit)
+    {
         let (_, value) = entry.map_err(backend)?;
         records.push(ChangeRecord::decode(value.value())?);
     }

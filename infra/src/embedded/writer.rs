@@ -22,8 +22,15 @@ const MAX_GROUP: usize = 512;
 /// A write request.
 pub(super) enum WriteOp {
     Transact(Vec<TransactAction>),
-    Drain { table: Context, pk: String, limit: usize },
-    Purge { now: i64, limit: usize },
+    Drain {
+        table: Context,
+        pk: String,
+        limit: usize,
+    },
+    Purge {
+        now: i64,
+        limit: usize,
+    },
 }
 
 /// What a write request produced.
@@ -68,7 +75,11 @@ pub(super) fn last_sequence(db: &Database) -> Result<u64, StoreError> {
     use redb::ReadableDatabase as _;
     let txn = db.begin_read().map_err(backend)?;
     let log = txn.open_table(CHANGELOG).map_err(backend)?;
-    Ok(log.last().map_err(backend)?.map(|(k, _)| k.value()).unwrap_or(0))
+    Ok(log
+        .last()
+        .map_err(backend)?
+        .map(|(k, _)| k.value())
+        .unwrap_or(0))
 }
 
 fn commit_group(db: &Database, names: &Names, group: Vec<Job>, next_seq: &mut u64) {
@@ -87,7 +98,9 @@ fn commit_group(db: &Database, names: &Names, group: Vec<Job>, next_seq: &mut u6
     for job in &group {
         let planned = match &job.op {
             WriteOp::Transact(actions) => apply::plan(&txn, names, actions),
-            WriteOp::Drain { table, pk, limit } => apply::plan_drain(&txn, names, *table, pk, *limit),
+            WriteOp::Drain { table, pk, limit } => {
+                apply::plan_drain(&txn, names, *table, pk, *limit)
+            }
             WriteOp::Purge { now, limit } => apply::plan_purge(&txn, names, *now, *limit),
         };
         let changes = match planned {

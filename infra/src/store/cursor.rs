@@ -24,7 +24,11 @@ impl Cursor {
         let bad = || StoreError::Validation("the cursor is not valid for this query".to_owned());
         let json = URL_SAFE_NO_PAD.decode(&self.0).map_err(|_| bad())?;
         let key: BTreeMap<String, String> = serde_json::from_slice(&json).map_err(|_| bad())?;
-        if required.iter().all(|attr| key.contains_key(*attr)) { Ok(key) } else { Err(bad()) }
+        if required.iter().all(|attr| key.contains_key(*attr)) {
+            Ok(key)
+        } else {
+            Err(bad())
+        }
     }
 
     /// The cursor as text, for an API response.
@@ -44,7 +48,10 @@ mod tests {
 
     #[test]
     fn round_trip_and_garbage() {
-        let key = BTreeMap::from([("pk".to_owned(), "USER#1".to_owned()), ("sk".to_owned(), "é😀".to_owned())]);
+        let key = BTreeMap::from([
+            ("pk".to_owned(), "USER#1".to_owned()),
+            ("sk".to_owned(), "é😀".to_owned()),
+        ]);
         let cursor = Cursor::from_key(&key);
         assert_eq!(cursor.to_key(&["pk", "sk"]).expect("decodes"), key);
         assert!(cursor.to_key(&["pk", "sk", "status_pk"]).is_err());

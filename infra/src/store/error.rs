@@ -70,8 +70,10 @@ impl StoreError {
         match self {
             StoreError::Throttled => true,
             StoreError::TransactionCanceled { reasons } => {
-                reasons.iter().any(|r| *r == CancelReason::Conflict)
-                    && !reasons.iter().any(|r| matches!(r, CancelReason::ConditionFailed { .. }))
+                reasons.contains(&CancelReason::Conflict)
+                    && !reasons
+                        .iter()
+                        .any(|r| matches!(r, CancelReason::ConditionFailed { .. }))
             }
             _ => false,
         }

@@ -21,17 +21,27 @@ const MAX_SK_BYTES: usize = 1024;
 
 impl Key {
     pub fn new(pk: impl Into<String>, sk: impl Into<String>) -> Self {
-        Self { pk: pk.into(), sk: sk.into() }
+        Self {
+            pk: pk.into(),
+            sk: sk.into(),
+        }
     }
 
     /// The key of an item, checked as DynamoDB checks it.
     pub fn of(item: &Item) -> Result<Self, StoreError> {
         let attr = |name: &str| match item.get(name) {
             Some(Value::String(s)) => Ok(s.clone()),
-            Some(_) => Err(StoreError::Validation(format!("key attribute {name} must be a string"))),
-            None => Err(StoreError::Validation(format!("item has no key attribute {name}"))),
+            Some(_) => Err(StoreError::Validation(format!(
+                "key attribute {name} must be a string"
+            ))),
+            None => Err(StoreError::Validation(format!(
+                "item has no key attribute {name}"
+            ))),
         };
-        let key = Self { pk: attr(PK)?, sk: attr(SK)? };
+        let key = Self {
+            pk: attr(PK)?,
+            sk: attr(SK)?,
+        };
         key.validate()?;
         Ok(key)
     }
@@ -39,7 +49,9 @@ impl Key {
     pub fn validate(&self) -> Result<(), StoreError> {
         for (name, value, max) in [(PK, &self.pk, MAX_PK_BYTES), (SK, &self.sk, MAX_SK_BYTES)] {
             if value.is_empty() {
-                return Err(StoreError::Validation(format!("key attribute {name} is empty")));
+                return Err(StoreError::Validation(format!(
+                    "key attribute {name} is empty"
+                )));
             }
             if value.len() > max {
                 return Err(StoreError::Validation(format!(
@@ -59,6 +71,29 @@ impl Key {
     }
 }
 
+/// Checks that every index key attribute among `attrs` is a non-empty string, as
+/// DynamoDB requires. Both backends call it before writing, so they fail alike.
+pub fn validate_index_attributes(
+    table: events_schema::Context,
+    attrs: &Item,
+) -> Result<(), StoreError> {
+    for gsi in events_schema::tables::table(table).gsis {
+        for name in std::iter::once(gsi.partition_key).chain(gsi.sort_key) {
+            match attrs.get(name) {
+                None => {}
+                Some(Value::String(s)) if !s.is_empty() => {}
+                Some(_) => {
+                    return Err(StoreError::Validation(format!(
+                        "index key attribute {name} of {} must be a non-empty string",
+                        gsi.name
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Seconds since the Unix epoch, the unit of the TTL attribute.
 pub fn now_epoch_seconds() -> i64 {
     std::time::SystemTime::now()
@@ -70,13 +105,17 @@ pub fn now_epoch_seconds() -> i64 {
 /// Whether the item's TTL attribute is a number of epoch seconds at or before `now`.
 /// Items without it, or with a non-numeric one, never expire (as in DynamoDB).
 pub fn is_expired(item: &Item, now: i64) -> bool {
-    item.get(TTL).and_then(Value::as_f64).is_some_and(|at| at <= now as f64)
+    item.get(TTL)
+        .and_then(Value::as_f64)
+        .is_some_and(|at| at <= now as f64)
 }
 
 /// The size of an item as DynamoDB counts it, closely enough to enforce the limit the
 /// same way on every backend: attribute names plus the JSON text of their values.
 pub(crate) fn item_size(item: &Item) -> usize {
-    item.iter().map(|(name, value)| name.len() + value.to_string().len()).sum()
+    item.iter()
+        .map(|(name, value)| name.len() + value.to_string().len())
+        .sum()
 }
 
 #[cfg(test)]
@@ -87,20 +126,32 @@ mod tests {
     #[test]
     fn key_of_requires_string_keys() {
         let ok = json!({"pk": "USER#1", "sk": "PROFILE", "n": 1});
-        let Value::Object(ok) = ok else { unreachable!() };
+        let Value::Object(ok) = ok else {
+            unreachable!()
+        };
         assert_eq!(Key::of(&ok).expect("valid"), Key::new("USER#1", "PROFILE"));
-        for bad in [json!({"pk": "USER#1"}), json!({"pk": 1, "sk": "x"}), json!({"pk": "", "sk": "x"})] {
-            let Value::Object(bad) = bad else { unreachable!() };
+        for bad in [
+            json!({"pk": "USER#1"}),
+            json!({"pk": 1, "sk": "x"}),
+            json!({"pk": "", "sk": "x"}),
+        ] {
+            let Value::Object(bad) = bad else {
+                unreachable!()
+            };
             assert!(matches!(Key::of(&bad), Err(StoreError::Validation(_))));
         }
     }
 
     #[test]
     fn expiry_is_by_epoch_seconds() {
-        let Value::Object(item) = json!({"expires_at": 100}) else { unreachable!() };
+        let Value::Object(item) = json!({"expires_at": 100}) else {
+            unreachable!()
+        };
         assert!(is_expired(&item, 100));
         assert!(!is_expired(&item, 99));
-        let Value::Object(text) = json!({"expires_at": "100"}) else { unreachable!() };
+        let Value::Object(text) = json!({"expires_at": "100"}) else {
+            unreachable!()
+        };
         assert!(!is_expired(&text, 1000));
     }
 }

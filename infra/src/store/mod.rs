@@ -12,10 +12,10 @@ mod request;
 
 pub use cursor::Cursor;
 pub use error::{CancelReason, StoreError};
-pub use item::{Item, Key, is_expired, now_epoch_seconds};
+pub use item::{Item, Key, is_expired, now_epoch_seconds, validate_index_attributes};
 pub use request::{
-    Condition, IndexQuery, MAX_TRANSACTION_ACTIONS, Page, Query, SortKeyCondition,
-    TransactAction, Update,
+    Condition, IndexQuery, MAX_TRANSACTION_ACTIONS, Page, Query, SortKeyCondition, TransactAction,
+    Update,
 };
 
 use async_trait::async_trait;
@@ -37,8 +37,12 @@ pub trait Store: Send + Sync {
     async fn health(&self) -> Result<(), StoreError>;
 
     /// Reads one item. `consistent` asks for a strongly consistent read.
-    async fn get(&self, table: Context, key: &Key, consistent: bool)
-    -> Result<Option<Item>, StoreError>;
+    async fn get(
+        &self,
+        table: Context,
+        key: &Key,
+        consistent: bool,
+    ) -> Result<Option<Item>, StoreError>;
 
     /// Reads one page of a partition.
     async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError>;

@@ -47,10 +47,27 @@ impl Update {
 /// One action of a transaction.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TransactAction {
-    Put { table: Context, item: Item, condition: Option<Condition> },
-    Update { table: Context, key: Key, update: Update, condition: Option<Condition> },
-    Delete { table: Context, key: Key, condition: Option<Condition> },
-    ConditionCheck { table: Context, key: Key, condition: Condition },
+    Put {
+        table: Context,
+        item: Item,
+        condition: Option<Condition>,
+    },
+    Update {
+        table: Context,
+        key: Key,
+        update: Update,
+        condition: Option<Condition>,
+    },
+    Delete {
+        table: Context,
+        key: Key,
+        condition: Option<Condition>,
+    },
+    ConditionCheck {
+        table: Context,
+        key: Key,
+        condition: Condition,
+    },
 }
 
 impl TransactAction {
@@ -117,7 +134,14 @@ pub struct Query {
 
 impl Query {
     pub fn partition(pk: impl Into<String>) -> Self {
-        Self { pk: pk.into(), sort_key: None, forward: true, limit: None, cursor: None, consistent: false }
+        Self {
+            pk: pk.into(),
+            sort_key: None,
+            forward: true,
+            limit: None,
+            cursor: None,
+            consistent: false,
+        }
     }
 
     pub fn sort_key(mut self, condition: SortKeyCondition) -> Self {
@@ -161,7 +185,14 @@ pub struct IndexQuery {
 
 impl IndexQuery {
     pub fn partition(index: impl Into<String>, pk: impl Into<String>) -> Self {
-        Self { index: index.into(), pk: pk.into(), sort_key: None, forward: true, limit: None, cursor: None }
+        Self {
+            index: index.into(),
+            pk: pk.into(),
+            sort_key: None,
+            forward: true,
+            limit: None,
+            cursor: None,
+        }
     }
 
     pub fn sort_key(mut self, condition: SortKeyCondition) -> Self {
@@ -204,9 +235,9 @@ impl Condition {
             Condition::ItemNotExists => current.is_none(),
             Condition::AttributeExists(attr) => current.is_some_and(|i| i.contains_key(attr)),
             Condition::AttributeNotExists(attr) => !current.is_some_and(|i| i.contains_key(attr)),
-            Condition::AttributeEquals(attr, value) => {
-                current.and_then(|i| i.get(attr)).is_some_and(|v| v == value)
-            }
+            Condition::AttributeEquals(attr, value) => current
+                .and_then(|i| i.get(attr))
+                .is_some_and(|v| v == value),
             Condition::VersionEquals(version) => current
                 .and_then(|i| i.get(VERSION))
                 .and_then(Value::as_u64)

@@ -1,0 +1,68 @@
+//! The command line. Every option also reads an environment variable, so the same
+//! binary is configured by flags on a laptop and by environment in a deployment.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(name = "vitals", version, about = "Vitals: health data API and tools")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the HTTP API.
+    Serve(ServeArgs),
+    /// Create the DynamoDB tables (with indexes, streams and TTL) from their definitions.
+    Bootstrap(AwsArgs),
+    /// Print generated documentation.
+    Docs {
+        #[command(subcommand)]
+        doc: Doc,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Doc {
+    /// The access-pattern document, generated from the table definitions.
+    AccessPatterns,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// The embedded store in `--data-dir` (no AWS, no server).
+    Embedded,
+    /// DynamoDB, on AWS or at `--endpoint-url`.
+    Dynamodb,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, env = "VITALS_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Storage backend.
+    #[arg(long, env = "VITALS_BACKEND", value_enum, default_value_t = Backend::Embedded)]
+    pub backend: Backend,
+    /// Data directory of the embedded store.
+    #[arg(long, env = "VITALS_DATA_DIR", default_value = "./vitals-data")]
+    pub data_dir: PathBuf,
+    #[command(flatten)]
+    pub aws: AwsArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct AwsArgs {
+    /// DynamoDB endpoint URL (a local emulator); AWS itself when absent.
+    #[arg(long, env = "VITALS_ENDPOINT_URL")]
+    pub endpoint_url: Option<String>,
+    /// AWS region (default: from the environment, then us-east-1).
+    #[arg(long, env = "VITALS_REGION")]
+    pub region: Option<String>,
+    /// Prefix of the physical table names.
+    #[arg(long, env = "VITALS_TABLE_PREFIX", default_value = events_schema::tables::DEFAULT_TABLE_PREFIX)]
+    pub table_prefix: String,
+}

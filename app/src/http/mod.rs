@@ -1,0 +1,21 @@
+//! The HTTP API. `app(state)` builds the whole router, so tests can drive it with
+//! `oneshot` and the server, Lambda or a test harness can host the same thing.
+
+mod health;
+
+use axum::Router;
+use axum::routing::get;
+use infra::Store;
+use std::sync::Arc;
+
+/// What every handler may use.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Arc<dyn Store>,
+}
+
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .with_state(state)
+}

@@ -1,0 +1,83 @@
+//! Serving: bind, serve the router until the shutdown future resolves (in-flight
+//! requests finish first), and run background maintenance for the embedded store.
+
+use crate::http::{self, AppState};
+use crate::storage::Storage;
+use infra::store::now_epoch_seconds;
+use std::future::Future;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// How often the embedded store purges items whose TTL has passed.
+const PURGE_EVERY: Duration = Duration::from_secs(60);
+const PURGE_BATCH: usize = 1000;
+
+/// Serves on `listener` until `shutdown` resolves.
+pub async fn run(
+    listener: TcpListener,
+    storage: Storage,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let purger = storage.embedded.clone().map(|store| {
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(PURGE_EVERY);
+            loop {
+                tick.tick().await;
+                // Purge in batches until nothing is due, so one tick does all the work.
+                loop {
+                    match store.purge_expired(now_epoch_seconds(), PURGE_BATCH).await {
+                        Ok(n) if n == PURGE_BATCH => continue,
+                        Ok(_) => break,
+                        Err(error) => {
+                            tracing::warn!(%error, "purging expired items failed");
+                            break;
+                        }
+                    }
+                }
+            }
+        })
+    });
+    let app = http::app(AppState {
+        store: storage.store.clone(),
+    });
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await;
+    if let Some(purger) = purger {
+        purger.abort();
+    }
+    if let Some(embedded) = &storage.embedded {
+        embedded.close();
+    }
+    served?;
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::warn!(%error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down");
+}

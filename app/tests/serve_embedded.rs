@@ -1,0 +1,46 @@
+//! `vitals serve` on the embedded store, as the README runs it: black-box over TCP, and
+//! the router in-process.
+
+mod support;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use std::sync::Arc;
+use tower::ServiceExt as _;
+use vitals::http::{AppState, app};
+
+#[test]
+fn serve_answers_healthz_with_backend_and_version_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let data_dir = dir.path().join("data");
+    let server = support::start(&["--data-dir", data_dir.to_str().expect("utf-8 path")]);
+    let (status, body) = support::request(&server.address, "GET", "/healthz");
+    assert_eq!(status, 200, "{body}");
+    let health: serde_json::Value = serde_json::from_str(&body).expect("JSON body");
+    assert_eq!(health["status"], "ok");
+    assert_eq!(health["backend"], "embedded");
+    assert_eq!(health["version"], env!("CARGO_PKG_VERSION"));
+    let (status, _) = support::request(&server.address, "GET", "/nope");
+    assert_eq!(status, 404);
+    let exit = server.stop();
+    assert!(exit.success(), "graceful shutdown exits 0, got {exit:?}");
+    assert!(
+        data_dir.join("vitals.redb").exists(),
+        "the store lives in --data-dir"
+    );
+}
+
+#[tokio::test]
+async fn router_healthz_without_a_socket() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let store = Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("opens"));
+    let response = app(AppState { store })
+        .oneshot(
+            Request::get("/healthz")
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await
+        .expect("response");
+    assert_eq!(response.status(), StatusCode::OK);
+}

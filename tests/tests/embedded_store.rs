@@ -1,0 +1,253 @@
+//! Behaviour only the embedded backend has: its change log (written in the same commit
+//! as the items), TTL purging, persistence across reopen, exclusive opening, and group
+//! commit under concurrency.
+
+use events_schema::Context;
+use infra::Store;
+use infra::embedded::EmbeddedStore;
+use infra::store::{Condition, Key, StoreError, TransactAction, Update, now_epoch_seconds};
+use serde_json::json;
+use std::sync::Arc;
+use vitals_tests::conformance::{fresh_pk, item};
+
+fn open() -> (EmbeddedStore, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    (EmbeddedStore::open(dir.path()).expect("opens"), dir)
+}
+
+#[tokio::test]
+async fn change_log_holds_every_committed_change_with_both_images() {
+    let (store, _dir) = open();
+    let pk = fresh_pk();
+    let key = Key::new(&pk, "GOAL#g1");
+    store
+        .put(
+            Context::Goals,
+            item(json!({"pk": pk, "sk": "GOAL#g1", "v": 1})),
+            None,
+        )
+        .await
+        .expect("put");
+    store
+        .update(Context::Goals, &key, Update::default().set("v", 2), None)
+        .await
+        .expect("update");
+    // A failed condition and a cancelled transaction add nothing to the log.
+    let failed = store
+        .put(
+            Context::Goals,
+            item(json!({"pk": pk, "sk": "GOAL#g1"})),
+            Some(Condition::ItemNotExists),
+        )
+        .await;
+    assert!(matches!(failed, Err(StoreError::ConditionFailed { .. })));
+    let cancelled = store
+        .transact(vec![
+            TransactAction::Put {
+                table: Context::Goals,
+                item: item(json!({"pk": pk, "sk": "EVT#1"})),
+                condition: None,
+            },
+            TransactAction::ConditionCheck {
+                table: Context::Goals,
+                key: Key::new(&pk, "GOAL#none"),
+                condition: Condition::ItemExists,
+            },
+        ])
+        .await;
+    assert!(matches!(
+        cancelled,
+        Err(StoreError::TransactionCanceled { .. })
+    ));
+    store
+        .delete(Context::Goals, &key, None)
+        .await
+        .expect("delete");
+
+    let log = store.changes_after(0, 100).await.expect("log");
+    let seqs: Vec<u64> = log.iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, vec![1, 2, 3]);
+    assert!(
+        log.iter()
+            .all(|r| r.table == Context::Goals && r.pk == pk && r.sk == "GOAL#g1")
+    );
+    assert_eq!(
+        (
+            log[0].old.clone(),
+            log[0].new.as_ref().map(|i| i["v"].clone())
+        ),
+        (None, Some(json!(1)))
+    );
+    assert_eq!(log[1].old.as_ref().map(|i| i["v"].clone()), Some(json!(1)));
+    assert_eq!(log[1].new.as_ref().map(|i| i["v"].clone()), Some(json!(2)));
+    assert_eq!(
+        (
+            log[2].old.as_ref().map(|i| i["v"].clone()),
+            log[2].new.clone()
+        ),
+        (Some(json!(2)), None)
+    );
+    assert_eq!(store.changes_after(2, 100).await.expect("log").len(), 1);
+    assert_eq!(store.last_sequence().await.expect("seq"), 3);
+}
+
+#[tokio::test]
+async fn tables_without_a_stream_do_not_publish() {
+    let (store, _dir) = open();
+    let pk = "WEATHER#u4pruyd#2026-01-01T10";
+    store
+        .put(
+            Context::Environment,
+            item(json!({"pk": pk, "sk": "WEATHER", "temp_c": 4})),
+            None,
+        )
+        .await
+        .expect("put");
+    assert!(store.changes_after(0, 10).await.expect("log").is_empty());
+}
+
+#[tokio::test]
+async fn expired_items_are_purged_and_the_deletion_is_published() {
+    let (store, _dir) = open();
+    let pk = fresh_pk();
+    let now = now_epoch_seconds();
+    store
+        .put(
+            Context::Integrations,
+            item(json!({"pk": pk, "sk": "A", "expires_at": now - 1})),
+            None,
+        )
+        .await
+        .expect("put");
+    store
+        .put(
+            Context::Integrations,
+            item(json!({"pk": pk, "sk": "B", "expires_at": now + 3600})),
+            None,
+        )
+        .await
+        .expect("put");
+    store
+        .put(
+            Context::Integrations,
+            item(json!({"pk": pk, "sk": "C"})),
+            None,
+        )
+        .await
+        .expect("put");
+    // Moving an item's TTL forward moves its expiry entry.
+    store
+        .update(
+            Context::Integrations,
+            &Key::new(&pk, "B"),
+            Update::default().set("expires_at", now - 2),
+            None,
+        )
+        .await
+        .expect("update");
+    assert_eq!(store.purge_expired(now, 100).await.expect("purge"), 2);
+    assert_eq!(store.purge_expired(now, 100).await.expect("purge"), 0);
+    let log = store.changes_after(4, 10).await.expect("log");
+    let deleted: Vec<&str> = log
+        .iter()
+        .filter(|r| r.new.is_none())
+        .map(|r| r.sk.as_str())
+        .collect();
+    assert_eq!(deleted, vec!["B", "A"]);
+    // C, without a TTL, stays; a put on A's key now creates a fresh item.
+    assert!(
+        store
+            .get(Context::Integrations, &Key::new(&pk, "C"), true)
+            .await
+            .expect("get")
+            .is_some()
+    );
+    store
+        .put(
+            Context::Integrations,
+            item(json!({"pk": pk, "sk": "A"})),
+            Some(Condition::ItemNotExists),
+        )
+        .await
+        .expect("A is gone");
+}
+
+#[tokio::test]
+async fn data_and_sequence_survive_reopening() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let pk = fresh_pk();
+    {
+        let store = EmbeddedStore::open(dir.path()).expect("opens");
+        store
+            .put(
+                Context::Sleep,
+                item(json!({"pk": pk, "sk": "SLEEP#2026-01-01#s"})),
+                None,
+            )
+            .await
+            .expect("put");
+        let second = EmbeddedStore::open(dir.path());
+        match second {
+            Err(StoreError::Backend(message)) => {
+                assert!(message.contains("already open"), "{message}")
+            }
+            other => panic!("a second open must be refused, got {other:?}"),
+        }
+    }
+    let store = EmbeddedStore::open(dir.path()).expect("reopens");
+    assert!(
+        store
+            .get(Context::Sleep, &Key::new(&pk, "SLEEP#2026-01-01#s"), true)
+            .await
+            .expect("get")
+            .is_some()
+    );
+    store
+        .put(
+            Context::Sleep,
+            item(json!({"pk": pk, "sk": "SLEEP#2026-01-02#s"})),
+            None,
+        )
+        .await
+        .expect("put");
+    let log = store.changes_after(0, 10).await.expect("log");
+    assert_eq!(log.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![1, 2]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_transactions_are_all_committed_in_order() {
+    let (store, _dir) = open();
+    let store = Arc::new(store);
+    let pk = fresh_pk();
+    let mut tasks = Vec::new();
+    for writer in 0..64 {
+        let (store, pk) = (store.clone(), pk.clone());
+        tasks.push(tokio::spawn(async move {
+            let actions = (0..3)
+                .map(|part| TransactAction::Put {
+                    table: Context::Activity,
+                    item: item(json!({"pk": pk, "sk": format!("W#{writer:02}#{part}")})),
+                    condition: Some(Condition::ItemNotExists),
+                })
+                .collect();
+            store.transact(actions).await
+        }));
+    }
+    for task in tasks {
+        task.await.expect("task").expect("transaction");
+    }
+    let log = store.changes_after(0, 1000).await.expect("log");
+    assert_eq!(log.len(), 192);
+    assert!(
+        log.iter().enumerate().all(|(i, r)| r.seq == i as u64 + 1),
+        "gap-free sequence"
+    );
+    // The three changes of one transaction are adjacent in the log.
+    for chunk in log.chunks(3) {
+        let writer = &chunk[0].sk[..4];
+        assert!(
+            chunk.iter().all(|r| &r.sk[..4] == writer),
+            "interleaved transactions: {chunk:?}"
+        );
+    }
+}
