@@ -1,1 +1,738 @@
-fn main(){}
+//! Throughput and latency of the embedded store, compared with SQLite and raw redb.
+//!
+//! Run: `cargo bench -p infra --bench embedded_store` (release). `BENCH_SCALE=0.1`
+//! runs a tenth of the operations (and a smaller data set) to check that it works.
+//!
+//! Every engine commits durably (fsync before a write returns) and stores items as
+//! JSON: each measured operation includes encoding the item (writes) or decoding the
+//! items (reads), so engines differ only by storage engine and layer.
+
+use anyhow::{Context as _, Result, bail, ensure};
+use events_schema::Context;
+use hdrhistogram::Histogram;
+use infra::embedded::EmbeddedStore;
+use infra::store::{Condition, Item, Key, Query, SortKeyCondition, Store, TransactAction};
+use redb::{ReadableDatabase as _, TableDefinition};
+use rusqlite::{Connection, OptionalExtension as _, params};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Table of every benchmark item.
+const TABLE: Context = Context::Nutrition;
+/// Preloaded data: `users` partitions, each with `DAYS` days of `MEALS_PER_DAY` meals.
+const USERS_AT_SCALE_1: f64 = 2_000.0;
+const DAYS: u64 = 3;
+const MEALS_PER_DAY: u64 = 40;
+/// Items a query returns (each queried day holds `MEALS_PER_DAY` > this).
+const QUERY_LIMIT: usize = 20;
+/// Size an item is padded to, in bytes of JSON.
+const ITEM_BYTES: usize = 300;
+/// Tasks of the concurrent runs.
+const CONCURRENCY: usize = 32;
+
+/// Operation counts at scale 1.
+const WRITES_C1: f64 = 5_000.0;
+const WRITES_C32: f64 = 20_000.0;
+const READS_C1: f64 = 50_000.0;
+const READS_C32: f64 = 100_000.0;
+
+fn main() -> Result<()> {
+    let scale: f64 = match std::env::var("BENCH_SCALE") {
+        Ok(s) => s
+            .parse()
+            .with_context(|| format!("BENCH_SCALE={s} is not a number"))?,
+        Err(_) => 1.0,
+    };
+    ensure!(scale > 0.0, "BENCH_SCALE must be positive");
+    let count = |n: f64| ((n * scale).round() as u64).max(20);
+    let users = ((USERS_AT_SCALE_1 * scale).round() as usize).max(20);
+    let data = Dataset::new(users);
+
+    println!("Vitals embedded store benchmark");
+    println!(
+        "  scale {scale} (BENCH_SCALE); {} cores",
+        std::thread::available_parallelism()?
+    );
+    println!(
+        "  data set: {users} users x {DAYS} days x {MEALS_PER_DAY} meals = {} items of ~{ITEM_BYTES} B in {TABLE}",
+        data.preload_count()
+    );
+    println!("  every commit durable (fsync); latencies per operation, in microseconds");
+    println!("  put:   one {ITEM_BYTES} B item, unconditional, new key");
+    println!("  txn3:  3 puts in one transaction (meal, day total, dedup marker if not exists)");
+    println!("  get:   one existing item by key");
+    println!(
+        "  query: {QUERY_LIMIT} items of a day (begins_with MEAL#<date>#, limit {QUERY_LIMIT}) of a partition of {} items",
+        DAYS * MEALS_PER_DAY
+    );
+    println!("  embedded: EmbeddedStore through the Store trait, tokio multi-thread runtime;");
+    println!("            c{CONCURRENCY} = {CONCURRENCY} tasks issuing operations in a loop");
+    println!(
+        "  sqlite:   rusqlite (bundled), WAL, synchronous=FULL, one connection, WITHOUT ROWID table"
+    );
+    println!("  redb-raw: redb alone, one write transaction per put (Durability::Immediate)");
+    println!();
+
+    let mut rows = Vec::new();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(bench_embedded(&data, count, &mut rows))?;
+    drop(runtime);
+    bench_sqlite(&data, count, &mut rows)?;
+    bench_redb(&data, count, &mut rows)?;
+
+    println!();
+    print_table(&rows);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Data
+
+/// A small deterministic generator (SplitMix64): no dependency, same data every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A ULID-like id: 26 Crockford base32 characters, millisecond time first.
+fn ulid_like(rng: &mut Rng) -> String {
+    const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    let time_ms: u128 = 1_767_225_600_000 + u128::from(rng.below(86_400_000));
+    let value = (time_ms << 80) | (u128::from(rng.next()) << 16) | u128::from(rng.next() & 0xFFFF);
+    (0..26)
+        .rev()
+        .map(|i| char::from(ALPHABET[((value >> (i * 5)) & 31) as usize]))
+        .collect()
+}
+
+struct Dataset {
+    users: Vec<String>,
+}
+
+impl Dataset {
+    fn new(users: usize) -> Self {
+        let mut rng = Rng(42);
+        Self {
+            users: (0..users)
+                .map(|_| format!("USER#{}", ulid_like(&mut rng)))
+                .collect(),
+        }
+    }
+
+    fn preload_count(&self) -> u64 {
+        self.users.len() as u64 * DAYS * MEALS_PER_DAY
+    }
+
+    /// Every preloaded item, in key order within each user.
+    fn preload(&self) -> impl Iterator<Item = Item> + '_ {
+        self.users.iter().flat_map(|pk| {
+            (1..=DAYS)
+                .flat_map(move |day| (0..MEALS_PER_DAY).map(move |n| meal(pk, &meal_sk(day, n), n)))
+        })
+    }
+
+    fn user(&self, rng: &mut Rng) -> &str {
+        &self.users[rng.below(self.users.len() as u64) as usize]
+    }
+
+    /// The key of a random preloaded item.
+    fn existing_key(&self, rng: &mut Rng) -> Key {
+        let pk = self.user(rng).to_owned();
+        Key::new(pk, meal_sk(1 + rng.below(DAYS), rng.below(MEALS_PER_DAY)))
+    }
+
+    /// A random user and the sort-key prefix of one of its preloaded days.
+    fn query_target(&self, rng: &mut Rng) -> (String, String) {
+        (self.user(rng).to_owned(), day_prefix(1 + rng.below(DAYS)))
+    }
+}
+
+fn day_prefix(day: u64) -> String {
+    format!("MEAL#2026-01-{day:02}#")
+}
+
+fn meal_sk(day: u64, n: u64) -> String {
+    format!("{}{n:06}", day_prefix(day))
+}
+
+fn object(value: Value) -> Item {
+    match value {
+        Value::Object(map) => map,
+        _ => unreachable!("json! of an object literal"),
+    }
+}
+
+/// A meal item padded to about `ITEM_BYTES` of JSON.
+fn meal(pk: &str, sk: &str, n: u64) -> Item {
+    let mut item = object(json!({
+        "pk": pk,
+        "sk": sk,
+        "type": "MEAL",
+        "name": "Grilled chicken salad with quinoa",
+        "kcal": 420 + n % 300,
+        "protein_g": 38.5,
+        "carbs_g": 41.0,
+        "fat_g": 12.25,
+        "logged_at": "2026-01-01T12:34:56.789Z",
+        "source": "manual",
+        "version": 1,
+    }));
+    let size = serde_json::to_vec(&item).map(|v| v.len()).unwrap_or(0);
+    let pad = ITEM_BYTES.saturating_sub(size + r#","notes":"""#.len());
+    item.insert("notes".into(), Value::String("n".repeat(pad)));
+    item
+}
+
+fn day_total(pk: &str, sk: &str, seq: u64) -> Item {
+    object(
+        json!({"pk": pk, "sk": sk, "type": "DAY_TOTAL", "kcal": 1800 + seq % 700, "meals": 4, "version": seq}),
+    )
+}
+
+fn dedup_marker(pk: &str, seq: u64) -> Item {
+    object(json!({"pk": pk, "sk": format!("DEDUP#{seq:010}"), "request": format!("req-{seq}")}))
+}
+
+/// The three items of a `txn3` operation: a new meal, the day's total (overwritten),
+/// and a dedup marker that must not exist yet.
+fn txn_items(data: &Dataset, rng: &mut Rng, seq: u64) -> [Item; 3] {
+    let pk = data.user(rng);
+    [
+        meal(pk, &format!("MEAL#2026-02-02#{seq:08}"), seq),
+        day_total(pk, "DAY#2026-02-02", seq),
+        dedup_marker(pk, seq),
+    ]
+}
+
+fn put_item(data: &Dataset, rng: &mut Rng, seq: u64) -> Item {
+    meal(data.user(rng), &format!("MEAL#2026-02-01#{seq:08}"), seq)
+}
+
+fn key_of(item: &Item) -> (&str, &str) {
+    let attr = |name| item.get(name).and_then(Value::as_str).unwrap_or_default();
+    (attr("pk"), attr("sk"))
+}
+
+// ---------------------------------------------------------------------------
+// Measurement
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Put,
+    Txn3,
+    Get,
+    Query,
+}
+
+impl Op {
+    fn name(self) -> &'static str {
+        match self {
+            Op::Put => "put",
+            Op::Txn3 => "txn3",
+            Op::Get => "get",
+            Op::Query => "query",
+        }
+    }
+
+    fn is_write(self) -> bool {
+        matches!(self, Op::Put | Op::Txn3)
+    }
+}
+
+struct Row {
+    engine: &'static str,
+    op: Op,
+    concurrency: usize,
+    ops: u64,
+    elapsed: Duration,
+    latency: Histogram<u64>,
+}
+
+fn histogram() -> Result<Histogram<u64>> {
+    // 1 us to 100 s, 3 significant digits.
+    Ok(Histogram::new_with_bounds(1, 100_000_000, 3)?)
+}
+
+fn record(h: &mut Histogram<u64>, started: Instant) {
+    h.saturating_record(started.elapsed().as_micros().max(1) as u64);
+}
+
+fn report(rows: &mut Vec<Row>, row: Row) {
+    let r = &row;
+    eprintln!(
+        "  done: {:<9} {:<6} c{:<3} {:>7} ops in {:>6.2} s",
+        r.engine,
+        r.op.name(),
+        r.concurrency,
+        r.ops,
+        r.elapsed.as_secs_f64()
+    );
+    rows.push(row);
+}
+
+fn print_table(rows: &[Row]) {
+    println!(
+        "{:<9} {:<6} {:>5} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9}",
+        "engine", "op", "conc", "ops", "secs", "ops/s", "p50 us", "p99 us", "max us"
+    );
+    println!("{}", "-".repeat(84));
+    for r in rows {
+        let secs = r.elapsed.as_secs_f64();
+        println!(
+            "{:<9} {:<6} {:>5} {:>7} {:>8.2} {:>9.0} {:>9} {:>9} {:>9}",
+            r.engine,
+            r.op.name(),
+            r.concurrency,
+            r.ops,
+            secs,
+            r.ops as f64 / secs,
+            r.latency.value_at_quantile(0.50),
+            r.latency.value_at_quantile(0.99),
+            r.latency.max(),
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Embedded store
+
+async fn bench_embedded(
+    data: &Dataset,
+    count: impl Fn(f64) -> u64,
+    rows: &mut Vec<Row>,
+) -> Result<()> {
+    let dir = tempfile::tempdir_in(std::env::temp_dir())?;
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir.path())?);
+    let data = Arc::new(Dataset {
+        users: data.users.clone(),
+    });
+
+    let started = Instant::now();
+    preload_embedded(&store, &data).await?;
+    eprintln!(
+        "embedded: preloaded {} items in {:.1} s ({})",
+        data.preload_count(),
+        started.elapsed().as_secs_f64(),
+        dir.path().display()
+    );
+
+    let seq = Arc::new(AtomicU64::new(0));
+    for op in [Op::Put, Op::Txn3, Op::Get, Op::Query] {
+        for concurrency in [1, CONCURRENCY] {
+            let ops = match (op.is_write(), concurrency) {
+                (true, 1) => count(WRITES_C1),
+                (true, _) => count(WRITES_C32),
+                (false, 1) => count(READS_C1),
+                (false, _) => count(READS_C32),
+            };
+            // Warm up (caches, threads) without measuring.
+            run_embedded(&store, &data, &seq, op, concurrency, (ops / 20).max(10), 7).await?;
+            let started = Instant::now();
+            let latency = run_embedded(&store, &data, &seq, op, concurrency, ops, 1).await?;
+            let elapsed = started.elapsed();
+            report(
+                rows,
+                Row {
+                    engine: "embedded",
+                    op,
+                    concurrency,
+                    ops,
+                    elapsed,
+                    latency,
+                },
+            );
+        }
+    }
+    drop(store);
+    dir.close()?;
+    Ok(())
+}
+
+async fn preload_embedded(store: &Arc<dyn Store>, data: &Arc<Dataset>) -> Result<()> {
+    // Transactions of 100 puts, issued by a few tasks so they share commits.
+    let batches: Vec<Vec<Item>> = {
+        let items: Vec<Item> = data.preload().collect();
+        items.chunks(100).map(<[Item]>::to_vec).collect()
+    };
+    let batches = Arc::new(std::sync::Mutex::new(batches));
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let (store, batches) = (store.clone(), batches.clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let batch = batches
+                    .lock()
+                    .map_err(|_| anyhow::anyhow!("poisoned"))?
+                    .pop();
+                let Some(batch) = batch else {
+                    return anyhow::Ok(());
+                };
+                let actions = batch
+                    .into_iter()
+                    .map(|item| TransactAction::Put {
+                        table: TABLE,
+                        item,
+                        condition: None,
+                    })
+                    .collect();
+                store.transact(actions).await?;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    Ok(())
+}
+
+/// Runs `ops` operations split over `concurrency` tasks; returns their latencies.
+async fn run_embedded(
+    store: &Arc<dyn Store>,
+    data: &Arc<Dataset>,
+    seq: &Arc<AtomicU64>,
+    op: Op,
+    concurrency: usize,
+    ops: u64,
+    seed: u64,
+) -> Result<Histogram<u64>> {
+    let mut tasks = Vec::with_capacity(concurrency);
+    for task in 0..concurrency as u64 {
+        let share = ops / concurrency as u64 + u64::from(task < ops % concurrency as u64);
+        let (store, data, seq) = (store.clone(), data.clone(), seq.clone());
+        let mut rng = Rng(seed * 1_000_003 + task);
+        tasks.push(tokio::spawn(async move {
+            let mut latency = histogram()?;
+            for _ in 0..share {
+                let started = Instant::now();
+                embedded_op(&*store, &data, &seq, op, &mut rng).await?;
+                record(&mut latency, started);
+            }
+            anyhow::Ok(latency)
+        }));
+    }
+    let mut latency = histogram()?;
+    for task in tasks {
+        latency.add(task.await??)?;
+    }
+    Ok(latency)
+}
+
+async fn embedded_op(
+    store: &dyn Store,
+    data: &Dataset,
+    seq: &AtomicU64,
+    op: Op,
+    rng: &mut Rng,
+) -> Result<()> {
+    match op {
+        Op::Put => {
+            let item = put_item(data, rng, seq.fetch_add(1, Ordering::Relaxed));
+            store.put(TABLE, item, None).await?;
+        }
+        Op::Txn3 => {
+            let [meal, total, marker] = txn_items(data, rng, seq.fetch_add(1, Ordering::Relaxed));
+            let put = |item, condition| TransactAction::Put {
+                table: TABLE,
+                item,
+                condition,
+            };
+            store
+                .transact(vec![
+                    put(meal, None),
+                    put(total, None),
+                    put(marker, Some(Condition::ItemNotExists)),
+                ])
+                .await?;
+        }
+        Op::Get => {
+            let key = data.existing_key(rng);
+            if store.get(TABLE, &key, false).await?.is_none() {
+                bail!("embedded get: no item {key:?}");
+            }
+        }
+        Op::Query => {
+            let (pk, prefix) = data.query_target(rng);
+            let query = Query::partition(pk)
+                .sort_key(SortKeyCondition::BeginsWith(prefix))
+                .limit(QUERY_LIMIT);
+            let page = store.query(TABLE, &query).await?;
+            ensure!(
+                page.items.len() == QUERY_LIMIT,
+                "embedded query returned {} items",
+                page.items.len()
+            );
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// SQLite
+
+fn bench_sqlite(data: &Dataset, count: impl Fn(f64) -> u64, rows: &mut Vec<Row>) -> Result<()> {
+    let dir = tempfile::tempdir_in(std::env::temp_dir())?;
+    let conn = Connection::open(dir.path().join("vitals.sqlite"))?;
+    let mode: String =
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+    ensure!(
+        mode.eq_ignore_ascii_case("wal"),
+        "sqlite journal_mode is {mode}, not WAL"
+    );
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.execute_batch(
+        "CREATE TABLE items(tbl TEXT, pk TEXT, sk TEXT, body BLOB, PRIMARY KEY(tbl, pk, sk)) WITHOUT ROWID;",
+    )?;
+
+    let started = Instant::now();
+    {
+        let tx = conn.unchecked_transaction()?;
+        {
+            let mut insert = tx.prepare("INSERT INTO items VALUES (?1, ?2, ?3, ?4)")?;
+            for item in data.preload() {
+                let (pk, sk) = key_of(&item);
+                insert.execute(params![TABLE.as_str(), pk, sk, serde_json::to_vec(&item)?])?;
+            }
+        }
+        tx.commit()?;
+    }
+    eprintln!(
+        "sqlite: preloaded {} items in {:.1} s ({})",
+        data.preload_count(),
+        started.elapsed().as_secs_f64(),
+        dir.path().display()
+    );
+
+    let mut seq = 0_u64;
+    for op in [Op::Put, Op::Txn3, Op::Get, Op::Query] {
+        let ops = if op.is_write() {
+            count(WRITES_C1)
+        } else {
+            count(READS_C1)
+        };
+        sqlite_run(&conn, data, &mut seq, op, (ops / 20).max(10), &mut Rng(7))?;
+        let started = Instant::now();
+        let latency = sqlite_run(&conn, data, &mut seq, op, ops, &mut Rng(1))?;
+        let elapsed = started.elapsed();
+        report(
+            rows,
+            Row {
+                engine: "sqlite",
+                op,
+                concurrency: 1,
+                ops,
+                elapsed,
+                latency,
+            },
+        );
+    }
+    drop(conn);
+    dir.close()?;
+    Ok(())
+}
+
+fn sqlite_run(
+    conn: &Connection,
+    data: &Dataset,
+    seq: &mut u64,
+    op: Op,
+    ops: u64,
+    rng: &mut Rng,
+) -> Result<Histogram<u64>> {
+    let mut latency = histogram()?;
+    for _ in 0..ops {
+        let started = Instant::now();
+        match op {
+            Op::Put => {
+                *seq += 1;
+                let item = put_item(data, rng, *seq);
+                let (pk, sk) = key_of(&item);
+                conn.prepare_cached("INSERT OR REPLACE INTO items VALUES (?1, ?2, ?3, ?4)")?
+                    .execute(params![TABLE.as_str(), pk, sk, serde_json::to_vec(&item)?])?;
+            }
+            Op::Txn3 => {
+                *seq += 1;
+                let [meal, total, marker] = txn_items(data, rng, *seq);
+                let tx = conn.unchecked_transaction()?;
+                {
+                    let mut upsert =
+                        tx.prepare_cached("INSERT OR REPLACE INTO items VALUES (?1, ?2, ?3, ?4)")?;
+                    for item in [&meal, &total] {
+                        let (pk, sk) = key_of(item);
+                        upsert.execute(params![
+                            TABLE.as_str(),
+                            pk,
+                            sk,
+                            serde_json::to_vec(item)?
+                        ])?;
+                    }
+                    let (pk, sk) = key_of(&marker);
+                    let inserted = tx
+                        .prepare_cached(
+                            "INSERT INTO items VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+                        )?
+                        .execute(params![
+                            TABLE.as_str(),
+                            pk,
+                            sk,
+                            serde_json::to_vec(&marker)?
+                        ])?;
+                    // The condition failing would cancel the transaction (dropping `tx`).
+                    ensure!(inserted == 1, "sqlite txn3: marker {pk} {sk} exists");
+                }
+                tx.commit()?;
+            }
+            Op::Get => {
+                let key = data.existing_key(rng);
+                let body: Option<Vec<u8>> = conn
+                    .prepare_cached(
+                        "SELECT body FROM items WHERE tbl = ?1 AND pk = ?2 AND sk = ?3",
+                    )?
+                    .query_row(params![TABLE.as_str(), key.pk, key.sk], |row| row.get(0))
+                    .optional()?;
+                let Some(body) = body else {
+                    bail!("sqlite get: no item {key:?}")
+                };
+                let _item: Item = serde_json::from_slice(&body)?;
+            }
+            Op::Query => {
+                let (pk, prefix) = data.query_target(rng);
+                // begins_with(prefix) as a range: prefix <= sk < prefix with '#' -> '$'.
+                let end = format!("{}$", prefix.trim_end_matches('#'));
+                let mut statement = conn.prepare_cached(
+                    "SELECT body FROM items WHERE tbl = ?1 AND pk = ?2 AND sk >= ?3 AND sk < ?4 ORDER BY sk LIMIT ?5",
+                )?;
+                // One more than the page, to know whether a cursor is needed (as the store does).
+                let mut found = statement.query(params![
+                    TABLE.as_str(),
+                    pk,
+                    prefix,
+                    end,
+                    QUERY_LIMIT as i64 + 1
+                ])?;
+                let mut items = Vec::with_capacity(QUERY_LIMIT);
+                while let Some(row) = found.next()? {
+                    if items.len() == QUERY_LIMIT {
+                        break;
+                    }
+                    let body: Vec<u8> = row.get(0)?;
+                    items.push(serde_json::from_slice::<Item>(&body)?);
+                }
+                ensure!(
+                    items.len() == QUERY_LIMIT,
+                    "sqlite query returned {} items",
+                    items.len()
+                );
+            }
+        }
+        record(&mut latency, started);
+    }
+    Ok(latency)
+}
+
+// ---------------------------------------------------------------------------
+// Raw redb
+
+const RAW_ITEMS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("items");
+
+fn bench_redb(data: &Dataset, count: impl Fn(f64) -> u64, rows: &mut Vec<Row>) -> Result<()> {
+    let dir = tempfile::tempdir_in(std::env::temp_dir())?;
+    let db = redb::Database::create(dir.path().join("raw.redb"))?;
+    let started = Instant::now();
+    {
+        let txn = db.begin_write()?;
+        {
+            let mut table = txn.open_table(RAW_ITEMS)?;
+            for item in data.preload() {
+                table.insert(key_of(&item), serde_json::to_vec(&item)?.as_slice())?;
+            }
+        }
+        txn.commit()?;
+    }
+    eprintln!(
+        "redb-raw: preloaded {} items in {:.1} s ({})",
+        data.preload_count(),
+        started.elapsed().as_secs_f64(),
+        dir.path().display()
+    );
+
+    let mut seq = 0_u64;
+    for op in [Op::Put, Op::Get] {
+        let ops = if op.is_write() {
+            count(WRITES_C1)
+        } else {
+            count(READS_C1)
+        };
+        redb_run(&db, data, &mut seq, op, (ops / 20).max(10), &mut Rng(7))?;
+        let started = Instant::now();
+        let latency = redb_run(&db, data, &mut seq, op, ops, &mut Rng(1))?;
+        let elapsed = started.elapsed();
+        report(
+            rows,
+            Row {
+                engine: "redb-raw",
+                op,
+                concurrency: 1,
+                ops,
+                elapsed,
+                latency,
+            },
+        );
+    }
+    drop(db);
+    dir.close()?;
+    Ok(())
+}
+
+fn redb_run(
+    db: &redb::Database,
+    data: &Dataset,
+    seq: &mut u64,
+    op: Op,
+    ops: u64,
+    rng: &mut Rng,
+) -> Result<Histogram<u64>> {
+    let mut latency = histogram()?;
+    for _ in 0..ops {
+        let started = Instant::now();
+        match op {
+            Op::Put => {
+                *seq += 1;
+                let item = put_item(data, rng, *seq);
+                // Default durability: Immediate (fsync on commit).
+                let txn = db.begin_write()?;
+                {
+                    let mut table = txn.open_table(RAW_ITEMS)?;
+                    table.insert(key_of(&item), serde_json::to_vec(&item)?.as_slice())?;
+                }
+                txn.commit()?;
+            }
+            Op::Get => {
+                let key = data.existing_key(rng);
+                let txn = db.begin_read()?;
+                let table = txn.open_table(RAW_ITEMS)?;
+                let Some(body) = table.get((key.pk.as_str(), key.sk.as_str()))? else {
+                    bail!("redb get: no item {key:?}")
+                };
+                let _item: Item = serde_json::from_slice(body.value())?;
+            }
+            Op::Txn3 | Op::Query => bail!("redb-raw measures put and get only"),
+        }
+        record(&mut latency, started);
+    }
+    Ok(latency)
+}

@@ -6,11 +6,16 @@
 //!   typed errors, and the cursor encoding both backends share.
 //! - [`embedded`]: the default backend on redb (durable commits), with its change log.
 //! - [`dynamodb`]: the backend on `aws-sdk-dynamodb`, plus `bootstrap` of the tables.
+//! - [`table`]: typed per-context table handles (`Table<Nutrition>`), the only storage
+//!   access command handlers get.
+//! - [`counting`]: a wrapper counting requests, to prove request economy in tests.
 //! - [`aws_client`]: SDK configuration shared by every AWS adapter.
 
 pub mod aws_client;
+pub mod counting;
 pub mod dynamodb;
 pub mod embedded;
 pub mod store;
+pub mod table;
 
 pub use store::{Store, StoreError};

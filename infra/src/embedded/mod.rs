@@ -27,6 +27,9 @@ use std::sync::{Arc, Mutex, mpsc};
 /// The file inside the data directory.
 const FILE_NAME: &str = "vitals.redb";
 
+/// Queries with a limit up to this run inline (see `EmbeddedStore::read`).
+const INLINE_READ_LIMIT: usize = 100;
+
 pub struct EmbeddedStore {
     db: Arc<Database>,
     names: Arc<Names>,
@@ -95,18 +98,27 @@ impl EmbeddedStore {
             .map_err(|_| StoreError::Backend("the store writer has stopped".into()))?
     }
 
-    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    /// Runs a read on a snapshot. Small reads (a get, a query of at most
+    /// [`INLINE_READ_LIMIT`] items) run on the calling task: they take microseconds from
+    /// redb's cache, and handing them to the blocking pool cost more than the read
+    /// itself (measured: get p50 52 us through `spawn_blocking`, 3 us in redb). Larger
+    /// reads go to the blocking pool so they never stall the runtime.
+    async fn read<T, F>(&self, small: bool, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&redb::ReadTransaction, &Names) -> Result<T, StoreError> + Send + 'static,
     {
-        let (db, names) = (self.db.clone(), self.names.clone());
-        tokio::task::spawn_blocking(move || {
+        let run = |db: &Database, names: &Names| {
             let txn = db.begin_read().map_err(backend)?;
-            f(&txn, &names)
-        })
-        .await
-        .map_err(backend)?
+            f(&txn, names)
+        };
+        if small {
+            return run(&self.db, &self.names);
+        }
+        let (db, names) = (self.db.clone(), self.names.clone());
+        tokio::task::spawn_blocking(move || run(&db, &names))
+            .await
+            .map_err(backend)?
     }
 
     async fn single(
@@ -196,7 +208,7 @@ impl Store for EmbeddedStore {
     }
 
     async fn health(&self) -> Result<(), StoreError> {
-        self.read(|_, _| Ok(())).await
+        self.read(true, |_, _| Ok(())).await
     }
 
     async fn get(
@@ -208,22 +220,30 @@ impl Store for EmbeddedStore {
         // Every embedded read sees every acknowledged write: reads are always consistent.
         let key = key.clone();
         let now = now_epoch_seconds();
-        self.read(move |txn, names| read::get(txn, names, table, &key, now))
-            .await
+        self.read(true, move |txn, names| {
+            read::get(txn, names, table, &key, now)
+        })
+        .await
     }
 
     async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError> {
         let query = query.clone();
         let now = now_epoch_seconds();
-        self.read(move |txn, names| read::query(txn, names, table, &query, now))
-            .await
+        let small = query.limit.is_some_and(|l| l <= INLINE_READ_LIMIT);
+        self.read(small, move |txn, names| {
+            read::query(txn, names, table, &query, now)
+        })
+        .await
     }
 
     async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
         let query = query.clone();
         let now = now_epoch_seconds();
-        self.read(move |txn, names| read::query_index(txn, names, table, &query, now))
-            .await
+        let small = query.limit.is_some_and(|l| l <= INLINE_READ_LIMIT);
+        self.read(small, move |txn, names| {
+            read::query_index(txn, names, table, &query, now)
+        })
+        .await
     }
 
     async fn put(

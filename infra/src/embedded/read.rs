@@ -4,7 +4,6 @@
 use super::apply::backend;
 use super::changelog::ChangeRecord;
 use super::layout::{self, CHANGELOG, Names, StrRange};
-use crate::store::item::item_size;
 use crate::store::{
     Cursor, IndexQuery, Item, Key, MAX_PAGE_BYTES, Page, Query, StoreError, is_expired,
 };
@@ -57,8 +56,10 @@ impl PageBuilder {
         self.items.len() >= self.limit || self.bytes >= MAX_PAGE_BYTES
     }
 
-    fn push(&mut self, item: Item) {
-        self.bytes += item_size(&item);
+    /// `stored_bytes` is the item's stored size, close enough to DynamoDB's count for
+    /// the page budget and free to know (measuring the decoded item is not).
+    fn push(&mut self, item: Item, stored_bytes: usize) {
+        self.bytes += stored_bytes;
         self.items.push(item);
     }
 }
@@ -111,7 +112,7 @@ pub(super) fn query(
         let item = layout::decode(value.value())?;
         last = Some(sk.to_owned());
         if !is_expired(&item, now) {
-            page.push(item);
+            page.push(item, value.value().len());
         }
         if page.full() {
             break;
@@ -204,7 +205,7 @@ pub(super) fn query_index(
         };
         let item = layout::decode(bytes.value())?;
         if !is_expired(&item, now) {
-            page.push(item);
+            page.push(item, bytes.value().len());
         }
         if page.full() {
             break;
