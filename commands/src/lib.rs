@@ -1,1 +1,32 @@
-//! Command handlers, one module per context (built in the command-side issue).
+//! Command handlers, one module per context. A handler validates its input (a typed
+//! error naming the field; nothing written), then makes one atomic write in its own
+//! context's table: the state items and the `EVT#<event-id>` outbox item(s). Handlers
+//! get a `Table<TheirContext>` only, so writing another context's table does not compile.
+//!
+//! Layout:
+//! - [`error`]: `CommandError`, the one error type of every handler.
+//! - [`envelope`]: what every command carries (the user, idempotency key, correlation).
+//! - [`outbox`], [`idempotency`], [`items`], [`validate`], [`retry`]: the shared mechanics.
+//! - [`identity`], [`nutrition`], [`activity`], [`sleep`], [`goals`], [`integrations`],
+//!   [`environment`]: the contexts.
+//! - [`external_sync`]: the idempotent "sync by external id" write shared by activity
+//!   and sleep.
+
+pub mod activity;
+pub mod envelope;
+pub mod environment;
+pub mod error;
+pub mod external_sync;
+pub mod goals;
+pub mod idempotency;
+pub mod identity;
+pub mod integrations;
+pub mod items;
+pub mod nutrition;
+pub mod outbox;
+pub mod retry;
+pub mod sleep;
+pub mod validate;
+
+pub use envelope::{CommandMeta, Outcome};
+pub use error::CommandError;

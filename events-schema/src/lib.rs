@@ -9,9 +9,11 @@
 //! - [`tables`]: the nine context tables as data (keys, GSIs with their justification,
 //!   TTL attribute, stream) and the access-pattern document generated from them.
 //! - [`envelope`]: the versioned event envelope every outbox item carries.
+//! - [`events`]: the typed, versioned events of each context.
 
 pub mod context;
 pub mod envelope;
+pub mod events;
 pub mod ids;
 pub mod keys;
 pub mod tables;

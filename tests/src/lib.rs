@@ -5,9 +5,74 @@
 //! - [`backends`]: builds a fresh embedded store or a DynamoDB store on the emulator.
 //! - [`conformance`]: the storage port's specification, as async test functions.
 //! - [`conformance_suite!`]: expands to one `#[tokio::test]` per conformance case.
+//! - [`commands`]: the command handlers' specifications; [`commands_suite!`] expands
+//!   them per backend.
 
 pub mod backends;
+pub mod commands;
 pub mod conformance;
+
+/// Expands to one test per command specification, each on a fresh backend from `$make`.
+#[macro_export]
+macro_rules! commands_suite {
+    ($make:path) => {
+        $crate::spec_tests!($make, $crate::commands::identity;
+            register_writes_profile_reservation_and_event,
+            register_with_a_taken_email_fails_and_writes_nothing,
+            register_repeated_with_the_same_key_returns_the_same_user,
+            register_rejects_invalid_input_naming_the_field,
+            login_checks_email_and_password,
+            change_email_moves_the_reservation,
+            change_email_to_a_taken_email_changes_nothing,
+            update_profile_publishes_once_per_change,
+            deletion_request_refuses_login_and_publishes_once,
+        );
+        $crate::spec_tests!($make, $crate::commands::nutrition;
+            log_meal_writes_meal_summary_and_event,
+            log_meal_costs_one_read_and_one_transaction,
+            log_meal_repeated_with_the_same_key_writes_nothing,
+            edit_meal_within_a_day_updates_the_summary,
+            edit_meal_to_another_day_moves_it_and_both_summaries,
+            delete_meal_takes_it_out_of_the_summary,
+            meal_validation_names_the_field_and_writes_nothing,
+            concurrent_writers_keep_every_summary_equal_to_its_meals,
+            scheduled_meals_and_the_catalog,
+        );
+        $crate::spec_tests!($make, $crate::commands::activity_sleep;
+            record_workout_writes_workout_and_event_once_per_key,
+            retried_wearable_sync_returns_the_original_workout_in_one_request,
+            wearable_sync_with_changed_fields_is_the_next_version,
+            training_block_started,
+            sleep_sessions_recorded_and_synced_idempotently,
+        );
+        $crate::spec_tests!($make, $crate::commands::goals;
+            created_goal_is_active_and_in_the_index,
+            status_changes_move_the_goal_between_index_partitions,
+        );
+        $crate::spec_tests!($make, $crate::commands::integrations;
+            oauth_connect_uses_a_single_use_state,
+            an_expired_state_cannot_complete,
+            signed_webhooks_are_recorded_once,
+            disconnect_removes_the_connection_once,
+            environment_readings_are_cached_per_cell_and_hour,
+        );
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! spec_tests {
+    ($make:path, $module:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                use $module as spec;
+                let backend = $make().await;
+                spec::$name(backend.store.clone()).await;
+            }
+        )*
+    };
+}
 
 /// Expands to one test per conformance case, each on a fresh backend from `$make`
 /// (an async fn returning a [`backends::TestBackend`]).

@@ -1,0 +1,247 @@
+//! Activity: workouts (entered or synced from a wearable by external id) and training
+//! blocks. Items: `WORKOUT#<date>#<id>`, `EXTERNAL#<provider>#<external-id>`,
+//! `TRAINING_BLOCK#<start-date>#<id>`.
+
+use crate::envelope::{CommandMeta, Outcome};
+use crate::external_sync::{self, Written};
+use crate::idempotency::{self, Committed};
+use crate::items::to_item;
+use crate::outbox::{envelope, event_action};
+use crate::{CommandError, validate};
+use events_schema::events::Source;
+use events_schema::events::activity::{
+    TrainingBlockStarted, Workout, WorkoutRecorded, WorkoutUpdated,
+};
+use events_schema::events::integrations::ProviderWorkout;
+use events_schema::ids::{ProviderName, TrainingBlockId, WorkoutId};
+use events_schema::keys::SortKey;
+use events_schema::time::{Day, Timestamp};
+use infra::store::{Condition, Key};
+use infra::table::{Action, Table, contexts::Activity};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordWorkout {
+    pub sport: String,
+    pub started_at: Timestamp,
+    pub timezone: String,
+    pub duration_s: u32,
+    pub distance_m: Option<u32>,
+    pub calories: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartTrainingBlock {
+    pub start_day: Day,
+    pub weeks: u8,
+    pub focus: String,
+}
+
+struct ValidWorkout {
+    sport: String,
+    started_at: Timestamp,
+    day: Day,
+    duration_s: u32,
+    distance_m: Option<u32>,
+    calories: Option<u32>,
+}
+
+fn validate_workout(
+    sport: &str,
+    started_at: Timestamp,
+    timezone: &str,
+    duration_s: u32,
+    distance_m: Option<u32>,
+    calories: Option<u32>,
+) -> Result<ValidWorkout, CommandError> {
+    let sport = validate::text("sport", sport, 1, 40)?.to_lowercase();
+    let started_at = validate::instant("started_at", started_at)?;
+    let tz = validate::timezone("timezone", timezone)?;
+    if !(1..=86_400).contains(&duration_s) {
+        return Err(CommandError::invalid(
+            "duration_s",
+            "must be 1 to 86400 seconds",
+        ));
+    }
+    if distance_m.is_some_and(|d| d > 1_000_000) {
+        return Err(CommandError::invalid(
+            "distance_m",
+            "must be at most 1000000 metres",
+        ));
+    }
+    if calories.is_some_and(|c| c > 20_000) {
+        return Err(CommandError::invalid("calories", "must be at most 20000"));
+    }
+    Ok(ValidWorkout {
+        sport,
+        started_at,
+        day: validate::day_in(started_at, tz),
+        duration_s,
+        distance_m,
+        calories,
+    })
+}
+
+fn workout(id: WorkoutId, valid: &ValidWorkout, source: Source, version: u64) -> Workout {
+    Workout {
+        workout_id: id,
+        day: valid.day,
+        started_at: valid.started_at,
+        sport: valid.sport.clone(),
+        duration_s: valid.duration_s,
+        distance_m: valid.distance_m,
+        calories: valid.calories,
+        source,
+        version,
+    }
+}
+
+fn workout_key(pk: &str, w: &Workout) -> Key {
+    Key::new(
+        pk,
+        SortKey::Workout(w.day, w.workout_id.clone()).to_string(),
+    )
+}
+
+#[derive(Debug, Clone)]
+pub struct ActivityCommands {
+    table: Table<Activity>,
+}
+
+impl ActivityCommands {
+    pub fn new(table: Table<Activity>) -> Self {
+        Self { table }
+    }
+
+    /// Records a workout entered in the app.
+    pub async fn record_workout(
+        &self,
+        meta: &CommandMeta,
+        input: RecordWorkout,
+    ) -> Result<Outcome<WorkoutId>, CommandError> {
+        let valid = validate_workout(
+            &input.sport,
+            input.started_at,
+            &input.timezone,
+            input.duration_s,
+            input.distance_m,
+            input.calories,
+        )?;
+        let pk = meta.user_pk();
+        let w = workout(WorkoutId::generate(), &valid, Source::Manual, 1);
+        let event = envelope(meta, w.started_at, &WorkoutRecorded { workout: w.clone() })?;
+        let actions = vec![
+            Action::Put {
+                item: to_item(&workout_key(&pk, &w), &w)?,
+                condition: Some(Condition::ItemNotExists),
+            },
+            event_action(&pk, &event)?,
+        ];
+        match idempotency::commit(
+            &self.table,
+            meta,
+            &pk,
+            &input,
+            actions,
+            w.workout_id.clone(),
+        )
+        .await?
+        {
+            Committed::Done(outcome) => Ok(outcome),
+            Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
+        }
+    }
+
+    /// Syncs a workout from a wearable. A retry returns the original id and writes
+    /// nothing (one request); changed fields make the next version of the same workout.
+    pub async fn sync_workout(
+        &self,
+        meta: &CommandMeta,
+        provider: &ProviderName,
+        timezone: &str,
+        input: &ProviderWorkout,
+    ) -> Result<Outcome<WorkoutId>, CommandError> {
+        let valid = validate_workout(
+            &input.sport,
+            input.started_at,
+            timezone,
+            input.duration_s,
+            input.distance_m,
+            input.calories,
+        )?;
+        let pk = meta.user_pk();
+        let source = Source::Provider {
+            provider: provider.clone(),
+            external_id: input.external_id.clone(),
+        };
+        let fingerprint = external_sync::fingerprint(&(input, timezone));
+        let build = |id: &str, version: u64| -> Result<Written, CommandError> {
+            let w = workout(
+                WorkoutId::parse(id).map_err(|e| CommandError::Conflict(e.to_string()))?,
+                &valid,
+                source.clone(),
+                version,
+            );
+            let event = if version == 1 {
+                envelope(meta, w.started_at, &WorkoutRecorded { workout: w.clone() })?
+            } else {
+                envelope(meta, w.started_at, &WorkoutUpdated { workout: w.clone() })?
+            };
+            Ok(Written {
+                item: to_item(&workout_key(&pk, &w), &w)?,
+                event,
+            })
+        };
+        let outcome = external_sync::sync(
+            &self.table,
+            meta,
+            provider,
+            &input.external_id,
+            fingerprint,
+            WorkoutId::generate().to_string(),
+            build,
+        )
+        .await?;
+        let id =
+            WorkoutId::parse(&outcome.value).map_err(|e| CommandError::Conflict(e.to_string()))?;
+        Ok(Outcome {
+            value: id,
+            replayed: outcome.replayed,
+        })
+    }
+
+    pub async fn start_training_block(
+        &self,
+        meta: &CommandMeta,
+        input: StartTrainingBlock,
+    ) -> Result<Outcome<TrainingBlockId>, CommandError> {
+        let focus = validate::text("focus", &input.focus, 1, 80)?;
+        if !(1..=52).contains(&input.weeks) {
+            return Err(CommandError::invalid("weeks", "must be 1 to 52"));
+        }
+        let pk = meta.user_pk();
+        let id = TrainingBlockId::generate();
+        let payload = TrainingBlockStarted {
+            training_block_id: id.clone(),
+            start_day: input.start_day,
+            weeks: input.weeks,
+            focus,
+        };
+        let key = Key::new(
+            &pk,
+            SortKey::TrainingBlock(input.start_day, id.clone()).to_string(),
+        );
+        let event = envelope(meta, Timestamp::now(), &payload)?;
+        let actions = vec![
+            Action::Put {
+                item: to_item(&key, &payload)?,
+                condition: Some(Condition::ItemNotExists),
+            },
+            event_action(&pk, &event)?,
+        ];
+        match idempotency::commit(&self.table, meta, &pk, &input, actions, id).await? {
+            Committed::Done(outcome) => Ok(outcome),
+            Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! What every command carries besides its input, and what every command returns.
+
+use crate::CommandError;
+use crate::idempotency::IdempotencyKey;
+use events_schema::ids::UserId;
+
+/// The caller and the request around a command.
+#[derive(Debug, Clone)]
+pub struct CommandMeta {
+    /// The user the bearer token names.
+    pub user: UserId,
+    /// The client's `Idempotency-Key`, if any.
+    pub idempotency_key: Option<IdempotencyKey>,
+    /// Shared by every event of one request.
+    pub correlation_id: Option<String>,
+}
+
+impl CommandMeta {
+    pub fn new(user: UserId) -> Self {
+        Self {
+            user,
+            idempotency_key: None,
+            correlation_id: None,
+        }
+    }
+
+    /// With an idempotency key given as text (validated).
+    pub fn with_idempotency_key(mut self, key: &str) -> Result<Self, CommandError> {
+        self.idempotency_key = Some(IdempotencyKey::parse(key)?);
+        Ok(self)
+    }
+
+    pub fn user_pk(&self) -> String {
+        events_schema::keys::PartitionKey::User(self.user.clone()).to_string()
+    }
+}
+
+/// A command's result; `replayed` when it is the stored result of an earlier request
+/// with the same idempotency key or external id (nothing was written this time).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome<T> {
+    pub value: T,
+    pub replayed: bool,
+}
+
+impl<T> Outcome<T> {
+    pub fn new(value: T) -> Self {
+        Self {
+            value,
+            replayed: false,
+        }
+    }
+
+    pub fn replayed(value: T) -> Self {
+        Self {
+            value,
+            replayed: true,
+        }
+    }
+}

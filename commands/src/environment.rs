@@ -1,0 +1,149 @@
+//! Environment: weather and air-quality readings cached per geohash cell and hour, with
+//! a TTL of about an hour past the hour they describe (a cache, not user data), behind a
+//! provider trait with a deterministic sandbox provider. Items: `WEATHER#<cell>#<hour>`,
+//! `AIR#<cell>#<hour>`. Nothing here publishes events.
+
+use crate::CommandError;
+use crate::items::{from_item, to_item};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use events_schema::ids::Geohash;
+use events_schema::keys::{PartitionKey, SortKey};
+use events_schema::time::Hour;
+use infra::store::Key;
+use infra::table::{Table, contexts::Environment};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Weather {
+    pub temperature_c: f64,
+    pub humidity_pct: u8,
+    pub wind_kph: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AirQuality {
+    pub aqi: u16,
+    pub pm25: f64,
+}
+
+#[async_trait]
+pub trait EnvironmentProvider: Send + Sync {
+    async fn weather(&self, cell: &Geohash, hour: Hour) -> Result<Weather, CommandError>;
+    async fn air(&self, cell: &Geohash, hour: Hour) -> Result<AirQuality, CommandError>;
+}
+
+/// Readings derived from a hash of cell and hour: the same question always gets the
+/// same answer, so tests and offline runs are deterministic.
+#[derive(Debug, Clone, Default)]
+pub struct SandboxEnvironment;
+
+fn seed(cell: &Geohash, hour: Hour, what: &str) -> [u8; 32] {
+    Sha256::digest(format!("{what}|{cell}|{hour}")).into()
+}
+
+#[async_trait]
+impl EnvironmentProvider for SandboxEnvironment {
+    async fn weather(&self, cell: &Geohash, hour: Hour) -> Result<Weather, CommandError> {
+        let s = seed(cell, hour, "weather");
+        Ok(Weather {
+            temperature_c: f64::from(s[0]) / 255.0 * 45.0 - 10.0,
+            humidity_pct: s[1] % 101,
+            wind_kph: f64::from(s[2]) / 255.0 * 60.0,
+        })
+    }
+
+    async fn air(&self, cell: &Geohash, hour: Hour) -> Result<AirQuality, CommandError> {
+        let s = seed(cell, hour, "air");
+        Ok(AirQuality {
+            aqi: u16::from(s[0]) * 2,
+            pm25: f64::from(s[1]) / 4.0,
+        })
+    }
+}
+
+/// Readings stay cached for an hour after the hour they describe.
+const CACHE_SECONDS_AFTER_HOUR: i64 = 3600;
+
+/// A geohash: 1 to 12 characters of the geohash base32 alphabet.
+pub fn geohash(raw: &str) -> Result<Geohash, CommandError> {
+    const ALPHABET: &str = "0123456789bcdefghjkmnpqrstuvwxyz";
+    let cell = raw.to_lowercase();
+    if cell.is_empty() || cell.len() > 12 || !cell.chars().all(|c| ALPHABET.contains(c)) {
+        return Err(CommandError::invalid(
+            "geohash",
+            "must be 1 to 12 geohash characters",
+        ));
+    }
+    Geohash::parse(&cell).map_err(|e| CommandError::invalid("geohash", e.to_string()))
+}
+
+pub struct EnvironmentCommands {
+    table: Table<Environment>,
+    provider: Arc<dyn EnvironmentProvider>,
+}
+
+impl std::fmt::Debug for EnvironmentCommands {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnvironmentCommands")
+            .finish_non_exhaustive()
+    }
+}
+
+impl EnvironmentCommands {
+    pub fn new(table: Table<Environment>, provider: Arc<dyn EnvironmentProvider>) -> Self {
+        Self { table, provider }
+    }
+
+    async fn cached<T, F>(
+        &self,
+        pk: PartitionKey,
+        sk: SortKey,
+        hour: Hour,
+        fetch: F,
+    ) -> Result<T, CommandError>
+    where
+        T: Serialize + serde::de::DeserializeOwned,
+        F: std::future::Future<Output = Result<T, CommandError>>,
+    {
+        let key = Key::new(pk.to_string(), sk.to_string());
+        if let Some(item) = self.table.get(&key, false).await? {
+            return from_item(item);
+        }
+        let reading = fetch.await?;
+        let mut item = to_item(&key, &reading)?;
+        let expires_at = hour.start().timestamp() + 3600 + CACHE_SECONDS_AFTER_HOUR;
+        item.insert("expires_at".into(), expires_at.into());
+        // Concurrent misses write the same deterministic-per-hour row; last one wins.
+        self.table.put(item, None).await?;
+        Ok(reading)
+    }
+
+    /// The weather in `cell` at `at`, from the cache or the provider.
+    pub async fn weather(&self, cell: &str, at: DateTime<Utc>) -> Result<Weather, CommandError> {
+        let cell = geohash(cell)?;
+        let hour = Hour::containing(at);
+        self.cached(
+            PartitionKey::Weather(cell.clone(), hour),
+            SortKey::Weather,
+            hour,
+            self.provider.weather(&cell, hour),
+        )
+        .await
+    }
+
+    /// The air quality in `cell` at `at`, from the cache or the provider.
+    pub async fn air(&self, cell: &str, at: DateTime<Utc>) -> Result<AirQuality, CommandError> {
+        let cell = geohash(cell)?;
+        let hour = Hour::containing(at);
+        self.cached(
+            PartitionKey::Air(cell.clone(), hour),
+            SortKey::Air,
+            hour,
+            self.provider.air(&cell, hour),
+        )
+        .await
+    }
+}

@@ -1,0 +1,159 @@
+//! Sync by external id, shared by workouts and sleep sessions. A pointer item
+//! `EXTERNAL#<provider>#<external-id>` commits together with the entity and its event,
+//! on condition that it does not exist. A retried sync is detected from that action's
+//! cancellation reason, which carries the pointer: same fingerprint -> the original id,
+//! nothing written, one request in all; changed fingerprint -> an update with the next
+//! version, guarded by the pointer's version.
+
+use crate::CommandError;
+use crate::envelope::{CommandMeta, Outcome};
+use crate::idempotency::{self, Committed};
+use crate::items::{from_item, to_item};
+use crate::outbox::event_action;
+use crate::retry::MAX_ATTEMPTS;
+use events_schema::envelope::EventEnvelope;
+use events_schema::ids::{ExternalId, ProviderName};
+use events_schema::keys::SortKey;
+use infra::store::{CancelReason, Condition, Item, Key, Update};
+use infra::table::{Action, ContextTable, Table};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+/// The stored pointer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pointer {
+    pub entity_id: String,
+    pub target_sk: String,
+    pub fingerprint: String,
+    pub version: u64,
+}
+
+/// What a sync writes for the entity: its item (keys included) and its event.
+pub struct Written {
+    pub item: Item,
+    pub event: EventEnvelope,
+}
+
+/// A fingerprint of the provider's fields, to tell a retry from a change.
+pub fn fingerprint(fields: &impl Serialize) -> String {
+    hex::encode(Sha256::digest(
+        serde_json::to_vec(fields).unwrap_or_default(),
+    ))
+}
+
+/// Syncs one external entity. `build(entity_id, version)` makes the item and event of
+/// that version (version 1 is the creation).
+pub async fn sync<C: ContextTable>(
+    table: &Table<C>,
+    meta: &CommandMeta,
+    provider: &ProviderName,
+    external_id: &ExternalId,
+    fingerprint: String,
+    new_id: String,
+    build: impl Fn(&str, u64) -> Result<Written, CommandError>,
+) -> Result<Outcome<String>, CommandError> {
+    let pk = meta.user_pk();
+    let pointer_key = Key::new(
+        &pk,
+        SortKey::External(provider.clone(), external_id.clone()).to_string(),
+    );
+    let request =
+        json!({"provider": provider, "external_id": external_id, "fingerprint": fingerprint});
+
+    let first = build(&new_id, 1)?;
+    let sk = sort_key_of(&first.item)?;
+    let pointer = Pointer {
+        entity_id: new_id.clone(),
+        target_sk: sk,
+        fingerprint: fingerprint.clone(),
+        version: 1,
+    };
+    let actions = vec![
+        Action::Put {
+            item: to_item(&pointer_key, &pointer)?,
+            condition: Some(Condition::ItemNotExists),
+        },
+        Action::Put {
+            item: first.item,
+            condition: Some(Condition::ItemNotExists),
+        },
+        event_action(&pk, &first.event)?,
+    ];
+    let mut existing =
+        match idempotency::commit(table, meta, &pk, &request, actions, new_id).await? {
+            Committed::Done(outcome) => return Ok(outcome),
+            Committed::Cancelled(reasons) => pointer_from(table, &pointer_key, &reasons).await?,
+        };
+    for attempt in 0..MAX_ATTEMPTS {
+        crate::retry::backoff(attempt).await;
+        if existing.fingerprint == fingerprint {
+            return Ok(Outcome::replayed(existing.entity_id));
+        }
+        let version = existing.version + 1;
+        let next = build(&existing.entity_id, version)?;
+        let sk = sort_key_of(&next.item)?;
+        let mut actions = vec![Action::Update {
+            key: pointer_key.clone(),
+            update: Update::default()
+                .set("fingerprint", fingerprint.clone())
+                .set("version", version)
+                .set("target_sk", sk.clone()),
+            condition: Some(Condition::VersionEquals(existing.version)),
+        }];
+        // The entity's sort key holds its day: a changed start moves it.
+        if sk != existing.target_sk {
+            actions.push(Action::Delete {
+                key: Key::new(&pk, &existing.target_sk),
+                condition: None,
+            });
+        }
+        actions.push(Action::Put {
+            item: next.item,
+            condition: None,
+        });
+        actions.push(event_action(&pk, &next.event)?);
+        match idempotency::commit(
+            table,
+            meta,
+            &pk,
+            &request,
+            actions,
+            existing.entity_id.clone(),
+        )
+        .await?
+        {
+            Committed::Done(outcome) => return Ok(outcome),
+            Committed::Cancelled(reasons) => {
+                existing = pointer_from(table, &pointer_key, &reasons).await?
+            }
+        }
+    }
+    Err(CommandError::Contention)
+}
+
+fn sort_key_of(item: &Item) -> Result<String, CommandError> {
+    item.get("sk")
+        .and_then(|v| v.as_str())
+        .map(str::to_owned)
+        .ok_or_else(|| CommandError::Conflict("entity item has no sort key".into()))
+}
+
+/// The pointer returned by the pointer action's failed condition; after a transaction
+/// conflict (which carries no item), the pointer as it is now.
+async fn pointer_from<C: ContextTable>(
+    table: &Table<C>,
+    key: &Key,
+    reasons: &[CancelReason],
+) -> Result<Pointer, CommandError> {
+    match reasons.first() {
+        Some(CancelReason::ConditionFailed {
+            existing: Some(item),
+        }) => from_item(item.clone()),
+        _ if reasons.contains(&CancelReason::Conflict) => match table.get(key, true).await? {
+            Some(item) => from_item(item),
+            None => Err(CommandError::Contention),
+        },
+        _ => Err(idempotency::unexpected(reasons)),
+    }
+}

@@ -1,0 +1,182 @@
+//! Goals: creation and status changes. A goal item carries the sparse `by-status` index
+//! keys (`USER#<id>#STATUS#<status>`, `GOAL#<id>`), rewritten with every status change,
+//! so "my active goals" is one index query. Items: `GOAL#<goal-id>`.
+
+use crate::envelope::{CommandMeta, Outcome};
+use crate::idempotency::{self, Committed};
+use crate::items::{from_item, to_item};
+use crate::outbox::{envelope, event_action};
+use crate::retry::MAX_ATTEMPTS;
+use crate::{CommandError, validate};
+use events_schema::events::goals::{
+    Goal, GoalCreated, GoalKind, GoalPeriod, GoalStatus, GoalStatusChanged,
+};
+use events_schema::ids::GoalId;
+use events_schema::keys::SortKey;
+use events_schema::time::Timestamp;
+use infra::store::{Condition, Item, Key};
+use infra::table::{Action, Table, contexts::Goals};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CreateGoal {
+    pub kind: GoalKind,
+    pub target: Decimal,
+    pub title: String,
+}
+
+/// The period a kind is measured over, and the largest sensible target.
+fn rules(kind: GoalKind) -> (GoalPeriod, Decimal) {
+    match kind {
+        GoalKind::WeeklyWorkoutCount => (GoalPeriod::Weekly, Decimal::from(50)),
+        GoalKind::WeeklyActiveMinutes => (GoalPeriod::Weekly, Decimal::from(5000)),
+        GoalKind::DailyProteinGrams => (GoalPeriod::Daily, Decimal::from(1000)),
+        GoalKind::WeeklyDistanceKm => (GoalPeriod::Weekly, Decimal::from(2000)),
+        GoalKind::NightlySleepHours => (GoalPeriod::Daily, Decimal::from(16)),
+    }
+}
+
+/// Which status changes are allowed: completed and abandoned goals are final.
+pub fn can_move(from: GoalStatus, to: GoalStatus) -> bool {
+    use GoalStatus::*;
+    matches!(
+        (from, to),
+        (Active, Paused | Completed | Abandoned) | (Paused, Active | Completed | Abandoned)
+    )
+}
+
+fn goal_key(pk: &str, id: &GoalId) -> Key {
+    Key::new(pk, SortKey::Goal(id.clone()).to_string())
+}
+
+/// The goal item, with its index keys for its status.
+fn goal_item(pk: &str, goal: &Goal) -> Result<Item, CommandError> {
+    let mut item = to_item(&goal_key(pk, &goal.goal_id), goal)?;
+    item.insert(
+        "status_pk".into(),
+        json!(format!("{pk}#STATUS#{}", goal.status.as_str())),
+    );
+    item.insert(
+        "status_sk".into(),
+        json!(SortKey::Goal(goal.goal_id.clone()).to_string()),
+    );
+    Ok(item)
+}
+
+#[derive(Debug, Clone)]
+pub struct GoalCommands {
+    table: Table<Goals>,
+}
+
+impl GoalCommands {
+    pub fn new(table: Table<Goals>) -> Self {
+        Self { table }
+    }
+
+    pub async fn create_goal(
+        &self,
+        meta: &CommandMeta,
+        input: CreateGoal,
+    ) -> Result<Outcome<GoalId>, CommandError> {
+        let title = validate::text("title", &input.title, 1, 80)?;
+        let (period, max) = rules(input.kind);
+        let target = validate::decimal("target", input.target, Decimal::new(1, 1), max, 1)?;
+        let pk = meta.user_pk();
+        let goal = Goal {
+            goal_id: GoalId::generate(),
+            kind: input.kind,
+            target,
+            period,
+            status: GoalStatus::Active,
+            title,
+            version: 1,
+        };
+        let event = envelope(meta, Timestamp::now(), &GoalCreated { goal: goal.clone() })?;
+        let actions = vec![
+            Action::Put {
+                item: goal_item(&pk, &goal)?,
+                condition: Some(Condition::ItemNotExists),
+            },
+            event_action(&pk, &event)?,
+        ];
+        match idempotency::commit(
+            &self.table,
+            meta,
+            &pk,
+            &input,
+            actions,
+            goal.goal_id.clone(),
+        )
+        .await?
+        {
+            Committed::Done(outcome) => Ok(outcome),
+            Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
+        }
+    }
+
+    pub async fn goal(&self, meta: &CommandMeta, id: &GoalId) -> Result<Goal, CommandError> {
+        let item = self
+            .table
+            .get(&goal_key(&meta.user_pk(), id), true)
+            .await?
+            .ok_or(CommandError::NotFound("goal"))?;
+        from_item(item)
+    }
+
+    /// Moves a goal to another status. Asking for the status it has changes nothing.
+    pub async fn change_status(
+        &self,
+        meta: &CommandMeta,
+        id: &GoalId,
+        to: GoalStatus,
+    ) -> Result<Outcome<Goal>, CommandError> {
+        let pk = meta.user_pk();
+        for attempt in 0..MAX_ATTEMPTS {
+            crate::retry::backoff(attempt).await;
+            let current = self.goal(meta, id).await?;
+            if current.status == to {
+                return Ok(Outcome::replayed(current));
+            }
+            if !can_move(current.status, to) {
+                return Err(CommandError::Conflict(format!(
+                    "a {} goal cannot become {}",
+                    current.status.as_str(),
+                    to.as_str()
+                )));
+            }
+            let next = Goal {
+                status: to,
+                version: current.version + 1,
+                ..current.clone()
+            };
+            let event = envelope(
+                meta,
+                Timestamp::now(),
+                &GoalStatusChanged {
+                    previous: current.status,
+                    goal: next.clone(),
+                },
+            )?;
+            let actions = vec![
+                Action::Put {
+                    item: goal_item(&pk, &next)?,
+                    condition: Some(Condition::VersionEquals(current.version)),
+                },
+                event_action(&pk, &event)?,
+            ];
+            let request = json!({"goal": id, "status": to});
+            match idempotency::commit(&self.table, meta, &pk, &request, actions, next.clone())
+                .await?
+            {
+                Committed::Done(outcome) => return Ok(outcome),
+                Committed::Cancelled(reasons) if idempotency::lost_race(&reasons) => {
+                    continue;
+                }
+                Committed::Cancelled(reasons) => return Err(idempotency::unexpected(&reasons)),
+            }
+        }
+        Err(CommandError::Contention)
+    }
+}

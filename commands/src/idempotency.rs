@@ -1,0 +1,155 @@
+//! Idempotency keys. A command with a key also writes `IDEMPOTENCY#<key>` (request hash
+//! and response) in the same transaction, on condition that it does not exist. A retry
+//! is then detected from the cancellation reason of that action, with no extra read on
+//! the happy path: same request -> the stored response, different request -> an error.
+
+use crate::CommandError;
+use crate::envelope::{CommandMeta, Outcome};
+use infra::store::{CancelReason, Condition, Item, StoreError, now_epoch_seconds};
+use infra::table::{Action, ContextTable, Table};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// How long a key is remembered. This is a request record, not user data.
+pub const KEY_TTL_SECONDS: i64 = 24 * 3600;
+
+/// A client's `Idempotency-Key`: 1 to 128 visible ASCII characters, no `#`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    pub fn parse(raw: &str) -> Result<Self, CommandError> {
+        let ok = !raw.is_empty()
+            && raw.len() <= 128
+            && raw.bytes().all(|b| b.is_ascii_graphic() && b != b'#');
+        if ok {
+            Ok(Self(raw.to_owned()))
+        } else {
+            Err(CommandError::invalid(
+                "idempotency_key",
+                "must be 1 to 128 visible ASCII characters without '#'",
+            ))
+        }
+    }
+
+    pub fn sort_key(&self) -> String {
+        format!("IDEMPOTENCY#{}", self.0)
+    }
+}
+
+/// A stable hash of a command's input.
+pub fn request_hash(request: &impl Serialize) -> String {
+    let json = serde_json::to_vec(request).unwrap_or_default();
+    hex::encode(Sha256::digest(&json))
+}
+
+/// How a commit ended when it did not simply succeed.
+#[derive(Debug)]
+pub enum Committed<T> {
+    Done(Outcome<T>),
+    /// Cancelled for a reason of the command's own actions (one reason per action,
+    /// the idempotency record excluded).
+    Cancelled(Vec<CancelReason>),
+}
+
+/// Commits `actions` on `table`, plus the idempotency record in partition `record_pk`
+/// when the command has a key; returns `response`, or the stored one on a retry.
+pub async fn commit<C: ContextTable, T: Serialize + DeserializeOwned>(
+    table: &Table<C>,
+    meta: &CommandMeta,
+    record_pk: &str,
+    request: &impl Serialize,
+    mut actions: Vec<Action>,
+    response: T,
+) -> Result<Committed<T>, CommandError> {
+    let hash = request_hash(request);
+    if let Some(key) = &meta.idempotency_key {
+        let stored = serde_json::to_value(&response)
+            .map_err(|e| CommandError::Conflict(format!("response does not serialize: {e}")))?;
+        let record: Item = match json!({
+            "pk": record_pk, "sk": key.sort_key(), "request_hash": hash, "response": stored,
+            "expires_at": now_epoch_seconds() + KEY_TTL_SECONDS,
+        }) {
+            Value::Object(map) => map,
+            _ => Item::new(),
+        };
+        actions.push(Action::Put {
+            item: record,
+            condition: Some(Condition::ItemNotExists),
+        });
+    }
+    match table.transact(actions).await {
+        Ok(()) => Ok(Committed::Done(Outcome::new(response))),
+        Err(StoreError::TransactionCanceled { mut reasons }) => {
+            // The record is the last action; its reason is dropped from the ones returned.
+            if meta.idempotency_key.is_some()
+                && let Some(CancelReason::ConditionFailed {
+                    existing: Some(record),
+                }) = reasons.pop()
+            {
+                return replay(&record, &hash).map(Committed::Done);
+            }
+            Ok(Committed::Cancelled(reasons))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn replay<T: DeserializeOwned>(record: &Item, hash: &str) -> Result<Outcome<T>, CommandError> {
+    if record.get("request_hash").and_then(Value::as_str) != Some(hash) {
+        return Err(CommandError::IdempotencyKeyReused);
+    }
+    let response = record.get("response").cloned().unwrap_or(Value::Null);
+    serde_json::from_value(response)
+        .map(Outcome::replayed)
+        .map_err(|e| CommandError::Conflict(format!("stored response does not decode: {e}")))
+}
+
+/// Whether a cancellation means another writer got there first (a version that moved
+/// on, or a transaction conflict): read again and retry.
+pub fn lost_race(reasons: &[CancelReason]) -> bool {
+    reasons.iter().any(|r| {
+        matches!(
+            r,
+            CancelReason::ConditionFailed { .. } | CancelReason::Conflict
+        )
+    })
+}
+
+/// A cancellation the command did not expect: a storage conflict to retry, or a bug.
+pub fn unexpected(reasons: &[CancelReason]) -> CommandError {
+    if reasons.contains(&CancelReason::Conflict) {
+        CommandError::Contention
+    } else {
+        CommandError::Store(StoreError::TransactionCanceled {
+            reasons: reasons.to_vec(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_validated() {
+        assert!(IdempotencyKey::parse("abc-123_XYZ").is_ok());
+        for bad in ["", "a#b", "a b", "é", &"k".repeat(129)] {
+            assert!(IdempotencyKey::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn request_hash_depends_on_content() {
+        assert_eq!(
+            request_hash(&json!({"a": 1})),
+            request_hash(&json!({"a": 1}))
+        );
+        assert_ne!(
+            request_hash(&json!({"a": 1})),
+            request_hash(&json!({"a": 2}))
+        );
+    }
+}

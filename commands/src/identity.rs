@@ -1,0 +1,435 @@
+//! Identity: accounts, emails, profiles, passwords, deletion requests.
+//!
+//! Items: `USER#<id>/PROFILE` (with `email_pk` for the `by-email` index, the argon2
+//! password hash, status, version) and the reservation `EMAIL#<email>/EMAIL`, which
+//! commits together with the profile so two accounts can never share an email.
+
+use crate::envelope::{CommandMeta, Outcome};
+use crate::idempotency::{self, Committed};
+use crate::items::{from_item, to_item};
+use crate::outbox::{envelope, event_action};
+use crate::retry::MAX_ATTEMPTS;
+use crate::{CommandError, validate};
+use argon2::Argon2;
+use argon2::password_hash::rand_core::OsRng;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use events_schema::events::identity::{
+    AccountDeletionRequested, EmailChanged, ProfileState, ProfileUpdated, Units, UserRegistered,
+};
+use events_schema::ids::UserId;
+use events_schema::keys::{PartitionKey, SortKey};
+use events_schema::time::Timestamp;
+use infra::store::{CancelReason, Condition, IndexQuery, Key, Update};
+use infra::table::{Action, Table, contexts::Identity};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::sync::OnceLock;
+
+/// Account status stored on the profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccountStatus {
+    Active,
+    DeletionRequested,
+}
+
+/// The stored profile item.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    pub user_id: UserId,
+    pub email: String,
+    /// The `by-email` index key (the normalized email).
+    pub email_pk: String,
+    pub display_name: String,
+    pub timezone: String,
+    pub units: Units,
+    pub password_hash: String,
+    pub status: AccountStatus,
+    pub version: u64,
+}
+
+impl Profile {
+    pub fn state(&self) -> ProfileState {
+        ProfileState {
+            email: self.email.clone(),
+            display_name: self.display_name.clone(),
+            timezone: self.timezone.clone(),
+            units: self.units,
+            version: self.version,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Register {
+    pub email: String,
+    pub password: String,
+    pub display_name: String,
+    pub timezone: String,
+    #[serde(default)]
+    pub units: Units,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct UpdateProfile {
+    pub display_name: Option<String>,
+    pub timezone: Option<String>,
+    pub units: Option<Units>,
+}
+
+fn profile_key(user: &UserId) -> Key {
+    Key::new(
+        PartitionKey::User(user.clone()).to_string(),
+        SortKey::Profile.to_string(),
+    )
+}
+
+fn email_key(email: &str) -> Key {
+    Key::new(
+        PartitionKey::Email(email.to_owned()).to_string(),
+        SortKey::Email.to_string(),
+    )
+}
+
+fn reservation(email: &str, user: &UserId) -> Result<Action, CommandError> {
+    let item = to_item(&email_key(email), &json!({"user_id": user}))?;
+    Ok(Action::Put {
+        item,
+        condition: Some(Condition::ItemNotExists),
+    })
+}
+
+fn validate_password(password: &str) -> Result<(), CommandError> {
+    let count = password.chars().count();
+    if !(10..=256).contains(&count) {
+        return Err(CommandError::invalid(
+            "password",
+            "must be 10 to 256 characters",
+        ));
+    }
+    Ok(())
+}
+
+async fn hash_password(password: String) -> Result<String, CommandError> {
+    tokio::task::spawn_blocking(move || {
+        let salt = SaltString::generate(&mut OsRng);
+        Argon2::default()
+            .hash_password(password.as_bytes(), &salt)
+            .map(|hash| hash.to_string())
+            .map_err(|e| CommandError::Conflict(format!("password hashing failed: {e}")))
+    })
+    .await
+    .map_err(|e| CommandError::Conflict(format!("password hashing failed: {e}")))?
+}
+
+/// Verifies in constant time (argon2 compares the full hash output).
+async fn verify_password(password: String, hash: String) -> bool {
+    tokio::task::spawn_blocking(move || {
+        PasswordHash::new(&hash)
+            .map(|parsed| {
+                Argon2::default()
+                    .verify_password(password.as_bytes(), &parsed)
+                    .is_ok()
+            })
+            .unwrap_or(false)
+    })
+    .await
+    .unwrap_or(false)
+}
+
+/// A hash to verify against when the email is unknown, so an unknown email costs the
+/// same time as a wrong password and does not reveal which emails are registered.
+fn dummy_hash() -> &'static str {
+    static HASH: OnceLock<String> = OnceLock::new();
+    HASH.get_or_init(|| {
+        let salt = SaltString::generate(&mut OsRng);
+        Argon2::default()
+            .hash_password(b"not a real password", &salt)
+            .map(|hash| hash.to_string())
+            .unwrap_or_default()
+    })
+}
+
+#[derive(Debug, Clone)]
+pub struct IdentityCommands {
+    table: Table<Identity>,
+}
+
+impl IdentityCommands {
+    pub fn new(table: Table<Identity>) -> Self {
+        Self { table }
+    }
+
+    /// Creates an account: profile + email reservation + event in one transaction.
+    /// `meta.user` is ignored; the new user's id is returned.
+    pub async fn register(
+        &self,
+        meta: &CommandMeta,
+        input: Register,
+    ) -> Result<Outcome<UserId>, CommandError> {
+        let email = validate::email("email", &input.email)?;
+        validate_password(&input.password)?;
+        let display_name = validate::text("display_name", &input.display_name, 1, 80)?;
+        validate::timezone("timezone", &input.timezone)?;
+        let user = UserId::generate();
+        let profile = Profile {
+            user_id: user.clone(),
+            email: email.clone(),
+            email_pk: email.clone(),
+            display_name,
+            timezone: input.timezone.clone(),
+            units: input.units,
+            password_hash: hash_password(input.password.clone()).await?,
+            status: AccountStatus::Active,
+            version: 1,
+        };
+        let meta = CommandMeta {
+            user: user.clone(),
+            ..meta.clone()
+        };
+        let event = envelope(
+            &meta,
+            Timestamp::now(),
+            &UserRegistered {
+                profile: profile.state(),
+            },
+        )?;
+        let actions = vec![
+            Action::Put {
+                item: to_item(&profile_key(&user), &profile)?,
+                condition: Some(Condition::ItemNotExists),
+            },
+            reservation(&email, &user)?,
+            event_action(&meta.user_pk(), &event)?,
+        ];
+        // The password is not part of the request fingerprint: it is never stored,
+        // not even hashed with a fast hash.
+        let fingerprint = json!({"email": email, "display_name": profile.display_name, "timezone": profile.timezone, "units": profile.units});
+        let record_pk = email_key(&email).pk;
+        match idempotency::commit(&self.table, &meta, &record_pk, &fingerprint, actions, user)
+            .await?
+        {
+            Committed::Done(outcome) => Ok(outcome),
+            Committed::Cancelled(reasons)
+                if matches!(reasons.get(1), Some(CancelReason::ConditionFailed { .. })) =>
+            {
+                Err(CommandError::EmailTaken)
+            }
+            Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
+        }
+    }
+
+    /// The user whose email and password these are. One index query.
+    pub async fn login(&self, email: &str, password: &str) -> Result<UserId, CommandError> {
+        let email =
+            validate::email("email", email).map_err(|_| CommandError::InvalidCredentials)?;
+        let page = self
+            .table
+            .query_index(&IndexQuery::partition("by-email", &email).limit(1))
+            .await?;
+        let Some(item) = page.items.into_iter().next() else {
+            verify_password(password.to_owned(), dummy_hash().to_owned()).await;
+            return Err(CommandError::InvalidCredentials);
+        };
+        let profile: Profile = from_item(item)?;
+        if !verify_password(password.to_owned(), profile.password_hash.clone()).await {
+            return Err(CommandError::InvalidCredentials);
+        }
+        if profile.status != AccountStatus::Active {
+            return Err(CommandError::AccountDeleted);
+        }
+        Ok(profile.user_id)
+    }
+
+    pub async fn profile(&self, user: &UserId) -> Result<Profile, CommandError> {
+        let item = self
+            .table
+            .get(&profile_key(user), true)
+            .await?
+            .ok_or(CommandError::NotFound("profile"))?;
+        from_item(item)
+    }
+
+    /// Moves the account to a new email: the old reservation is released and the new
+    /// one taken in the same transaction as the profile change.
+    pub async fn change_email(
+        &self,
+        meta: &CommandMeta,
+        new_email: &str,
+    ) -> Result<Outcome<ProfileState>, CommandError> {
+        let new_email = validate::email("email", new_email)?;
+        for attempt in 0..MAX_ATTEMPTS {
+            crate::retry::backoff(attempt).await;
+            let current = self.profile(&meta.user).await?;
+            if current.email == new_email {
+                return Ok(Outcome::replayed(current.state()));
+            }
+            let next = Profile {
+                email: new_email.clone(),
+                email_pk: new_email.clone(),
+                version: current.version + 1,
+                ..current.clone()
+            };
+            let event = envelope(
+                meta,
+                Timestamp::now(),
+                &EmailChanged {
+                    old_email: current.email.clone(),
+                    profile: next.state(),
+                },
+            )?;
+            let actions = vec![
+                Action::Update {
+                    key: profile_key(&meta.user),
+                    update: Update::default()
+                        .set("email", new_email.clone())
+                        .set("email_pk", new_email.clone())
+                        .set("version", next.version),
+                    condition: Some(Condition::VersionEquals(current.version)),
+                },
+                Action::Delete {
+                    key: email_key(&current.email),
+                    condition: Some(Condition::AttributeEquals(
+                        "user_id".into(),
+                        json!(meta.user),
+                    )),
+                },
+                reservation(&new_email, &meta.user)?,
+                event_action(&meta.user_pk(), &event)?,
+            ];
+            match idempotency::commit(
+                &self.table,
+                meta,
+                &meta.user_pk(),
+                &json!({"email": new_email}),
+                actions,
+                next.state(),
+            )
+            .await?
+            {
+                Committed::Done(outcome) => return Ok(outcome),
+                Committed::Cancelled(reasons) => match reasons.as_slice() {
+                    [_, _, CancelReason::ConditionFailed { .. }, ..] => {
+                        return Err(CommandError::EmailTaken);
+                    }
+                    [
+                        CancelReason::ConditionFailed { .. } | CancelReason::Conflict,
+                        ..,
+                    ] => continue,
+                    other => return Err(idempotency::unexpected(other)),
+                },
+            }
+        }
+        Err(CommandError::Contention)
+    }
+
+    /// Changes display name, timezone or units; no event when nothing changes.
+    pub async fn update_profile(
+        &self,
+        meta: &CommandMeta,
+        input: UpdateProfile,
+    ) -> Result<Outcome<ProfileState>, CommandError> {
+        let display_name = input
+            .display_name
+            .as_deref()
+            .map(|n| validate::text("display_name", n, 1, 80))
+            .transpose()?;
+        if let Some(tz) = &input.timezone {
+            validate::timezone("timezone", tz)?;
+        }
+        for attempt in 0..MAX_ATTEMPTS {
+            crate::retry::backoff(attempt).await;
+            let current = self.profile(&meta.user).await?;
+            let mut next = current.clone();
+            next.display_name = display_name.clone().unwrap_or(next.display_name);
+            next.timezone = input.timezone.clone().unwrap_or(next.timezone);
+            next.units = input.units.unwrap_or(next.units);
+            if next == current {
+                return Ok(Outcome::replayed(current.state()));
+            }
+            next.version += 1;
+            let event = envelope(
+                meta,
+                Timestamp::now(),
+                &ProfileUpdated {
+                    profile: next.state(),
+                },
+            )?;
+            let actions = vec![
+                Action::Update {
+                    key: profile_key(&meta.user),
+                    update: Update::default()
+                        .set("display_name", next.display_name.clone())
+                        .set("timezone", next.timezone.clone())
+                        .set("units", json!(next.units))
+                        .set("version", next.version),
+                    condition: Some(Condition::VersionEquals(current.version)),
+                },
+                event_action(&meta.user_pk(), &event)?,
+            ];
+            match idempotency::commit(
+                &self.table,
+                meta,
+                &meta.user_pk(),
+                &input,
+                actions,
+                next.state(),
+            )
+            .await?
+            {
+                Committed::Done(outcome) => return Ok(outcome),
+                Committed::Cancelled(reasons) if idempotency::lost_race(&reasons) => {
+                    continue;
+                }
+                Committed::Cancelled(reasons) => return Err(idempotency::unexpected(&reasons)),
+            }
+        }
+        Err(CommandError::Contention)
+    }
+
+    /// Records the request to delete the account (the drain comes later). Login is
+    /// refused from now on; asking again publishes nothing new.
+    pub async fn request_deletion(&self, meta: &CommandMeta) -> Result<Outcome<()>, CommandError> {
+        for attempt in 0..MAX_ATTEMPTS {
+            crate::retry::backoff(attempt).await;
+            let current = self.profile(&meta.user).await?;
+            if current.status == AccountStatus::DeletionRequested {
+                return Ok(Outcome::replayed(()));
+            }
+            let event = envelope(
+                meta,
+                Timestamp::now(),
+                &AccountDeletionRequested {
+                    email: current.email.clone(),
+                },
+            )?;
+            let actions = vec![
+                Action::Update {
+                    key: profile_key(&meta.user),
+                    update: Update::default()
+                        .set("status", json!(AccountStatus::DeletionRequested))
+                        .set("version", current.version + 1),
+                    condition: Some(Condition::VersionEquals(current.version)),
+                },
+                event_action(&meta.user_pk(), &event)?,
+            ];
+            match idempotency::commit(
+                &self.table,
+                meta,
+                &meta.user_pk(),
+                &json!("delete"),
+                actions,
+                (),
+            )
+            .await?
+            {
+                Committed::Done(outcome) => return Ok(outcome),
+                Committed::Cancelled(reasons) if idempotency::lost_race(&reasons) => {
+                    continue;
+                }
+                Committed::Cancelled(reasons) => return Err(idempotency::unexpected(&reasons)),
+            }
+        }
+        Err(CommandError::Contention)
+    }
+}

@@ -1,0 +1,40 @@
+//! Integrations: OAuth connections to wearable providers and their signed webhooks.
+//!
+//! Items: `OAUTH_STATE#<state>` (256 random bits, TTL minutes, single use),
+//! `USER#<id>/CONNECTION#<provider>`, `PROVIDER_USER#<provider>#<provider-user-id>`
+//! (who a webhook is about), `USER#<id>/DELIVERY#<provider>#<delivery-id>` (a webhook
+//! delivery, recorded once). Received workouts and sleep are published as events for the
+//! activity and sleep contexts to sync.
+
+mod oauth;
+mod provider;
+mod sandbox;
+mod webhook;
+
+pub use oauth::ConnectStarted;
+pub use provider::{ProviderGrant, Providers, Secret, WearableProvider};
+pub use sandbox::SandboxProvider;
+pub use webhook::{SIGNATURE_TOLERANCE_SECONDS, WebhookPayload, sign};
+
+use infra::table::{Table, contexts::Integrations};
+use std::sync::Arc;
+
+#[derive(Clone)]
+pub struct IntegrationCommands {
+    table: Table<Integrations>,
+    providers: Arc<Providers>,
+}
+
+impl std::fmt::Debug for IntegrationCommands {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IntegrationCommands")
+            .field("table", &self.table)
+            .finish_non_exhaustive()
+    }
+}
+
+impl IntegrationCommands {
+    pub fn new(table: Table<Integrations>, providers: Arc<Providers>) -> Self {
+        Self { table, providers }
+    }
+}

@@ -1,0 +1,70 @@
+//! The provider port: what Vitals needs of a wearable platform (OAuth authorize URL and
+//! code exchange, the webhook signing secret), and the registry of configured providers.
+
+use crate::CommandError;
+use async_trait::async_trait;
+use events_schema::ids::ProviderName;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// A secret value: shown as `***` by `Debug`, so it never reaches a log.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// What a code exchange grants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderGrant {
+    pub provider_user_id: String,
+    pub access_token: Secret,
+    pub refresh_token: Secret,
+    pub scopes: Vec<String>,
+}
+
+#[async_trait]
+pub trait WearableProvider: Send + Sync {
+    fn name(&self) -> &ProviderName;
+    /// Where to send the user to authorize Vitals, carrying `state`.
+    fn authorize_url(&self, state: &str) -> String;
+    /// Exchanges an authorization code for tokens.
+    async fn exchange_code(&self, code: &str) -> Result<ProviderGrant, CommandError>;
+    /// The shared secret webhooks are signed with.
+    fn webhook_secret(&self) -> &Secret;
+}
+
+/// The configured providers, by name.
+#[derive(Default)]
+pub struct Providers {
+    by_name: BTreeMap<ProviderName, Arc<dyn WearableProvider>>,
+}
+
+impl Providers {
+    pub fn with(mut self, provider: Arc<dyn WearableProvider>) -> Self {
+        self.by_name.insert(provider.name().clone(), provider);
+        self
+    }
+
+    pub fn get(&self, name: &str) -> Result<&Arc<dyn WearableProvider>, CommandError> {
+        ProviderName::parse(name)
+            .ok()
+            .and_then(|n| self.by_name.get(&n))
+            .ok_or(CommandError::NotFound("provider"))
+    }
+}

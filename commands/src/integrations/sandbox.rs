@@ -1,0 +1,81 @@
+//! The sandbox provider: behaves like a real wearable platform (authorize URL with
+//! state, one-time codes exchanged for tokens, HMAC-signed webhooks) but runs in-process,
+//! so everything works offline. A code is `code-<provider-user-id>`.
+
+use super::provider::{ProviderGrant, Secret, WearableProvider};
+use crate::CommandError;
+use async_trait::async_trait;
+use events_schema::ids::ProviderName;
+use sha2::{Digest, Sha256};
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+pub struct SandboxProvider {
+    name: ProviderName,
+    secret: Secret,
+    used_codes: Mutex<HashSet<String>>,
+}
+
+impl SandboxProvider {
+    pub fn new(secret: Secret) -> Self {
+        Self {
+            name: ProviderName::parse("sandbox").unwrap_or_else(|_| ProviderName::generate()),
+            secret,
+            used_codes: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// The code the sandbox's authorize page would hand back for this provider user.
+    pub fn code_for(provider_user_id: &str) -> String {
+        format!("code-{provider_user_id}")
+    }
+}
+
+#[async_trait]
+impl WearableProvider for SandboxProvider {
+    fn name(&self) -> &ProviderName {
+        &self.name
+    }
+
+    fn authorize_url(&self, state: &str) -> String {
+        format!("https://sandbox.vitals.invalid/oauth/authorize?client_id=vitals&state={state}")
+    }
+
+    async fn exchange_code(&self, code: &str) -> Result<ProviderGrant, CommandError> {
+        let user = code
+            .strip_prefix("code-")
+            .filter(|u| {
+                !u.is_empty()
+                    && u.len() <= 64
+                    && u.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            })
+            .ok_or_else(|| CommandError::Provider("invalid authorization code".into()))?;
+        // Codes are single-use, as with a real provider.
+        let fresh = self
+            .used_codes
+            .lock()
+            .map(|mut used| used.insert(code.to_owned()))
+            .unwrap_or(false);
+        if !fresh {
+            return Err(CommandError::Provider(
+                "authorization code already used".into(),
+            ));
+        }
+        let token = |kind: &str| {
+            Secret::new(hex::encode(Sha256::digest(format!(
+                "{kind}|{code}|{}",
+                self.secret.expose()
+            ))))
+        };
+        Ok(ProviderGrant {
+            provider_user_id: user.to_owned(),
+            access_token: token("access"),
+            refresh_token: token("refresh"),
+            scopes: vec!["activity".into(), "sleep".into()],
+        })
+    }
+
+    fn webhook_secret(&self) -> &Secret {
+        &self.secret
+    }
+}

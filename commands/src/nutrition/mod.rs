@@ -1,0 +1,27 @@
+//! Nutrition: meals and the daily summaries that always equal the sum of their day's
+//! meals, scheduled meals, and the curated catalog.
+//!
+//! Items: `MEAL#<date>#<id>`, `MEAL_REF#<id>` (the meal's current date, so a meal is
+//! found by id alone), `DAILY_SUMMARY#<date>` (version-guarded), `SCHEDULED_MEAL#<date>#<id>`,
+//! and catalog items `RECIPE#<id>` / `MEAL_PLAN#<id>` with the sparse `catalog` index keys.
+
+mod catalog;
+mod meals;
+mod scheduled;
+
+pub use catalog::{CatalogKind, CurateMealPlan, CurateRecipe};
+pub use meals::{EditMeal, LogMeal, MealInput, MealRecord, SummaryRecord};
+pub use scheduled::ScheduleMeal;
+
+use infra::table::{Table, contexts::Nutrition};
+
+#[derive(Debug, Clone)]
+pub struct NutritionCommands {
+    table: Table<Nutrition>,
+}
+
+impl NutritionCommands {
+    pub fn new(table: Table<Nutrition>) -> Self {
+        Self { table }
+    }
+}

@@ -1,0 +1,60 @@
+//! The outbox: every event is an `EVT#<event-id>` item written in the same transaction
+//! as the state it describes. It is the durable event log replay reads and the only
+//! kind of record projectors consume.
+
+use crate::CommandError;
+use crate::envelope::CommandMeta;
+use events_schema::envelope::{EventEnvelope, EventPayload};
+use events_schema::keys::SortKey;
+use events_schema::time::Timestamp;
+use infra::store::{Condition, Item};
+use infra::table::Action;
+use serde_json::Value;
+
+/// Attribute holding the envelope in an outbox item.
+pub const ENVELOPE_ATTR: &str = "envelope";
+
+/// A new envelope for `payload`, stamped with the command's user and correlation.
+pub fn envelope<P: EventPayload>(
+    meta: &CommandMeta,
+    occurred_at: Timestamp,
+    payload: &P,
+) -> Result<EventEnvelope, CommandError> {
+    let mut envelope = EventEnvelope::new(Some(meta.user.clone()), occurred_at, payload)
+        .map_err(|e| CommandError::Conflict(format!("event does not serialize: {e}")))?;
+    envelope.correlation_id = meta.correlation_id.clone();
+    Ok(envelope)
+}
+
+/// The outbox item of an envelope, in partition `pk`.
+pub fn event_item(pk: &str, envelope: &EventEnvelope) -> Result<Item, CommandError> {
+    let body = serde_json::to_value(envelope)
+        .map_err(|e| CommandError::Conflict(format!("event does not serialize: {e}")))?;
+    let mut item = Item::new();
+    item.insert("pk".into(), Value::String(pk.to_owned()));
+    item.insert(
+        "sk".into(),
+        Value::String(SortKey::Event(envelope.event_id.clone()).to_string()),
+    );
+    item.insert(
+        "event_type".into(),
+        Value::String(envelope.event_type.clone()),
+    );
+    item.insert(ENVELOPE_ATTR.into(), body);
+    Ok(item)
+}
+
+/// The transaction action that writes an event (event ids are fresh, never overwritten).
+pub fn event_action(pk: &str, envelope: &EventEnvelope) -> Result<Action, CommandError> {
+    Ok(Action::Put {
+        item: event_item(pk, envelope)?,
+        condition: Some(Condition::ItemNotExists),
+    })
+}
+
+/// The envelope stored in an outbox item.
+pub fn decode_event_item(item: &Item) -> Option<EventEnvelope> {
+    item.get(ENVELOPE_ATTR)
+        .cloned()
+        .and_then(|v| serde_json::from_value(v).ok())
+}

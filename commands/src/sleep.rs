@@ -1,0 +1,188 @@
+//! Sleep: sessions entered in the app or synced from a wearable by external id.
+//! Items: `SLEEP#<date>#<id>`, `EXTERNAL#<provider>#<external-id>`.
+
+use crate::envelope::{CommandMeta, Outcome};
+use crate::external_sync::{self, Written};
+use crate::idempotency::{self, Committed};
+use crate::items::to_item;
+use crate::outbox::{envelope, event_action};
+use crate::{CommandError, validate};
+use events_schema::events::Source;
+use events_schema::events::integrations::ProviderSleep;
+use events_schema::events::sleep::{SleepRecorded, SleepSession, SleepStages, SleepUpdated};
+use events_schema::ids::{ProviderName, SleepId};
+use events_schema::keys::SortKey;
+use events_schema::time::{Day, Timestamp};
+use infra::store::{Condition, Key};
+use infra::table::{Action, Table, contexts::Sleep};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordSleep {
+    pub start: Timestamp,
+    pub end: Timestamp,
+    pub timezone: String,
+    pub score: u8,
+    #[serde(default)]
+    pub stages: SleepStages,
+}
+
+struct ValidSleep {
+    night: Day,
+    start: Timestamp,
+    end: Timestamp,
+    score: u8,
+    stages: SleepStages,
+}
+
+fn validate_sleep(
+    start: Timestamp,
+    end: Timestamp,
+    timezone: &str,
+    score: u8,
+    stages: SleepStages,
+) -> Result<ValidSleep, CommandError> {
+    let start = validate::instant("start", start)?;
+    let end = validate::instant("end", end)?;
+    let tz = validate::timezone("timezone", timezone)?;
+    let minutes = (end.millis() - start.millis()) / 60_000;
+    if end <= start || minutes > 24 * 60 {
+        return Err(CommandError::invalid(
+            "end",
+            "must be after start, at most 24 hours later",
+        ));
+    }
+    if score > 100 {
+        return Err(CommandError::invalid("score", "must be 0 to 100"));
+    }
+    let staged = [
+        stages.awake_min,
+        stages.light_min,
+        stages.deep_min,
+        stages.rem_min,
+    ]
+    .iter()
+    .map(|m| u64::from(*m))
+    .sum::<u64>();
+    if staged > minutes as u64 + 1 {
+        return Err(CommandError::invalid(
+            "stages",
+            "add up to more than the session",
+        ));
+    }
+    Ok(ValidSleep {
+        night: validate::day_in(start, tz),
+        start,
+        end,
+        score,
+        stages,
+    })
+}
+
+fn session(id: SleepId, valid: &ValidSleep, source: Source, version: u64) -> SleepSession {
+    SleepSession {
+        sleep_id: id,
+        night: valid.night,
+        start: valid.start,
+        end: valid.end,
+        score: valid.score,
+        stages: valid.stages,
+        source,
+        version,
+    }
+}
+
+fn sleep_key(pk: &str, s: &SleepSession) -> Key {
+    Key::new(pk, SortKey::Sleep(s.night, s.sleep_id.clone()).to_string())
+}
+
+#[derive(Debug, Clone)]
+pub struct SleepCommands {
+    table: Table<Sleep>,
+}
+
+impl SleepCommands {
+    pub fn new(table: Table<Sleep>) -> Self {
+        Self { table }
+    }
+
+    pub async fn record_sleep(
+        &self,
+        meta: &CommandMeta,
+        input: RecordSleep,
+    ) -> Result<Outcome<SleepId>, CommandError> {
+        let valid = validate_sleep(
+            input.start,
+            input.end,
+            &input.timezone,
+            input.score,
+            input.stages,
+        )?;
+        let pk = meta.user_pk();
+        let s = session(SleepId::generate(), &valid, Source::Manual, 1);
+        let event = envelope(meta, s.start, &SleepRecorded { session: s.clone() })?;
+        let actions = vec![
+            Action::Put {
+                item: to_item(&sleep_key(&pk, &s), &s)?,
+                condition: Some(Condition::ItemNotExists),
+            },
+            event_action(&pk, &event)?,
+        ];
+        match idempotency::commit(&self.table, meta, &pk, &input, actions, s.sleep_id.clone())
+            .await?
+        {
+            Committed::Done(outcome) => Ok(outcome),
+            Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
+        }
+    }
+
+    /// Syncs a session from a wearable, idempotent by external id like workouts.
+    pub async fn sync_sleep(
+        &self,
+        meta: &CommandMeta,
+        provider: &ProviderName,
+        timezone: &str,
+        input: &ProviderSleep,
+    ) -> Result<Outcome<SleepId>, CommandError> {
+        let valid = validate_sleep(input.start, input.end, timezone, input.score, input.stages)?;
+        let pk = meta.user_pk();
+        let source = Source::Provider {
+            provider: provider.clone(),
+            external_id: input.external_id.clone(),
+        };
+        let fingerprint = external_sync::fingerprint(&(input, timezone));
+        let build = |id: &str, version: u64| -> Result<Written, CommandError> {
+            let s = session(
+                SleepId::parse(id).map_err(|e| CommandError::Conflict(e.to_string()))?,
+                &valid,
+                source.clone(),
+                version,
+            );
+            let event = if version == 1 {
+                envelope(meta, s.start, &SleepRecorded { session: s.clone() })?
+            } else {
+                envelope(meta, s.start, &SleepUpdated { session: s.clone() })?
+            };
+            Ok(Written {
+                item: to_item(&sleep_key(&pk, &s), &s)?,
+                event,
+            })
+        };
+        let outcome = external_sync::sync(
+            &self.table,
+            meta,
+            provider,
+            &input.external_id,
+            fingerprint,
+            SleepId::generate().to_string(),
+            build,
+        )
+        .await?;
+        let id =
+            SleepId::parse(&outcome.value).map_err(|e| CommandError::Conflict(e.to_string()))?;
+        Ok(Outcome {
+            value: id,
+            replayed: outcome.replayed,
+        })
+    }
+}

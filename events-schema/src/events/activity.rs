@@ -1,0 +1,47 @@
+//! Activity events.
+
+use super::{Source, events};
+use crate::Context;
+use crate::ids::{TrainingBlockId, WorkoutId};
+use crate::time::{Day, Timestamp};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Workout {
+    pub workout_id: WorkoutId,
+    /// The day it started, in the user's timezone.
+    pub day: Day,
+    pub started_at: Timestamp,
+    /// Such as `run`, `ride`, `strength`.
+    pub sport: String,
+    pub duration_s: u32,
+    pub distance_m: Option<u32>,
+    pub calories: Option<u32>,
+    pub source: Source,
+    /// Starts at 1; a re-sync with changed fields makes the next version.
+    pub version: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkoutRecorded {
+    pub workout: Workout,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkoutUpdated {
+    pub workout: Workout,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrainingBlockStarted {
+    pub training_block_id: TrainingBlockId,
+    pub start_day: Day,
+    pub weeks: u8,
+    pub focus: String,
+}
+
+events!(Context::Activity;
+    WorkoutRecorded => 1,
+    WorkoutUpdated => 1,
+    TrainingBlockStarted => 1,
+);

@@ -1,0 +1,71 @@
+//! Goal events.
+
+use super::events;
+use crate::Context;
+use crate::ids::GoalId;
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GoalKind {
+    WeeklyWorkoutCount,
+    WeeklyActiveMinutes,
+    DailyProteinGrams,
+    WeeklyDistanceKm,
+    NightlySleepHours,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GoalPeriod {
+    Daily,
+    Weekly,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GoalStatus {
+    Active,
+    Paused,
+    Completed,
+    Abandoned,
+}
+
+impl GoalStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GoalStatus::Active => "active",
+            GoalStatus::Paused => "paused",
+            GoalStatus::Completed => "completed",
+            GoalStatus::Abandoned => "abandoned",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Goal {
+    pub goal_id: GoalId,
+    pub kind: GoalKind,
+    pub target: Decimal,
+    pub period: GoalPeriod,
+    pub status: GoalStatus,
+    pub title: String,
+    pub version: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GoalCreated {
+    pub goal: Goal,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GoalStatusChanged {
+    pub previous: GoalStatus,
+    pub goal: Goal,
+}
+
+events!(Context::Goals;
+    GoalCreated => 1,
+    GoalStatusChanged => 1,
+);

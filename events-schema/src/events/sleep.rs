@@ -1,0 +1,44 @@
+//! Sleep events.
+
+use super::{Source, events};
+use crate::Context;
+use crate::ids::SleepId;
+use crate::time::{Day, Timestamp};
+use serde::{Deserialize, Serialize};
+
+/// Minutes spent in each stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct SleepStages {
+    pub awake_min: u32,
+    pub light_min: u32,
+    pub deep_min: u32,
+    pub rem_min: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SleepSession {
+    pub sleep_id: SleepId,
+    /// The night, named by the day it started in the user's timezone.
+    pub night: Day,
+    pub start: Timestamp,
+    pub end: Timestamp,
+    pub score: u8,
+    pub stages: SleepStages,
+    pub source: Source,
+    pub version: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SleepRecorded {
+    pub session: SleepSession,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SleepUpdated {
+    pub session: SleepSession,
+}
+
+events!(Context::Sleep;
+    SleepRecorded => 1,
+    SleepUpdated => 1,
+);

@@ -1,0 +1,338 @@
+//! Activity and sleep command specifications: manual entries, idempotent wearable sync
+//! by external id, training blocks.
+
+use super::{World, assert_invalid};
+use commands::activity::{RecordWorkout, StartTrainingBlock};
+use commands::sleep::RecordSleep;
+use events_schema::Context;
+use events_schema::events::activity::{WorkoutRecorded, WorkoutUpdated};
+use events_schema::events::integrations::{ProviderSleep, ProviderWorkout};
+use events_schema::events::sleep::SleepStages;
+use events_schema::ids::{ExternalId, ProviderName};
+use events_schema::time::{Day, Timestamp};
+use infra::Store;
+use std::sync::Arc;
+
+fn ts(raw: &str) -> Timestamp {
+    Timestamp::parse(raw).expect("timestamp")
+}
+
+fn garmin() -> ProviderName {
+    ProviderName::parse("garmin").expect("provider")
+}
+
+pub fn provider_workout(external: &str, start: &str, duration_s: u32) -> ProviderWorkout {
+    ProviderWorkout {
+        external_id: ExternalId::parse(external).expect("id"),
+        sport: "run".into(),
+        started_at: ts(start),
+        duration_s,
+        distance_m: Some(10_000),
+        calories: Some(600),
+    }
+}
+
+pub async fn record_workout_writes_workout_and_event_once_per_key(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    let input = RecordWorkout {
+        sport: "Ride".into(),
+        started_at: ts("2026-05-01T06:00:00.000Z"),
+        timezone: "Europe/Paris".into(),
+        duration_s: 3600,
+        distance_m: Some(30_000),
+        calories: None,
+    };
+    let id = world
+        .activity
+        .record_workout(&world.keyed("w-1"), input.clone())
+        .await
+        .expect("records")
+        .value;
+    assert!(
+        world
+            .activity
+            .record_workout(&world.keyed("w-1"), input.clone())
+            .await
+            .expect("retry")
+            .replayed
+    );
+    let workouts = world.items(Context::Activity, "WORKOUT#").await;
+    assert_eq!(workouts.len(), 1);
+    assert_eq!(
+        workouts[0]["sk"],
+        serde_json::json!(format!("WORKOUT#2026-05-01#{id}"))
+    );
+    assert_eq!(workouts[0]["sport"], "ride");
+    assert_eq!(
+        world.event_types(Context::Activity).await,
+        vec!["WorkoutRecorded"]
+    );
+    assert_invalid(
+        world
+            .activity
+            .record_workout(
+                &world.meta,
+                RecordWorkout {
+                    duration_s: 0,
+                    ..input.clone()
+                },
+            )
+            .await,
+        "duration_s",
+    );
+    assert_invalid(
+        world
+            .activity
+            .record_workout(
+                &world.meta,
+                RecordWorkout {
+                    distance_m: Some(2_000_000),
+                    ..input
+                },
+            )
+            .await,
+        "distance_m",
+    );
+}
+
+pub async fn retried_wearable_sync_returns_the_original_workout_in_one_request(
+    store: Arc<dyn Store>,
+) {
+    let world = World::new(store);
+    let workout = provider_workout("act-77", "2026-05-02T07:00:00.000Z", 1800);
+    let first = world
+        .activity
+        .sync_workout(&world.meta, &garmin(), "UTC", &workout)
+        .await
+        .expect("syncs");
+    world.store.take();
+    let retry = world
+        .activity
+        .sync_workout(&world.meta, &garmin(), "UTC", &workout)
+        .await
+        .expect("retry");
+    let counts = world.store.take();
+    assert_eq!(
+        (retry.value.clone(), retry.replayed),
+        (first.value.clone(), true)
+    );
+    assert_eq!(
+        (counts.total(), counts.transactions),
+        (1, 1),
+        "a retry costs one request: {counts:?}"
+    );
+    assert_eq!(world.items(Context::Activity, "WORKOUT#").await.len(), 1);
+    assert_eq!(
+        world
+            .items(Context::Activity, "EXTERNAL#garmin#act-77")
+            .await
+            .len(),
+        1
+    );
+    assert_eq!(
+        world.event_types(Context::Activity).await,
+        vec!["WorkoutRecorded"]
+    );
+}
+
+pub async fn wearable_sync_with_changed_fields_is_the_next_version(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    let first = world
+        .activity
+        .sync_workout(
+            &world.meta,
+            &garmin(),
+            "UTC",
+            &provider_workout("act-9", "2026-05-02T07:00:00.000Z", 1800),
+        )
+        .await
+        .expect("syncs");
+    // The provider corrected the start (to the next day) and the duration.
+    let changed = provider_workout("act-9", "2026-05-03T07:00:00.000Z", 2000);
+    let second = world
+        .activity
+        .sync_workout(&world.meta, &garmin(), "UTC", &changed)
+        .await
+        .expect("updates");
+    assert_eq!(
+        (second.value.clone(), second.replayed),
+        (first.value.clone(), false)
+    );
+    let workouts = world.items(Context::Activity, "WORKOUT#").await;
+    assert_eq!(workouts.len(), 1, "the workout moved, it was not copied");
+    assert_eq!(
+        workouts[0]["sk"],
+        serde_json::json!(format!("WORKOUT#2026-05-03#{}", first.value))
+    );
+    assert_eq!(workouts[0]["version"], 2);
+    let events = world.events(Context::Activity).await;
+    let recorded: WorkoutRecorded = events[0].decode().expect("typed");
+    let updated: WorkoutUpdated = events[1].decode().expect("typed");
+    assert_eq!(
+        (
+            recorded.workout.version,
+            updated.workout.version,
+            updated.workout.duration_s
+        ),
+        (1, 2, 2000)
+    );
+    assert!(
+        world
+            .activity
+            .sync_workout(&world.meta, &garmin(), "UTC", &changed)
+            .await
+            .expect("retry")
+            .replayed
+    );
+    assert_eq!(world.events(Context::Activity).await.len(), 2);
+}
+
+pub async fn training_block_started(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    let input = StartTrainingBlock {
+        start_day: Day::parse("2026-06-01").expect("day"),
+        weeks: 8,
+        focus: "Marathon base".into(),
+    };
+    let id = world
+        .activity
+        .start_training_block(&world.keyed("tb"), input.clone())
+        .await
+        .expect("starts")
+        .value;
+    assert!(
+        world
+            .activity
+            .start_training_block(&world.keyed("tb"), input.clone())
+            .await
+            .expect("retry")
+            .replayed
+    );
+    assert_eq!(
+        world
+            .items(
+                Context::Activity,
+                &format!("TRAINING_BLOCK#2026-06-01#{id}")
+            )
+            .await
+            .len(),
+        1
+    );
+    assert_eq!(
+        world.event_types(Context::Activity).await,
+        vec!["TrainingBlockStarted"]
+    );
+    assert_invalid(
+        world
+            .activity
+            .start_training_block(&world.meta, StartTrainingBlock { weeks: 0, ..input })
+            .await,
+        "weeks",
+    );
+}
+
+pub async fn sleep_sessions_recorded_and_synced_idempotently(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    let stages = SleepStages {
+        awake_min: 20,
+        light_min: 240,
+        deep_min: 90,
+        rem_min: 100,
+    };
+    let manual = RecordSleep {
+        start: ts("2026-05-01T22:00:00.000Z"),
+        end: ts("2026-05-02T06:00:00.000Z"),
+        timezone: "Europe/Paris".into(),
+        score: 82,
+        stages,
+    };
+    let id = world
+        .sleep
+        .record_sleep(&world.keyed("s1"), manual.clone())
+        .await
+        .expect("records")
+        .value;
+    assert!(
+        world
+            .sleep
+            .record_sleep(&world.keyed("s1"), manual.clone())
+            .await
+            .expect("retry")
+            .replayed
+    );
+    // 22:00 UTC is midnight in Paris: the night is named by its local start day.
+    assert_eq!(
+        world
+            .items(Context::Sleep, &format!("SLEEP#2026-05-02#{id}"))
+            .await
+            .len(),
+        1
+    );
+
+    let synced = ProviderSleep {
+        external_id: ExternalId::parse("night-1").expect("id"),
+        start: ts("2026-05-02T21:00:00.000Z"),
+        end: ts("2026-05-03T05:00:00.000Z"),
+        score: 75,
+        stages,
+    };
+    let first = world
+        .sleep
+        .sync_sleep(&world.meta, &garmin(), "UTC", &synced)
+        .await
+        .expect("syncs");
+    let retry = world
+        .sleep
+        .sync_sleep(&world.meta, &garmin(), "UTC", &synced)
+        .await
+        .expect("retry");
+    assert_eq!((retry.value, retry.replayed), (first.value, true));
+    assert_eq!(
+        world.event_types(Context::Sleep).await,
+        vec!["SleepRecorded", "SleepRecorded"]
+    );
+
+    assert_invalid(
+        world
+            .sleep
+            .record_sleep(
+                &world.meta,
+                RecordSleep {
+                    score: 101,
+                    ..manual.clone()
+                },
+            )
+            .await,
+        "score",
+    );
+    assert_invalid(
+        world
+            .sleep
+            .record_sleep(
+                &world.meta,
+                RecordSleep {
+                    end: manual.start,
+                    ..manual.clone()
+                },
+            )
+            .await,
+        "end",
+    );
+    let too_much = SleepStages {
+        deep_min: 900,
+        ..stages
+    };
+    assert_invalid(
+        world
+            .sleep
+            .record_sleep(
+                &world.meta,
+                RecordSleep {
+                    stages: too_much,
+                    ..manual
+                },
+            )
+            .await,
+        "stages",
+    );
+}

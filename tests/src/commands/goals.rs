@@ -1,0 +1,139 @@
+//! Goal command specifications: creation and status changes, with the sparse
+//! `by-status` index kept right.
+
+use super::{World, assert_invalid};
+use commands::CommandError;
+use commands::goals::CreateGoal;
+use events_schema::Context;
+use events_schema::events::goals::{GoalKind, GoalPeriod, GoalStatus};
+use infra::Store;
+use infra::store::IndexQuery;
+use rust_decimal::Decimal;
+use std::sync::Arc;
+
+async fn goals_with_status(world: &World, status: &str) -> Vec<String> {
+    let query = IndexQuery::partition("by-status", format!("{}#STATUS#{status}", world.pk()));
+    let page = world
+        .store
+        .query_index(Context::Goals, &query)
+        .await
+        .expect("index query");
+    page.items
+        .iter()
+        .map(|i| i["goal_id"].as_str().expect("goal id").to_owned())
+        .collect()
+}
+
+fn weekly_runs() -> CreateGoal {
+    CreateGoal {
+        kind: GoalKind::WeeklyWorkoutCount,
+        target: Decimal::from(4),
+        title: "Run 4x a week".into(),
+    }
+}
+
+pub async fn created_goal_is_active_and_in_the_index(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    let id = world
+        .goals
+        .create_goal(&world.keyed("g-1"), weekly_runs())
+        .await
+        .expect("creates")
+        .value;
+    assert!(
+        world
+            .goals
+            .create_goal(&world.keyed("g-1"), weekly_runs())
+            .await
+            .expect("retry")
+            .replayed
+    );
+    let goal = world.goals.goal(&world.meta, &id).await.expect("goal");
+    assert_eq!(
+        (goal.status, goal.period, goal.version),
+        (GoalStatus::Active, GoalPeriod::Weekly, 1)
+    );
+    assert_eq!(
+        goals_with_status(&world, "active").await,
+        vec![id.to_string()]
+    );
+    assert_eq!(world.event_types(Context::Goals).await, vec!["GoalCreated"]);
+    let sleep = CreateGoal {
+        kind: GoalKind::NightlySleepHours,
+        target: Decimal::from(17),
+        title: "Sleep".into(),
+    };
+    assert_invalid(world.goals.create_goal(&world.meta, sleep).await, "target");
+    assert_invalid(
+        world
+            .goals
+            .create_goal(
+                &world.meta,
+                CreateGoal {
+                    title: "".into(),
+                    ..weekly_runs()
+                },
+            )
+            .await,
+        "title",
+    );
+}
+
+pub async fn status_changes_move_the_goal_between_index_partitions(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    let id = world
+        .goals
+        .create_goal(&world.meta, weekly_runs())
+        .await
+        .expect("creates")
+        .value;
+    let paused = world
+        .goals
+        .change_status(&world.keyed("pause"), &id, GoalStatus::Paused)
+        .await
+        .expect("pauses");
+    assert_eq!(paused.value.version, 2);
+    assert!(
+        world
+            .goals
+            .change_status(&world.keyed("pause"), &id, GoalStatus::Paused)
+            .await
+            .expect("retry")
+            .replayed
+    );
+    assert!(goals_with_status(&world, "active").await.is_empty());
+    assert_eq!(
+        goals_with_status(&world, "paused").await,
+        vec![id.to_string()]
+    );
+    world
+        .goals
+        .change_status(&world.meta, &id, GoalStatus::Completed)
+        .await
+        .expect("completes");
+    assert_eq!(
+        goals_with_status(&world, "completed").await,
+        vec![id.to_string()]
+    );
+    let reopen = world
+        .goals
+        .change_status(&world.meta, &id, GoalStatus::Active)
+        .await;
+    assert!(
+        matches!(reopen, Err(CommandError::Conflict(_))),
+        "{reopen:?}"
+    );
+    assert_eq!(
+        world.event_types(Context::Goals).await,
+        vec!["GoalCreated", "GoalStatusChanged", "GoalStatusChanged"]
+    );
+    let other = events_schema::ids::GoalId::generate();
+    let missing = world
+        .goals
+        .change_status(&world.meta, &other, GoalStatus::Paused)
+        .await;
+    assert!(
+        matches!(missing, Err(CommandError::NotFound("goal"))),
+        "{missing:?}"
+    );
+}

@@ -1,0 +1,368 @@
+//! Identity command specifications.
+
+use super::{World, assert_invalid};
+use commands::CommandError;
+use commands::identity::{Register, UpdateProfile};
+use events_schema::Context;
+use events_schema::events::identity::{ProfileUpdated, Units, UserRegistered};
+use events_schema::ids::UserId;
+use infra::Store;
+use infra::store::{IndexQuery, Key, Query};
+use std::sync::Arc;
+
+fn registration(email: &str) -> Register {
+    Register {
+        email: email.to_owned(),
+        password: "correct horse battery".to_owned(),
+        display_name: "Ana".to_owned(),
+        timezone: "Europe/Paris".to_owned(),
+        units: Units::Metric,
+    }
+}
+
+fn unique_email() -> String {
+    format!("{}@example.com", UserId::generate().as_str().to_lowercase())
+}
+
+async fn everything_in(store: &dyn Store, pk: &str) -> usize {
+    store
+        .query(Context::Identity, &Query::partition(pk).consistent())
+        .await
+        .expect("query")
+        .items
+        .len()
+}
+
+pub async fn register_writes_profile_reservation_and_event(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let email = unique_email();
+    let user = world
+        .identity
+        .register(
+            &world.meta,
+            registration(&format!("  {} ", email.to_uppercase())),
+        )
+        .await
+        .expect("registers")
+        .value;
+    let profile = world.identity.profile(&user).await.expect("profile");
+    assert_eq!(profile.email, email, "email is trimmed and lowercased");
+    assert_ne!(profile.password_hash, "correct horse battery");
+    let reservation = store
+        .get(
+            Context::Identity,
+            &Key::new(format!("EMAIL#{email}"), "EMAIL"),
+            true,
+        )
+        .await
+        .expect("get");
+    assert_eq!(
+        reservation.expect("reserved")["user_id"],
+        serde_json::json!(user)
+    );
+    let events = World {
+        meta: commands::CommandMeta::new(user.clone()),
+        ..world
+    }
+    .events(Context::Identity)
+    .await;
+    assert_eq!(events.len(), 1);
+    let registered: UserRegistered = events[0].decode().expect("typed");
+    assert_eq!(registered.profile.email, email);
+    assert!(
+        !events[0].payload.to_string().contains("argon2"),
+        "no password hash in events"
+    );
+}
+
+pub async fn register_with_a_taken_email_fails_and_writes_nothing(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let email = unique_email();
+    world
+        .identity
+        .register(&world.meta, registration(&email))
+        .await
+        .expect("first");
+    let second = world
+        .identity
+        .register(&world.meta, registration(&email.to_uppercase()))
+        .await;
+    assert!(
+        matches!(second, Err(CommandError::EmailTaken)),
+        "{second:?}"
+    );
+    let by_email = store
+        .query_index(
+            Context::Identity,
+            &IndexQuery::partition("by-email", &email),
+        )
+        .await
+        .expect("query");
+    assert_eq!(by_email.items.len(), 1, "one profile for the email");
+}
+
+pub async fn register_repeated_with_the_same_key_returns_the_same_user(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let email = unique_email();
+    let first = world
+        .identity
+        .register(&world.keyed("reg-1"), registration(&email))
+        .await
+        .expect("first");
+    let again = world
+        .identity
+        .register(&world.keyed("reg-1"), registration(&email))
+        .await
+        .expect("retry");
+    assert_eq!(again.value, first.value);
+    assert!(again.replayed && !first.replayed);
+    let user_pk = format!("USER#{}", first.value);
+    let events = super::items_of(&*store, Context::Identity, &user_pk, "EVT#").await;
+    assert_eq!(events.len(), 1, "the retry published nothing");
+    let mut other = registration(&email);
+    other.display_name = "Someone else".into();
+    let reused = world.identity.register(&world.keyed("reg-1"), other).await;
+    assert!(
+        matches!(reused, Err(CommandError::IdempotencyKeyReused)),
+        "{reused:?}"
+    );
+}
+
+pub async fn register_rejects_invalid_input_naming_the_field(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let email = unique_email();
+    let mut bad = registration("not-an-email");
+    assert_invalid(
+        world.identity.register(&world.meta, bad.clone()).await,
+        "email",
+    );
+    bad = registration(&email);
+    bad.password = "short".into();
+    assert_invalid(world.identity.register(&world.meta, bad).await, "password");
+    bad = registration(&email);
+    bad.timezone = "Mars/Olympus".into();
+    assert_invalid(world.identity.register(&world.meta, bad).await, "timezone");
+    bad = registration(&email);
+    bad.display_name = " ".into();
+    assert_invalid(
+        world.identity.register(&world.meta, bad).await,
+        "display_name",
+    );
+    assert_eq!(
+        everything_in(&*store, &format!("EMAIL#{email}")).await,
+        0,
+        "nothing written"
+    );
+    assert_eq!(world.store.counts().writes(), 0);
+}
+
+pub async fn login_checks_email_and_password(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    let email = unique_email();
+    let user = world
+        .identity
+        .register(&world.meta, registration(&email))
+        .await
+        .expect("registers")
+        .value;
+    assert_eq!(
+        world
+            .identity
+            .login(&email.to_uppercase(), "correct horse battery")
+            .await
+            .expect("logs in"),
+        user
+    );
+    let wrong = world.identity.login(&email, "wrong horse battery").await;
+    assert!(
+        matches!(wrong, Err(CommandError::InvalidCredentials)),
+        "{wrong:?}"
+    );
+    let unknown = world
+        .identity
+        .login(&unique_email(), "correct horse battery")
+        .await;
+    assert!(
+        matches!(unknown, Err(CommandError::InvalidCredentials)),
+        "{unknown:?}"
+    );
+    let garbage = world.identity.login("", "").await;
+    assert!(
+        matches!(garbage, Err(CommandError::InvalidCredentials)),
+        "{garbage:?}"
+    );
+}
+
+pub async fn change_email_moves_the_reservation(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    let (old, new) = (unique_email(), unique_email());
+    let user = world
+        .identity
+        .register(&world.meta, registration(&old))
+        .await
+        .expect("registers")
+        .value;
+    let meta = commands::CommandMeta::new(user.clone());
+    let changed = world
+        .identity
+        .change_email(&meta, &new)
+        .await
+        .expect("changes");
+    assert_eq!(changed.value.email, new);
+    assert_eq!(
+        world
+            .identity
+            .login(&new, "correct horse battery")
+            .await
+            .expect("new email logs in"),
+        user
+    );
+    // The old email is free again; the new one is taken.
+    world
+        .identity
+        .register(&world.meta, registration(&old))
+        .await
+        .expect("old email registers again");
+    let taken = world
+        .identity
+        .register(&world.meta, registration(&new))
+        .await;
+    assert!(matches!(taken, Err(CommandError::EmailTaken)), "{taken:?}");
+    let types = World { meta, ..world }.event_types(Context::Identity).await;
+    assert_eq!(types, vec!["UserRegistered", "EmailChanged"]);
+}
+
+pub async fn change_email_to_a_taken_email_changes_nothing(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    let (mine, theirs) = (unique_email(), unique_email());
+    let user = world
+        .identity
+        .register(&world.meta, registration(&mine))
+        .await
+        .expect("registers")
+        .value;
+    world
+        .identity
+        .register(&world.meta, registration(&theirs))
+        .await
+        .expect("registers");
+    let meta = commands::CommandMeta::new(user.clone());
+    let result = world.identity.change_email(&meta, &theirs).await;
+    assert!(
+        matches!(result, Err(CommandError::EmailTaken)),
+        "{result:?}"
+    );
+    let profile = world.identity.profile(&user).await.expect("profile");
+    assert_eq!(
+        (profile.email.as_str(), profile.version),
+        (mine.as_str(), 1)
+    );
+    assert_eq!(
+        world
+            .identity
+            .login(&mine, "correct horse battery")
+            .await
+            .expect("still logs in"),
+        user
+    );
+}
+
+pub async fn update_profile_publishes_once_per_change(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    let user = world
+        .identity
+        .register(&world.meta, registration(&unique_email()))
+        .await
+        .expect("registers")
+        .value;
+    let world = World {
+        meta: commands::CommandMeta::new(user.clone()),
+        ..world
+    };
+    let change = UpdateProfile {
+        display_name: Some("Ana B".into()),
+        timezone: Some("America/New_York".into()),
+        units: Some(Units::Imperial),
+    };
+    let first = world
+        .identity
+        .update_profile(&world.keyed("p-1"), change.clone())
+        .await
+        .expect("updates");
+    assert_eq!(
+        (first.value.timezone.as_str(), first.value.version),
+        ("America/New_York", 2)
+    );
+    let retry = world
+        .identity
+        .update_profile(&world.keyed("p-1"), change.clone())
+        .await
+        .expect("retry");
+    assert!(retry.replayed);
+    let same = world
+        .identity
+        .update_profile(&world.meta, change)
+        .await
+        .expect("no change");
+    assert!(
+        same.replayed,
+        "an update that changes nothing publishes nothing"
+    );
+    let events = world.events(Context::Identity).await;
+    assert_eq!(events.len(), 2);
+    let updated: ProfileUpdated = events[1].decode().expect("typed");
+    assert_eq!(updated.profile.display_name, "Ana B");
+    assert_invalid(
+        world
+            .identity
+            .update_profile(
+                &world.meta,
+                UpdateProfile {
+                    timezone: Some("nowhere".into()),
+                    ..UpdateProfile::default()
+                },
+            )
+            .await,
+        "timezone",
+    );
+}
+
+pub async fn deletion_request_refuses_login_and_publishes_once(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    let email = unique_email();
+    let user = world
+        .identity
+        .register(&world.meta, registration(&email))
+        .await
+        .expect("registers")
+        .value;
+    let world = World {
+        meta: commands::CommandMeta::new(user),
+        ..world
+    };
+    assert!(
+        !world
+            .identity
+            .request_deletion(&world.meta)
+            .await
+            .expect("requested")
+            .replayed
+    );
+    assert!(
+        world
+            .identity
+            .request_deletion(&world.meta)
+            .await
+            .expect("again")
+            .replayed
+    );
+    let login = world.identity.login(&email, "correct horse battery").await;
+    assert!(
+        matches!(login, Err(CommandError::AccountDeleted)),
+        "{login:?}"
+    );
+    assert_eq!(
+        world.event_types(Context::Identity).await,
+        vec!["UserRegistered", "AccountDeletionRequested"]
+    );
+}

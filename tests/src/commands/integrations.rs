@@ -1,0 +1,316 @@
+//! Integrations and environment command specifications: OAuth connect with single-use
+//! state, signed webhooks recorded once, disconnect, and the environment cache.
+
+use super::{WEBHOOK_SECRET, World, assert_invalid, items_of};
+use commands::CommandError;
+use commands::integrations::{SandboxProvider, WebhookPayload, sign};
+use events_schema::Context;
+use events_schema::events::integrations::WearableWorkoutReceived;
+use events_schema::ids::UserId;
+use infra::Store;
+use infra::store::{Key, now_epoch_seconds};
+use serde_json::json;
+use std::sync::Arc;
+
+fn provider_user() -> String {
+    format!("pu-{}", UserId::generate().as_str().to_lowercase())
+}
+
+async fn connect(world: &World, provider_user: &str) {
+    let started = world
+        .integrations
+        .start_connect(&world.meta, "sandbox")
+        .await
+        .expect("starts")
+        .value;
+    world
+        .integrations
+        .complete_connect(
+            "sandbox",
+            &started.state,
+            &SandboxProvider::code_for(provider_user),
+        )
+        .await
+        .expect("completes");
+}
+
+pub async fn oauth_connect_uses_a_single_use_state(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let started = world
+        .integrations
+        .start_connect(&world.meta, "sandbox")
+        .await
+        .expect("starts")
+        .value;
+    assert_eq!(started.state.len(), 64, "256 random bits, hex");
+    assert!(started.authorize_url.contains(&started.state));
+    let state_item = store
+        .get(
+            Context::Integrations,
+            &Key::new(format!("OAUTH_STATE#{}", started.state), "OAUTH_STATE"),
+            true,
+        )
+        .await
+        .expect("get")
+        .expect("stored");
+    let ttl = state_item["expires_at"].as_i64().expect("ttl");
+    assert!(
+        ttl > now_epoch_seconds() && ttl <= now_epoch_seconds() + 15 * 60,
+        "a TTL of minutes"
+    );
+
+    let pu = provider_user();
+    let user = world
+        .integrations
+        .complete_connect("sandbox", &started.state, &SandboxProvider::code_for(&pu))
+        .await
+        .expect("completes")
+        .value;
+    assert_eq!(user, world.meta.user);
+    let again = world
+        .integrations
+        .complete_connect(
+            "sandbox",
+            &started.state,
+            &SandboxProvider::code_for(&provider_user()),
+        )
+        .await;
+    assert_invalid(again, "state");
+    assert_invalid(
+        world
+            .integrations
+            .complete_connect("sandbox", "feedface", "code-x")
+            .await,
+        "state",
+    );
+    let connection = world
+        .items(Context::Integrations, "CONNECTION#sandbox")
+        .await;
+    assert_eq!(connection.len(), 1);
+    assert_eq!(
+        world.event_types(Context::Integrations).await,
+        vec!["ProviderConnected"]
+    );
+    let event = &world.events(Context::Integrations).await[0];
+    assert!(
+        !event.payload.to_string().contains("token"),
+        "no tokens in events"
+    );
+    let unknown = world.integrations.start_connect(&world.meta, "nope").await;
+    assert!(
+        matches!(unknown, Err(CommandError::NotFound("provider"))),
+        "{unknown:?}"
+    );
+}
+
+pub async fn an_expired_state_cannot_complete(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let state = "ab".repeat(32);
+    let item = json!({"pk": format!("OAUTH_STATE#{state}"), "sk": "OAUTH_STATE", "user_id": world.meta.user, "provider": "sandbox", "expires_at": now_epoch_seconds() - 1});
+    store
+        .put(
+            Context::Integrations,
+            item.as_object().cloned().expect("object"),
+            None,
+        )
+        .await
+        .expect("put");
+    assert_invalid(
+        world
+            .integrations
+            .complete_connect(
+                "sandbox",
+                &state,
+                &SandboxProvider::code_for(&provider_user()),
+            )
+            .await,
+        "state",
+    );
+    assert!(
+        world
+            .items(Context::Integrations, "CONNECTION#")
+            .await
+            .is_empty()
+    );
+}
+
+fn webhook_body(pu: &str, delivery: &str) -> Vec<u8> {
+    let payload = WebhookPayload {
+        delivery_id: delivery.into(),
+        provider_user_id: pu.into(),
+        workouts: vec![super::activity_sleep::provider_workout(
+            "w-1",
+            "2026-05-02T07:00:00.000Z",
+            1800,
+        )],
+        sleep: vec![],
+    };
+    serde_json::to_vec(&payload).expect("serializes")
+}
+
+pub async fn signed_webhooks_are_recorded_once(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let pu = provider_user();
+    connect(&world, &pu).await;
+    let body = webhook_body(&pu, "d-1");
+    let now = now_epoch_seconds();
+    let signature = sign(WEBHOOK_SECRET.as_bytes(), now, &body);
+
+    let forged = world
+        .integrations
+        .receive_webhook(
+            "sandbox",
+            &now.to_string(),
+            &sign(b"wrong", now, &body),
+            &body,
+        )
+        .await;
+    assert!(
+        matches!(forged, Err(CommandError::BadSignature)),
+        "{forged:?}"
+    );
+    let stale = now - 3600;
+    let old = world
+        .integrations
+        .receive_webhook(
+            "sandbox",
+            &stale.to_string(),
+            &sign(WEBHOOK_SECRET.as_bytes(), stale, &body),
+            &body,
+        )
+        .await;
+    assert!(matches!(old, Err(CommandError::BadSignature)), "{old:?}");
+    let mut tampered = body.clone();
+    tampered.extend_from_slice(b" ");
+    let changed = world
+        .integrations
+        .receive_webhook("sandbox", &now.to_string(), &signature, &tampered)
+        .await;
+    assert!(
+        matches!(changed, Err(CommandError::BadSignature)),
+        "{changed:?}"
+    );
+    assert_eq!(
+        world.event_types(Context::Integrations).await,
+        vec!["ProviderConnected"],
+        "nothing written"
+    );
+
+    let first = world
+        .integrations
+        .receive_webhook("sandbox", &now.to_string(), &signature, &body)
+        .await
+        .expect("accepted");
+    assert_eq!((first.value, first.replayed), (1, false));
+    let again = world
+        .integrations
+        .receive_webhook("sandbox", &now.to_string(), &signature, &body)
+        .await
+        .expect("redelivery");
+    assert!(again.replayed);
+    let events = world.events(Context::Integrations).await;
+    assert_eq!(events.len(), 2, "the redelivery published nothing");
+    let received: WearableWorkoutReceived = events[1].decode().expect("typed");
+    assert_eq!(received.workout.external_id.as_str(), "w-1");
+    assert_eq!(
+        world
+            .items(Context::Integrations, "DELIVERY#sandbox#d-1")
+            .await
+            .len(),
+        1
+    );
+
+    let stranger = webhook_body("pu-nobody", "d-2");
+    let unknown = world
+        .integrations
+        .receive_webhook(
+            "sandbox",
+            &now.to_string(),
+            &sign(WEBHOOK_SECRET.as_bytes(), now, &stranger),
+            &stranger,
+        )
+        .await;
+    assert!(
+        matches!(unknown, Err(CommandError::NotFound("connection"))),
+        "{unknown:?}"
+    );
+}
+
+pub async fn disconnect_removes_the_connection_once(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let pu = provider_user();
+    connect(&world, &pu).await;
+    assert!(
+        !world
+            .integrations
+            .disconnect(&world.meta, "sandbox")
+            .await
+            .expect("disconnects")
+            .replayed
+    );
+    assert!(
+        world
+            .integrations
+            .disconnect(&world.meta, "sandbox")
+            .await
+            .expect("again")
+            .replayed
+    );
+    assert!(
+        world
+            .items(Context::Integrations, "CONNECTION#")
+            .await
+            .is_empty()
+    );
+    assert!(
+        items_of(
+            &*store,
+            Context::Integrations,
+            &format!("PROVIDER_USER#sandbox#{pu}"),
+            ""
+        )
+        .await
+        .is_empty()
+    );
+    assert_eq!(
+        world.event_types(Context::Integrations).await,
+        vec!["ProviderConnected", "ProviderDisconnected"]
+    );
+}
+
+pub async fn environment_readings_are_cached_per_cell_and_hour(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let cell = "u09tvw".to_owned();
+    let at = chrono::Utc::now();
+    let first = world.environment.weather(&cell, at).await.expect("weather");
+    let counts = world.store.take();
+    assert_eq!(
+        (counts.gets, counts.single_writes),
+        (1, 1),
+        "a miss reads, asks the provider, caches"
+    );
+    let second = world.environment.weather(&cell, at).await.expect("weather");
+    assert_eq!(second, first);
+    let counts = world.store.take();
+    assert_eq!((counts.gets, counts.writes()), (1, 0), "a hit is one read");
+    let hour = events_schema::time::Hour::containing(at);
+    let row = store
+        .get(
+            Context::Environment,
+            &Key::new(format!("WEATHER#{cell}#{hour}"), "WEATHER"),
+            true,
+        )
+        .await
+        .expect("get")
+        .expect("cached");
+    let ttl = row["expires_at"].as_i64().expect("ttl");
+    assert!(
+        ttl > now_epoch_seconds() && ttl <= hour.start().timestamp() + 2 * 3600,
+        "expires about an hour after its hour"
+    );
+    world.environment.air(&cell, at).await.expect("air");
+    assert_invalid(
+        world.environment.weather("not a geohash!", at).await,
+        "geohash",
+    );
+}

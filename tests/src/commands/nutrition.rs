@@ -1,0 +1,550 @@
+//! Nutrition command specifications, the daily-summary invariant under concurrency
+//! included.
+
+use super::{World, assert_invalid, items_of};
+use commands::CommandError;
+use commands::nutrition::{CatalogKind, CurateRecipe, EditMeal, MealInput, ScheduleMeal};
+use events_schema::Context;
+use events_schema::events::nutrition::{MealEdited, MealLogged, Nutrients};
+use events_schema::time::{Day, Timestamp};
+use infra::Store;
+use rust_decimal::Decimal;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+fn dec(v: &str) -> Decimal {
+    v.parse().expect("decimal")
+}
+
+pub fn meal(at: &str, calories: &str, protein: &str) -> MealInput {
+    MealInput {
+        name: "Oats".into(),
+        eaten_at: Timestamp::parse(at).expect("timestamp"),
+        timezone: "Europe/Paris".into(),
+        calories: dec(calories),
+        protein_g: dec(protein),
+        carbs_g: dec("10"),
+        fat_g: dec("2.5"),
+    }
+}
+
+fn day(raw: &str) -> Day {
+    Day::parse(raw).expect("day")
+}
+
+pub async fn log_meal_writes_meal_summary_and_event(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    // 23:30 UTC is already the next day in Paris.
+    let id = world
+        .nutrition
+        .log_meal(&world.meta, meal("2026-03-01T23:30:00.000Z", "420.5", "30"))
+        .await
+        .expect("logs")
+        .value;
+    let meals = world.items(Context::Nutrition, "MEAL#").await;
+    assert_eq!(meals.len(), 1);
+    assert_eq!(
+        meals[0]["sk"],
+        serde_json::json!(format!("MEAL#2026-03-02#{id}"))
+    );
+    let summary = world
+        .nutrition
+        .summary(&world.meta, day("2026-03-02"))
+        .await
+        .expect("summary");
+    assert_eq!(
+        (summary.meals, summary.totals.calories, summary.version),
+        (1, dec("420.5"), 1)
+    );
+    let events = world.events(Context::Nutrition).await;
+    let logged: MealLogged = events[0].decode().expect("typed");
+    assert_eq!(logged.day_totals.totals.protein_g, dec("30"));
+    assert_eq!(events[0].user_id.as_ref(), Some(&world.meta.user));
+}
+
+pub async fn log_meal_costs_one_read_and_one_transaction(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    world
+        .nutrition
+        .log_meal(&world.meta, meal("2026-03-01T08:00:00.000Z", "300", "20"))
+        .await
+        .expect("logs");
+    world.store.take();
+    world
+        .nutrition
+        .log_meal(
+            &world.keyed("m-2"),
+            meal("2026-03-01T12:00:00.000Z", "500", "35"),
+        )
+        .await
+        .expect("logs");
+    let counts = world.store.take();
+    assert!(counts.reads() <= 1, "{counts:?}");
+    assert_eq!(
+        (counts.transactions, counts.single_writes),
+        (1, 0),
+        "{counts:?}"
+    );
+}
+
+pub async fn log_meal_repeated_with_the_same_key_writes_nothing(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    let input = meal("2026-03-01T08:00:00.000Z", "300", "20");
+    let first = world
+        .nutrition
+        .log_meal(&world.keyed("meal-1"), input.clone())
+        .await
+        .expect("logs");
+    let again = world
+        .nutrition
+        .log_meal(&world.keyed("meal-1"), input.clone())
+        .await
+        .expect("retry");
+    assert_eq!((again.value, again.replayed), (first.value, true));
+    assert_eq!(world.events(Context::Nutrition).await.len(), 1);
+    assert_eq!(
+        world
+            .nutrition
+            .summary(&world.meta, day("2026-03-01"))
+            .await
+            .expect("summary")
+            .meals,
+        1
+    );
+    let different = world
+        .nutrition
+        .log_meal(
+            &world.keyed("meal-1"),
+            meal("2026-03-01T08:00:00.000Z", "301", "20"),
+        )
+        .await;
+    assert!(
+        matches!(different, Err(CommandError::IdempotencyKeyReused)),
+        "{different:?}"
+    );
+}
+
+pub async fn edit_meal_within_a_day_updates_the_summary(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    let id = world
+        .nutrition
+        .log_meal(&world.meta, meal("2026-03-01T08:00:00.000Z", "300", "20"))
+        .await
+        .expect("logs")
+        .value;
+    world
+        .nutrition
+        .log_meal(&world.meta, meal("2026-03-01T12:00:00.000Z", "500", "30"))
+        .await
+        .expect("logs");
+    let edit = EditMeal {
+        meal_id: id.clone(),
+        meal: meal("2026-03-01T09:00:00.000Z", "350", "25"),
+    };
+    world
+        .nutrition
+        .edit_meal(&world.keyed("e-1"), edit.clone())
+        .await
+        .expect("edits");
+    assert!(
+        world
+            .nutrition
+            .edit_meal(&world.keyed("e-1"), edit)
+            .await
+            .expect("retry")
+            .replayed
+    );
+    let summary = world
+        .nutrition
+        .summary(&world.meta, day("2026-03-01"))
+        .await
+        .expect("summary");
+    assert_eq!(
+        (
+            summary.meals,
+            summary.totals.calories,
+            summary.totals.protein_g
+        ),
+        (2, dec("850"), dec("55"))
+    );
+    assert_eq!(
+        world.event_types(Context::Nutrition).await,
+        vec!["MealLogged", "MealLogged", "MealEdited"]
+    );
+}
+
+pub async fn edit_meal_to_another_day_moves_it_and_both_summaries(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    let id = world
+        .nutrition
+        .log_meal(&world.meta, meal("2026-03-01T08:00:00.000Z", "300", "20"))
+        .await
+        .expect("logs")
+        .value;
+    world
+        .nutrition
+        .edit_meal(
+            &world.meta,
+            EditMeal {
+                meal_id: id.clone(),
+                meal: meal("2026-03-03T08:00:00.000Z", "300", "20"),
+            },
+        )
+        .await
+        .expect("moves");
+    let meals = world.items(Context::Nutrition, "MEAL#").await;
+    assert_eq!(meals.len(), 1);
+    assert_eq!(
+        meals[0]["sk"],
+        serde_json::json!(format!("MEAL#2026-03-03#{id}"))
+    );
+    let left = world
+        .nutrition
+        .summary(&world.meta, day("2026-03-01"))
+        .await
+        .expect("summary");
+    let arrived = world
+        .nutrition
+        .summary(&world.meta, day("2026-03-03"))
+        .await
+        .expect("summary");
+    assert_eq!((left.meals, left.totals.calories), (0, Decimal::ZERO));
+    assert_eq!((arrived.meals, arrived.totals.calories), (1, dec("300")));
+    let edited: MealEdited = world.events(Context::Nutrition).await[1]
+        .decode()
+        .expect("typed");
+    assert_eq!(edited.previous_day, day("2026-03-01"));
+    assert_eq!(edited.day_totals.len(), 2);
+    // The meal is still found by its id after moving.
+    world
+        .nutrition
+        .delete_meal(&world.meta, &id)
+        .await
+        .expect("deletes");
+    assert_eq!(
+        world
+            .nutrition
+            .summary(&world.meta, day("2026-03-03"))
+            .await
+            .expect("summary")
+            .meals,
+        0
+    );
+}
+
+pub async fn delete_meal_takes_it_out_of_the_summary(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    let id = world
+        .nutrition
+        .log_meal(&world.meta, meal("2026-03-01T08:00:00.000Z", "300", "20"))
+        .await
+        .expect("logs")
+        .value;
+    world
+        .nutrition
+        .log_meal(&world.meta, meal("2026-03-01T09:00:00.000Z", "100", "5"))
+        .await
+        .expect("logs");
+    world
+        .nutrition
+        .delete_meal(&world.keyed("d-1"), &id)
+        .await
+        .expect("deletes");
+    assert!(
+        world
+            .nutrition
+            .delete_meal(&world.keyed("d-1"), &id)
+            .await
+            .expect("retry")
+            .replayed
+    );
+    let missing = world.nutrition.delete_meal(&world.meta, &id).await;
+    assert!(
+        matches!(missing, Err(CommandError::NotFound("meal"))),
+        "{missing:?}"
+    );
+    let summary = world
+        .nutrition
+        .summary(&world.meta, day("2026-03-01"))
+        .await
+        .expect("summary");
+    assert_eq!((summary.meals, summary.totals.calories), (1, dec("100")));
+    assert_eq!(
+        world.event_types(Context::Nutrition).await,
+        vec!["MealLogged", "MealLogged", "MealDeleted"]
+    );
+}
+
+pub async fn meal_validation_names_the_field_and_writes_nothing(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    let base = meal("2026-03-01T08:00:00.000Z", "300", "20");
+    let cases: Vec<(&str, MealInput)> = vec![
+        (
+            "calories",
+            MealInput {
+                calories: dec("-1"),
+                ..base.clone()
+            },
+        ),
+        (
+            "calories",
+            MealInput {
+                calories: dec("10000.1"),
+                ..base.clone()
+            },
+        ),
+        (
+            "protein_g",
+            MealInput {
+                protein_g: dec("1000.5"),
+                ..base.clone()
+            },
+        ),
+        (
+            "fat_g",
+            MealInput {
+                fat_g: dec("1.25"),
+                ..base.clone()
+            },
+        ),
+        (
+            "name",
+            MealInput {
+                name: "  ".into(),
+                ..base.clone()
+            },
+        ),
+        (
+            "timezone",
+            MealInput {
+                timezone: "UTC+2".into(),
+                ..base.clone()
+            },
+        ),
+        (
+            "eaten_at",
+            MealInput {
+                eaten_at: Timestamp::parse("1999-12-31T00:00:00.000Z").expect("ts"),
+                ..base.clone()
+            },
+        ),
+    ];
+    for (field, input) in cases {
+        assert_invalid(world.nutrition.log_meal(&world.meta, input).await, field);
+    }
+    assert_eq!(
+        world.store.counts().total(),
+        0,
+        "validation happens before any request"
+    );
+}
+
+/// Sums of meals per day, from the meal items themselves.
+async fn sums_of_meals(world: &World) -> BTreeMap<String, (u32, Nutrients)> {
+    let mut sums: BTreeMap<String, (u32, Nutrients)> = BTreeMap::new();
+    for item in world.items(Context::Nutrition, "MEAL#").await {
+        let record: commands::nutrition::MealRecord =
+            serde_json::from_value(serde_json::Value::Object(item)).expect("meal");
+        let entry = sums.entry(record.day.to_string()).or_default();
+        entry.0 += 1;
+        entry.1 = entry.1.plus(record.nutrients);
+    }
+    sums
+}
+
+/// Concurrent writers (log, edit across days, delete) on the same user: every daily
+/// summary still equals the sum of its day's meals. Operations are drawn from a seeded
+/// generator so a failure can be replayed.
+pub async fn concurrent_writers_keep_every_summary_equal_to_its_meals(store: Arc<dyn Store>) {
+    let world = Arc::new(World::new(store));
+    let writers = 6;
+    let ops_per_writer = 12;
+    let mut tasks = Vec::new();
+    for writer in 0..writers {
+        let world = world.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut rng = (writer as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let mut next = move |n: u64| {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng % n
+            };
+            let mut mine = Vec::new();
+            let mut gave_up = 0;
+            for _ in 0..ops_per_writer {
+                let at = format!("2026-03-0{}T1{}:00:00.000Z", 1 + next(3), next(10));
+                let calories = format!("{}.{}", 50 + next(900), next(10));
+                let input = meal(&at, &calories, &format!("{}", next(80)));
+                let result = match (next(4), mine.is_empty()) {
+                    (0, false) => {
+                        let id = mine.remove(next(mine.len() as u64) as usize);
+                        let result = world
+                            .nutrition
+                            .delete_meal(&world.meta, &id)
+                            .await
+                            .map(|_| ());
+                        if result.is_err() {
+                            mine.push(id);
+                        }
+                        result
+                    }
+                    (1, false) => {
+                        let id = mine[next(mine.len() as u64) as usize].clone();
+                        let edit = EditMeal {
+                            meal_id: id,
+                            meal: input,
+                        };
+                        world
+                            .nutrition
+                            .edit_meal(&world.meta, edit)
+                            .await
+                            .map(|_| ())
+                    }
+                    _ => world
+                        .nutrition
+                        .log_meal(&world.meta, input)
+                        .await
+                        .map(|o| mine.push(o.value)),
+                };
+                // Giving up after losing every race is allowed (nothing is written);
+                // any other error is a bug.
+                match result {
+                    Ok(()) => {}
+                    Err(CommandError::Contention) => gave_up += 1,
+                    Err(e) => panic!("unexpected error: {e:?}"),
+                }
+            }
+            gave_up
+        }));
+    }
+    let mut gave_up = 0;
+    for task in tasks {
+        gave_up += task.await.expect("writer");
+    }
+    assert!(
+        gave_up * 10 <= writers * ops_per_writer,
+        "{gave_up} operations gave up: contention handling is too weak"
+    );
+    let sums = sums_of_meals(&world).await;
+    let summaries = world.items(Context::Nutrition, "DAILY_SUMMARY#").await;
+    assert!(!summaries.is_empty());
+    for item in summaries {
+        let summary: commands::nutrition::SummaryRecord =
+            serde_json::from_value(serde_json::Value::Object(item)).expect("summary");
+        let (meals, totals) = sums
+            .get(&summary.day.to_string())
+            .copied()
+            .unwrap_or_default();
+        assert_eq!(summary.meals, meals, "meal count of {}", summary.day);
+        assert_eq!(summary.totals, totals, "totals of {}", summary.day);
+    }
+}
+
+pub async fn scheduled_meals_and_the_catalog(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let scheduled = ScheduleMeal {
+        day: day("2026-04-01"),
+        name: "Lentil soup".into(),
+        recipe_id: None,
+    };
+    let id = world
+        .nutrition
+        .schedule_meal(&world.keyed("s-1"), scheduled.clone())
+        .await
+        .expect("schedules")
+        .value;
+    assert!(
+        world
+            .nutrition
+            .schedule_meal(&world.keyed("s-1"), scheduled)
+            .await
+            .expect("retry")
+            .replayed
+    );
+    assert_eq!(
+        world
+            .items(
+                Context::Nutrition,
+                &format!("SCHEDULED_MEAL#2026-04-01#{id}")
+            )
+            .await
+            .len(),
+        1
+    );
+    assert_eq!(
+        world.event_types(Context::Nutrition).await,
+        vec!["MealScheduled"]
+    );
+
+    let category = format!(
+        "soups-{}",
+        events_schema::ids::UserId::generate()
+            .as_str()
+            .to_lowercase()
+    );
+    let nutrients = Nutrients {
+        calories: dec("250"),
+        protein_g: dec("12"),
+        carbs_g: dec("30"),
+        fat_g: dec("5"),
+    };
+    for name in ["Minestrone", "Borscht", "Gazpacho"] {
+        world
+            .nutrition
+            .curate_recipe(
+                &world.meta,
+                CurateRecipe {
+                    name: name.into(),
+                    category: category.clone(),
+                    nutrients,
+                },
+            )
+            .await
+            .expect("curates");
+    }
+    let page = world
+        .nutrition
+        .browse_catalog(CatalogKind::Recipe, &category, 10, None)
+        .await
+        .expect("browses");
+    let names: Vec<&str> = page
+        .items
+        .iter()
+        .map(|i| i["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, vec!["Borscht", "Gazpacho", "Minestrone"]);
+    let first = world
+        .nutrition
+        .browse_catalog(CatalogKind::Recipe, &category, 2, None)
+        .await
+        .expect("browses");
+    let rest = world
+        .nutrition
+        .browse_catalog(CatalogKind::Recipe, &category, 2, first.cursor)
+        .await
+        .expect("browses");
+    assert_eq!(first.items.len() + rest.items.len(), 3);
+    assert!(
+        world
+            .nutrition
+            .browse_catalog(CatalogKind::MealPlan, &category, 10, None)
+            .await
+            .expect("browses")
+            .items
+            .is_empty()
+    );
+    assert_invalid(
+        world
+            .nutrition
+            .browse_catalog(CatalogKind::Recipe, "Soups!", 10, None)
+            .await,
+        "category",
+    );
+    // User rows never enter the catalog index; catalog rows are outside user partitions.
+    assert!(
+        items_of(&*store, Context::Nutrition, &world.pk(), "RECIPE")
+            .await
+            .is_empty()
+    );
+}
