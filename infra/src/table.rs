@@ -96,7 +96,26 @@ impl Action {
     }
 }
 
-/// The handle of one context's table.
+/// The handle of one context's table. A handle is typed by its context, so code given a
+/// nutrition handle cannot pass it where an activity handle is needed:
+///
+/// ```compile_fail
+/// use infra::table::{Table, contexts::{Activity, Nutrition}};
+/// fn record_workout(_activity: &Table<Activity>) {}
+/// fn nutrition_handler(nutrition: &Table<Nutrition>) {
+///     record_workout(nutrition); // error: expected `Table<Activity>`
+/// }
+/// ```
+///
+/// while the same code with the right handle compiles:
+///
+/// ```
+/// use infra::table::{Table, contexts::Activity};
+/// fn record_workout(_activity: &Table<Activity>) {}
+/// fn activity_handler(activity: &Table<Activity>) {
+///     record_workout(activity);
+/// }
+/// ```
 pub struct Table<C: ContextTable> {
     store: Arc<dyn Store>,
     _context: PhantomData<fn() -> C>,
