@@ -17,8 +17,10 @@ use std::time::Instant;
 
 fn meal(n: u64) -> anyhow::Result<MealInput> {
     // Spread over a week of days so summaries of several days are written.
-    let at = Timestamp::from_millis(1_767_261_600_000 + (n % 7) as i64 * 86_400_000 + (n % 600) as i64 * 60_000)
-        .ok_or_else(|| anyhow::anyhow!("timestamp out of range"))?;
+    let at = Timestamp::from_millis(
+        1_767_261_600_000 + (n % 7) as i64 * 86_400_000 + (n % 600) as i64 * 60_000,
+    )
+    .ok_or_else(|| anyhow::anyhow!("timestamp out of range"))?;
     Ok(MealInput {
         name: format!("Meal {n}"),
         eaten_at: at,
@@ -30,7 +32,11 @@ fn meal(n: u64) -> anyhow::Result<MealInput> {
     })
 }
 
-async fn run(nutrition: Arc<NutritionCommands>, users: usize, commands: u64) -> anyhow::Result<(f64, Histogram<u64>)> {
+async fn run(
+    nutrition: Arc<NutritionCommands>,
+    users: usize,
+    commands: u64,
+) -> anyhow::Result<(f64, Histogram<u64>)> {
     let per_user = commands / users as u64;
     let started = Instant::now();
     let mut tasks = Vec::new();
@@ -55,13 +61,21 @@ async fn run(nutrition: Arc<NutritionCommands>, users: usize, commands: u64) -> 
 }
 
 fn main() -> anyhow::Result<()> {
-    let scale: f64 = std::env::var("BENCH_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1.0);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let scale: f64 = std::env::var("BENCH_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1.0);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let dir = tempfile::tempdir()?;
     let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir.path())?);
     let nutrition = Arc::new(NutritionCommands::new(Table::new(store)));
     println!("meal logging on the embedded store (durable commits), scale {scale}");
-    println!("{:>6} {:>9} {:>8} {:>11} {:>8} {:>8} {:>8}", "users", "commands", "secs", "commands/s", "p50 us", "p99 us", "max us");
+    println!(
+        "{:>6} {:>9} {:>8} {:>11} {:>8} {:>8} {:>8}",
+        "users", "commands", "secs", "commands/s", "p50 us", "p99 us", "max us"
+    );
     for (users, commands) in [(1usize, 3000u64), (32, 12_800)] {
         let commands = ((commands as f64 * scale) as u64).max(users as u64 * 5);
         // Warm-up, not measured.

@@ -4,9 +4,9 @@
 
 use crate::envelope::{CommandMeta, Outcome};
 use crate::external_sync::{self, Written};
-use crate::idempotency::{self, Committed};
+use crate::idempotency::{self};
 use crate::items::to_item;
-use crate::outbox::{envelope, event_action};
+use crate::outbox::envelope;
 use crate::{CommandError, validate};
 use events_schema::events::Source;
 use events_schema::events::activity::{
@@ -16,8 +16,8 @@ use events_schema::events::integrations::ProviderWorkout;
 use events_schema::ids::{ProviderName, TrainingBlockId, WorkoutId};
 use events_schema::keys::SortKey;
 use events_schema::time::{Day, Timestamp};
-use infra::store::{Condition, Key};
-use infra::table::{Action, Table, contexts::Activity};
+use infra::store::Key;
+use infra::table::{Table, contexts::Activity};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,26 +130,15 @@ impl ActivityCommands {
         let pk = meta.user_pk();
         let w = workout(WorkoutId::generate(), &valid, Source::Manual, 1);
         let event = envelope(meta, w.started_at, &WorkoutRecorded { workout: w.clone() })?;
-        let actions = vec![
-            Action::Put {
-                item: to_item(&workout_key(&pk, &w), &w)?,
-                condition: Some(Condition::ItemNotExists),
-            },
-            event_action(&pk, &event)?,
-        ];
-        match idempotency::commit(
+        idempotency::create(
             &self.table,
             meta,
-            &pk,
+            to_item(&workout_key(&pk, &w), &w)?,
+            &event,
             &input,
-            actions,
             w.workout_id.clone(),
         )
-        .await?
-        {
-            Committed::Done(outcome) => Ok(outcome),
-            Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
-        }
+        .await
     }
 
     /// Syncs a workout from a wearable. A retry returns the original id and writes
@@ -175,13 +164,8 @@ impl ActivityCommands {
             external_id: input.external_id.clone(),
         };
         let fingerprint = external_sync::fingerprint(&(input, timezone));
-        let build = |id: &str, version: u64| -> Result<Written, CommandError> {
-            let w = workout(
-                WorkoutId::parse(id).map_err(|e| CommandError::Conflict(e.to_string()))?,
-                &valid,
-                source.clone(),
-                version,
-            );
+        let build = |id: WorkoutId, version: u64| -> Result<Written, CommandError> {
+            let w = workout(id, &valid, source.clone(), version);
             let event = if version == 1 {
                 envelope(meta, w.started_at, &WorkoutRecorded { workout: w.clone() })?
             } else {
@@ -192,22 +176,16 @@ impl ActivityCommands {
                 event,
             })
         };
-        let outcome = external_sync::sync(
+        external_sync::sync(
             &self.table,
             meta,
             provider,
             &input.external_id,
             fingerprint,
-            WorkoutId::generate().to_string(),
+            WorkoutId::generate(),
             build,
         )
-        .await?;
-        let id =
-            WorkoutId::parse(&outcome.value).map_err(|e| CommandError::Conflict(e.to_string()))?;
-        Ok(Outcome {
-            value: id,
-            replayed: outcome.replayed,
-        })
+        .await
     }
 
     pub async fn start_training_block(
@@ -232,16 +210,14 @@ impl ActivityCommands {
             SortKey::TrainingBlock(input.start_day, id.clone()).to_string(),
         );
         let event = envelope(meta, Timestamp::now(), &payload)?;
-        let actions = vec![
-            Action::Put {
-                item: to_item(&key, &payload)?,
-                condition: Some(Condition::ItemNotExists),
-            },
-            event_action(&pk, &event)?,
-        ];
-        match idempotency::commit(&self.table, meta, &pk, &input, actions, id).await? {
-            Committed::Done(outcome) => Ok(outcome),
-            Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
-        }
+        idempotency::create(
+            &self.table,
+            meta,
+            to_item(&key, &payload)?,
+            &event,
+            &input,
+            id,
+        )
+        .await
     }
 }

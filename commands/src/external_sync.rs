@@ -19,6 +19,8 @@ use infra::table::{Action, ContextTable, Table};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
+use std::fmt::Display;
+use std::str::FromStr;
 
 /// The stored pointer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,8 +45,42 @@ pub fn fingerprint(fields: &impl Serialize) -> String {
 }
 
 /// Syncs one external entity. `build(entity_id, version)` makes the item and event of
-/// that version (version 1 is the creation).
-pub async fn sync<C: ContextTable>(
+/// that version (version 1 is the creation). Returns the entity's id: `new_id` when it
+/// was created, the stored one otherwise.
+pub async fn sync<C, Id>(
+    table: &Table<C>,
+    meta: &CommandMeta,
+    provider: &ProviderName,
+    external_id: &ExternalId,
+    fingerprint: String,
+    new_id: Id,
+    build: impl Fn(Id, u64) -> Result<Written, CommandError>,
+) -> Result<Outcome<Id>, CommandError>
+where
+    C: ContextTable,
+    Id: FromStr + Display,
+{
+    let parse = |raw: &str| {
+        Id::from_str(raw)
+            .map_err(|_| CommandError::Conflict(format!("stored id {raw:?} is not valid")))
+    };
+    let outcome = sync_ids(
+        table,
+        meta,
+        provider,
+        external_id,
+        fingerprint,
+        new_id.to_string(),
+        |raw, version| build(parse(raw)?, version),
+    )
+    .await?;
+    Ok(Outcome {
+        value: parse(&outcome.value)?,
+        replayed: outcome.replayed,
+    })
+}
+
+async fn sync_ids<C: ContextTable>(
     table: &Table<C>,
     meta: &CommandMeta,
     provider: &ProviderName,

@@ -94,26 +94,15 @@ impl GoalCommands {
             version: 1,
         };
         let event = envelope(meta, Timestamp::now(), &GoalCreated { goal: goal.clone() })?;
-        let actions = vec![
-            Action::Put {
-                item: goal_item(&pk, &goal)?,
-                condition: Some(Condition::ItemNotExists),
-            },
-            event_action(&pk, &event)?,
-        ];
-        match idempotency::commit(
+        idempotency::create(
             &self.table,
             meta,
-            &pk,
+            goal_item(&pk, &goal)?,
+            &event,
             &input,
-            actions,
             goal.goal_id.clone(),
         )
-        .await?
-        {
-            Committed::Done(outcome) => Ok(outcome),
-            Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
-        }
+        .await
     }
 
     pub async fn goal(&self, meta: &CommandMeta, id: &GoalId) -> Result<Goal, CommandError> {

@@ -3,9 +3,9 @@
 
 use crate::envelope::{CommandMeta, Outcome};
 use crate::external_sync::{self, Written};
-use crate::idempotency::{self, Committed};
+use crate::idempotency::{self};
 use crate::items::to_item;
-use crate::outbox::{envelope, event_action};
+use crate::outbox::envelope;
 use crate::{CommandError, validate};
 use events_schema::events::Source;
 use events_schema::events::integrations::ProviderSleep;
@@ -13,8 +13,8 @@ use events_schema::events::sleep::{SleepRecorded, SleepSession, SleepStages, Sle
 use events_schema::ids::{ProviderName, SleepId};
 use events_schema::keys::SortKey;
 use events_schema::time::{Day, Timestamp};
-use infra::store::{Condition, Key};
-use infra::table::{Action, Table, contexts::Sleep};
+use infra::store::Key;
+use infra::table::{Table, contexts::Sleep};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -121,19 +121,15 @@ impl SleepCommands {
         let pk = meta.user_pk();
         let s = session(SleepId::generate(), &valid, Source::Manual, 1);
         let event = envelope(meta, s.start, &SleepRecorded { session: s.clone() })?;
-        let actions = vec![
-            Action::Put {
-                item: to_item(&sleep_key(&pk, &s), &s)?,
-                condition: Some(Condition::ItemNotExists),
-            },
-            event_action(&pk, &event)?,
-        ];
-        match idempotency::commit(&self.table, meta, &pk, &input, actions, s.sleep_id.clone())
-            .await?
-        {
-            Committed::Done(outcome) => Ok(outcome),
-            Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
-        }
+        idempotency::create(
+            &self.table,
+            meta,
+            to_item(&sleep_key(&pk, &s), &s)?,
+            &event,
+            &input,
+            s.sleep_id.clone(),
+        )
+        .await
     }
 
     /// Syncs a session from a wearable, idempotent by external id like workouts.
@@ -151,13 +147,8 @@ impl SleepCommands {
             external_id: input.external_id.clone(),
         };
         let fingerprint = external_sync::fingerprint(&(input, timezone));
-        let build = |id: &str, version: u64| -> Result<Written, CommandError> {
-            let s = session(
-                SleepId::parse(id).map_err(|e| CommandError::Conflict(e.to_string()))?,
-                &valid,
-                source.clone(),
-                version,
-            );
+        let build = |id: SleepId, version: u64| -> Result<Written, CommandError> {
+            let s = session(id, &valid, source.clone(), version);
             let event = if version == 1 {
                 envelope(meta, s.start, &SleepRecorded { session: s.clone() })?
             } else {
@@ -168,21 +159,15 @@ impl SleepCommands {
                 event,
             })
         };
-        let outcome = external_sync::sync(
+        external_sync::sync(
             &self.table,
             meta,
             provider,
             &input.external_id,
             fingerprint,
-            SleepId::generate().to_string(),
+            SleepId::generate(),
             build,
         )
-        .await?;
-        let id =
-            SleepId::parse(&outcome.value).map_err(|e| CommandError::Conflict(e.to_string()))?;
-        Ok(Outcome {
-            value: id,
-            replayed: outcome.replayed,
-        })
+        .await
     }
 }

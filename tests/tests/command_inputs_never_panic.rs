@@ -30,10 +30,18 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
         let dir = tempfile::tempdir().expect("temporary directory");
         let store = infra::embedded::EmbeddedStore::open(dir.path()).expect("store");
-        Fixture { runtime, world: World::new(Arc::new(store)), _dir: dir }
+        Fixture {
+            runtime,
+            world: World::new(Arc::new(store)),
+            _dir: dir,
+        }
     })
 }
 
@@ -43,7 +51,10 @@ fn acceptable<T: std::fmt::Debug>(result: Result<T, CommandError>) {
     if let Err(CommandError::Store(StoreError::Validation(message))) = &result {
         panic!("input reached storage unvalidated: {message}");
     }
-    if let Err(CommandError::Store(error @ (StoreError::Backend(_) | StoreError::TransactionCanceled { .. }))) = &result {
+    if let Err(CommandError::Store(
+        error @ (StoreError::Backend(_) | StoreError::TransactionCanceled { .. }),
+    )) = &result
+    {
         panic!("storage failed on user input: {error}");
     }
 }
@@ -57,27 +68,56 @@ fn decimal() -> impl Strategy<Value = Decimal> {
 
 fn timestamp() -> impl Strategy<Value = Timestamp> {
     prop_oneof![
-        (-62_000_000_000_000i64..250_000_000_000_000).prop_filter_map("in range", Timestamp::from_millis),
+        (-62_000_000_000_000i64..250_000_000_000_000)
+            .prop_filter_map("in range", Timestamp::from_millis),
         (946_684_800_000i64..1_800_000_000_000).prop_filter_map("in range", Timestamp::from_millis),
     ]
 }
 
 fn text() -> impl Strategy<Value = String> {
-    prop_oneof![any::<String>(), "[ -~]{0,300}", Just(String::new()), "\\PC{1,20}"]
+    prop_oneof![
+        any::<String>(),
+        "[ -~]{0,300}",
+        Just(String::new()),
+        "\\PC{1,20}"
+    ]
 }
 
 fn timezone() -> impl Strategy<Value = String> {
-    prop_oneof![Just("Europe/Paris".to_owned()), Just("UTC".to_owned()), any::<String>()]
+    prop_oneof![
+        Just("Europe/Paris".to_owned()),
+        Just("UTC".to_owned()),
+        any::<String>()
+    ]
 }
 
 fn meal() -> impl Strategy<Value = MealInput> {
-    (text(), timestamp(), timezone(), decimal(), decimal(), decimal(), decimal()).prop_map(
-        |(name, eaten_at, timezone, calories, protein_g, carbs_g, fat_g)| MealInput { name, eaten_at, timezone, calories, protein_g, carbs_g, fat_g },
+    (
+        text(),
+        timestamp(),
+        timezone(),
+        decimal(),
+        decimal(),
+        decimal(),
+        decimal(),
     )
+        .prop_map(
+            |(name, eaten_at, timezone, calories, protein_g, carbs_g, fat_g)| MealInput {
+                name,
+                eaten_at,
+                timezone,
+                calories,
+                protein_g,
+                carbs_g,
+                fat_g,
+            },
+        )
 }
 
 fn day() -> impl Strategy<Value = Day> {
-    (1900i32..2200, 1u32..13, 1u32..29).prop_filter_map("valid date", |(y, m, d)| chrono::NaiveDate::from_ymd_opt(y, m, d).map(Day::new))
+    (1900i32..2200, 1u32..13, 1u32..29).prop_filter_map("valid date", |(y, m, d)| {
+        chrono::NaiveDate::from_ymd_opt(y, m, d).map(Day::new)
+    })
 }
 
 fn external_id() -> impl Strategy<Value = ExternalId> {

@@ -2,16 +2,15 @@
 
 use super::NutritionCommands;
 use crate::envelope::{CommandMeta, Outcome};
-use crate::idempotency::{self, Committed};
+use crate::idempotency::{self};
 use crate::items::to_item;
-use crate::outbox::{envelope, event_action};
+use crate::outbox::envelope;
 use crate::{CommandError, validate};
 use events_schema::events::nutrition::MealScheduled;
 use events_schema::ids::{RecipeId, ScheduledMealId};
 use events_schema::keys::SortKey;
 use events_schema::time::{Day, Timestamp};
-use infra::store::{Condition, Key};
-use infra::table::Action;
+use infra::store::Key;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,16 +40,14 @@ impl NutritionCommands {
             SortKey::ScheduledMeal(input.day, id.clone()).to_string(),
         );
         let event = envelope(meta, Timestamp::now(), &payload)?;
-        let actions = vec![
-            Action::Put {
-                item: to_item(&key, &payload)?,
-                condition: Some(Condition::ItemNotExists),
-            },
-            event_action(&pk, &event)?,
-        ];
-        match idempotency::commit(&self.table, meta, &pk, &input, actions, id).await? {
-            Committed::Done(outcome) => Ok(outcome),
-            Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
-        }
+        idempotency::create(
+            &self.table,
+            meta,
+            to_item(&key, &payload)?,
+            &event,
+            &input,
+            id,
+        )
+        .await
     }
 }
