@@ -7,6 +7,8 @@ use crate::CommandError;
 use crate::envelope::{CommandMeta, Outcome};
 use crate::outbox::event_action;
 use events_schema::envelope::EventEnvelope;
+use events_schema::ids::RequestKey;
+use events_schema::keys::SortKey;
 use infra::store::{CancelReason, Condition, Item, StoreError, now_epoch_seconds};
 use infra::table::{Action, ContextTable, Table};
 use serde::Serialize;
@@ -19,25 +21,24 @@ pub const KEY_TTL_SECONDS: i64 = 24 * 3600;
 
 /// A client's `Idempotency-Key`: 1 to 128 visible ASCII characters, no `#`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IdempotencyKey(String);
+pub struct IdempotencyKey(RequestKey);
 
 impl IdempotencyKey {
     pub fn parse(raw: &str) -> Result<Self, CommandError> {
         let ok = !raw.is_empty()
             && raw.len() <= 128
             && raw.bytes().all(|b| b.is_ascii_graphic() && b != b'#');
-        if ok {
-            Ok(Self(raw.to_owned()))
-        } else {
-            Err(CommandError::invalid(
+        match RequestKey::parse(raw) {
+            Ok(key) if ok => Ok(Self(key)),
+            _ => Err(CommandError::invalid(
                 "idempotency_key",
                 "must be 1 to 128 visible ASCII characters without '#'",
-            ))
+            )),
         }
     }
 
     pub fn sort_key(&self) -> String {
-        format!("IDEMPOTENCY#{}", self.0)
+        SortKey::Idempotency(self.0.clone()).to_string()
     }
 }
 

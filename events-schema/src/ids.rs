@@ -118,6 +118,12 @@ define_id!(/// A geohash cell of the environment cache.
     Geohash, "geohash");
 define_id!(/// A consumer (projector subscription) name, used in dedup markers.
     ConsumerName, "consumer name");
+define_id!(/// A client's idempotency key (`IDEMPOTENCY#<key>` records).
+    RequestKey, "idempotency key");
+define_id!(/// A webhook delivery's id, as the provider numbers deliveries.
+    DeliveryId, "delivery id");
+define_id!(/// A user's id at a provider (who a webhook is about).
+    ProviderUserId, "provider user id");
 
 #[cfg(test)]
 mod tests {

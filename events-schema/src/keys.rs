@@ -1,12 +1,15 @@
-//! Builders and parsers for every key of the key map in DESIGN.md.
+//! Builders and parsers for every key of the key map in DESIGN.md, and of the few
+//! bookkeeping items the commands add to it (`MEAL_REF#`, `IDEMPOTENCY#`, `DELIVERY#`,
+//! `PROVIDER_USER#`).
 //!
 //! Keys are strings made of a kind tag and `#`-separated parts. Ids and calendar values
 //! can never contain `#`, so every key built here parses back to the same value, and a
 //! malformed key is a [`KeyError`], never a panic.
 
 use crate::ids::{
-    ConsumerName, EventId, ExternalId, Geohash, GoalId, IdError, MealId, MealPlanId, OAuthState,
-    ProviderName, RecipeId, ScheduledMealId, SleepId, TrainingBlockId, UserId, WorkoutId,
+    ConsumerName, DeliveryId, EventId, ExternalId, Geohash, GoalId, IdError, MealId, MealPlanId,
+    OAuthState, ProviderName, ProviderUserId, RecipeId, RequestKey, ScheduledMealId, SleepId,
+    TrainingBlockId, UserId, WorkoutId,
 };
 use crate::time::{Day, Hour, TimeFormatError, Timestamp};
 use std::fmt;
@@ -47,6 +50,8 @@ pub enum PartitionKey {
     Weather(Geohash, Hour),
     /// `AIR#<geohash>#<hour>`: cached air quality.
     Air(Geohash, Hour),
+    /// `PROVIDER_USER#<provider>#<provider-user-id>`: which user a provider's webhook is about.
+    ProviderUser(ProviderName, ProviderUserId),
 }
 
 /// A sort key (`sk`).
@@ -88,6 +93,14 @@ pub enum SortKey {
     Weather,
     /// The single item of an `AIR#` partition.
     Air,
+    /// `MEAL_REF#<meal-id>`: the day a meal is filed under, so it is found by id alone.
+    MealRef(MealId),
+    /// `IDEMPOTENCY#<key>`: a request recorded under its idempotency key.
+    Idempotency(RequestKey),
+    /// `DELIVERY#<provider>#<delivery-id>`: a webhook delivery, recorded once.
+    Delivery(ProviderName, DeliveryId),
+    /// The single item of a `PROVIDER_USER#` partition.
+    ProviderUser,
 }
 
 /// Sort-key prefixes for `begins_with` queries. Each ends with the delimiter, so
@@ -132,6 +145,9 @@ impl fmt::Display for PartitionKey {
             PartitionKey::OAuthState(state) => write!(f, "OAUTH_STATE#{state}"),
             PartitionKey::Weather(cell, hour) => write!(f, "WEATHER#{cell}#{hour}"),
             PartitionKey::Air(cell, hour) => write!(f, "AIR#{cell}#{hour}"),
+            PartitionKey::ProviderUser(provider, user) => {
+                write!(f, "PROVIDER_USER#{provider}#{user}")
+            }
         }
     }
 }
@@ -169,6 +185,10 @@ impl fmt::Display for SortKey {
             SortKey::OAuthState => f.write_str("OAUTH_STATE"),
             SortKey::Weather => f.write_str("WEATHER"),
             SortKey::Air => f.write_str("AIR"),
+            SortKey::MealRef(id) => write!(f, "MEAL_REF#{id}"),
+            SortKey::Idempotency(key) => write!(f, "IDEMPOTENCY#{key}"),
+            SortKey::Delivery(provider, id) => write!(f, "DELIVERY#{provider}#{id}"),
+            SortKey::ProviderUser => f.write_str("PROVIDER_USER"),
         }
     }
 }
@@ -212,6 +232,10 @@ impl FromStr for PartitionKey {
             "RECIPE" => PartitionKey::Recipe(rest.parse()?),
             "MEAL_PLAN" => PartitionKey::MealPlan(rest.parse()?),
             "OAUTH_STATE" => PartitionKey::OAuthState(rest.parse()?),
+            "PROVIDER_USER" => {
+                let [provider, user] = parts::<2>(raw, rest)?;
+                PartitionKey::ProviderUser(provider.parse()?, user.parse()?)
+            }
             "WEATHER" | "AIR" => {
                 let [cell, hour] = parts::<2>(raw, rest)?;
                 let (cell, hour) = (cell.parse()?, Hour::parse(hour)?);
@@ -255,6 +279,13 @@ impl FromStr for SortKey {
             "OAUTH_STATE" => unit(SortKey::OAuthState)?,
             "WEATHER" => unit(SortKey::Weather)?,
             "AIR" => unit(SortKey::Air)?,
+            "PROVIDER_USER" => unit(SortKey::ProviderUser)?,
+            "MEAL_REF" => SortKey::MealRef(one()?.parse()?),
+            "IDEMPOTENCY" => SortKey::Idempotency(one()?.parse()?),
+            "DELIVERY" => {
+                let [provider, id] = two()?;
+                SortKey::Delivery(provider.parse()?, id.parse()?)
+            }
             "MEAL" => day_and().and_then(|(d, id)| Ok(SortKey::Meal(d, id.parse()?)))?,
             "SCHEDULED_MEAL" => {
                 day_and().and_then(|(d, id)| Ok(SortKey::ScheduledMeal(d, id.parse()?)))?
@@ -345,6 +376,10 @@ mod tests {
             SortKey::OAuthState,
             SortKey::Weather,
             SortKey::Air,
+            SortKey::MealRef(MealId::generate()),
+            SortKey::Idempotency("req-1".parse().expect("id")),
+            SortKey::Delivery("garmin".parse().expect("id"), "d-1".parse().expect("id")),
+            SortKey::ProviderUser,
         ]
     }
 
@@ -367,6 +402,7 @@ mod tests {
             PartitionKey::OAuthState("s".parse().expect("id")),
             PartitionKey::Weather("u4pruyd".parse().expect("id"), hour),
             PartitionKey::Air("u4pruyd".parse().expect("id"), hour),
+            PartitionKey::ProviderUser("garmin".parse().expect("id"), "pu-1".parse().expect("id")),
         ];
         for key in keys {
             let text = key.to_string();

@@ -7,7 +7,9 @@ use commands::CommandError;
 use commands::activity::{RecordWorkout, StartTrainingBlock};
 use commands::goals::CreateGoal;
 use commands::identity::{Register, UpdateProfile};
-use commands::nutrition::{CatalogKind, EditMeal, MealInput, ScheduleMeal};
+use commands::nutrition::{
+    CatalogKind, CurateMealPlan, CurateRecipe, EditMeal, MealInput, ScheduleMeal,
+};
 use commands::sleep::RecordSleep;
 use events_schema::events::goals::{GoalKind, GoalStatus};
 use events_schema::events::identity::Units;
@@ -147,6 +149,9 @@ proptest! {
             acceptable(w.nutrition.delete_meal(&w.meta, &MealId::generate()).await);
             acceptable(w.nutrition.schedule_meal(&w.meta, ScheduleMeal { day, name, recipe_id: None }).await);
             acceptable(w.nutrition.browse_catalog(CatalogKind::Recipe, &category, 5, None).await);
+            let nutrients = events_schema::events::nutrition::Nutrients { calories: meal.calories, protein_g: meal.protein_g, carbs_g: meal.carbs_g, fat_g: meal.fat_g };
+            acceptable(w.nutrition.curate_recipe(&w.meta, CurateRecipe { name: meal.name.clone(), category: category.clone(), nutrients }).await);
+            acceptable(w.nutrition.curate_meal_plan(&w.meta, CurateMealPlan { name: meal.name.clone(), category, recipes: vec![] }).await);
         });
     }
 

@@ -9,7 +9,7 @@ use crate::idempotency::{self, Committed};
 use crate::items::to_item;
 use crate::outbox::{envelope, event_action};
 use events_schema::events::integrations::{ProviderConnected, ProviderDisconnected};
-use events_schema::ids::{OAuthState, ProviderName, UserId};
+use events_schema::ids::{OAuthState, ProviderName, ProviderUserId, UserId};
 use events_schema::keys::{PartitionKey, SortKey};
 use events_schema::time::Timestamp;
 use infra::store::{Condition, Key, now_epoch_seconds};
@@ -38,11 +38,16 @@ fn connection_key(pk: &str, provider: &ProviderName) -> Key {
     Key::new(pk, SortKey::Connection(provider.clone()).to_string())
 }
 
-pub(super) fn provider_user_key(provider: &ProviderName, provider_user_id: &str) -> Key {
-    Key::new(
-        format!("PROVIDER_USER#{provider}#{provider_user_id}"),
-        "PROVIDER_USER",
-    )
+pub(super) fn provider_user_key(
+    provider: &ProviderName,
+    provider_user_id: &str,
+) -> Result<Key, CommandError> {
+    let user = ProviderUserId::parse(provider_user_id)
+        .map_err(|e| CommandError::invalid("provider_user_id", e.to_string()))?;
+    Ok(Key::new(
+        PartitionKey::ProviderUser(provider.clone(), user).to_string(),
+        SortKey::ProviderUser.to_string(),
+    ))
 }
 
 fn unknown_state() -> CommandError {
@@ -145,7 +150,7 @@ impl IntegrationCommands {
             },
             Action::Put {
                 item: to_item(
-                    &provider_user_key(provider.name(), &grant.provider_user_id),
+                    &provider_user_key(provider.name(), &grant.provider_user_id)?,
                     &json!({"user_id": user}),
                 )?,
                 condition: None,
@@ -199,7 +204,7 @@ impl IntegrationCommands {
         }];
         if !provider_user_id.is_empty() {
             actions.push(Action::Delete {
-                key: provider_user_key(provider.name(), &provider_user_id),
+                key: provider_user_key(provider.name(), &provider_user_id)?,
                 condition: Some(Condition::AttributeEquals(
                     "user_id".into(),
                     json!(meta.user),

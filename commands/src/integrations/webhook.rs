@@ -14,7 +14,8 @@ use crate::outbox::{envelope, event_action};
 use events_schema::events::integrations::{
     ProviderSleep, ProviderWorkout, WearableSleepReceived, WearableWorkoutReceived,
 };
-use events_schema::ids::UserId;
+use events_schema::ids::{DeliveryId, UserId};
+use events_schema::keys::SortKey;
 use events_schema::time::Timestamp;
 use hmac::{Hmac, Mac};
 use infra::store::{CancelReason, Condition, Key};
@@ -95,9 +96,8 @@ impl IntegrationCommands {
         let payload: WebhookPayload = serde_json::from_slice(body)
             .map_err(|e| CommandError::invalid("body", e.to_string()))?;
         let delivery_id = crate::validate::text("delivery_id", &payload.delivery_id, 1, 100)?;
-        if delivery_id.contains('#') {
-            return Err(CommandError::invalid("delivery_id", "must not contain '#'"));
-        }
+        let delivery = DeliveryId::parse(&delivery_id)
+            .map_err(|e| CommandError::invalid("delivery_id", e.to_string()))?;
         let count = payload.workouts.len() + payload.sleep.len();
         if count > MAX_ITEMS {
             return Err(CommandError::invalid(
@@ -108,7 +108,7 @@ impl IntegrationCommands {
         let pointer = self
             .table
             .get(
-                &provider_user_key(provider.name(), &payload.provider_user_id),
+                &provider_user_key(provider.name(), &payload.provider_user_id)?,
                 true,
             )
             .await?
@@ -120,7 +120,10 @@ impl IntegrationCommands {
             .ok_or(CommandError::NotFound("connection"))?;
         let meta = CommandMeta::new(user);
         let pk = meta.user_pk();
-        let delivery_key = Key::new(&pk, format!("DELIVERY#{}#{delivery_id}", provider.name()));
+        let delivery_key = Key::new(
+            &pk,
+            SortKey::Delivery(provider.name().clone(), delivery).to_string(),
+        );
         let mut actions = vec![Action::Put {
             item: to_item(
                 &delivery_key,

@@ -74,18 +74,20 @@ fn index_keys(item: &mut Item, kind: CatalogKind, category: &str, name: &str, id
 }
 
 impl NutritionCommands {
-    async fn curate(
+    /// Writes a catalog item and its event in the item's own partition. The editor's
+    /// idempotency record lives in the editor's partition; a retry returns the first id.
+    async fn curate<T: Serialize + serde::de::DeserializeOwned>(
         &self,
         meta: &CommandMeta,
         request: &impl Serialize,
-        pk: String,
-        sort_key: SortKey,
+        key: Key,
         mut item: Item,
         event: EventEnvelope,
-    ) -> Result<(), CommandError> {
-        item.insert("pk".into(), pk.clone().into());
-        item.insert("sk".into(), sort_key.to_string().into());
-        let event_item = crate::outbox::event_item(&pk, &event)?;
+        id: T,
+    ) -> Result<Outcome<T>, CommandError> {
+        item.insert("pk".into(), key.pk.clone().into());
+        item.insert("sk".into(), key.sk.into());
+        let event_item = crate::outbox::event_item(&key.pk, &event)?;
         let actions = vec![
             Action::Put {
                 item,
@@ -96,8 +98,8 @@ impl NutritionCommands {
                 condition: Some(Condition::ItemNotExists),
             },
         ];
-        match idempotency::commit(&self.table, meta, &meta.user_pk(), request, actions, ()).await? {
-            Committed::Done(_) => Ok(()),
+        match idempotency::commit(&self.table, meta, &meta.user_pk(), request, actions, id).await? {
+            Committed::Done(outcome) => Ok(outcome),
             Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
         }
     }
@@ -136,13 +138,15 @@ impl NutritionCommands {
         self.curate(
             meta,
             &input,
-            PartitionKey::Recipe(id.clone()).to_string(),
-            SortKey::Recipe,
+            Key::new(
+                PartitionKey::Recipe(id.clone()).to_string(),
+                SortKey::Recipe.to_string(),
+            ),
             item,
             event,
+            id.clone(),
         )
-        .await?;
-        Ok(Outcome::new(id))
+        .await
     }
 
     pub async fn curate_meal_plan(
@@ -177,13 +181,15 @@ impl NutritionCommands {
         self.curate(
             meta,
             &input,
-            PartitionKey::MealPlan(id.clone()).to_string(),
-            SortKey::MealPlan,
+            Key::new(
+                PartitionKey::MealPlan(id.clone()).to_string(),
+                SortKey::MealPlan.to_string(),
+            ),
             item,
             event,
+            id.clone(),
         )
-        .await?;
-        Ok(Outcome::new(id))
+        .await
     }
 
     /// One page of a catalog category, by name, through the sparse `catalog` index.

@@ -123,7 +123,7 @@ fn meal_key(pk: &str, day: Day, id: &MealId) -> Key {
 }
 
 fn ref_key(pk: &str, id: &MealId) -> Key {
-    Key::new(pk, format!("MEAL_REF#{id}"))
+    Key::new(pk, SortKey::MealRef(id.clone()).to_string())
 }
 
 fn summary_key(pk: &str, day: Day) -> Key {

@@ -3,7 +3,9 @@
 
 use super::{World, assert_invalid, items_of};
 use commands::CommandError;
-use commands::nutrition::{CatalogKind, CurateRecipe, EditMeal, MealInput, ScheduleMeal};
+use commands::nutrition::{
+    CatalogKind, CurateMealPlan, CurateRecipe, EditMeal, MealInput, ScheduleMeal,
+};
 use events_schema::Context;
 use events_schema::events::nutrition::{MealEdited, MealLogged, Nutrients};
 use events_schema::time::{Day, Timestamp};
@@ -489,20 +491,85 @@ pub async fn scheduled_meals_and_the_catalog(store: Arc<dyn Store>) {
         carbs_g: dec("30"),
         fat_g: dec("5"),
     };
+    let mut recipes = Vec::new();
     for name in ["Minestrone", "Borscht", "Gazpacho"] {
+        let recipe = CurateRecipe {
+            name: name.into(),
+            category: category.clone(),
+            nutrients,
+        };
+        let key = format!("r-{name}");
+        let id = world
+            .nutrition
+            .curate_recipe(&world.keyed(&key), recipe.clone())
+            .await
+            .expect("curates")
+            .value;
+        let again = world
+            .nutrition
+            .curate_recipe(&world.keyed(&key), recipe)
+            .await
+            .expect("retry");
+        assert_eq!(
+            (again.value, again.replayed),
+            (id.clone(), true),
+            "a retried curation returns the first id"
+        );
+        recipes.push(id);
+    }
+    let plan = CurateMealPlan {
+        name: "Soup week".into(),
+        category: category.clone(),
+        recipes: recipes.clone(),
+    };
+    let plan_id = world
+        .nutrition
+        .curate_meal_plan(&world.keyed("plan"), plan.clone())
+        .await
+        .expect("curates plan")
+        .value;
+    assert_eq!(
         world
             .nutrition
-            .curate_recipe(
+            .curate_meal_plan(&world.keyed("plan"), plan.clone())
+            .await
+            .expect("retry")
+            .value,
+        plan_id
+    );
+    let plans = world
+        .nutrition
+        .browse_catalog(CatalogKind::MealPlan, &category, 10, None)
+        .await
+        .expect("browses");
+    assert_eq!(plans.items.len(), 1);
+    assert_invalid(
+        world
+            .nutrition
+            .curate_meal_plan(
                 &world.meta,
-                CurateRecipe {
-                    name: name.into(),
-                    category: category.clone(),
-                    nutrients,
+                CurateMealPlan {
+                    recipes: vec![],
+                    ..plan
                 },
             )
-            .await
-            .expect("curates");
-    }
+            .await,
+        "recipes",
+    );
+    // One event per curated item, in the item's own partition, belonging to no user.
+    let recipe_events = items_of(
+        &*store,
+        Context::Nutrition,
+        &format!("RECIPE#{}", recipes[0]),
+        "EVT#",
+    )
+    .await;
+    assert_eq!(recipe_events.len(), 1);
+    let envelope = commands::outbox::decode_event_item(&recipe_events[0]).expect("envelope");
+    assert_eq!(
+        (envelope.event_type.as_str(), envelope.user_id),
+        ("RecipeCurated", None)
+    );
     let page = world
         .nutrition
         .browse_catalog(CatalogKind::Recipe, &category, 10, None)
@@ -525,15 +592,6 @@ pub async fn scheduled_meals_and_the_catalog(store: Arc<dyn Store>) {
         .await
         .expect("browses");
     assert_eq!(first.items.len() + rest.items.len(), 3);
-    assert!(
-        world
-            .nutrition
-            .browse_catalog(CatalogKind::MealPlan, &category, 10, None)
-            .await
-            .expect("browses")
-            .items
-            .is_empty()
-    );
     assert_invalid(
         world
             .nutrition
