@@ -164,12 +164,22 @@ impl ActivityCommands {
             external_id: input.external_id.clone(),
         };
         let fingerprint = external_sync::fingerprint(&(input, timezone));
-        let build = |id: WorkoutId, version: u64| -> Result<Written, CommandError> {
+        let build = |id: WorkoutId,
+                     version: u64,
+                     previous_sk: Option<&str>|
+         -> Result<Written, CommandError> {
             let w = workout(id, &valid, source.clone(), version);
             let event = if version == 1 {
                 envelope(meta, w.started_at, &WorkoutRecorded { workout: w.clone() })?
             } else {
-                envelope(meta, w.started_at, &WorkoutUpdated { workout: w.clone() })?
+                envelope(
+                    meta,
+                    w.started_at,
+                    &WorkoutUpdated {
+                        workout: w.clone(),
+                        previous_day: external_sync::moved_from(previous_sk, w.day),
+                    },
+                )?
             };
             Ok(Written {
                 item: to_item(&workout_key(&pk, &w), &w)?,

@@ -44,8 +44,9 @@ pub fn fingerprint(fields: &impl Serialize) -> String {
     ))
 }
 
-/// Syncs one external entity. `build(entity_id, version)` makes the item and event of
-/// that version (version 1 is the creation). Returns the entity's id: `new_id` when it
+/// Syncs one external entity. `build(entity_id, version, previous_sk)` makes the item
+/// and event of that version (version 1 is the creation; `previous_sk` is the sort key
+/// the entity was filed under before an update). Returns the entity's id: `new_id` when it
 /// was created, the stored one otherwise.
 pub async fn sync<C, Id>(
     table: &Table<C>,
@@ -54,7 +55,7 @@ pub async fn sync<C, Id>(
     external_id: &ExternalId,
     fingerprint: String,
     new_id: Id,
-    build: impl Fn(Id, u64) -> Result<Written, CommandError>,
+    build: impl Fn(Id, u64, Option<&str>) -> Result<Written, CommandError>,
 ) -> Result<Outcome<Id>, CommandError>
 where
     C: ContextTable,
@@ -71,7 +72,7 @@ where
         external_id,
         fingerprint,
         new_id.to_string(),
-        |raw, version| build(parse(raw)?, version),
+        |raw, version, previous| build(parse(raw)?, version, previous),
     )
     .await?;
     Ok(Outcome {
@@ -87,7 +88,7 @@ async fn sync_ids<C: ContextTable>(
     external_id: &ExternalId,
     fingerprint: String,
     new_id: String,
-    build: impl Fn(&str, u64) -> Result<Written, CommandError>,
+    build: impl Fn(&str, u64, Option<&str>) -> Result<Written, CommandError>,
 ) -> Result<Outcome<String>, CommandError> {
     let pk = meta.user_pk();
     let pointer_key = Key::new(
@@ -97,7 +98,7 @@ async fn sync_ids<C: ContextTable>(
     let request =
         json!({"provider": provider, "external_id": external_id, "fingerprint": fingerprint});
 
-    let first = build(&new_id, 1)?;
+    let first = build(&new_id, 1, None)?;
     let sk = sort_key_of(&first.item)?;
     let pointer = Pointer {
         entity_id: new_id.clone(),
@@ -127,7 +128,7 @@ async fn sync_ids<C: ContextTable>(
             return Ok(Outcome::replayed(existing.entity_id));
         }
         let version = existing.version + 1;
-        let next = build(&existing.entity_id, version)?;
+        let next = build(&existing.entity_id, version, Some(&existing.target_sk))?;
         let sk = sort_key_of(&next.item)?;
         let mut actions = vec![Action::Update {
             key: pointer_key.clone(),
@@ -191,5 +192,19 @@ async fn pointer_from<C: ContextTable>(
             None => Err(CommandError::Contention),
         },
         _ => Err(idempotency::unexpected(reasons)),
+    }
+}
+
+/// The day an entity was filed under before (from its previous sort key), if an update
+/// moved it off that day.
+pub fn moved_from(
+    previous_sk: Option<&str>,
+    day: events_schema::time::Day,
+) -> Option<events_schema::time::Day> {
+    match previous_sk.and_then(|sk| sk.parse::<SortKey>().ok()) {
+        Some(SortKey::Workout(previous, _) | SortKey::Sleep(previous, _)) if previous != day => {
+            Some(previous)
+        }
+        _ => None,
     }
 }

@@ -147,12 +147,22 @@ impl SleepCommands {
             external_id: input.external_id.clone(),
         };
         let fingerprint = external_sync::fingerprint(&(input, timezone));
-        let build = |id: SleepId, version: u64| -> Result<Written, CommandError> {
+        let build = |id: SleepId,
+                     version: u64,
+                     previous_sk: Option<&str>|
+         -> Result<Written, CommandError> {
             let s = session(id, &valid, source.clone(), version);
             let event = if version == 1 {
                 envelope(meta, s.start, &SleepRecorded { session: s.clone() })?
             } else {
-                envelope(meta, s.start, &SleepUpdated { session: s.clone() })?
+                envelope(
+                    meta,
+                    s.start,
+                    &SleepUpdated {
+                        session: s.clone(),
+                        previous_night: external_sync::moved_from(previous_sk, s.night),
+                    },
+                )?
             };
             Ok(Written {
                 item: to_item(&sleep_key(&pk, &s), &s)?,

@@ -364,6 +364,55 @@ pub async fn attribute_conditions_and_their_conjunction(store: Shared) {
     }
 }
 
+pub async fn newer_guard_keeps_the_highest_version_whatever_the_order(store: Shared) {
+    let pk = fresh_pk();
+    let key = Key::new(&pk, "DAILY#2026-01-01");
+    // Versions arrive out of order and twice; only increases are applied.
+    for version in [3u64, 1, 3, 5, 4, 5, 2] {
+        let update = Update::default()
+            .set("nutrition_version", version)
+            .set("kcal", version * 100);
+        let result = store
+            .update(
+                Context::Dashboard,
+                &key,
+                update,
+                Some(Condition::Newer {
+                    attr: "nutrition_version".into(),
+                    version,
+                }),
+            )
+            .await;
+        match result {
+            Ok(_) | Err(StoreError::ConditionFailed { .. }) => {}
+            Err(e) => panic!("unexpected error: {e}"),
+        }
+    }
+    let row = store
+        .get(Context::Dashboard, &key, true)
+        .await
+        .expect("get")
+        .expect("row");
+    assert_eq!(
+        (row["nutrition_version"].clone(), row["kcal"].clone()),
+        (json!(5), json!(500))
+    );
+    // Another attribute group of the same row has its own version.
+    let other = Condition::Newer {
+        attr: "sleep_version".into(),
+        version: 1,
+    };
+    store
+        .update(
+            Context::Dashboard,
+            &key,
+            Update::default().set("sleep_version", 1).set("sleep_h", 7),
+            Some(other),
+        )
+        .await
+        .expect("independent group");
+}
+
 pub async fn items_without_valid_keys_are_rejected(store: Shared) {
     let pk = fresh_pk();
     expect_validation(

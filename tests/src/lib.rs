@@ -88,6 +88,7 @@ macro_rules! conformance_suite {
             key_attributes_cannot_be_updated,
             conditional_delete_returns_the_old_item,
             attribute_conditions_and_their_conjunction,
+            newer_guard_keeps_the_highest_version_whatever_the_order,
             items_without_valid_keys_are_rejected,
             transaction_applies_every_action,
             transaction_with_one_failing_condition_writes_nothing,

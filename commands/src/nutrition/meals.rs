@@ -394,6 +394,7 @@ impl NutritionCommands {
                 &MealDeleted {
                     meal_id: meal_id.clone(),
                     day: current.day,
+                    version: current.version + 1,
                     day_totals: next.totals(),
                 },
             )?;

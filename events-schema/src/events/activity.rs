@@ -30,6 +30,8 @@ pub struct WorkoutRecorded {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkoutUpdated {
     pub workout: Workout,
+    /// The day it was filed under before, when the update moved it.
+    pub previous_day: Option<Day>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -75,6 +75,9 @@ pub struct MealEdited {
 pub struct MealDeleted {
     pub meal_id: MealId,
     pub day: Day,
+    /// The meal's version after deletion (its last version + 1), so projections can
+    /// tell the deletion from older edits arriving late.
+    pub version: u64,
     pub day_totals: DayTotals,
 }
 

@@ -36,6 +36,8 @@ pub struct SleepRecorded {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SleepUpdated {
     pub session: SleepSession,
+    /// The night it was filed under before, when the update moved it.
+    pub previous_night: Option<Day>,
 }
 
 events!(Context::Sleep;

@@ -51,6 +51,11 @@ impl Expr {
                 let value = self.value(AttributeValue::N(version.to_string()));
                 format!("{} = {value}", self.name(VERSION))
             }
+            Condition::Newer { attr, version } => {
+                let name = self.name(attr);
+                let value = self.value(AttributeValue::N(version.to_string()));
+                format!("attribute_not_exists({name}) OR {name} < {value}")
+            }
             Condition::All(all) => {
                 let mut parts = Vec::new();
                 for c in all {

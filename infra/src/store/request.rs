@@ -21,6 +21,12 @@ pub enum Condition {
     AttributeEquals(String, Value),
     /// The item's `version` attribute equals this number.
     VersionEquals(u64),
+    /// The write is newer than what is stored: no item, no `attr`, or a numeric `attr`
+    /// below `version`. Projections use it so a redelivered or late event changes nothing.
+    Newer {
+        attr: String,
+        version: u64,
+    },
     /// Every condition holds.
     All(Vec<Condition>),
 }
@@ -242,6 +248,10 @@ impl Condition {
                 .and_then(|i| i.get(VERSION))
                 .and_then(Value::as_u64)
                 .is_some_and(|v| v == *version),
+            Condition::Newer { attr, version } => match current.and_then(|i| i.get(attr)) {
+                None => true,
+                Some(stored) => stored.as_u64().is_some_and(|v| v < *version),
+            },
             Condition::All(all) => all.iter().all(|c| c.holds(current)),
         }
     }
