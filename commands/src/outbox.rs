@@ -12,7 +12,7 @@ use infra::table::Action;
 use serde_json::Value;
 
 /// Attribute holding the envelope in an outbox item.
-pub const ENVELOPE_ATTR: &str = "envelope";
+pub use events_schema::envelope::OUTBOX_ATTR as ENVELOPE_ATTR;
 
 /// A new envelope for `payload`, stamped with the command's user and correlation.
 pub fn envelope<P: EventPayload>(

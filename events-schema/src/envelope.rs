@@ -7,6 +7,9 @@ use crate::ids::{EventId, UserId};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 
+/// The attribute of an outbox item (`EVT#<event-id>`) that holds its envelope.
+pub const OUTBOX_ATTR: &str = "envelope";
+
 /// A versioned, typed event as stored in the outbox.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventEnvelope {

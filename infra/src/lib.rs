@@ -6,6 +6,8 @@
 //!   typed errors, and the cursor encoding both backends share.
 //! - [`embedded`]: the default backend on redb (durable commits), with its change log.
 //! - [`dynamodb`]: the backend on `aws-sdk-dynamodb`, plus `bootstrap` of the tables.
+//! - [`feed`]: the change-feed port and its adapters.
+//! - [`dlq`]: dead-letter queues for records a subscription gave up on.
 //! - [`table`]: typed per-context table handles (`Table<Nutrition>`), the only storage
 //!   access command handlers get.
 //! - [`counting`]: a wrapper counting requests, to prove request economy in tests.
@@ -13,8 +15,10 @@
 
 pub mod aws_client;
 pub mod counting;
+pub mod dlq;
 pub mod dynamodb;
 pub mod embedded;
+pub mod feed;
 pub mod store;
 pub mod table;
 

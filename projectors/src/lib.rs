@@ -1,1 +1,22 @@
-//! Projector workers, runtime and replay (built in the pipeline issue).
+//! Projector workers: each subscription (subscriber context, source topic) turns the
+//! events of its source into rows of its own table. Delivery is at least once and in any
+//! order, so every write converges: rows are guarded by the version the event carries
+//! ("only if newer"), deletions leave versioned tombstones, aggregates are recomputed
+//! from rows the subscriber owns.
+//!
+//! Layout:
+//! - [`projector`]: the `Projector` trait and its error.
+//! - [`rows`]: convergent row writes (newer-guarded upserts, tombstones).
+//! - [`runtime`]: the worker loop: poll, decode, apply with retries, dead-letter,
+//!   checkpoint; metrics; redrive.
+//! - [`dashboard`], [`goals`]: the projections.
+//! - [`registry`]: every subscription, wired to its table.
+
+pub mod dashboard;
+pub mod goals;
+pub mod projector;
+pub mod registry;
+pub mod rows;
+pub mod runtime;
+
+pub use projector::{ProjectionError, Projector};

@@ -5,6 +5,7 @@
 //! - `index/<context>/<gsi>`: `(index pk, index sk or "", pk, sk)` -> ()
 //! - `expiry`: `(epoch seconds, context, pk, sk)` -> () for items carrying the TTL attribute
 //! - `changelog`: sequence number -> change record JSON
+//! - `checkpoints`: change-log consumer -> last sequence number it processed
 //!
 //! redb orders `&str` by bytes and tuples element by element, which is DynamoDB's
 //! order for string keys.
@@ -21,6 +22,8 @@ pub(super) type ExpiryKey<'a> = (i64, &'a str, &'a str, &'a str);
 
 pub(super) const CHANGELOG: TableDefinition<u64, &[u8]> = TableDefinition::new("changelog");
 pub(super) const EXPIRY: TableDefinition<ExpiryKey, ()> = TableDefinition::new("expiry");
+/// Change-log consumers' checkpoints: consumer name -> last processed sequence number.
+pub(super) const CHECKPOINTS: TableDefinition<&str, u64> = TableDefinition::new("checkpoints");
 
 pub(super) struct Names {
     items: [String; 9],

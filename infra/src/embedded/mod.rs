@@ -11,7 +11,7 @@ mod writer;
 pub use changelog::ChangeRecord;
 
 use self::apply::backend;
-use self::layout::{CHANGELOG, EXPIRY, Names};
+use self::layout::{CHANGELOG, CHECKPOINTS, EXPIRY, Names};
 use self::writer::{Job, WriteOp, WriteOutcome};
 use crate::store::{
     CancelReason, Condition, IndexQuery, Item, Key, Page, Query, Store, StoreError, TransactAction,
@@ -35,6 +35,7 @@ pub struct EmbeddedStore {
     names: Arc<Names>,
     path: PathBuf,
     writer: Mutex<Option<mpsc::Sender<Job>>>,
+    committed: tokio::sync::watch::Receiver<u64>,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -68,12 +69,14 @@ impl EmbeddedStore {
         create_tables(&db, &names)?;
         let db = Arc::new(db);
         let names = Arc::new(names);
-        let (sender, thread) = writer::spawn(db.clone(), names.clone())?;
+        let (notify, committed) = tokio::sync::watch::channel(writer::last_sequence(&db)?);
+        let (sender, thread) = writer::spawn(db.clone(), names.clone(), notify)?;
         Ok(Self {
             db,
             names,
             path,
             writer: Mutex::new(Some(sender)),
+            committed,
             writer_thread: Mutex::new(Some(thread)),
         })
     }
@@ -127,7 +130,7 @@ impl EmbeddedStore {
     ) -> Result<(Option<Item>, Option<Item>), StoreError> {
         match self.submit(WriteOp::Transact(vec![action])).await {
             Ok(WriteOutcome::Applied(mut changes)) => Ok(changes.pop().unwrap_or((None, None))),
-            Ok(WriteOutcome::Deleted(_)) => Err(StoreError::Backend("unexpected outcome".into())),
+            Ok(_) => Err(StoreError::Backend("unexpected outcome".into())),
             Err(StoreError::TransactionCanceled { mut reasons }) => match reasons.pop() {
                 Some(CancelReason::ConditionFailed { existing }) => {
                     Err(StoreError::ConditionFailed { existing })
@@ -160,13 +163,35 @@ impl EmbeddedStore {
             .map_err(backend)?
     }
 
+    /// A receiver that changes whenever a commit adds change records; its value is the
+    /// newest sequence number. Consumers wait on it instead of polling.
+    pub fn commits(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.committed.clone()
+    }
+
+    /// The last sequence number `consumer` has recorded as processed (0 if none).
+    pub async fn checkpoint(&self, consumer: &str) -> Result<u64, StoreError> {
+        let consumer = consumer.to_owned();
+        self.read(true, move |txn, _| {
+            let table = txn.open_table(CHECKPOINTS).map_err(backend)?;
+            Ok(table.get(consumer.as_str()).map_err(backend)?.map(|v| v.value()).unwrap_or(0))
+        })
+        .await
+    }
+
+    /// Durably records that `consumer` has processed everything up to `seq`. A
+    /// checkpoint never moves back.
+    pub async fn set_checkpoint(&self, consumer: &str, seq: u64) -> Result<(), StoreError> {
+        self.submit(WriteOp::Checkpoint { consumer: consumer.to_owned(), seq }).await.map(|_| ())
+    }
+
     /// Deletes up to `limit` items whose TTL attribute is at or before `now` (epoch
     /// seconds), as DynamoDB's TTL process does; returns how many. Reads already hide
     /// them; this reclaims the space and publishes the deletions.
     pub async fn purge_expired(&self, now: i64, limit: usize) -> Result<usize, StoreError> {
         match self.submit(WriteOp::Purge { now, limit }).await? {
             WriteOutcome::Deleted(n) => Ok(n),
-            WriteOutcome::Applied(_) => Err(StoreError::Backend("unexpected outcome".into())),
+            _ => Err(StoreError::Backend("unexpected outcome".into())),
         }
     }
 
@@ -198,6 +223,7 @@ fn create_tables(db: &Database, names: &Names) -> Result<(), StoreError> {
     }
     txn.open_table(CHANGELOG).map_err(backend)?;
     txn.open_table(EXPIRY).map_err(backend)?;
+    txn.open_table(CHECKPOINTS).map_err(backend)?;
     txn.commit().map_err(backend)
 }
 
@@ -311,7 +337,7 @@ impl Store for EmbeddedStore {
         };
         match self.submit(op).await? {
             WriteOutcome::Deleted(n) => Ok(n),
-            WriteOutcome::Applied(_) => Err(StoreError::Backend("unexpected outcome".into())),
+            _ => Err(StoreError::Backend("unexpected outcome".into())),
         }
     }
 }

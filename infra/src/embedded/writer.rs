@@ -8,7 +8,7 @@
 //! is acknowledged only after the commit that holds it is durable.
 
 use super::apply::{self, Change, backend};
-use super::layout::{CHANGELOG, Names};
+use super::layout::{CHANGELOG, CHECKPOINTS, Names};
 use crate::store::{Item, StoreError, TransactAction};
 use events_schema::Context;
 use redb::{Database, ReadableTable};
@@ -31,6 +31,8 @@ pub(super) enum WriteOp {
         now: i64,
         limit: usize,
     },
+    /// Moves a consumer's checkpoint forward (never back).
+    Checkpoint { consumer: String, seq: u64 },
 }
 
 /// What a write request produced.
@@ -39,6 +41,8 @@ pub(super) enum WriteOutcome {
     Applied(Vec<(Option<Item>, Option<Item>)>),
     /// How many items were deleted.
     Deleted(usize),
+    /// Done, with nothing to report.
+    Done,
 }
 
 pub(super) struct Job {
@@ -50,6 +54,7 @@ pub(super) struct Job {
 pub(super) fn spawn(
     db: Arc<Database>,
     names: Arc<Names>,
+    committed: tokio::sync::watch::Sender<u64>,
 ) -> Result<(mpsc::Sender<Job>, std::thread::JoinHandle<()>), StoreError> {
     let mut next_seq = last_sequence(&db)? + 1;
     let (tx, rx) = mpsc::channel::<Job>();
@@ -65,6 +70,13 @@ pub(super) fn spawn(
                     }
                 }
                 commit_group(&db, &names, group, &mut next_seq);
+                // Wakes change-log consumers; the value is the newest sequence number.
+                committed.send_if_modified(|last| {
+                    let newest = next_seq - 1;
+                    let changed = *last != newest;
+                    *last = newest;
+                    changed
+                });
             }
         })
         .map_err(backend)?;
@@ -96,12 +108,17 @@ fn commit_group(db: &Database, names: &Names, group: Vec<Job>, next_seq: &mut u6
     let mut seq = *next_seq;
     let mut results = Vec::with_capacity(group.len());
     for job in &group {
+        if let WriteOp::Checkpoint { consumer, seq } = &job.op {
+            results.push(write_checkpoint(&txn, consumer, *seq).map(|()| WriteOutcome::Done));
+            continue;
+        }
         let planned = match &job.op {
             WriteOp::Transact(actions) => apply::plan(&txn, names, actions),
             WriteOp::Drain { table, pk, limit } => {
                 apply::plan_drain(&txn, names, *table, pk, *limit)
             }
             WriteOp::Purge { now, limit } => apply::plan_purge(&txn, names, *now, *limit),
+            WriteOp::Checkpoint { .. } => Ok(Vec::new()),
         };
         let changes = match planned {
             Ok(changes) => changes,
@@ -128,11 +145,21 @@ fn commit_group(db: &Database, names: &Names, group: Vec<Job>, next_seq: &mut u6
     }
 }
 
+fn write_checkpoint(txn: &redb::WriteTransaction, consumer: &str, seq: u64) -> Result<(), StoreError> {
+    let mut table = txn.open_table(CHECKPOINTS).map_err(backend)?;
+    let current = table.get(consumer).map_err(backend)?.map(|v| v.value()).unwrap_or(0);
+    if seq > current {
+        table.insert(consumer, seq).map_err(backend)?;
+    }
+    Ok(())
+}
+
 fn outcome(op: &WriteOp, changes: Vec<Change>) -> WriteOutcome {
     match op {
         WriteOp::Transact(_) => {
             WriteOutcome::Applied(changes.into_iter().map(|c| (c.old, c.new)).collect())
         }
         WriteOp::Drain { .. } | WriteOp::Purge { .. } => WriteOutcome::Deleted(changes.len()),
+        WriteOp::Checkpoint { .. } => WriteOutcome::Done,
     }
 }

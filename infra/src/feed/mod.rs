@@ -1,0 +1,61 @@
+//! The change-feed port: committed item changes of the context tables, in order per
+//! item, delivered at least once to named consumers that record how far they got.
+//! Adapters: the embedded store's change log ([`embedded`]); Kinesis and Lambda event
+//! decoding come with the AWS shape.
+
+pub mod embedded;
+
+use crate::store::{Item, StoreError};
+use async_trait::async_trait;
+use events_schema::Context;
+use events_schema::envelope::{EventEnvelope, OUTBOX_ATTR};
+use events_schema::keys::prefix;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// One committed item change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeedRecord {
+    /// The record's position in its feed (a sequence number), opaque to consumers.
+    pub position: String,
+    pub table: Context,
+    pub pk: String,
+    pub sk: String,
+    pub old_image: Option<Item>,
+    pub new_image: Option<Item>,
+}
+
+impl FeedRecord {
+    /// The event this record publishes: only a newly written outbox item is one. Every
+    /// other record (state items, projections, deletions) is `None`.
+    pub fn envelope(&self) -> Option<Result<EventEnvelope, String>> {
+        if !self.sk.starts_with(prefix::EVENT) || self.old_image.is_some() {
+            return None;
+        }
+        let body = self.new_image.as_ref()?.get(OUTBOX_ATTR)?.clone();
+        Some(serde_json::from_value(body).map_err(|e| format!("outbox item does not decode: {e}")))
+    }
+}
+
+/// Records handed to a consumer, to be committed once processed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Batch {
+    pub records: Vec<FeedRecord>,
+    /// Where the consumer will be once this batch is committed.
+    pub(crate) end: u64,
+}
+
+#[async_trait]
+pub trait ChangeFeed: Send + Sync {
+    /// Up to `limit` records after `consumer`'s checkpoint, oldest first.
+    async fn poll(&self, consumer: &str, limit: usize) -> Result<Batch, StoreError>;
+
+    /// Durably records that `consumer` processed `batch` (and everything before it).
+    async fn commit(&self, consumer: &str, batch: &Batch) -> Result<(), StoreError>;
+
+    /// How many records `consumer` has not processed yet.
+    async fn lag(&self, consumer: &str) -> Result<u64, StoreError>;
+
+    /// Returns as soon as records past `consumer`'s checkpoint exist, or after `at_most`.
+    async fn wait(&self, consumer: &str, at_most: Duration);
+}

@@ -1,0 +1,378 @@
+//! The dashboard: one partition per user holding everything the app's home screen shows,
+//! read with one Query. Rows: `PROFILE`, `DAILY#<date>` (attribute groups `nutrition`,
+//! `activity`, `sleep`, each with its own version), `RECENT_MEAL#<date>#<id>`,
+//! `RECENT_WORKOUT#<date>#<id>`, `ACTIVE_GOAL#<goal-id>`, `CONNECTION#<provider>`.
+//!
+//! The partition stays bounded: dated rows are kept for a rolling window of
+//! [`WINDOW_DAYS`] days behind the newest day seen (the `WINDOW` row's high-water mark).
+//! Rows that fall out are deleted, and events older than the window are ignored, so the
+//! partition has the same rows whatever order events arrive in.
+
+use crate::projector::{ProjectionError, Projector, decode};
+use crate::rows::{is_tombstone, object, tombstone_newer, upsert_newer};
+use async_trait::async_trait;
+use chrono::Duration;
+use events_schema::Context;
+use events_schema::envelope::EventEnvelope;
+use events_schema::events::activity::{Workout, WorkoutRecorded, WorkoutUpdated};
+use events_schema::events::goals::{Goal, GoalCreated, GoalStatus, GoalStatusChanged};
+use events_schema::events::identity::{EmailChanged, ProfileState, ProfileUpdated, UserRegistered};
+use events_schema::events::integrations::{ProviderConnected, ProviderDisconnected};
+use events_schema::events::nutrition::{DayTotals, Meal, MealDeleted, MealEdited, MealLogged};
+use events_schema::events::sleep::{SleepRecorded, SleepSession, SleepUpdated};
+use events_schema::keys::{PartitionKey, SortKey, prefix};
+use events_schema::time::Day;
+use infra::StoreError;
+use infra::store::{Key, Query, SortKeyCondition, Update};
+use infra::table::{Table, contexts};
+use serde_json::json;
+
+/// Days of dated rows kept behind the newest day seen.
+pub const WINDOW_DAYS: i64 = 30;
+const WINDOW_SK: &str = "WINDOW";
+const VERSION: &str = "version";
+
+/// The dashboard table, with the window bookkeeping every dashboard projector shares.
+#[derive(Clone)]
+pub struct DashboardRows {
+    table: Table<contexts::Dashboard>,
+}
+
+fn day_number(day: Day) -> i64 {
+    day.date().num_days_from_ce() as i64
+}
+
+use chrono::Datelike as _;
+
+impl DashboardRows {
+    pub fn new(table: Table<contexts::Dashboard>) -> Self {
+        Self { table }
+    }
+
+    fn pk(event: &EventEnvelope) -> Result<String, ProjectionError> {
+        event
+            .user_id
+            .clone()
+            .map(|u| PartitionKey::User(u).to_string())
+            .ok_or_else(|| ProjectionError::Decode("user event without a user id".into()))
+    }
+
+    /// Whether `day` is inside the window. Advancing the high-water mark prunes the
+    /// rows that fell out of the window.
+    async fn admit(&self, pk: &str, day: Day) -> Result<bool, StoreError> {
+        let n = day_number(day);
+        // Day numbers are positive for every valid `Day`, so the cast is lossless.
+        let key = Key::new(pk, WINDOW_SK);
+        if upsert_newer(&self.table, &key, object(json!({})), "hwm", n as u64).await? {
+            self.prune(pk, day.date() - Duration::days(WINDOW_DAYS)).await?;
+            return Ok(true);
+        }
+        let hwm = self
+            .table
+            .get(&key, true)
+            .await?
+            .and_then(|row| row.get("hwm").and_then(|v| v.as_i64()))
+            .unwrap_or(n);
+        Ok(n > hwm - WINDOW_DAYS)
+    }
+
+    /// Deletes dated rows of `cutoff` and before.
+    async fn prune(&self, pk: &str, cutoff: chrono::NaiveDate) -> Result<(), StoreError> {
+        let cutoff = Day::new(cutoff);
+        for kind in [prefix::DAILY, prefix::RECENT_MEAL, prefix::RECENT_WORKOUT] {
+            loop {
+                let range = SortKeyCondition::Between(kind.to_owned(), format!("{kind}{cutoff}#\u{10FFFF}"));
+                let page = self.table.query(&Query::partition(pk).sort_key(range).limit(25).consistent()).await?;
+                if page.items.is_empty() {
+                    break;
+                }
+                for row in page.items {
+                    if let Some(sk) = row.get("sk").and_then(|v| v.as_str()) {
+                        self.table.delete(&Key::new(pk, sk), None).await?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn daily_group(&self, pk: &str, group: &str, day: Day, value: serde_json::Value, version: u64) -> Result<(), StoreError> {
+        if !self.admit(pk, day).await? {
+            return Ok(());
+        }
+        let key = Key::new(pk, SortKey::Daily(day).to_string());
+        let attrs = object(json!({ "day": day, group: value }));
+        upsert_newer(&self.table, &key, attrs, &format!("{group}_version"), version).await.map(|_| ())
+    }
+
+    async fn dated_row(&self, pk: &str, day: Day, sk: String, attrs: serde_json::Value, version: u64) -> Result<(), StoreError> {
+        if self.admit(pk, day).await? {
+            upsert_newer(&self.table, &Key::new(pk, sk), object(attrs), VERSION, version).await?;
+        }
+        Ok(())
+    }
+
+    async fn dated_tombstone(&self, pk: &str, day: Day, sk: String, version: u64) -> Result<(), StoreError> {
+        if self.admit(pk, day).await? {
+            tombstone_newer(&self.table, &Key::new(pk, sk), VERSION, version).await?;
+        }
+        Ok(())
+    }
+}
+
+/// `PROFILE` from identity events.
+pub struct DashboardFromIdentity(pub DashboardRows);
+
+#[async_trait]
+impl Projector for DashboardFromIdentity {
+    fn name(&self) -> &'static str {
+        "dashboard-from-identity"
+    }
+    fn source(&self) -> Context {
+        Context::Identity
+    }
+    fn target(&self) -> Context {
+        Context::Dashboard
+    }
+
+    async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
+        let profile: ProfileState = match event.event_type.as_str() {
+            "UserRegistered" => decode::<UserRegistered>(event)?.profile,
+            "EmailChanged" => decode::<EmailChanged>(event)?.profile,
+            "ProfileUpdated" => decode::<ProfileUpdated>(event)?.profile,
+            _ => return Ok(()),
+        };
+        let pk = DashboardRows::pk(event)?;
+        let key = Key::new(&pk, SortKey::Profile.to_string());
+        let attrs = object(json!({
+            "email": profile.email, "display_name": profile.display_name,
+            "timezone": profile.timezone, "units": profile.units,
+        }));
+        upsert_newer(&self.0.table, &key, attrs, VERSION, profile.version).await?;
+        Ok(())
+    }
+}
+
+/// `DAILY#` nutrition totals and `RECENT_MEAL#` rows from nutrition events.
+pub struct DashboardFromNutrition(pub DashboardRows);
+
+fn meal_row(meal: &Meal) -> serde_json::Value {
+    json!({"meal_id": meal.meal_id, "day": meal.day, "name": meal.name, "eaten_at": meal.eaten_at, "nutrients": meal.nutrients})
+}
+
+impl DashboardFromNutrition {
+    async fn totals(&self, pk: &str, totals: &DayTotals) -> Result<(), StoreError> {
+        let value = json!({"meals": totals.meals, "totals": totals.totals});
+        self.0.daily_group(pk, "nutrition", totals.day, value, totals.version).await
+    }
+}
+
+#[async_trait]
+impl Projector for DashboardFromNutrition {
+    fn name(&self) -> &'static str {
+        "dashboard-from-nutrition"
+    }
+    fn source(&self) -> Context {
+        Context::Nutrition
+    }
+    fn target(&self) -> Context {
+        Context::Dashboard
+    }
+
+    async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
+        let rows = &self.0;
+        match event.event_type.as_str() {
+            "MealLogged" => {
+                let logged: MealLogged = decode(event)?;
+                let pk = DashboardRows::pk(event)?;
+                self.totals(&pk, &logged.day_totals).await?;
+                let sk = SortKey::RecentMeal(logged.meal.day, logged.meal.meal_id.clone()).to_string();
+                rows.dated_row(&pk, logged.meal.day, sk, meal_row(&logged.meal), logged.meal.version).await?;
+            }
+            "MealEdited" => {
+                let edited: MealEdited = decode(event)?;
+                let pk = DashboardRows::pk(event)?;
+                for totals in &edited.day_totals {
+                    self.totals(&pk, totals).await?;
+                }
+                let meal = &edited.meal;
+                if edited.previous_day != meal.day {
+                    let old = SortKey::RecentMeal(edited.previous_day, meal.meal_id.clone()).to_string();
+                    rows.dated_tombstone(&pk, edited.previous_day, old, meal.version).await?;
+                }
+                let sk = SortKey::RecentMeal(meal.day, meal.meal_id.clone()).to_string();
+                rows.dated_row(&pk, meal.day, sk, meal_row(meal), meal.version).await?;
+            }
+            "MealDeleted" => {
+                let deleted: MealDeleted = decode(event)?;
+                let pk = DashboardRows::pk(event)?;
+                self.totals(&pk, &deleted.day_totals).await?;
+                let sk = SortKey::RecentMeal(deleted.day, deleted.meal_id.clone()).to_string();
+                rows.dated_tombstone(&pk, deleted.day, sk, deleted.version).await?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// `RECENT_WORKOUT#` rows, and the `activity` group of `DAILY#` recomputed from them.
+pub struct DashboardFromActivity(pub DashboardRows);
+
+impl DashboardFromActivity {
+    /// Recomputes a day's activity totals from the workout rows the dashboard owns.
+    async fn recompute_day(&self, pk: &str, day: Day) -> Result<(), StoreError> {
+        let rows = &self.0;
+        if !rows.admit(pk, day).await? {
+            return Ok(());
+        }
+        let on_day = SortKeyCondition::BeginsWith(prefix::on_day(prefix::RECENT_WORKOUT, day));
+        let page = rows.table.query(&Query::partition(pk).sort_key(on_day).consistent()).await?;
+        let live: Vec<_> = page.items.iter().filter(|row| !is_tombstone(row)).collect();
+        let seconds: u64 = live.iter().filter_map(|row| row.get("duration_s").and_then(|v| v.as_u64())).sum();
+        let update = Update::default().set("day", json!(day)).set("activity", json!({"workouts": live.len(), "active_minutes": seconds / 60}));
+        // Only this subscription writes the `activity` group, one event at a time, and
+        // the value is a function of owned rows: a plain write converges.
+        rows.table.update(&Key::new(pk, SortKey::Daily(day).to_string()), update, None).await?;
+        Ok(())
+    }
+}
+
+fn workout_row(w: &Workout) -> serde_json::Value {
+    json!({"workout_id": w.workout_id, "day": w.day, "sport": w.sport, "started_at": w.started_at,
+           "duration_s": w.duration_s, "distance_m": w.distance_m, "calories": w.calories})
+}
+
+#[async_trait]
+impl Projector for DashboardFromActivity {
+    fn name(&self) -> &'static str {
+        "dashboard-from-activity"
+    }
+    fn source(&self) -> Context {
+        Context::Activity
+    }
+    fn target(&self) -> Context {
+        Context::Dashboard
+    }
+
+    async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
+        let (workout, previous_day) = match event.event_type.as_str() {
+            "WorkoutRecorded" => (decode::<WorkoutRecorded>(event)?.workout, None),
+            "WorkoutUpdated" => {
+                let updated: WorkoutUpdated = decode(event)?;
+                (updated.workout, updated.previous_day)
+            }
+            _ => return Ok(()),
+        };
+        let pk = DashboardRows::pk(event)?;
+        if let Some(previous) = previous_day {
+            let old = SortKey::RecentWorkout(previous, workout.workout_id.clone()).to_string();
+            self.0.dated_tombstone(&pk, previous, old, workout.version).await?;
+            self.recompute_day(&pk, previous).await?;
+        }
+        let sk = SortKey::RecentWorkout(workout.day, workout.workout_id.clone()).to_string();
+        self.0.dated_row(&pk, workout.day, sk, workout_row(&workout), workout.version).await?;
+        self.recompute_day(&pk, workout.day).await?;
+        Ok(())
+    }
+}
+
+/// The `sleep` group of `DAILY#<night>`: the most recently recorded session wins.
+pub struct DashboardFromSleep(pub DashboardRows);
+
+#[async_trait]
+impl Projector for DashboardFromSleep {
+    fn name(&self) -> &'static str {
+        "dashboard-from-sleep"
+    }
+    fn source(&self) -> Context {
+        Context::Sleep
+    }
+    fn target(&self) -> Context {
+        Context::Dashboard
+    }
+
+    async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
+        let session: SleepSession = match event.event_type.as_str() {
+            "SleepRecorded" => decode::<SleepRecorded>(event)?.session,
+            "SleepUpdated" => decode::<SleepUpdated>(event)?.session,
+            _ => return Ok(()),
+        };
+        let pk = DashboardRows::pk(event)?;
+        let minutes = (session.end.millis() - session.start.millis()) / 60_000;
+        let value = json!({"sleep_id": session.sleep_id, "minutes": minutes, "score": session.score, "stages": session.stages});
+        // Recording time orders sessions of one night; it is the same on every delivery.
+        let version = event.recorded_at.millis().max(0) as u64;
+        self.0.daily_group(&pk, "sleep", session.night, value, version).await?;
+        Ok(())
+    }
+}
+
+/// `ACTIVE_GOAL#<goal-id>` rows: present while a goal is active, a tombstone otherwise.
+pub struct DashboardFromGoals(pub DashboardRows);
+
+#[async_trait]
+impl Projector for DashboardFromGoals {
+    fn name(&self) -> &'static str {
+        "dashboard-from-goals"
+    }
+    fn source(&self) -> Context {
+        Context::Goals
+    }
+    fn target(&self) -> Context {
+        Context::Dashboard
+    }
+
+    async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
+        let goal: Goal = match event.event_type.as_str() {
+            "GoalCreated" => decode::<GoalCreated>(event)?.goal,
+            "GoalStatusChanged" => decode::<GoalStatusChanged>(event)?.goal,
+            _ => return Ok(()),
+        };
+        let pk = DashboardRows::pk(event)?;
+        let key = Key::new(&pk, SortKey::ActiveGoal(goal.goal_id.clone()).to_string());
+        if goal.status == GoalStatus::Active {
+            let attrs = object(json!({"goal_id": goal.goal_id, "kind": goal.kind, "title": goal.title, "target": goal.target, "period": goal.period}));
+            upsert_newer(&self.0.table, &key, attrs, VERSION, goal.version).await?;
+        } else {
+            tombstone_newer(&self.0.table, &key, VERSION, goal.version).await?;
+        }
+        Ok(())
+    }
+}
+
+/// `CONNECTION#<provider>` rows; the most recently recorded change wins.
+pub struct DashboardFromIntegrations(pub DashboardRows);
+
+#[async_trait]
+impl Projector for DashboardFromIntegrations {
+    fn name(&self) -> &'static str {
+        "dashboard-from-integrations"
+    }
+    fn source(&self) -> Context {
+        Context::Integrations
+    }
+    fn target(&self) -> Context {
+        Context::Dashboard
+    }
+
+    async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
+        let (provider, attrs) = match event.event_type.as_str() {
+            "ProviderConnected" => {
+                let connected: ProviderConnected = decode(event)?;
+                let attrs = json!({"provider": connected.provider, "connected": true, "connected_at": connected.connected_at, "scopes": connected.scopes});
+                (connected.provider, attrs)
+            }
+            "ProviderDisconnected" => {
+                let disconnected: ProviderDisconnected = decode(event)?;
+                (disconnected.provider.clone(), json!({"provider": disconnected.provider, "connected": false}))
+            }
+            _ => return Ok(()),
+        };
+        let pk = DashboardRows::pk(event)?;
+        let key = Key::new(&pk, SortKey::Connection(provider).to_string());
+        let version = event.recorded_at.millis().max(0) as u64;
+        upsert_newer(&self.0.table, &key, object(attrs), VERSION, version).await?;
+        Ok(())
+    }
+}

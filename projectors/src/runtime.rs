@@ -1,0 +1,170 @@
+//! The worker loop of one subscription: poll the change feed, decode outbox events of
+//! the source context (every other record is skipped), apply each with retries and
+//! backoff, dead-letter what still fails (the whole record) and go on, then checkpoint
+//! the batch. Also: metrics per subscription, and redrive of dead letters.
+
+use crate::projector::{ProjectionError, Projector};
+use infra::StoreError;
+use infra::dlq::{DeadLetter, DeadLetterQueue};
+use infra::feed::{ChangeFeed, FeedRecord};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// How a subscription retries a failing event before dead-lettering it.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    pub attempts: u32,
+    pub first_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self { attempts: 5, first_backoff: Duration::from_millis(20), max_backoff: Duration::from_secs(2) }
+    }
+}
+
+/// Counters of one subscription.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    /// Events applied.
+    pub processed: AtomicU64,
+    /// Failed attempts (each retry counts).
+    pub failed: AtomicU64,
+    /// Records put in the dead-letter queue.
+    pub dead_lettered: AtomicU64,
+}
+
+/// Records read per poll.
+const BATCH: usize = 256;
+/// How long an idle worker waits for new records before polling again anyway.
+const IDLE_WAIT: Duration = Duration::from_secs(1);
+
+pub struct Worker {
+    pub projector: Arc<dyn Projector>,
+    pub feed: Arc<dyn ChangeFeed>,
+    pub dlq: Arc<dyn DeadLetterQueue>,
+    pub policy: RetryPolicy,
+    pub metrics: Arc<Metrics>,
+}
+
+impl Worker {
+    pub fn new(projector: Arc<dyn Projector>, feed: Arc<dyn ChangeFeed>, dlq: Arc<dyn DeadLetterQueue>) -> Self {
+        Self { projector, feed, dlq, policy: RetryPolicy::default(), metrics: Arc::new(Metrics::default()) }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.projector.name()
+    }
+
+    /// Processes one batch; returns how many records it read (0 when caught up).
+    pub async fn run_once(&self) -> Result<usize, StoreError> {
+        let batch = self.feed.poll(self.name(), BATCH).await?;
+        for record in &batch.records {
+            if record.table != self.projector.source() {
+                continue;
+            }
+            self.handle(record).await?;
+        }
+        self.feed.commit(self.name(), &batch).await?;
+        Ok(batch.records.len())
+    }
+
+    /// Runs until `shutdown` becomes true. Storage failures of the feed itself are
+    /// logged and retried after a pause; nothing is skipped.
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        while !*shutdown.borrow() {
+            match self.run_once().await {
+                Ok(0) => {
+                    tokio::select! {
+                        () = self.feed.wait(self.name(), IDLE_WAIT) => {}
+                        _ = shutdown.changed() => {}
+                    }
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(subscription = self.name(), %error, "change feed failed; retrying");
+                    tokio::select! {
+                        () = tokio::time::sleep(self.policy.max_backoff) => {}
+                        _ = shutdown.changed() => {}
+                    }
+                }
+            }
+        }
+    }
+
+    async fn handle(&self, record: &FeedRecord) -> Result<(), StoreError> {
+        let event = match record.envelope() {
+            None => return Ok(()),
+            Some(Ok(event)) => event,
+            // Retrying cannot fix an undecodable record.
+            Some(Err(error)) => return self.dead_letter(record, error, 1).await,
+        };
+        let mut backoff = self.policy.first_backoff;
+        let mut last_error = String::new();
+        for attempt in 1..=self.policy.attempts {
+            match self.projector.apply(&event).await {
+                Ok(()) => {
+                    self.metrics.processed.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                Err(error) => {
+                    self.metrics.failed.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(subscription = self.name(), event = %event.event_id, attempt, %error, "projection failed");
+                    last_error = error.to_string();
+                    if matches!(error, ProjectionError::Decode(_)) {
+                        return self.dead_letter(record, last_error, attempt).await;
+                    }
+                    if attempt < self.policy.attempts {
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(self.policy.max_backoff);
+                    }
+                }
+            }
+        }
+        self.dead_letter(record, last_error, self.policy.attempts).await
+    }
+
+    async fn dead_letter(&self, record: &FeedRecord, error: String, attempts: u32) -> Result<(), StoreError> {
+        let letter = DeadLetter {
+            id: format!("{}#{}", ulid::Ulid::new(), record.position),
+            subscription: self.name().to_owned(),
+            record: record.clone(),
+            error,
+            attempts,
+        };
+        self.dlq.put(&letter).await?;
+        self.metrics.dead_lettered.fetch_add(1, Ordering::Relaxed);
+        tracing::error!(subscription = self.name(), position = %record.position, "record dead-lettered");
+        Ok(())
+    }
+}
+
+/// What a redrive did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Redriven {
+    pub applied: usize,
+    pub still_failing: usize,
+}
+
+/// Applies a subscription's dead letters again, oldest first; each one that applies
+/// leaves the queue, the others stay.
+pub async fn redrive(projector: &dyn Projector, dlq: &dyn DeadLetterQueue) -> Result<Redriven, StoreError> {
+    let mut outcome = Redriven::default();
+    let letters = dlq.list(projector.name(), 10_000).await?;
+    for letter in letters {
+        let applied = match letter.record.envelope() {
+            Some(Ok(event)) => projector.apply(&event).await.is_ok(),
+            _ => false,
+        };
+        if applied {
+            dlq.remove(projector.name(), &letter.id).await?;
+            outcome.applied += 1;
+        } else {
+            outcome.still_failing += 1;
+        }
+    }
+    Ok(outcome)
+}
