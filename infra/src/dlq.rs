@@ -66,24 +66,36 @@ impl DeadLetterQueue for TableDlq {
         };
         item.insert("pk".into(), Self::pk(&letter.subscription).into());
         item.insert("sk".into(), letter.id.clone().into());
-        self.store.put(self.table, item, Some(Condition::ItemNotExists)).await
+        self.store
+            .put(self.table, item, Some(Condition::ItemNotExists))
+            .await
     }
 
     async fn list(&self, subscription: &str, limit: usize) -> Result<Vec<DeadLetter>, StoreError> {
-        let query = Query::partition(Self::pk(subscription)).limit(limit.max(1)).consistent();
+        let query = Query::partition(Self::pk(subscription))
+            .limit(limit.max(1))
+            .consistent();
         let page = self.store.query(self.table, &query).await?;
-        page.items.into_iter().map(|item| serde_json::from_value(item.into()).map_err(invalid)).collect()
+        page.items
+            .into_iter()
+            .map(|item| serde_json::from_value(item.into()).map_err(invalid))
+            .collect()
     }
 
     async fn remove(&self, subscription: &str, id: &str) -> Result<(), StoreError> {
-        self.store.delete(self.table, &Key::new(Self::pk(subscription), id), None).await.map(|_| ())
+        self.store
+            .delete(self.table, &Key::new(Self::pk(subscription), id), None)
+            .await
+            .map(|_| ())
     }
 
     async fn depth(&self, subscription: &str) -> Result<usize, StoreError> {
         let mut depth = 0;
         let mut cursor = None;
         loop {
-            let query = Query::partition(Self::pk(subscription)).consistent().after(cursor);
+            let query = Query::partition(Self::pk(subscription))
+                .consistent()
+                .after(cursor);
             let page = self.store.query(self.table, &query).await?;
             depth += page.items.len();
             match page.cursor {

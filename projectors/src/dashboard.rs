@@ -9,7 +9,7 @@
 //! partition has the same rows whatever order events arrive in.
 
 use crate::projector::{ProjectionError, Projector, decode};
-use crate::rows::{is_tombstone, object, tombstone_newer, upsert_newer};
+use crate::rows::{is_tombstone, object, replace_newer, tombstone_newer, upsert_newer};
 use async_trait::async_trait;
 use chrono::Duration;
 use events_schema::Context;
@@ -64,7 +64,8 @@ impl DashboardRows {
         // Day numbers are positive for every valid `Day`, so the cast is lossless.
         let key = Key::new(pk, WINDOW_SK);
         if upsert_newer(&self.table, &key, object(json!({})), "hwm", n as u64).await? {
-            self.prune(pk, day.date() - Duration::days(WINDOW_DAYS)).await?;
+            self.prune(pk, day.date() - Duration::days(WINDOW_DAYS))
+                .await?;
             return Ok(true);
         }
         let hwm = self
@@ -81,8 +82,14 @@ impl DashboardRows {
         let cutoff = Day::new(cutoff);
         for kind in [prefix::DAILY, prefix::RECENT_MEAL, prefix::RECENT_WORKOUT] {
             loop {
-                let range = SortKeyCondition::Between(kind.to_owned(), format!("{kind}{cutoff}#\u{10FFFF}"));
-                let page = self.table.query(&Query::partition(pk).sort_key(range).limit(25).consistent()).await?;
+                let range = SortKeyCondition::Between(
+                    kind.to_owned(),
+                    format!("{kind}{cutoff}#\u{10FFFF}"),
+                );
+                let page = self
+                    .table
+                    .query(&Query::partition(pk).sort_key(range).limit(25).consistent())
+                    .await?;
                 if page.items.is_empty() {
                     break;
                 }
@@ -96,23 +103,58 @@ impl DashboardRows {
         Ok(())
     }
 
-    async fn daily_group(&self, pk: &str, group: &str, day: Day, value: serde_json::Value, version: u64) -> Result<(), StoreError> {
+    async fn daily_group(
+        &self,
+        pk: &str,
+        group: &str,
+        day: Day,
+        value: serde_json::Value,
+        version: u64,
+    ) -> Result<(), StoreError> {
         if !self.admit(pk, day).await? {
             return Ok(());
         }
         let key = Key::new(pk, SortKey::Daily(day).to_string());
         let attrs = object(json!({ "day": day, group: value }));
-        upsert_newer(&self.table, &key, attrs, &format!("{group}_version"), version).await.map(|_| ())
+        upsert_newer(
+            &self.table,
+            &key,
+            attrs,
+            &format!("{group}_version"),
+            version,
+        )
+        .await
+        .map(|_| ())
     }
 
-    async fn dated_row(&self, pk: &str, day: Day, sk: String, attrs: serde_json::Value, version: u64) -> Result<(), StoreError> {
+    async fn dated_row(
+        &self,
+        pk: &str,
+        day: Day,
+        sk: String,
+        attrs: serde_json::Value,
+        version: u64,
+    ) -> Result<(), StoreError> {
         if self.admit(pk, day).await? {
-            upsert_newer(&self.table, &Key::new(pk, sk), object(attrs), VERSION, version).await?;
+            replace_newer(
+                &self.table,
+                &Key::new(pk, sk),
+                object(attrs),
+                VERSION,
+                version,
+            )
+            .await?;
         }
         Ok(())
     }
 
-    async fn dated_tombstone(&self, pk: &str, day: Day, sk: String, version: u64) -> Result<(), StoreError> {
+    async fn dated_tombstone(
+        &self,
+        pk: &str,
+        day: Day,
+        sk: String,
+        version: u64,
+    ) -> Result<(), StoreError> {
         if self.admit(pk, day).await? {
             tombstone_newer(&self.table, &Key::new(pk, sk), VERSION, version).await?;
         }
@@ -148,7 +190,7 @@ impl Projector for DashboardFromIdentity {
             "email": profile.email, "display_name": profile.display_name,
             "timezone": profile.timezone, "units": profile.units,
         }));
-        upsert_newer(&self.0.table, &key, attrs, VERSION, profile.version).await?;
+        replace_newer(&self.0.table, &key, attrs, VERSION, profile.version).await?;
         Ok(())
     }
 }
@@ -163,7 +205,9 @@ fn meal_row(meal: &Meal) -> serde_json::Value {
 impl DashboardFromNutrition {
     async fn totals(&self, pk: &str, totals: &DayTotals) -> Result<(), StoreError> {
         let value = json!({"meals": totals.meals, "totals": totals.totals});
-        self.0.daily_group(pk, "nutrition", totals.day, value, totals.version).await
+        self.0
+            .daily_group(pk, "nutrition", totals.day, value, totals.version)
+            .await
     }
 }
 
@@ -186,8 +230,16 @@ impl Projector for DashboardFromNutrition {
                 let logged: MealLogged = decode(event)?;
                 let pk = DashboardRows::pk(event)?;
                 self.totals(&pk, &logged.day_totals).await?;
-                let sk = SortKey::RecentMeal(logged.meal.day, logged.meal.meal_id.clone()).to_string();
-                rows.dated_row(&pk, logged.meal.day, sk, meal_row(&logged.meal), logged.meal.version).await?;
+                let sk =
+                    SortKey::RecentMeal(logged.meal.day, logged.meal.meal_id.clone()).to_string();
+                rows.dated_row(
+                    &pk,
+                    logged.meal.day,
+                    sk,
+                    meal_row(&logged.meal),
+                    logged.meal.version,
+                )
+                .await?;
             }
             "MealEdited" => {
                 let edited: MealEdited = decode(event)?;
@@ -197,18 +249,22 @@ impl Projector for DashboardFromNutrition {
                 }
                 let meal = &edited.meal;
                 if edited.previous_day != meal.day {
-                    let old = SortKey::RecentMeal(edited.previous_day, meal.meal_id.clone()).to_string();
-                    rows.dated_tombstone(&pk, edited.previous_day, old, meal.version).await?;
+                    let old =
+                        SortKey::RecentMeal(edited.previous_day, meal.meal_id.clone()).to_string();
+                    rows.dated_tombstone(&pk, edited.previous_day, old, meal.version)
+                        .await?;
                 }
                 let sk = SortKey::RecentMeal(meal.day, meal.meal_id.clone()).to_string();
-                rows.dated_row(&pk, meal.day, sk, meal_row(meal), meal.version).await?;
+                rows.dated_row(&pk, meal.day, sk, meal_row(meal), meal.version)
+                    .await?;
             }
             "MealDeleted" => {
                 let deleted: MealDeleted = decode(event)?;
                 let pk = DashboardRows::pk(event)?;
                 self.totals(&pk, &deleted.day_totals).await?;
                 let sk = SortKey::RecentMeal(deleted.day, deleted.meal_id.clone()).to_string();
-                rows.dated_tombstone(&pk, deleted.day, sk, deleted.version).await?;
+                rows.dated_tombstone(&pk, deleted.day, sk, deleted.version)
+                    .await?;
             }
             _ => {}
         }
@@ -227,13 +283,24 @@ impl DashboardFromActivity {
             return Ok(());
         }
         let on_day = SortKeyCondition::BeginsWith(prefix::on_day(prefix::RECENT_WORKOUT, day));
-        let page = rows.table.query(&Query::partition(pk).sort_key(on_day).consistent()).await?;
+        let page = rows
+            .table
+            .query(&Query::partition(pk).sort_key(on_day).consistent())
+            .await?;
         let live: Vec<_> = page.items.iter().filter(|row| !is_tombstone(row)).collect();
-        let seconds: u64 = live.iter().filter_map(|row| row.get("duration_s").and_then(|v| v.as_u64())).sum();
-        let update = Update::default().set("day", json!(day)).set("activity", json!({"workouts": live.len(), "active_minutes": seconds / 60}));
+        let seconds: u64 = live
+            .iter()
+            .filter_map(|row| row.get("duration_s").and_then(|v| v.as_u64()))
+            .sum();
+        let update = Update::default().set("day", json!(day)).set(
+            "activity",
+            json!({"workouts": live.len(), "active_minutes": seconds / 60}),
+        );
         // Only this subscription writes the `activity` group, one event at a time, and
         // the value is a function of owned rows: a plain write converges.
-        rows.table.update(&Key::new(pk, SortKey::Daily(day).to_string()), update, None).await?;
+        rows.table
+            .update(&Key::new(pk, SortKey::Daily(day).to_string()), update, None)
+            .await?;
         Ok(())
     }
 }
@@ -267,11 +334,15 @@ impl Projector for DashboardFromActivity {
         let pk = DashboardRows::pk(event)?;
         if let Some(previous) = previous_day {
             let old = SortKey::RecentWorkout(previous, workout.workout_id.clone()).to_string();
-            self.0.dated_tombstone(&pk, previous, old, workout.version).await?;
+            self.0
+                .dated_tombstone(&pk, previous, old, workout.version)
+                .await?;
             self.recompute_day(&pk, previous).await?;
         }
         let sk = SortKey::RecentWorkout(workout.day, workout.workout_id.clone()).to_string();
-        self.0.dated_row(&pk, workout.day, sk, workout_row(&workout), workout.version).await?;
+        self.0
+            .dated_row(&pk, workout.day, sk, workout_row(&workout), workout.version)
+            .await?;
         self.recompute_day(&pk, workout.day).await?;
         Ok(())
     }
@@ -303,7 +374,9 @@ impl Projector for DashboardFromSleep {
         let value = json!({"sleep_id": session.sleep_id, "minutes": minutes, "score": session.score, "stages": session.stages});
         // Recording time orders sessions of one night; it is the same on every delivery.
         let version = event.recorded_at.millis().max(0) as u64;
-        self.0.daily_group(&pk, "sleep", session.night, value, version).await?;
+        self.0
+            .daily_group(&pk, "sleep", session.night, value, version)
+            .await?;
         Ok(())
     }
 }
@@ -332,8 +405,10 @@ impl Projector for DashboardFromGoals {
         let pk = DashboardRows::pk(event)?;
         let key = Key::new(&pk, SortKey::ActiveGoal(goal.goal_id.clone()).to_string());
         if goal.status == GoalStatus::Active {
-            let attrs = object(json!({"goal_id": goal.goal_id, "kind": goal.kind, "title": goal.title, "target": goal.target, "period": goal.period}));
-            upsert_newer(&self.0.table, &key, attrs, VERSION, goal.version).await?;
+            let attrs = object(
+                json!({"goal_id": goal.goal_id, "kind": goal.kind, "title": goal.title, "target": goal.target, "period": goal.period}),
+            );
+            replace_newer(&self.0.table, &key, attrs, VERSION, goal.version).await?;
         } else {
             tombstone_newer(&self.0.table, &key, VERSION, goal.version).await?;
         }
@@ -365,14 +440,17 @@ impl Projector for DashboardFromIntegrations {
             }
             "ProviderDisconnected" => {
                 let disconnected: ProviderDisconnected = decode(event)?;
-                (disconnected.provider.clone(), json!({"provider": disconnected.provider, "connected": false}))
+                (
+                    disconnected.provider.clone(),
+                    json!({"provider": disconnected.provider, "connected": false}),
+                )
             }
             _ => return Ok(()),
         };
         let pk = DashboardRows::pk(event)?;
         let key = Key::new(&pk, SortKey::Connection(provider).to_string());
         let version = event.recorded_at.millis().max(0) as u64;
-        upsert_newer(&self.0.table, &key, object(attrs), VERSION, version).await?;
+        replace_newer(&self.0.table, &key, object(attrs), VERSION, version).await?;
         Ok(())
     }
 }

@@ -5,7 +5,7 @@
 //! rows whatever the delivery order, so progress converges.
 
 use crate::projector::{ProjectionError, Projector, decode};
-use crate::rows::{is_tombstone, object, tombstone_newer, upsert_newer};
+use crate::rows::{is_tombstone, object, replace_newer, tombstone_newer};
 use async_trait::async_trait;
 use chrono::{Datelike, Duration};
 use events_schema::Context;
@@ -63,7 +63,15 @@ impl GoalRows {
         let mut rows = Vec::new();
         let mut cursor = None;
         loop {
-            let page = self.table.query(&Query::partition(pk).sort_key(condition.clone()).consistent().after(cursor)).await?;
+            let page = self
+                .table
+                .query(
+                    &Query::partition(pk)
+                        .sort_key(condition.clone())
+                        .consistent()
+                        .after(cursor),
+                )
+                .await?;
             rows.extend(page.items.into_iter().filter(|r| !is_tombstone(r)));
             match page.cursor {
                 Some(next) => cursor = Some(next),
@@ -77,10 +85,16 @@ impl GoalRows {
         let weekly = |kind_prefix: &str| {
             let monday = week_start(day);
             let sunday = Day::new(monday.date() + Duration::days(6));
-            SortKeyCondition::Between(format!("{kind_prefix}{monday}"), format!("{kind_prefix}{sunday}#\u{10FFFF}"))
+            SortKeyCondition::Between(
+                format!("{kind_prefix}{monday}"),
+                format!("{kind_prefix}{sunday}#\u{10FFFF}"),
+            )
         };
         Ok(match goal.kind {
-            GoalKind::WeeklyWorkoutCount => (week_start(day), Decimal::from(self.rows(pk, weekly(prefix::ACT_WORKOUT)).await?.len())),
+            GoalKind::WeeklyWorkoutCount => (
+                week_start(day),
+                Decimal::from(self.rows(pk, weekly(prefix::ACT_WORKOUT)).await?.len()),
+            ),
             GoalKind::WeeklyActiveMinutes => {
                 let rows = self.rows(pk, weekly(prefix::ACT_WORKOUT)).await?;
                 let seconds: Decimal = rows.iter().map(|r| decimal_of(r, &["duration_s"])).sum();
@@ -92,31 +106,66 @@ impl GoalRows {
                 (week_start(day), (metres / Decimal::from(1000)).round_dp(2))
             }
             GoalKind::DailyProteinGrams => {
-                let rows = self.rows(pk, SortKeyCondition::Equals(SortKey::NutDaily(day).to_string())).await?;
-                (day, rows.first().map(|r| decimal_of(r, &["totals", "protein_g"])).unwrap_or_default())
+                let rows = self
+                    .rows(
+                        pk,
+                        SortKeyCondition::Equals(SortKey::NutDaily(day).to_string()),
+                    )
+                    .await?;
+                (
+                    day,
+                    rows.first()
+                        .map(|r| decimal_of(r, &["totals", "protein_g"]))
+                        .unwrap_or_default(),
+                )
             }
             GoalKind::NightlySleepHours => {
-                let rows = self.rows(pk, SortKeyCondition::Equals(SortKey::SleepNight(day).to_string())).await?;
-                let minutes = rows.first().map(|r| decimal_of(r, &["minutes"])).unwrap_or_default();
+                let rows = self
+                    .rows(
+                        pk,
+                        SortKeyCondition::Equals(SortKey::SleepNight(day).to_string()),
+                    )
+                    .await?;
+                let minutes = rows
+                    .first()
+                    .map(|r| decimal_of(r, &["minutes"]))
+                    .unwrap_or_default();
                 (day, (minutes / Decimal::from(60)).round_dp(2))
             }
         })
     }
 
     /// Recomputes `PROGRESS#` of the user's active goals of `kinds` for the period of `day`.
-    async fn progress(&self, pk: &str, kinds: &[GoalKind], day: Day) -> Result<(), ProjectionError> {
+    async fn progress(
+        &self,
+        pk: &str,
+        kinds: &[GoalKind],
+        day: Day,
+    ) -> Result<(), ProjectionError> {
         let active = IndexQuery::partition("by-status", format!("{pk}#STATUS#active"));
         let goals = self.table.query_index(&active).await?.items;
         for row in goals {
-            let goal: Goal = serde_json::from_value(row.into()).map_err(|e| ProjectionError::Decode(e.to_string()))?;
+            let goal: Goal = serde_json::from_value(row.into())
+                .map_err(|e| ProjectionError::Decode(e.to_string()))?;
             if !kinds.contains(&goal.kind) {
                 continue;
             }
             let (period_start, value) = self.value(pk, &goal, day).await?;
-            let start = Timestamp::from_millis(period_start.date().and_hms_opt(0, 0, 0).map(|t| t.and_utc().timestamp_millis()).unwrap_or(0))
-                .ok_or_else(|| ProjectionError::Decode("period start out of range".into()))?;
-            let key = Key::new(pk, SortKey::Progress(goal.goal_id.clone(), start).to_string());
-            let mut item = object(json!({"goal_id": goal.goal_id, "period_start": period_start, "value": value, "target": goal.target, "met": value >= goal.target}));
+            let start = Timestamp::from_millis(
+                period_start
+                    .date()
+                    .and_hms_opt(0, 0, 0)
+                    .map(|t| t.and_utc().timestamp_millis())
+                    .unwrap_or(0),
+            )
+            .ok_or_else(|| ProjectionError::Decode("period start out of range".into()))?;
+            let key = Key::new(
+                pk,
+                SortKey::Progress(goal.goal_id.clone(), start).to_string(),
+            );
+            let mut item = object(
+                json!({"goal_id": goal.goal_id, "period_start": period_start, "value": value, "target": goal.target, "met": value >= goal.target}),
+            );
             item.insert("pk".into(), key.pk.clone().into());
             item.insert("sk".into(), key.sk.clone().into());
             // A function of owned rows, written by one subscription per goal kind.
@@ -151,15 +200,27 @@ impl Projector for GoalsFromActivity {
             _ => return Ok(()),
         };
         let pk = user_pk(event)?;
-        let kinds = [GoalKind::WeeklyWorkoutCount, GoalKind::WeeklyActiveMinutes, GoalKind::WeeklyDistanceKm];
+        let kinds = [
+            GoalKind::WeeklyWorkoutCount,
+            GoalKind::WeeklyActiveMinutes,
+            GoalKind::WeeklyDistanceKm,
+        ];
         if let Some(previous) = previous_day {
-            let old = Key::new(&pk, SortKey::ActWorkout(previous, workout.workout_id.clone()).to_string());
+            let old = Key::new(
+                &pk,
+                SortKey::ActWorkout(previous, workout.workout_id.clone()).to_string(),
+            );
             tombstone_newer(&self.0.table, &old, VERSION, workout.version).await?;
             self.0.progress(&pk, &kinds, previous).await?;
         }
-        let key = Key::new(&pk, SortKey::ActWorkout(workout.day, workout.workout_id.clone()).to_string());
-        let attrs = object(json!({"workout_id": workout.workout_id, "day": workout.day, "sport": workout.sport, "duration_s": workout.duration_s, "distance_m": workout.distance_m}));
-        upsert_newer(&self.0.table, &key, attrs, VERSION, workout.version).await?;
+        let key = Key::new(
+            &pk,
+            SortKey::ActWorkout(workout.day, workout.workout_id.clone()).to_string(),
+        );
+        let attrs = object(
+            json!({"workout_id": workout.workout_id, "day": workout.day, "sport": workout.sport, "duration_s": workout.duration_s, "distance_m": workout.distance_m}),
+        );
+        replace_newer(&self.0.table, &key, attrs, VERSION, workout.version).await?;
         self.0.progress(&pk, &kinds, workout.day).await
     }
 }
@@ -190,8 +251,10 @@ impl Projector for GoalsFromNutrition {
         for day in totals {
             let key = Key::new(&pk, SortKey::NutDaily(day.day).to_string());
             let attrs = object(json!({"day": day.day, "meals": day.meals, "totals": day.totals}));
-            upsert_newer(&self.0.table, &key, attrs, VERSION, day.version).await?;
-            self.0.progress(&pk, &[GoalKind::DailyProteinGrams], day.day).await?;
+            replace_newer(&self.0.table, &key, attrs, VERSION, day.version).await?;
+            self.0
+                .progress(&pk, &[GoalKind::DailyProteinGrams], day.day)
+                .await?;
         }
         Ok(())
     }
@@ -222,9 +285,13 @@ impl Projector for GoalsFromSleep {
         let pk = user_pk(event)?;
         let key = Key::new(&pk, SortKey::SleepNight(session.night).to_string());
         let minutes = (session.end.millis() - session.start.millis()) / 60_000;
-        let attrs = object(json!({"night": session.night, "sleep_id": session.sleep_id, "minutes": minutes}));
+        let attrs = object(
+            json!({"night": session.night, "sleep_id": session.sleep_id, "minutes": minutes}),
+        );
         let version = event.recorded_at.millis().max(0) as u64;
-        upsert_newer(&self.0.table, &key, attrs, VERSION, version).await?;
-        self.0.progress(&pk, &[GoalKind::NightlySleepHours], session.night).await
+        replace_newer(&self.0.table, &key, attrs, VERSION, version).await?;
+        self.0
+            .progress(&pk, &[GoalKind::NightlySleepHours], session.night)
+            .await
     }
 }

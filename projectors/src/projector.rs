@@ -30,6 +30,10 @@ pub trait Projector: Send + Sync {
 }
 
 /// Decodes an event's payload, as a `ProjectionError`.
-pub fn decode<P: events_schema::envelope::EventPayload>(event: &EventEnvelope) -> Result<P, ProjectionError> {
-    event.decode::<P>().map_err(|e| ProjectionError::Decode(e.to_string()))
+pub fn decode<P: events_schema::envelope::EventPayload>(
+    event: &EventEnvelope,
+) -> Result<P, ProjectionError> {
+    event
+        .decode::<P>()
+        .map_err(|e| ProjectionError::Decode(e.to_string()))
 }

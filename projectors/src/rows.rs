@@ -12,7 +12,8 @@ use serde_json::Value;
 pub const DELETED: &str = "deleted";
 
 /// Sets `attrs` and `version_attr = version` on `key` if `version` is newer than the
-/// stored one. Returns whether it applied.
+/// stored one, leaving the row's other attributes alone: for rows whose attribute
+/// groups have versions of their own (`DAILY#`). Returns whether it applied.
 pub async fn upsert_newer<C: ContextTable>(
     table: &Table<C>,
     key: &Key,
@@ -25,9 +26,36 @@ pub async fn upsert_newer<C: ContextTable>(
     for (name, value) in attrs {
         update = update.set(name, value);
     }
-    let condition = Condition::Newer { attr: version_attr.to_owned(), version };
+    let condition = Condition::Newer {
+        attr: version_attr.to_owned(),
+        version,
+    };
     match table.update(key, update, Some(condition)).await {
         Ok(_) => Ok(true),
+        Err(StoreError::ConditionFailed { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Replaces the whole row at `key` by `attrs` with `version_attr = version`, if
+/// `version` is newer than the stored one. For rows one fact owns entirely, so no
+/// attribute of an older fact can survive into the new row. Returns whether it applied.
+pub async fn replace_newer<C: ContextTable>(
+    table: &Table<C>,
+    key: &Key,
+    attrs: Item,
+    version_attr: &str,
+    version: u64,
+) -> Result<bool, StoreError> {
+    let mut item = attrs;
+    item.extend(key.to_item());
+    item.insert(version_attr.into(), version.into());
+    let condition = Condition::Newer {
+        attr: version_attr.to_owned(),
+        version,
+    };
+    match table.put(item, Some(condition)).await {
+        Ok(()) => Ok(true),
         Err(StoreError::ConditionFailed { .. }) => Ok(false),
         Err(e) => Err(e),
     }
@@ -40,15 +68,9 @@ pub async fn tombstone_newer<C: ContextTable>(
     version_attr: &str,
     version: u64,
 ) -> Result<bool, StoreError> {
-    let mut item = key.to_item();
-    item.insert(DELETED.into(), Value::Bool(true));
-    item.insert(version_attr.into(), version.into());
-    let condition = Condition::Newer { attr: version_attr.to_owned(), version };
-    match table.put(item, Some(condition)).await {
-        Ok(()) => Ok(true),
-        Err(StoreError::ConditionFailed { .. }) => Ok(false),
-        Err(e) => Err(e),
-    }
+    let mut tombstone = Item::new();
+    tombstone.insert(DELETED.into(), Value::Bool(true));
+    replace_newer(table, key, tombstone, version_attr, version).await
 }
 
 /// Whether a row is a tombstone.

@@ -22,7 +22,11 @@ pub struct RetryPolicy {
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        Self { attempts: 5, first_backoff: Duration::from_millis(20), max_backoff: Duration::from_secs(2) }
+        Self {
+            attempts: 5,
+            first_backoff: Duration::from_millis(20),
+            max_backoff: Duration::from_secs(2),
+        }
     }
 }
 
@@ -51,8 +55,18 @@ pub struct Worker {
 }
 
 impl Worker {
-    pub fn new(projector: Arc<dyn Projector>, feed: Arc<dyn ChangeFeed>, dlq: Arc<dyn DeadLetterQueue>) -> Self {
-        Self { projector, feed, dlq, policy: RetryPolicy::default(), metrics: Arc::new(Metrics::default()) }
+    pub fn new(
+        projector: Arc<dyn Projector>,
+        feed: Arc<dyn ChangeFeed>,
+        dlq: Arc<dyn DeadLetterQueue>,
+    ) -> Self {
+        Self {
+            projector,
+            feed,
+            dlq,
+            policy: RetryPolicy::default(),
+            metrics: Arc::new(Metrics::default()),
+        }
     }
 
     pub fn name(&self) -> &'static str {
@@ -124,10 +138,16 @@ impl Worker {
                 }
             }
         }
-        self.dead_letter(record, last_error, self.policy.attempts).await
+        self.dead_letter(record, last_error, self.policy.attempts)
+            .await
     }
 
-    async fn dead_letter(&self, record: &FeedRecord, error: String, attempts: u32) -> Result<(), StoreError> {
+    async fn dead_letter(
+        &self,
+        record: &FeedRecord,
+        error: String,
+        attempts: u32,
+    ) -> Result<(), StoreError> {
         let letter = DeadLetter {
             id: format!("{}#{}", ulid::Ulid::new(), record.position),
             subscription: self.name().to_owned(),
@@ -151,7 +171,10 @@ pub struct Redriven {
 
 /// Applies a subscription's dead letters again, oldest first; each one that applies
 /// leaves the queue, the others stay.
-pub async fn redrive(projector: &dyn Projector, dlq: &dyn DeadLetterQueue) -> Result<Redriven, StoreError> {
+pub async fn redrive(
+    projector: &dyn Projector,
+    dlq: &dyn DeadLetterQueue,
+) -> Result<Redriven, StoreError> {
     let mut outcome = Redriven::default();
     let letters = dlq.list(projector.name(), 10_000).await?;
     for letter in letters {

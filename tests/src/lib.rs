@@ -5,12 +5,14 @@
 //! - [`backends`]: builds a fresh embedded store or a DynamoDB store on the emulator.
 //! - [`conformance`]: the storage port's specification, as async test functions.
 //! - [`conformance_suite!`]: expands to one `#[tokio::test]` per conformance case.
+//! - [`fixtures`]: the projector fixture harness (`tests/fixtures/*.json`).
 //! - [`commands`]: the command handlers' specifications; [`commands_suite!`] expands
 //!   them per backend.
 
 pub mod backends;
 pub mod commands;
 pub mod conformance;
+pub mod fixtures;
 
 /// Expands to one test per command specification, each on a fresh backend from `$make`.
 #[macro_export]

@@ -174,7 +174,11 @@ impl EmbeddedStore {
         let consumer = consumer.to_owned();
         self.read(true, move |txn, _| {
             let table = txn.open_table(CHECKPOINTS).map_err(backend)?;
-            Ok(table.get(consumer.as_str()).map_err(backend)?.map(|v| v.value()).unwrap_or(0))
+            Ok(table
+                .get(consumer.as_str())
+                .map_err(backend)?
+                .map(|v| v.value())
+                .unwrap_or(0))
         })
         .await
     }
@@ -182,7 +186,12 @@ impl EmbeddedStore {
     /// Durably records that `consumer` has processed everything up to `seq`. A
     /// checkpoint never moves back.
     pub async fn set_checkpoint(&self, consumer: &str, seq: u64) -> Result<(), StoreError> {
-        self.submit(WriteOp::Checkpoint { consumer: consumer.to_owned(), seq }).await.map(|_| ())
+        self.submit(WriteOp::Checkpoint {
+            consumer: consumer.to_owned(),
+            seq,
+        })
+        .await
+        .map(|_| ())
     }
 
     /// Deletes up to `limit` items whose TTL attribute is at or before `now` (epoch

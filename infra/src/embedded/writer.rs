@@ -32,7 +32,10 @@ pub(super) enum WriteOp {
         limit: usize,
     },
     /// Moves a consumer's checkpoint forward (never back).
-    Checkpoint { consumer: String, seq: u64 },
+    Checkpoint {
+        consumer: String,
+        seq: u64,
+    },
 }
 
 /// What a write request produced.
@@ -145,9 +148,17 @@ fn commit_group(db: &Database, names: &Names, group: Vec<Job>, next_seq: &mut u6
     }
 }
 
-fn write_checkpoint(txn: &redb::WriteTransaction, consumer: &str, seq: u64) -> Result<(), StoreError> {
+fn write_checkpoint(
+    txn: &redb::WriteTransaction,
+    consumer: &str,
+    seq: u64,
+) -> Result<(), StoreError> {
     let mut table = txn.open_table(CHECKPOINTS).map_err(backend)?;
-    let current = table.get(consumer).map_err(backend)?.map(|v| v.value()).unwrap_or(0);
+    let current = table
+        .get(consumer)
+        .map_err(backend)?
+        .map(|v| v.value())
+        .unwrap_or(0);
     if seq > current {
         table.insert(consumer, seq).map_err(backend)?;
     }

@@ -168,7 +168,11 @@ pub async fn wearable_sync_with_changed_fields_is_the_next_version(store: Arc<dy
     let events = world.events(Context::Activity).await;
     let recorded: WorkoutRecorded = events[0].decode().expect("typed");
     let updated: WorkoutUpdated = events[1].decode().expect("typed");
-    assert_eq!(updated.previous_day, Some(Day::parse("2026-05-02").expect("day")), "the update says where the workout moved from");
+    assert_eq!(
+        updated.previous_day,
+        Some(Day::parse("2026-05-02").expect("day")),
+        "the update says where the workout moved from"
+    );
     assert_eq!(
         (
             recorded.workout.version,
