@@ -192,7 +192,7 @@ impl ActivityCommands {
             provider,
             &input.external_id,
             fingerprint,
-            WorkoutId::generate(),
+            external_sync::entity_id(provider, &input.external_id, input.started_at)?,
             build,
         )
         .await

@@ -98,7 +98,7 @@ async fn sync_ids<C: ContextTable>(
     let request =
         json!({"provider": provider, "external_id": external_id, "fingerprint": fingerprint});
 
-    let first = build(&new_id, 1, None)?;
+    let first = canonical(build(&new_id, 1, None)?, provider, external_id, 1)?;
     let sk = sort_key_of(&first.item)?;
     let pointer = Pointer {
         entity_id: new_id.clone(),
@@ -128,7 +128,12 @@ async fn sync_ids<C: ContextTable>(
             return Ok(Outcome::replayed(existing.entity_id));
         }
         let version = existing.version + 1;
-        let next = build(&existing.entity_id, version, Some(&existing.target_sk))?;
+        let next = canonical(
+            build(&existing.entity_id, version, Some(&existing.target_sk))?,
+            provider,
+            external_id,
+            version,
+        )?;
         let sk = sort_key_of(&next.item)?;
         let mut actions = vec![Action::Update {
             key: pointer_key.clone(),
@@ -207,4 +212,42 @@ pub fn moved_from(
         }
         _ => None,
     }
+}
+
+/// The id a synced entity gets: a ULID whose time is the entity's start and whose random
+/// part is a hash of provider and external id. The same wearable record always gets the
+/// same id, on every delivery and in every replay.
+pub fn entity_id<Id: FromStr>(
+    provider: &ProviderName,
+    external_id: &ExternalId,
+    start: events_schema::time::Timestamp,
+) -> Result<Id, CommandError> {
+    let raw = derived_ulid(&format!("{provider}|{external_id}"), start);
+    Id::from_str(&raw).map_err(|_| CommandError::Conflict("derived id is invalid".into()))
+}
+
+/// A ULID whose time is `at` and whose random part is a hash of `seed`: deterministic,
+/// and still time-ordered like a generated one.
+fn derived_ulid(seed: &str, at: events_schema::time::Timestamp) -> String {
+    let digest = Sha256::digest(seed.as_bytes());
+    let mut random = [0u8; 16];
+    random[6..].copy_from_slice(&digest[..10]);
+    ulid::Ulid::from_parts(at.millis().max(0) as u64, u128::from_be_bytes(random)).to_string()
+}
+
+/// Makes a synced entity's event content-addressed: its id comes from provider,
+/// external id, version and type, its times from the entity. Whichever delivery (or
+/// replay) of the provider's data writes a version, it publishes the very same event.
+fn canonical(
+    mut written: Written,
+    provider: &ProviderName,
+    external_id: &ExternalId,
+    version: u64,
+) -> Result<Written, CommandError> {
+    let event = &mut written.event;
+    let seed = format!("{provider}|{external_id}|{version}|{}", event.event_type);
+    event.event_id = events_schema::ids::EventId::parse(&derived_ulid(&seed, event.occurred_at))
+        .map_err(|e| CommandError::Conflict(e.to_string()))?;
+    event.recorded_at = event.occurred_at;
+    Ok(written)
 }

@@ -175,7 +175,7 @@ impl SleepCommands {
             provider,
             &input.external_id,
             fingerprint,
-            SleepId::generate(),
+            external_sync::entity_id(provider, &input.external_id, input.start)?,
             build,
         )
         .await

@@ -8,7 +8,7 @@
 //! Rows that fall out are deleted, and events older than the window are ignored, so the
 //! partition has the same rows whatever order events arrive in.
 
-use crate::projector::{ProjectionError, Projector, decode};
+use crate::projector::{ProjectionError, Projector, decode, user_pk};
 use crate::rows::{is_tombstone, object, replace_newer, tombstone_newer, upsert_newer};
 use async_trait::async_trait;
 use chrono::Duration;
@@ -20,7 +20,7 @@ use events_schema::events::identity::{EmailChanged, ProfileState, ProfileUpdated
 use events_schema::events::integrations::{ProviderConnected, ProviderDisconnected};
 use events_schema::events::nutrition::{DayTotals, Meal, MealDeleted, MealEdited, MealLogged};
 use events_schema::events::sleep::{SleepRecorded, SleepSession, SleepUpdated};
-use events_schema::keys::{PartitionKey, SortKey, prefix};
+use events_schema::keys::{SortKey, prefix};
 use events_schema::time::Day;
 use infra::StoreError;
 use infra::store::{Key, Query, SortKeyCondition, Update};
@@ -47,14 +47,6 @@ use chrono::Datelike as _;
 impl DashboardRows {
     pub fn new(table: Table<contexts::Dashboard>) -> Self {
         Self { table }
-    }
-
-    fn pk(event: &EventEnvelope) -> Result<String, ProjectionError> {
-        event
-            .user_id
-            .clone()
-            .map(|u| PartitionKey::User(u).to_string())
-            .ok_or_else(|| ProjectionError::Decode("user event without a user id".into()))
     }
 
     /// Whether `day` is inside the window. Advancing the high-water mark prunes the
@@ -184,7 +176,7 @@ impl Projector for DashboardFromIdentity {
             "ProfileUpdated" => decode::<ProfileUpdated>(event)?.profile,
             _ => return Ok(()),
         };
-        let pk = DashboardRows::pk(event)?;
+        let pk = user_pk(event)?;
         let key = Key::new(&pk, SortKey::Profile.to_string());
         let attrs = object(json!({
             "email": profile.email, "display_name": profile.display_name,
@@ -228,7 +220,7 @@ impl Projector for DashboardFromNutrition {
         match event.event_type.as_str() {
             "MealLogged" => {
                 let logged: MealLogged = decode(event)?;
-                let pk = DashboardRows::pk(event)?;
+                let pk = user_pk(event)?;
                 self.totals(&pk, &logged.day_totals).await?;
                 let sk =
                     SortKey::RecentMeal(logged.meal.day, logged.meal.meal_id.clone()).to_string();
@@ -243,7 +235,7 @@ impl Projector for DashboardFromNutrition {
             }
             "MealEdited" => {
                 let edited: MealEdited = decode(event)?;
-                let pk = DashboardRows::pk(event)?;
+                let pk = user_pk(event)?;
                 for totals in &edited.day_totals {
                     self.totals(&pk, totals).await?;
                 }
@@ -260,7 +252,7 @@ impl Projector for DashboardFromNutrition {
             }
             "MealDeleted" => {
                 let deleted: MealDeleted = decode(event)?;
-                let pk = DashboardRows::pk(event)?;
+                let pk = user_pk(event)?;
                 self.totals(&pk, &deleted.day_totals).await?;
                 let sk = SortKey::RecentMeal(deleted.day, deleted.meal_id.clone()).to_string();
                 rows.dated_tombstone(&pk, deleted.day, sk, deleted.version)
@@ -331,7 +323,7 @@ impl Projector for DashboardFromActivity {
             }
             _ => return Ok(()),
         };
-        let pk = DashboardRows::pk(event)?;
+        let pk = user_pk(event)?;
         if let Some(previous) = previous_day {
             let old = SortKey::RecentWorkout(previous, workout.workout_id.clone()).to_string();
             self.0
@@ -369,7 +361,7 @@ impl Projector for DashboardFromSleep {
             "SleepUpdated" => decode::<SleepUpdated>(event)?.session,
             _ => return Ok(()),
         };
-        let pk = DashboardRows::pk(event)?;
+        let pk = user_pk(event)?;
         let minutes = (session.end.millis() - session.start.millis()) / 60_000;
         let value = json!({"sleep_id": session.sleep_id, "minutes": minutes, "score": session.score, "stages": session.stages});
         // Recording time orders sessions of one night; it is the same on every delivery.
@@ -402,7 +394,7 @@ impl Projector for DashboardFromGoals {
             "GoalStatusChanged" => decode::<GoalStatusChanged>(event)?.goal,
             _ => return Ok(()),
         };
-        let pk = DashboardRows::pk(event)?;
+        let pk = user_pk(event)?;
         let key = Key::new(&pk, SortKey::ActiveGoal(goal.goal_id.clone()).to_string());
         if goal.status == GoalStatus::Active {
             let attrs = object(
@@ -447,7 +439,7 @@ impl Projector for DashboardFromIntegrations {
             }
             _ => return Ok(()),
         };
-        let pk = DashboardRows::pk(event)?;
+        let pk = user_pk(event)?;
         let key = Key::new(&pk, SortKey::Connection(provider).to_string());
         let version = event.recorded_at.millis().max(0) as u64;
         replace_newer(&self.0.table, &key, object(attrs), VERSION, version).await?;

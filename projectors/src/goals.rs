@@ -4,7 +4,7 @@
 //! those owned rows only. One progress row per goal and period, rewritten from the same
 //! rows whatever the delivery order, so progress converges.
 
-use crate::projector::{ProjectionError, Projector, decode};
+use crate::projector::{ProjectionError, Projector, decode, user_pk};
 use crate::rows::{is_tombstone, object, replace_newer, tombstone_newer};
 use async_trait::async_trait;
 use chrono::{Datelike, Duration};
@@ -14,7 +14,7 @@ use events_schema::events::activity::{WorkoutRecorded, WorkoutUpdated};
 use events_schema::events::goals::{Goal, GoalKind};
 use events_schema::events::nutrition::{DayTotals, MealDeleted, MealEdited, MealLogged};
 use events_schema::events::sleep::{SleepRecorded, SleepUpdated};
-use events_schema::keys::{PartitionKey, SortKey, prefix};
+use events_schema::keys::{SortKey, prefix};
 use events_schema::time::{Day, Timestamp};
 use infra::StoreError;
 use infra::store::{IndexQuery, Item, Key, Query, SortKeyCondition};
@@ -27,14 +27,6 @@ const VERSION: &str = "version";
 #[derive(Clone)]
 pub struct GoalRows {
     table: Table<contexts::Goals>,
-}
-
-fn user_pk(event: &EventEnvelope) -> Result<String, ProjectionError> {
-    event
-        .user_id
-        .clone()
-        .map(|u| PartitionKey::User(u).to_string())
-        .ok_or_else(|| ProjectionError::Decode("user event without a user id".into()))
 }
 
 /// Monday of the ISO week holding `day`.

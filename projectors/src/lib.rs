@@ -9,14 +9,17 @@
 //! - [`rows`]: convergent row writes (newer-guarded upserts, tombstones).
 //! - [`runtime`]: the worker loop: poll, decode, apply with retries, dead-letter,
 //!   checkpoint; metrics; redrive.
-//! - [`dashboard`], [`goals`]: the projections.
+//! - [`dashboard`], [`goals`], [`cross`], [`wearables`], [`insights`]: the projections.
 //! - [`registry`]: every subscription, wired to its table.
 
+pub mod cross;
 pub mod dashboard;
 pub mod goals;
+pub mod insights;
 pub mod projector;
 pub mod registry;
 pub mod rows;
 pub mod runtime;
+pub mod wearables;
 
 pub use projector::{ProjectionError, Projector};

@@ -11,6 +11,10 @@ pub enum ProjectionError {
     /// The event does not decode as the type it claims; retrying will not help.
     #[error("event does not decode: {0}")]
     Decode(String),
+    /// The event asks for something its subscriber refuses (a command's validation
+    /// failed); retrying will not help.
+    #[error("rejected: {0}")]
+    Rejected(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -36,4 +40,13 @@ pub fn decode<P: events_schema::envelope::EventPayload>(
     event
         .decode::<P>()
         .map_err(|e| ProjectionError::Decode(e.to_string()))
+}
+
+/// The `USER#<id>` partition of the user an event belongs to.
+pub fn user_pk(event: &EventEnvelope) -> Result<String, ProjectionError> {
+    event
+        .user_id
+        .clone()
+        .map(|u| events_schema::keys::PartitionKey::User(u).to_string())
+        .ok_or_else(|| ProjectionError::Decode("user event without a user id".into()))
 }

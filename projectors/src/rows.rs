@@ -85,3 +85,86 @@ pub fn object(value: Value) -> Item {
         _ => Item::new(),
     }
 }
+
+/// Attribute of a set row holding its entries, and its revision.
+pub const ENTRIES: &str = "entries";
+/// The revision of a set row: the sum of its entries' versions. Every merge that
+/// changes the row raises it, so it guards read-modify-write like a counter would, and
+/// it depends only on the entries, so rows built in different orders are identical.
+const REVISION: &str = "rev";
+
+fn revision_of(entries: &serde_json::Map<String, Value>) -> u64 {
+    entries
+        .values()
+        .filter_map(|e| e.get("version").and_then(Value::as_u64))
+        .sum()
+}
+
+/// Merges one versioned entry into a set row (`entries.<id>`), keeping the newest version
+/// of each entry (a deleted entry stays as a versioned tombstone), then sets the row's
+/// other attributes to `derive(entries)`. The result depends only on the set of facts
+/// seen, not on their order or repetition. Read-modify-write guarded by the row's
+/// revision, retried when another subscription wrote the row in between.
+pub async fn merge_entry<C: ContextTable>(
+    table: &Table<C>,
+    key: &Key,
+    id: &str,
+    value: Value,
+    version: u64,
+    deleted: bool,
+    derive: impl Fn(&serde_json::Map<String, Value>) -> Item,
+) -> Result<(), StoreError> {
+    for _ in 0..32 {
+        let row = table.get(key, true).await?;
+        let revision = row
+            .as_ref()
+            .and_then(|r| r.get(REVISION))
+            .and_then(Value::as_u64);
+        let mut entries = row
+            .as_ref()
+            .and_then(|r| r.get(ENTRIES))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let stored = entries
+            .get(id)
+            .and_then(|e| e.get("version"))
+            .and_then(Value::as_u64);
+        if stored.is_some_and(|v| v >= version) {
+            return Ok(());
+        }
+        let mut entry = match value.clone() {
+            Value::Object(map) => map,
+            other => serde_json::Map::from_iter([("value".to_owned(), other)]),
+        };
+        entry.insert("version".into(), version.into());
+        entry.insert(DELETED.into(), Value::Bool(deleted));
+        entries.insert(id.to_owned(), Value::Object(entry));
+        let mut item = derive(&entries);
+        item.extend(key.to_item());
+        item.insert(REVISION.into(), revision_of(&entries).into());
+        item.insert(ENTRIES.into(), Value::Object(entries));
+        let condition = match revision {
+            Some(rev) => Condition::AttributeEquals(REVISION.into(), rev.into()),
+            None => Condition::ItemNotExists,
+        };
+        match table.put(item, Some(condition)).await {
+            Ok(()) => return Ok(()),
+            Err(StoreError::ConditionFailed { .. }) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(StoreError::Backend(format!(
+        "set row {} {} kept changing",
+        key.pk, key.sk
+    )))
+}
+
+/// The live (not deleted) entries of a set row.
+pub fn live_entries(
+    entries: &serde_json::Map<String, Value>,
+) -> impl Iterator<Item = (&String, &Value)> {
+    entries
+        .iter()
+        .filter(|(_, e)| !e.get(DELETED).and_then(Value::as_bool).unwrap_or(false))
+}

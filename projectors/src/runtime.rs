@@ -128,7 +128,10 @@ impl Worker {
                     self.metrics.failed.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(subscription = self.name(), event = %event.event_id, attempt, %error, "projection failed");
                     last_error = error.to_string();
-                    if matches!(error, ProjectionError::Decode(_)) {
+                    if matches!(
+                        error,
+                        ProjectionError::Decode(_) | ProjectionError::Rejected(_)
+                    ) {
                         return self.dead_letter(record, last_error, attempt).await;
                     }
                     if attempt < self.policy.attempts {

@@ -27,8 +27,10 @@ pub struct Fixture {
     pub seed: Vec<SeedRow>,
     pub events: Vec<FixtureEvent>,
     /// Per table and partition, the rows after delivery: sort key -> the attributes
-    /// that must match (dotted paths allowed), or `null` for a row that must not exist.
-    /// The partition must hold exactly the rows listed with attributes.
+    /// that must match (dotted paths allowed; a `null` value means the attribute must be
+    /// absent), or `null` for a row that must not exist. A sort key ending in `*` stands
+    /// for exactly one row with that prefix (for ids the projectors derive). The
+    /// partition must hold exactly the rows listed.
     pub expect: BTreeMap<String, BTreeMap<String, ExpectedRows>>,
 }
 
@@ -205,8 +207,29 @@ pub fn check(fixture: &Fixture, rows: &Rows) {
                 .iter()
                 .map(|r| (r["sk"].as_str().unwrap_or_default(), r))
                 .collect();
+            let mut matched: Vec<&str> = Vec::new();
             for (sk, attrs) in expected {
-                let row = by_sk.get(sk.as_str());
+                let row = match sk.strip_suffix('*') {
+                    Some(prefix) => {
+                        let found: Vec<&str> = by_sk
+                            .keys()
+                            .copied()
+                            .filter(|k| k.starts_with(prefix))
+                            .collect();
+                        assert_eq!(
+                            found.len(),
+                            1,
+                            "{}: {table}/{pk}: rows matching {sk}: {found:?}",
+                            fixture.description
+                        );
+                        matched.push(found[0]);
+                        by_sk.get(found[0])
+                    }
+                    None => {
+                        matched.push(sk.as_str());
+                        by_sk.get(sk.as_str())
+                    }
+                };
                 let Some(attrs) = attrs else {
                     assert!(
                         row.is_none(),
@@ -224,19 +247,20 @@ pub fn check(fixture: &Fixture, rows: &Rows) {
                 });
                 for (attr, value) in attrs {
                     let found = lookup(row, attr);
+                    let expected = (!value.is_null()).then_some(value);
                     assert_eq!(
                         found.as_ref(),
-                        Some(value),
+                        expected,
                         "{}: {table}/{pk}/{sk}: attribute {attr}",
                         fixture.description
                     );
                 }
             }
-            let listed: Vec<&String> = expected
-                .iter()
-                .filter(|(_, a)| a.is_some())
-                .map(|(sk, _)| sk)
+            let mut listed: Vec<&str> = matched
+                .into_iter()
+                .filter(|sk| by_sk.contains_key(sk))
                 .collect();
+            listed.sort_unstable();
             let present: Vec<&str> = by_sk.keys().copied().collect();
             assert_eq!(
                 present, listed,

@@ -1,0 +1,252 @@
+//! Insights: an `ACTIVE_DAY#<date>` marker per user and day with activity (meals,
+//! workouts, sleep; one versioned entry each), carrying the sparse `active-day` index keys
+//! (`DAY#<date>` -> `USER#<id>`) while the day has live entries; and the nightly
+//! readiness job, which lists a day's active users through that index (never a scan) and
+//! writes `READINESS#<date>` from the user's markers of the last seven days.
+
+use crate::cross::{day_totals, workout_of};
+use crate::projector::{ProjectionError, Projector, decode, user_pk};
+use crate::rows::{live_entries, merge_entry, object};
+use async_trait::async_trait;
+use chrono::Duration;
+use events_schema::Context;
+use events_schema::envelope::EventEnvelope;
+use events_schema::events::sleep::{SleepRecorded, SleepUpdated};
+use events_schema::keys::SortKey;
+use events_schema::time::Day;
+use infra::StoreError;
+use infra::store::{IndexQuery, Item, Key, Query, SortKeyCondition};
+use infra::table::{Table, contexts};
+use serde_json::{Value, json};
+
+fn marker(pk: &str, day: Day) -> impl Fn(&serde_json::Map<String, Value>) -> Item {
+    let (pk, day) = (pk.to_owned(), day);
+    move |entries| {
+        let mut meals = 0;
+        let mut active_minutes = 0;
+        let mut sleep_minutes = 0;
+        for (id, entry) in live_entries(entries) {
+            let number = |name: &str| entry.get(name).and_then(Value::as_u64).unwrap_or(0);
+            match id.split_once(':').map(|(kind, _)| kind) {
+                Some("nutrition") => meals += number("meals"),
+                Some("workout") => active_minutes += number("minutes"),
+                Some("sleep") => sleep_minutes += number("minutes"),
+                _ => {}
+            }
+        }
+        let mut item = object(
+            json!({"day": day, "meals": meals, "active_minutes": active_minutes, "sleep_minutes": sleep_minutes}),
+        );
+        // In the index only while the day has activity.
+        if meals + active_minutes + sleep_minutes > 0 {
+            item.insert("active_day_pk".into(), json!(format!("DAY#{day}")));
+            item.insert("active_day_sk".into(), json!(pk));
+        }
+        item
+    }
+}
+
+async fn mark(
+    table: &Table<contexts::Insights>,
+    pk: &str,
+    day: Day,
+    id: &str,
+    entry: Value,
+    version: u64,
+    deleted: bool,
+) -> Result<(), StoreError> {
+    let key = Key::new(pk, SortKey::ActiveDay(day).to_string());
+    merge_entry(table, &key, id, entry, version, deleted, marker(pk, day)).await
+}
+
+/// Markers from nutrition: the meals of each day changed.
+pub struct InsightsFromNutrition(pub Table<contexts::Insights>);
+
+#[async_trait]
+impl Projector for InsightsFromNutrition {
+    fn name(&self) -> &'static str {
+        "insights-from-nutrition"
+    }
+    fn source(&self) -> Context {
+        Context::Nutrition
+    }
+    fn target(&self) -> Context {
+        Context::Insights
+    }
+
+    async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
+        let totals = day_totals(event)?;
+        if totals.is_empty() {
+            return Ok(());
+        }
+        let pk = user_pk(event)?;
+        for day in totals {
+            mark(
+                &self.0,
+                &pk,
+                day.day,
+                "nutrition:day",
+                json!({"meals": day.meals}),
+                day.version,
+                false,
+            )
+            .await?;
+        }
+        Ok(())
+    }
+}
+
+/// Markers from activity: one entry per workout (moved workouts leave their old day).
+pub struct InsightsFromActivity(pub Table<contexts::Insights>);
+
+#[async_trait]
+impl Projector for InsightsFromActivity {
+    fn name(&self) -> &'static str {
+        "insights-from-activity"
+    }
+    fn source(&self) -> Context {
+        Context::Activity
+    }
+    fn target(&self) -> Context {
+        Context::Insights
+    }
+
+    async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
+        let Some((workout, previous_day)) = workout_of(event)? else {
+            return Ok(());
+        };
+        let pk = user_pk(event)?;
+        let id = format!("workout:{}", workout.workout_id);
+        if let Some(previous) = previous_day {
+            mark(
+                &self.0,
+                &pk,
+                previous,
+                &id,
+                json!({}),
+                workout.version,
+                true,
+            )
+            .await?;
+        }
+        let entry = json!({"minutes": workout.duration_s / 60});
+        mark(
+            &self.0,
+            &pk,
+            workout.day,
+            &id,
+            entry,
+            workout.version,
+            false,
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+/// Markers from sleep: one entry per session, on its night.
+pub struct InsightsFromSleep(pub Table<contexts::Insights>);
+
+#[async_trait]
+impl Projector for InsightsFromSleep {
+    fn name(&self) -> &'static str {
+        "insights-from-sleep"
+    }
+    fn source(&self) -> Context {
+        Context::Sleep
+    }
+    fn target(&self) -> Context {
+        Context::Insights
+    }
+
+    async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
+        let (session, previous) = match event.event_type.as_str() {
+            "SleepRecorded" => (decode::<SleepRecorded>(event)?.session, None),
+            "SleepUpdated" => {
+                let updated: SleepUpdated = decode(event)?;
+                (updated.session, updated.previous_night)
+            }
+            _ => return Ok(()),
+        };
+        let pk = user_pk(event)?;
+        let id = format!("sleep:{}", session.sleep_id);
+        if let Some(previous) = previous {
+            mark(
+                &self.0,
+                &pk,
+                previous,
+                &id,
+                json!({}),
+                session.version,
+                true,
+            )
+            .await?;
+        }
+        let minutes = ((session.end.millis() - session.start.millis()) / 60_000).max(0);
+        mark(
+            &self.0,
+            &pk,
+            session.night,
+            &id,
+            json!({"minutes": minutes}),
+            session.version,
+            false,
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+/// A readiness score from a week of markers: sleep against 8 h a night and activity
+/// against 30 min a day, each half of the score, capped at 100.
+pub fn readiness_score(markers: &[Item]) -> u64 {
+    let sum = |name: &str| {
+        markers
+            .iter()
+            .filter_map(|m| m.get(name).and_then(Value::as_u64))
+            .sum::<u64>()
+    };
+    let sleep = (sum("sleep_minutes") * 50 / (7 * 480)).min(50);
+    let activity = (sum("active_minutes") * 50 / (7 * 30)).min(50);
+    sleep + activity
+}
+
+/// Writes `READINESS#<day>` for every user active on `day`, found through the
+/// `active-day` index; returns how many users it scored.
+pub async fn nightly_readiness(
+    table: &Table<contexts::Insights>,
+    day: Day,
+) -> Result<usize, StoreError> {
+    let week_start = Day::new(day.date() - Duration::days(6));
+    let mut scored = 0;
+    let mut cursor = None;
+    loop {
+        let query = IndexQuery::partition("active-day", format!("DAY#{day}"))
+            .limit(100)
+            .after(cursor);
+        let page = table.query_index(&query).await?;
+        for marker in &page.items {
+            let Some(pk) = marker.get("pk").and_then(Value::as_str) else {
+                continue;
+            };
+            let range = SortKeyCondition::Between(
+                SortKey::ActiveDay(week_start).to_string(),
+                SortKey::ActiveDay(day).to_string(),
+            );
+            let week = table
+                .query(&Query::partition(pk).sort_key(range).consistent())
+                .await?
+                .items;
+            let mut item = object(
+                json!({"day": day, "score": readiness_score(&week), "days_with_data": week.len()}),
+            );
+            item.extend(Key::new(pk, SortKey::Readiness(day).to_string()).to_item());
+            table.put(item, None).await?;
+            scored += 1;
+        }
+        match page.cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(scored),
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! Wearable data received by integrations becomes the activity and sleep contexts' own
+//! sync commands, idempotent by external id: a redelivered event syncs nothing new, and
+//! the entities and events a sync writes are content-addressed (ids derived from
+//! provider, external id and version), so every delivery and every replay writes the
+//! very same rows.
+
+use crate::projector::{ProjectionError, Projector, decode};
+use async_trait::async_trait;
+use commands::activity::ActivityCommands;
+use commands::sleep::SleepCommands;
+use commands::{CommandError, CommandMeta};
+use events_schema::Context;
+use events_schema::envelope::EventEnvelope;
+use events_schema::events::integrations::{WearableSleepReceived, WearableWorkoutReceived};
+
+/// Providers send times in UTC; the day of a synced entity is its UTC day until
+/// providers' local offsets are carried through.
+const PROVIDER_TIMEZONE: &str = "UTC";
+
+fn meta(event: &EventEnvelope) -> Result<CommandMeta, ProjectionError> {
+    let user = event
+        .user_id
+        .clone()
+        .ok_or_else(|| ProjectionError::Decode("user event without a user id".into()))?;
+    let mut meta = CommandMeta::new(user);
+    Ok(meta)
+}
+
+fn rejected(error: CommandError) -> ProjectionError {
+    match error {
+        CommandError::Store(e) => ProjectionError::Store(e),
+        other => ProjectionError::Rejected(other.to_string()),
+    }
+}
+
+pub struct ActivityFromIntegrations(pub ActivityCommands);
+
+#[async_trait]
+impl Projector for ActivityFromIntegrations {
+    fn name(&self) -> &'static str {
+        "activity-from-integrations"
+    }
+    fn source(&self) -> Context {
+        Context::Integrations
+    }
+    fn target(&self) -> Context {
+        Context::Activity
+    }
+
+    async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
+        if event.event_type != "WearableWorkoutReceived" {
+            return Ok(());
+        }
+        let received: WearableWorkoutReceived = decode(event)?;
+        self.0
+            .sync_workout(
+                &meta(event)?,
+                &received.provider,
+                PROVIDER_TIMEZONE,
+                &received.workout,
+            )
+            .await
+            .map_err(rejected)?;
+        Ok(())
+    }
+}
+
+pub struct SleepFromIntegrations(pub SleepCommands);
+
+#[async_trait]
+impl Projector for SleepFromIntegrations {
+    fn name(&self) -> &'static str {
+        "sleep-from-integrations"
+    }
+    fn source(&self) -> Context {
+        Context::Integrations
+    }
+    fn target(&self) -> Context {
+        Context::Sleep
+    }
+
+    async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
+        if event.event_type != "WearableSleepReceived" {
+            return Ok(());
+        }
+        let received: WearableSleepReceived = decode(event)?;
+        self.0
+            .sync_sleep(
+                &meta(event)?,
+                &received.provider,
+                PROVIDER_TIMEZONE,
+                &received.sleep,
+            )
+            .await
+            .map_err(rejected)?;
+        Ok(())
+    }
+}
