@@ -22,8 +22,7 @@ fn meta(event: &EventEnvelope) -> Result<CommandMeta, ProjectionError> {
         .user_id
         .clone()
         .ok_or_else(|| ProjectionError::Decode("user event without a user id".into()))?;
-    let mut meta = CommandMeta::new(user);
-    Ok(meta)
+    Ok(CommandMeta::new(user))
 }
 
 fn rejected(error: CommandError) -> ProjectionError {
