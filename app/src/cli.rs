@@ -23,6 +23,31 @@ pub enum Command {
         #[command(subcommand)]
         doc: Doc,
     },
+    /// Apply a subscription's dead letters again (on a stopped embedded store).
+    Redrive {
+        /// The subscription, such as `dashboard-from-nutrition`.
+        subscription: String,
+        #[arg(long, env = "VITALS_DATA_DIR", default_value = "./vitals-data")]
+        data_dir: PathBuf,
+    },
+    /// Insights jobs.
+    Insights {
+        #[command(subcommand)]
+        job: InsightsJob,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InsightsJob {
+    /// Score readiness for every user active on a day (found through the active-day
+    /// index, never a scan).
+    Nightly {
+        /// The day, `YYYY-MM-DD`.
+        #[arg(long)]
+        date: String,
+        #[arg(long, env = "VITALS_DATA_DIR", default_value = "./vitals-data")]
+        data_dir: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -5,8 +5,10 @@
 //! - [`cli`]: the command line (clap), with environment-variable fallbacks.
 //! - [`storage`]: builds the configured storage backend.
 //! - [`http`]: the axum router (`http::app`), testable without a socket.
-//! - [`server`]: binds, serves until shutdown, runs background maintenance.
+//! - [`server`]: binds, serves until shutdown, runs the projector workers and TTL purge.
+//! - [`admin`]: operator commands (redrive, nightly readiness).
 
+pub mod admin;
 pub mod cli;
 pub mod http;
 pub mod server;

@@ -1,7 +1,7 @@
 //! The `vitals` command: parses the command line and runs the chosen subcommand.
 
 use clap::Parser;
-use vitals::cli::{Cli, Command, Doc};
+use vitals::cli::{Cli, Command, Doc, InsightsJob};
 use vitals::{server, storage};
 
 #[tokio::main]
@@ -36,6 +36,26 @@ async fn main() -> anyhow::Result<()> {
             doc: Doc::AccessPatterns,
         } => {
             print!("{}", events_schema::tables::access_pattern_document());
+            Ok(())
+        }
+        Command::Redrive {
+            subscription,
+            data_dir,
+        } => {
+            let store = storage::embedded(&data_dir)?;
+            let outcome = vitals::admin::redrive(store, &subscription).await?;
+            println!(
+                "{subscription}: {} applied, {} still failing",
+                outcome.applied, outcome.still_failing
+            );
+            Ok(())
+        }
+        Command::Insights {
+            job: InsightsJob::Nightly { date, data_dir },
+        } => {
+            let store = storage::embedded(&data_dir)?;
+            let scored = vitals::admin::nightly_readiness(store, &date).await?;
+            println!("readiness scored for {scored} active users on {date}");
             Ok(())
         }
     }

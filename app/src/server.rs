@@ -1,10 +1,15 @@
 //! Serving: bind, serve the router until the shutdown future resolves (in-flight
-//! requests finish first), and run background maintenance for the embedded store.
+//! requests finish first). On the embedded store it also runs every projector worker
+//! and the TTL purge in-process.
 
 use crate::http::{self, AppState};
 use crate::storage::Storage;
+use infra::feed::embedded::EmbeddedFeed;
 use infra::store::now_epoch_seconds;
+use projectors::pipeline::Pipeline;
+use projectors::registry;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
@@ -37,14 +42,27 @@ pub async fn run(
             }
         })
     });
+    // The embedded shape runs every projector in-process, fed by the store's change log.
+    let pipeline = storage.embedded.clone().map(|store| {
+        let feed = Arc::new(EmbeddedFeed::new(store));
+        Arc::new(Pipeline::start(
+            storage.store.clone(),
+            feed,
+            registry::all(storage.store.clone()),
+        ))
+    });
     let app = http::app(AppState {
         store: storage.store.clone(),
+        pipeline: pipeline.clone(),
     });
     let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await;
     if let Some(purger) = purger {
         purger.abort();
+    }
+    if let Some(pipeline) = &pipeline {
+        pipeline.stop().await;
     }
     if let Some(embedded) = &storage.embedded {
         embedded.close();

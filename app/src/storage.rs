@@ -42,3 +42,8 @@ pub async fn open(backend: Backend, data_dir: &Path, aws: &AwsArgs) -> anyhow::R
         },
     })
 }
+
+/// The embedded store of a data directory, alone (for admin commands).
+pub fn embedded(data_dir: &Path) -> anyhow::Result<Arc<dyn Store>> {
+    Ok(Arc::new(EmbeddedStore::open(data_dir)?))
+}

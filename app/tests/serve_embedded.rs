@@ -34,13 +34,16 @@ fn serve_answers_healthz_with_backend_and_version_and_stops_on_sigterm() {
 async fn router_healthz_without_a_socket() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let store = Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("opens"));
-    let response = app(AppState { store })
-        .oneshot(
-            Request::get("/healthz")
-                .body(Body::empty())
-                .expect("request"),
-        )
-        .await
-        .expect("response");
+    let response = app(AppState {
+        store,
+        pipeline: None,
+    })
+    .oneshot(
+        Request::get("/healthz")
+            .body(Body::empty())
+            .expect("request"),
+    )
+    .await
+    .expect("response");
     assert_eq!(response.status(), StatusCode::OK);
 }

@@ -11,11 +11,13 @@
 //!   checkpoint; metrics; redrive.
 //! - [`dashboard`], [`goals`], [`cross`], [`wearables`], [`insights`]: the projections.
 //! - [`registry`]: every subscription, wired to its table.
+//! - [`pipeline`]: every subscription's worker on one feed, in-process, with metrics.
 
 pub mod cross;
 pub mod dashboard;
 pub mod goals;
 pub mod insights;
+pub mod pipeline;
 pub mod projector;
 pub mod registry;
 pub mod rows;

@@ -1,0 +1,151 @@
+//! Every subscription's worker, running in-process on one change feed (the embedded
+//! shape: `vitals serve` hosts them). Started together, stopped together, and observed
+//! through one metrics snapshot.
+
+use crate::projector::Projector;
+use crate::runtime::{Metrics, Worker};
+use infra::Store;
+use infra::StoreError;
+use infra::dlq::{DeadLetterQueue, TableDlq};
+use infra::feed::ChangeFeed;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// One subscription as the pipeline runs it.
+struct Running {
+    name: &'static str,
+    feed: Arc<dyn ChangeFeed>,
+    dlq: Arc<dyn DeadLetterQueue>,
+    metrics: Arc<Metrics>,
+}
+
+/// A subscription's counters at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscriptionStats {
+    pub subscription: &'static str,
+    pub processed: u64,
+    pub failed: u64,
+    pub dead_lettered: u64,
+    /// Records of the feed not yet processed by this subscription.
+    pub lag: u64,
+    /// Letters waiting in its dead-letter queue.
+    pub dlq_depth: usize,
+}
+
+pub struct Pipeline {
+    running: Vec<Running>,
+    tasks: std::sync::Mutex<Vec<JoinHandle<()>>>,
+    shutdown: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("subscriptions", &self.running.len())
+            .finish()
+    }
+}
+
+impl Pipeline {
+    /// Starts one worker per projector, each dead-lettering into its own table.
+    pub fn start(
+        store: Arc<dyn Store>,
+        feed: Arc<dyn ChangeFeed>,
+        projectors: Vec<Arc<dyn Projector>>,
+    ) -> Self {
+        let (shutdown, stop) = watch::channel(false);
+        let mut running = Vec::new();
+        let mut tasks = Vec::new();
+        for projector in projectors {
+            let dlq: Arc<dyn DeadLetterQueue> =
+                Arc::new(TableDlq::new(store.clone(), projector.target()));
+            let worker = Worker::new(projector, feed.clone(), dlq.clone());
+            running.push(Running {
+                name: worker.name(),
+                feed: feed.clone(),
+                dlq,
+                metrics: worker.metrics.clone(),
+            });
+            tasks.push(tokio::spawn(worker.run(stop.clone())));
+        }
+        Self {
+            running,
+            tasks: std::sync::Mutex::new(tasks),
+            shutdown,
+        }
+    }
+
+    /// Stops every worker after the batch it is on, and waits for them.
+    pub async fn stop(&self) {
+        let _ = self.shutdown.send(true);
+        let tasks = self
+            .tasks
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
+        for task in tasks {
+            let _ = task.await;
+        }
+    }
+
+    pub async fn stats(&self) -> Result<Vec<SubscriptionStats>, StoreError> {
+        let mut stats = Vec::with_capacity(self.running.len());
+        for running in &self.running {
+            stats.push(SubscriptionStats {
+                subscription: running.name,
+                processed: running.metrics.processed.load(Ordering::Relaxed),
+                failed: running.metrics.failed.load(Ordering::Relaxed),
+                dead_lettered: running.metrics.dead_lettered.load(Ordering::Relaxed),
+                lag: running.feed.lag(running.name).await?,
+                dlq_depth: running.dlq.depth(running.name).await?,
+            });
+        }
+        Ok(stats)
+    }
+
+    /// Whether every subscription has processed every record of the feed.
+    pub async fn caught_up(&self) -> Result<bool, StoreError> {
+        for running in &self.running {
+            if running.feed.lag(running.name).await? > 0 {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// One metric series: name, Prometheus type, and how to read it from the stats.
+type Series = (&'static str, &'static str, fn(&SubscriptionStats) -> u64);
+
+/// The metrics as Prometheus text.
+pub fn prometheus(stats: &[SubscriptionStats]) -> String {
+    let mut out = String::new();
+    let series: [Series; 5] = [
+        ("vitals_projector_events_processed_total", "counter", |s| {
+            s.processed
+        }),
+        ("vitals_projector_events_failed_total", "counter", |s| {
+            s.failed
+        }),
+        ("vitals_projector_dead_lettered_total", "counter", |s| {
+            s.dead_lettered
+        }),
+        ("vitals_projector_lag_records", "gauge", |s| s.lag),
+        ("vitals_projector_dlq_depth", "gauge", |s| {
+            s.dlq_depth as u64
+        }),
+    ];
+    for (name, kind, value) in series {
+        out.push_str(&format!("# TYPE {name} {kind}\n"));
+        for s in stats {
+            out.push_str(&format!(
+                "{name}{{subscription=\"{}\"}} {}\n",
+                s.subscription,
+                value(s)
+            ));
+        }
+    }
+    out
+}
