@@ -1,0 +1,491 @@
+//! The event pipeline on the embedded store, end to end: commands commit state and
+//! events, the in-process workers (fed by the change log) write projections, and the
+//! tests wait on the projected rows with a deadline (woken by commits, never by a fixed
+//! sleep).
+
+use async_trait::async_trait;
+use commands::goals::CreateGoal;
+use commands::integrations::{SandboxProvider, WebhookPayload, sign};
+use events_schema::Context;
+use events_schema::envelope::EventEnvelope;
+use events_schema::events::goals::GoalKind;
+use events_schema::time::Day;
+use infra::Store;
+use infra::dlq::{DeadLetterQueue, TableDlq};
+use infra::embedded::EmbeddedStore;
+use infra::feed::embedded::EmbeddedFeed;
+use infra::store::{Item, Key, now_epoch_seconds};
+use infra::table::Table;
+use projectors::dashboard::{DashboardFromNutrition, DashboardRows};
+use projectors::pipeline::Pipeline;
+use projectors::runtime::{RetryPolicy, Worker, redrive};
+use projectors::{ProjectionError, Projector};
+use rust_decimal::Decimal;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use vitals_tests::commands::{WEBHOOK_SECRET, World, items_of};
+
+fn open() -> (Arc<EmbeddedStore>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    (
+        Arc::new(EmbeddedStore::open(dir.path()).expect("store")),
+        dir,
+    )
+}
+
+/// Waits until `row` exists and satisfies `ok`, waking on every commit; fails after
+/// `deadline`.
+async fn wait_for(
+    store: &Arc<EmbeddedStore>,
+    table: Context,
+    key: Key,
+    ok: impl Fn(&Item) -> bool,
+) -> Item {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut commits = store.commits();
+    loop {
+        commits.borrow_and_update();
+        if let Some(row) = store.get(table, &key, true).await.expect("get") {
+            if ok(&row) {
+                return row;
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(
+            !left.is_zero(),
+            "{table} {} {} did not converge in time",
+            key.pk,
+            key.sk
+        );
+        let _ = tokio::time::timeout(left, commits.changed()).await;
+    }
+}
+
+/// The value at a dotted path of a row (null when absent).
+fn at(row: &Item, path: &str) -> serde_json::Value {
+    let mut parts = path.split('.');
+    let first = parts
+        .next()
+        .and_then(|p| row.get(p))
+        .cloned()
+        .unwrap_or_default();
+    parts.fold(first, |value, part| {
+        value.get(part).cloned().unwrap_or_default()
+    })
+}
+
+fn pipeline(store: &Arc<EmbeddedStore>) -> Pipeline {
+    let shared: Arc<dyn Store> = store.clone();
+    Pipeline::start(
+        shared.clone(),
+        Arc::new(EmbeddedFeed::new(store.clone())),
+        projectors::registry::all(shared),
+    )
+}
+
+fn meal(at: &str, calories: i64, protein: i64) -> commands::nutrition::MealInput {
+    vitals_tests::commands::nutrition::meal(at, &calories.to_string(), &protein.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_reach_the_dashboard_goals_and_insights() {
+    let (store, _dir) = open();
+    let pipeline = pipeline(&store);
+    let world = World::new(store.clone());
+    let pk = world.pk();
+
+    let goal = world
+        .goals
+        .create_goal(
+            &world.meta,
+            CreateGoal {
+                kind: GoalKind::DailyProteinGrams,
+                target: Decimal::from(50),
+                title: "Protein".into(),
+            },
+        )
+        .await
+        .expect("goal")
+        .value;
+    world
+        .nutrition
+        .log_meal(&world.meta, meal("2026-03-01T08:00:00.000Z", 400, 30))
+        .await
+        .expect("meal");
+    world
+        .nutrition
+        .log_meal(&world.meta, meal("2026-03-01T12:00:00.000Z", 600, 25))
+        .await
+        .expect("meal");
+
+    let daily = wait_for(
+        &store,
+        Context::Dashboard,
+        Key::new(&pk, "DAILY#2026-03-01"),
+        |row| at(row, "nutrition.meals") == 2,
+    )
+    .await;
+    assert_eq!(at(&daily, "nutrition.totals.calories"), "1000");
+    wait_for(
+        &store,
+        Context::Dashboard,
+        Key::new(&pk, format!("ACTIVE_GOAL#{goal}")),
+        |row| at(row, "title") == "Protein",
+    )
+    .await;
+    let progress = Key::new(&pk, format!("PROGRESS#{goal}#2026-03-01T00:00:00.000Z"));
+    let row = wait_for(&store, Context::Goals, progress, |row| {
+        at(row, "value") == "55"
+    })
+    .await;
+    assert_eq!(at(&row, "met"), true);
+    wait_for(
+        &store,
+        Context::Insights,
+        Key::new(&pk, "ACTIVE_DAY#2026-03-01"),
+        |row| at(row, "meals") == 2,
+    )
+    .await;
+    wait_for(
+        &store,
+        Context::Activity,
+        Key::new(&pk, "INTAKE#2026-03-01"),
+        |row| at(row, "meals") == 2,
+    )
+    .await;
+
+    // A wearable webhook: integrations publishes, activity syncs, the dashboard shows it.
+    let started = world
+        .integrations
+        .start_connect(&world.meta, "sandbox")
+        .await
+        .expect("connect")
+        .value;
+    world
+        .integrations
+        .complete_connect(
+            "sandbox",
+            &started.state,
+            &SandboxProvider::code_for("pu-e2e"),
+        )
+        .await
+        .expect("callback");
+    let workout = vitals_tests::commands::activity_sleep::provider_workout(
+        "run-1",
+        "2026-03-01T17:00:00.000Z",
+        2700,
+    );
+    let body = serde_json::to_vec(&WebhookPayload {
+        delivery_id: "d-1".into(),
+        provider_user_id: "pu-e2e".into(),
+        workouts: vec![workout],
+        sleep: vec![],
+    })
+    .expect("json");
+    let now = now_epoch_seconds();
+    world
+        .integrations
+        .receive_webhook(
+            "sandbox",
+            &now.to_string(),
+            &sign(WEBHOOK_SECRET.as_bytes(), now, &body),
+            &body,
+        )
+        .await
+        .expect("webhook");
+    wait_for(
+        &store,
+        Context::Dashboard,
+        Key::new(&pk, "DAILY#2026-03-01"),
+        |row| at(row, "activity.active_minutes") == 45,
+    )
+    .await;
+    wait_for(
+        &store,
+        Context::Dashboard,
+        Key::new(&pk, "CONNECTION#sandbox"),
+        |row| at(row, "connected") == true,
+    )
+    .await;
+
+    let stats = pipeline.stats().await.expect("stats");
+    assert!(
+        stats
+            .iter()
+            .all(|s| s.dead_lettered == 0 && s.dlq_depth == 0),
+        "{stats:?}"
+    );
+    assert!(
+        stats.iter().map(|s| s.processed).sum::<u64>() >= 10,
+        "{stats:?}"
+    );
+    let text = projectors::pipeline::prometheus(&stats);
+    assert!(
+        text.contains("vitals_projector_lag_records{subscription=\"dashboard-from-nutrition\"}")
+    );
+    pipeline.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_resume_from_their_checkpoints_after_a_restart() {
+    let (store, _dir) = open();
+    let world = World::new(store.clone());
+    let pk = world.pk();
+    let first = pipeline(&store);
+    world
+        .nutrition
+        .log_meal(&world.meta, meal("2026-03-01T08:00:00.000Z", 100, 1))
+        .await
+        .expect("meal");
+    wait_for(
+        &store,
+        Context::Dashboard,
+        Key::new(&pk, "DAILY#2026-03-01"),
+        |row| at(row, "nutrition.meals") == 1,
+    )
+    .await;
+    first.stop().await;
+
+    // Written while no worker runs.
+    world
+        .nutrition
+        .log_meal(&world.meta, meal("2026-03-01T09:00:00.000Z", 200, 2))
+        .await
+        .expect("meal");
+    let second = pipeline(&store);
+    wait_for(
+        &store,
+        Context::Dashboard,
+        Key::new(&pk, "DAILY#2026-03-01"),
+        |row| at(row, "nutrition.meals") == 2,
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !second.caught_up().await.expect("lag") {
+        assert!(Instant::now() < deadline, "workers did not catch up");
+        let mut commits = store.commits();
+        let _ = tokio::time::timeout(Duration::from_millis(200), commits.changed()).await;
+    }
+    let stats = second.stats().await.expect("stats");
+    let nutrition = stats
+        .iter()
+        .find(|s| s.subscription == "dashboard-from-nutrition")
+        .expect("subscription");
+    assert_eq!(
+        nutrition.processed, 1,
+        "the restarted worker applied only the new event"
+    );
+    second.stop().await;
+}
+
+/// Fails every event of one user while the fault is on, like a bug in a projector.
+struct Faulty {
+    inner: DashboardFromNutrition,
+    poisoned_user: String,
+    fault: AtomicBool,
+}
+
+#[async_trait]
+impl Projector for Faulty {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn source(&self) -> Context {
+        self.inner.source()
+    }
+    fn target(&self) -> Context {
+        self.inner.target()
+    }
+    async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
+        let poisoned = event
+            .user_id
+            .as_ref()
+            .is_some_and(|u| u.as_str() == self.poisoned_user);
+        if poisoned && self.fault.load(Ordering::SeqCst) {
+            return Err(ProjectionError::Store(infra::StoreError::Backend(
+                "injected fault".into(),
+            )));
+        }
+        self.inner.apply(event).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poison_event_is_dead_lettered_while_others_flow_and_redrive_applies_it() {
+    let (store, _dir) = open();
+    let shared: Arc<dyn Store> = store.clone();
+    let poisoned = World::new(store.clone());
+    let healthy = World::new(store.clone());
+    let faulty = Arc::new(Faulty {
+        inner: DashboardFromNutrition(DashboardRows::new(Table::new(shared.clone()))),
+        poisoned_user: poisoned.meta.user.to_string(),
+        fault: AtomicBool::new(true),
+    });
+    let dlq = Arc::new(TableDlq::new(shared.clone(), Context::Dashboard));
+    let mut worker = Worker::new(
+        faulty.clone(),
+        Arc::new(EmbeddedFeed::new(store.clone())),
+        dlq.clone(),
+    );
+    worker.policy = RetryPolicy {
+        attempts: 3,
+        first_backoff: Duration::from_millis(1),
+        max_backoff: Duration::from_millis(5),
+    };
+    let metrics = worker.metrics.clone();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(worker.run(stopped));
+
+    poisoned
+        .nutrition
+        .log_meal(&poisoned.meta, meal("2026-03-01T08:00:00.000Z", 300, 3))
+        .await
+        .expect("meal");
+    healthy
+        .nutrition
+        .log_meal(&healthy.meta, meal("2026-03-01T08:00:00.000Z", 500, 5))
+        .await
+        .expect("meal");
+    wait_for(
+        &store,
+        Context::Dashboard,
+        Key::new(healthy.pk(), "DAILY#2026-03-01"),
+        |row| at(row, "nutrition.meals") == 1,
+    )
+    .await;
+
+    let letters = dlq
+        .list("dashboard-from-nutrition", 10)
+        .await
+        .expect("letters");
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].attempts, 3);
+    let envelope = letters[0]
+        .record
+        .envelope()
+        .expect("an outbox record")
+        .expect("decodes");
+    assert_eq!(
+        envelope.user_id.as_ref(),
+        Some(&poisoned.meta.user),
+        "the letter holds the full record"
+    );
+    assert_eq!(envelope.event_type, "MealLogged");
+    assert_eq!(metrics.dead_lettered.load(Ordering::SeqCst), 1);
+    assert!(
+        store
+            .get(
+                Context::Dashboard,
+                &Key::new(poisoned.pk(), "DAILY#2026-03-01"),
+                true
+            )
+            .await
+            .expect("get")
+            .is_none()
+    );
+
+    // Still faulty: redrive keeps the letter.
+    assert_eq!(
+        redrive(faulty.as_ref(), dlq.as_ref())
+            .await
+            .expect("redrive")
+            .still_failing,
+        1
+    );
+    faulty.fault.store(false, Ordering::SeqCst);
+    let outcome = redrive(faulty.as_ref(), dlq.as_ref())
+        .await
+        .expect("redrive");
+    assert_eq!((outcome.applied, outcome.still_failing), (1, 0));
+    assert_eq!(
+        dlq.depth("dashboard-from-nutrition").await.expect("depth"),
+        0
+    );
+    let row = store
+        .get(
+            Context::Dashboard,
+            &Key::new(poisoned.pk(), "DAILY#2026-03-01"),
+            true,
+        )
+        .await
+        .expect("get")
+        .expect("row");
+    assert_eq!(at(&row, "nutrition.totals.calories"), "300");
+    let _ = stop.send(true);
+    task.await.expect("worker stops");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nightly_readiness_scores_the_users_active_that_day_through_the_index() {
+    let (store, _dir) = open();
+    let pipeline = pipeline(&store);
+    let (active, other_day) = (World::new(store.clone()), World::new(store.clone()));
+    active
+        .nutrition
+        .log_meal(&active.meta, meal("2026-03-04T08:00:00.000Z", 300, 3))
+        .await
+        .expect("meal");
+    let sleep = commands::sleep::RecordSleep {
+        start: events_schema::time::Timestamp::parse("2026-03-03T22:00:00.000Z").expect("ts"),
+        end: events_schema::time::Timestamp::parse("2026-03-04T06:00:00.000Z").expect("ts"),
+        timezone: "UTC".into(),
+        score: 80,
+        stages: Default::default(),
+    };
+    active
+        .sleep
+        .record_sleep(&active.meta, sleep)
+        .await
+        .expect("sleep");
+    other_day
+        .nutrition
+        .log_meal(&other_day.meta, meal("2026-03-05T08:00:00.000Z", 300, 3))
+        .await
+        .expect("meal");
+    wait_for(
+        &store,
+        Context::Insights,
+        Key::new(active.pk(), "ACTIVE_DAY#2026-03-04"),
+        |row| at(row, "meals") == 1,
+    )
+    .await;
+    wait_for(
+        &store,
+        Context::Insights,
+        Key::new(active.pk(), "ACTIVE_DAY#2026-03-03"),
+        |row| at(row, "sleep_minutes") == 480,
+    )
+    .await;
+    wait_for(
+        &store,
+        Context::Insights,
+        Key::new(other_day.pk(), "ACTIVE_DAY#2026-03-05"),
+        |row| at(row, "meals") == 1,
+    )
+    .await;
+    pipeline.stop().await;
+
+    let counting = Arc::new(infra::counting::CountingStore::new(store.clone()));
+    let table = Table::new(counting.clone() as Arc<dyn Store>);
+    let scored =
+        projectors::insights::nightly_readiness(&table, Day::parse("2026-03-04").expect("day"))
+            .await
+            .expect("job");
+    assert_eq!(scored, 1, "only the user active that day");
+    let readiness = items_of(&*store, Context::Insights, &active.pk(), "READINESS#").await;
+    assert_eq!(readiness.len(), 1);
+    // 480 sleep minutes over the week: 480 * 50 / 3360 = 7; no activity minutes.
+    assert_eq!(at(&readiness[0], "score"), 7);
+    assert!(
+        items_of(&*store, Context::Insights, &other_day.pk(), "READINESS#")
+            .await
+            .is_empty()
+    );
+    let counts = counting.counts();
+    assert_eq!(
+        (counts.index_queries, counts.queries),
+        (1, 1),
+        "one index page, one week query per active user: {counts:?}"
+    );
+}
