@@ -46,10 +46,10 @@ async fn wait_for(
     let mut commits = store.commits();
     loop {
         commits.borrow_and_update();
-        if let Some(row) = store.get(table, &key, true).await.expect("get") {
-            if ok(&row) {
-                return row;
-            }
+        if let Some(row) = store.get(table, &key, true).await.expect("get")
+            && ok(&row)
+        {
+            return row;
         }
         let left = deadline.saturating_duration_since(Instant::now());
         assert!(
