@@ -1,0 +1,121 @@
+//! Projection lag on the embedded store: many users log meals at once while every
+//! projector runs in-process; for each meal, the time from the commit of its event to
+//! the commit of the dashboard row showing it. Both times come from the change log
+//! (commit timestamps, millisecond resolution), so the measurement adds no load.
+//! `BENCH_USERS` (default 200) and `BENCH_MEALS` (per user, default 10).
+
+use commands::CommandMeta;
+use commands::nutrition::{MealInput, NutritionCommands};
+use events_schema::Context;
+use events_schema::ids::UserId;
+use events_schema::time::Timestamp;
+use hdrhistogram::Histogram;
+use infra::Store;
+use infra::embedded::EmbeddedStore;
+use infra::feed::embedded::EmbeddedFeed;
+use infra::table::Table;
+use projectors::pipeline::Pipeline;
+use rust_decimal::Decimal;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() -> anyhow::Result<()> {
+    let users = env("BENCH_USERS", 200);
+    let meals = env("BENCH_MEALS", 10);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let dir = tempfile::tempdir()?;
+        let store = Arc::new(EmbeddedStore::open(dir.path())?);
+        let shared: Arc<dyn Store> = store.clone();
+        let pipeline = Pipeline::start(shared.clone(), Arc::new(EmbeddedFeed::new(store.clone())), projectors::registry::all(shared.clone()));
+        let nutrition = Arc::new(NutritionCommands::new(Table::new(shared)));
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for _ in 0..users {
+            let nutrition = nutrition.clone();
+            tasks.push(tokio::spawn(async move {
+                let meta = CommandMeta::new(UserId::generate());
+                for n in 0..meals {
+                    let input = MealInput {
+                        name: format!("Meal {n}"),
+                        eaten_at: Timestamp::parse("2026-03-01T08:00:00.000Z")?,
+                        timezone: "UTC".into(),
+                        calories: Decimal::from(300 + n as i64),
+                        protein_g: Decimal::from(20),
+                        carbs_g: Decimal::from(30),
+                        fat_g: Decimal::from(10),
+                    };
+                    nutrition.log_meal(&meta, input).await?;
+                }
+                anyhow::Ok(())
+            }));
+        }
+        for task in tasks {
+            task.await??;
+        }
+        let commands_done = started.elapsed();
+        let deadline = Instant::now() + Duration::from_secs(600);
+        while !pipeline.caught_up().await? {
+            anyhow::ensure!(Instant::now() < deadline, "projectors did not catch up");
+            let mut commits = store.commits();
+            let _ = tokio::time::timeout(Duration::from_millis(100), commits.changed()).await;
+        }
+        let drained = started.elapsed();
+        pipeline.stop().await;
+
+        // Commit times of each day summary version's event, and of the dashboard rows.
+        let mut published: HashMap<(String, u64), i64> = HashMap::new();
+        let mut shown: HashMap<(String, u64), i64> = HashMap::new();
+        let mut after = 0;
+        loop {
+            let batch = store.changes_after(after, 10_000).await?;
+            let Some(last) = batch.last() else { break };
+            after = last.seq;
+            for change in batch {
+                let Some(new) = &change.new else { continue };
+                if change.table == Context::Nutrition
+                    && change.sk.starts_with("EVT#")
+                    && let Some(version) = new.get("envelope").and_then(|e| e["payload"]["day_totals"]["version"].as_u64())
+                {
+                    published.insert((change.pk.clone(), version), change.at_ms);
+                }
+                if change.table == Context::Dashboard
+                    && change.sk.starts_with("DAILY#")
+                    && let Some(version) = new.get("nutrition_version").and_then(|v| v.as_u64())
+                {
+                    shown.entry((change.pk.clone(), version)).or_insert(change.at_ms);
+                }
+            }
+        }
+        let mut lag = Histogram::<u64>::new(3)?;
+        for (key, at) in &published {
+            // The row may have jumped past this version in one write: the first row at
+            // or after it shows it.
+            let visible = (key.1..=key.1 + meals as u64).find_map(|v| shown.get(&(key.0.clone(), v))).copied();
+            if let Some(visible) = visible {
+                lag.record((visible - at).max(0) as u64)?;
+            }
+        }
+        println!("projection lag, embedded store: {users} users x {meals} meals logged at once, every projector running");
+        println!("commands: {} in {:.2} s ({:.0}/s); all projections caught up after {:.2} s", users * meals, commands_done.as_secs_f64(), (users * meals) as f64 / commands_done.as_secs_f64(), drained.as_secs_f64());
+        println!(
+            "commit -> dashboard row: {} samples, p50 {} ms, p90 {} ms, p99 {} ms, max {} ms",
+            lag.len(),
+            lag.value_at_quantile(0.5),
+            lag.value_at_quantile(0.9),
+            lag.value_at_quantile(0.99),
+            lag.max()
+        );
+        anyhow::Ok(())
+    })
+}
