@@ -32,6 +32,10 @@ pub const WINDOW_DAYS: i64 = 30;
 const WINDOW_SK: &str = "WINDOW";
 const VERSION: &str = "version";
 
+/// Which days one event's application found inside the window (asked once per day).
+#[derive(Debug, Default)]
+pub struct Admissions(std::collections::HashMap<Day, bool>);
+
 /// The dashboard table, with the window bookkeeping every dashboard projector shares.
 #[derive(Clone)]
 pub struct DashboardRows {
@@ -51,7 +55,16 @@ impl DashboardRows {
 
     /// Whether `day` is inside the window. Advancing the high-water mark prunes the
     /// rows that fell out of the window.
-    async fn admit(&self, pk: &str, day: Day) -> Result<bool, StoreError> {
+    async fn admit(&self, pk: &str, day: Day, memo: &mut Admissions) -> Result<bool, StoreError> {
+        if let Some(known) = memo.0.get(&day) {
+            return Ok(*known);
+        }
+        let admitted = self.admit_uncached(pk, day).await?;
+        memo.0.insert(day, admitted);
+        Ok(admitted)
+    }
+
+    async fn admit_uncached(&self, pk: &str, day: Day) -> Result<bool, StoreError> {
         let n = day_number(day);
         // Day numbers are positive for every valid `Day`, so the cast is lossless.
         let key = Key::new(pk, WINDOW_SK);
@@ -97,13 +110,14 @@ impl DashboardRows {
 
     async fn daily_group(
         &self,
+        memo: &mut Admissions,
         pk: &str,
         group: &str,
         day: Day,
         value: serde_json::Value,
         version: u64,
     ) -> Result<(), StoreError> {
-        if !self.admit(pk, day).await? {
+        if !self.admit(pk, day, memo).await? {
             return Ok(());
         }
         let key = Key::new(pk, SortKey::Daily(day).to_string());
@@ -121,13 +135,14 @@ impl DashboardRows {
 
     async fn dated_row(
         &self,
+        memo: &mut Admissions,
         pk: &str,
         day: Day,
         sk: String,
         attrs: serde_json::Value,
         version: u64,
     ) -> Result<(), StoreError> {
-        if self.admit(pk, day).await? {
+        if self.admit(pk, day, memo).await? {
             replace_newer(
                 &self.table,
                 &Key::new(pk, sk),
@@ -142,12 +157,13 @@ impl DashboardRows {
 
     async fn dated_tombstone(
         &self,
+        memo: &mut Admissions,
         pk: &str,
         day: Day,
         sk: String,
         version: u64,
     ) -> Result<(), StoreError> {
-        if self.admit(pk, day).await? {
+        if self.admit(pk, day, memo).await? {
             tombstone_newer(&self.table, &Key::new(pk, sk), VERSION, version).await?;
         }
         Ok(())
@@ -195,10 +211,15 @@ fn meal_row(meal: &Meal) -> serde_json::Value {
 }
 
 impl DashboardFromNutrition {
-    async fn totals(&self, pk: &str, totals: &DayTotals) -> Result<(), StoreError> {
+    async fn totals(
+        &self,
+        memo: &mut Admissions,
+        pk: &str,
+        totals: &DayTotals,
+    ) -> Result<(), StoreError> {
         let value = json!({"meals": totals.meals, "totals": totals.totals});
         self.0
-            .daily_group(pk, "nutrition", totals.day, value, totals.version)
+            .daily_group(memo, pk, "nutrition", totals.day, value, totals.version)
             .await
     }
 }
@@ -216,15 +237,17 @@ impl Projector for DashboardFromNutrition {
     }
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
+        let mut memo = Admissions::default();
         let rows = &self.0;
         match event.event_type.as_str() {
             "MealLogged" => {
                 let logged: MealLogged = decode(event)?;
                 let pk = user_pk(event)?;
-                self.totals(&pk, &logged.day_totals).await?;
+                self.totals(&mut memo, &pk, &logged.day_totals).await?;
                 let sk =
                     SortKey::RecentMeal(logged.meal.day, logged.meal.meal_id.clone()).to_string();
                 rows.dated_row(
+                    &mut memo,
                     &pk,
                     logged.meal.day,
                     sk,
@@ -237,25 +260,25 @@ impl Projector for DashboardFromNutrition {
                 let edited: MealEdited = decode(event)?;
                 let pk = user_pk(event)?;
                 for totals in &edited.day_totals {
-                    self.totals(&pk, totals).await?;
+                    self.totals(&mut memo, &pk, totals).await?;
                 }
                 let meal = &edited.meal;
                 if edited.previous_day != meal.day {
                     let old =
                         SortKey::RecentMeal(edited.previous_day, meal.meal_id.clone()).to_string();
-                    rows.dated_tombstone(&pk, edited.previous_day, old, meal.version)
+                    rows.dated_tombstone(&mut memo, &pk, edited.previous_day, old, meal.version)
                         .await?;
                 }
                 let sk = SortKey::RecentMeal(meal.day, meal.meal_id.clone()).to_string();
-                rows.dated_row(&pk, meal.day, sk, meal_row(meal), meal.version)
+                rows.dated_row(&mut memo, &pk, meal.day, sk, meal_row(meal), meal.version)
                     .await?;
             }
             "MealDeleted" => {
                 let deleted: MealDeleted = decode(event)?;
                 let pk = user_pk(event)?;
-                self.totals(&pk, &deleted.day_totals).await?;
+                self.totals(&mut memo, &pk, &deleted.day_totals).await?;
                 let sk = SortKey::RecentMeal(deleted.day, deleted.meal_id.clone()).to_string();
-                rows.dated_tombstone(&pk, deleted.day, sk, deleted.version)
+                rows.dated_tombstone(&mut memo, &pk, deleted.day, sk, deleted.version)
                     .await?;
             }
             _ => {}
@@ -269,9 +292,14 @@ pub struct DashboardFromActivity(pub DashboardRows);
 
 impl DashboardFromActivity {
     /// Recomputes a day's activity totals from the workout rows the dashboard owns.
-    async fn recompute_day(&self, pk: &str, day: Day) -> Result<(), StoreError> {
+    async fn recompute_day(
+        &self,
+        memo: &mut Admissions,
+        pk: &str,
+        day: Day,
+    ) -> Result<(), StoreError> {
         let rows = &self.0;
-        if !rows.admit(pk, day).await? {
+        if !rows.admit(pk, day, memo).await? {
             return Ok(());
         }
         let on_day = SortKeyCondition::BeginsWith(prefix::on_day(prefix::RECENT_WORKOUT, day));
@@ -315,6 +343,7 @@ impl Projector for DashboardFromActivity {
     }
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
+        let mut memo = Admissions::default();
         let (workout, previous_day) = match event.event_type.as_str() {
             "WorkoutRecorded" => (decode::<WorkoutRecorded>(event)?.workout, None),
             "WorkoutUpdated" => {
@@ -327,15 +356,22 @@ impl Projector for DashboardFromActivity {
         if let Some(previous) = previous_day {
             let old = SortKey::RecentWorkout(previous, workout.workout_id.clone()).to_string();
             self.0
-                .dated_tombstone(&pk, previous, old, workout.version)
+                .dated_tombstone(&mut memo, &pk, previous, old, workout.version)
                 .await?;
-            self.recompute_day(&pk, previous).await?;
+            self.recompute_day(&mut memo, &pk, previous).await?;
         }
         let sk = SortKey::RecentWorkout(workout.day, workout.workout_id.clone()).to_string();
         self.0
-            .dated_row(&pk, workout.day, sk, workout_row(&workout), workout.version)
+            .dated_row(
+                &mut memo,
+                &pk,
+                workout.day,
+                sk,
+                workout_row(&workout),
+                workout.version,
+            )
             .await?;
-        self.recompute_day(&pk, workout.day).await?;
+        self.recompute_day(&mut memo, &pk, workout.day).await?;
         Ok(())
     }
 }
@@ -356,6 +392,7 @@ impl Projector for DashboardFromSleep {
     }
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
+        let mut memo = Admissions::default();
         let session: SleepSession = match event.event_type.as_str() {
             "SleepRecorded" => decode::<SleepRecorded>(event)?.session,
             "SleepUpdated" => decode::<SleepUpdated>(event)?.session,
@@ -367,7 +404,7 @@ impl Projector for DashboardFromSleep {
         // Recording time orders sessions of one night; it is the same on every delivery.
         let version = event.recorded_at.millis().max(0) as u64;
         self.0
-            .daily_group(&pk, "sleep", session.night, value, version)
+            .daily_group(&mut memo, &pk, "sleep", session.night, value, version)
             .await?;
         Ok(())
     }

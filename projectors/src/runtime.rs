@@ -7,10 +7,12 @@ use crate::projector::{ProjectionError, Projector};
 use infra::StoreError;
 use infra::dlq::{DeadLetter, DeadLetterQueue};
 use infra::feed::{ChangeFeed, FeedRecord};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::watch;
+use tokio::task::JoinSet;
 
 /// How a subscription retries a failing event before dead-lettering it.
 #[derive(Debug, Clone, Copy)]
@@ -76,14 +78,43 @@ impl Worker {
     /// Processes one batch; returns how many records it read (0 when caught up).
     pub async fn run_once(&self) -> Result<usize, StoreError> {
         let batch = self.feed.poll(self.name(), BATCH).await?;
-        for record in &batch.records {
-            if record.table != self.projector.source() {
-                continue;
-            }
-            self.handle(record).await?;
+        // Events of one partition (one user) are applied in feed order; partitions are
+        // independent, so they are applied concurrently and their writes share commits.
+        let mut by_partition: HashMap<&str, Vec<FeedRecord>> = HashMap::new();
+        for record in batch
+            .records
+            .iter()
+            .filter(|r| r.table == self.projector.source())
+        {
+            by_partition
+                .entry(record.pk.as_str())
+                .or_default()
+                .push(record.clone());
+        }
+        let mut tasks = JoinSet::new();
+        for records in by_partition.into_values() {
+            let handler = self.handler();
+            tasks.spawn(async move {
+                for record in &records {
+                    handler.handle(record).await?;
+                }
+                Ok::<(), StoreError>(())
+            });
+        }
+        while let Some(done) = tasks.join_next().await {
+            done.map_err(|e| StoreError::Backend(format!("projector task failed: {e}")))??;
         }
         self.feed.commit(self.name(), &batch).await?;
         Ok(batch.records.len())
+    }
+
+    fn handler(&self) -> Handler {
+        Handler {
+            projector: self.projector.clone(),
+            dlq: self.dlq.clone(),
+            policy: self.policy,
+            metrics: self.metrics.clone(),
+        }
     }
 
     /// Runs until `shutdown` becomes true. Storage failures of the feed itself are
@@ -108,7 +139,19 @@ impl Worker {
             }
         }
     }
+}
 
+/// What applies one record: the projector with its retry policy, dead-letter queue and
+/// counters. Cheap to clone into concurrent tasks.
+#[derive(Clone)]
+struct Handler {
+    projector: Arc<dyn Projector>,
+    dlq: Arc<dyn DeadLetterQueue>,
+    policy: RetryPolicy,
+    metrics: Arc<Metrics>,
+}
+
+impl Handler {
     async fn handle(&self, record: &FeedRecord) -> Result<(), StoreError> {
         let event = match record.envelope() {
             None => return Ok(()),
@@ -126,7 +169,7 @@ impl Worker {
                 }
                 Err(error) => {
                     self.metrics.failed.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(subscription = self.name(), event = %event.event_id, attempt, %error, "projection failed");
+                    tracing::warn!(subscription = self.projector.name(), event = %event.event_id, attempt, %error, "projection failed");
                     last_error = error.to_string();
                     if matches!(
                         error,
@@ -153,14 +196,14 @@ impl Worker {
     ) -> Result<(), StoreError> {
         let letter = DeadLetter {
             id: format!("{}#{}", ulid::Ulid::new(), record.position),
-            subscription: self.name().to_owned(),
+            subscription: self.projector.name().to_owned(),
             record: record.clone(),
             error,
             attempts,
         };
         self.dlq.put(&letter).await?;
         self.metrics.dead_lettered.fetch_add(1, Ordering::Relaxed);
-        tracing::error!(subscription = self.name(), position = %record.position, "record dead-lettered");
+        tracing::error!(subscription = self.projector.name(), position = %record.position, "record dead-lettered");
         Ok(())
     }
 }

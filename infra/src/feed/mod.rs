@@ -1,9 +1,10 @@
 //! The change-feed port: committed item changes of the context tables, in order per
 //! item, delivered at least once to named consumers that record how far they got.
-//! Adapters: the embedded store's change log ([`embedded`]); Kinesis and Lambda event
-//! decoding come with the AWS shape.
+//! Adapters: the embedded store's change log ([`embedded`]); the DynamoDB stream record
+//! format that Kinesis and Lambda carry ([`stream_record`]).
 
 pub mod embedded;
+pub mod stream_record;
 
 use crate::store::{Item, StoreError};
 use async_trait::async_trait;
