@@ -2,7 +2,8 @@
 //! projector runs in-process; for each meal, the time from the commit of its event to
 //! the commit of the dashboard row showing it. Both times come from the change log
 //! (commit timestamps, millisecond resolution), so the measurement adds no load.
-//! `BENCH_USERS` (default 200) and `BENCH_MEALS` (per user, default 10).
+//! `BENCH_USERS` (default 200), `BENCH_MEALS` (per user, default 10), `BENCH_PACE_MS`
+//! (pause between one user's meals; default 0, a burst).
 
 use commands::CommandMeta;
 use commands::nutrition::{MealInput, NutritionCommands};
@@ -30,6 +31,7 @@ fn env(name: &str, default: usize) -> usize {
 fn main() -> anyhow::Result<()> {
     let users = env("BENCH_USERS", 200);
     let meals = env("BENCH_MEALS", 10);
+    let pace = Duration::from_millis(env("BENCH_PACE_MS", 0) as u64);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -45,7 +47,10 @@ fn main() -> anyhow::Result<()> {
             let nutrition = nutrition.clone();
             tasks.push(tokio::spawn(async move {
                 let meta = CommandMeta::new(UserId::generate());
+                // Load pacing: each user logs a meal per tick.
+                let mut ticks = tokio::time::interval(pace.max(Duration::from_micros(1)));
                 for n in 0..meals {
+                    ticks.tick().await;
                     let input = MealInput {
                         name: format!("Meal {n}"),
                         eaten_at: Timestamp::parse("2026-03-01T08:00:00.000Z")?,
@@ -106,7 +111,7 @@ fn main() -> anyhow::Result<()> {
                 lag.record((visible - at).max(0) as u64)?;
             }
         }
-        println!("projection lag, embedded store: {users} users x {meals} meals logged at once, every projector running");
+        println!("projection lag, embedded store: {users} users x {meals} meals, one per {} ms per user, every projector running", pace.as_millis());
         println!("commands: {} in {:.2} s ({:.0}/s); all projections caught up after {:.2} s", users * meals, commands_done.as_secs_f64(), (users * meals) as f64 / commands_done.as_secs_f64(), drained.as_secs_f64());
         println!(
             "commit -> dashboard row: {} samples, p50 {} ms, p90 {} ms, p99 {} ms, max {} ms",
