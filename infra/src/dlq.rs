@@ -1,7 +1,8 @@
 //! Dead-letter queues: where a subscription puts a record it could not process after its
 //! retries, whole (not only its position), so `vitals redrive` can apply it later. The
 //! table adapter keeps letters as `DLQ#<subscription>` rows in the subscriber's own
-//! table (the embedded shape); SQS comes with the AWS shape.
+//! table (the embedded shape, and DynamoDB without SQS); [`SqsDlq`] keeps them in one SQS
+//! queue per subscription (the AWS shape).
 
 use crate::feed::FeedRecord;
 use crate::store::{Condition, Item, Key, Query, Store, StoreError};
@@ -103,5 +104,131 @@ impl DeadLetterQueue for TableDlq {
                 None => return Ok(depth),
             }
         }
+    }
+}
+
+/// Letters as SQS messages, one queue per subscription (the AWS shape). A listed
+/// letter's id is its receipt handle, which `remove` deletes.
+#[derive(Debug, Clone)]
+pub struct SqsDlq {
+    client: aws_sdk_sqs::Client,
+    prefix: String,
+}
+
+fn sqs_error(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(format!("SQS: {e}"))
+}
+
+impl SqsDlq {
+    pub fn new(client: aws_sdk_sqs::Client, prefix: &str) -> Self {
+        Self {
+            client,
+            prefix: prefix.to_owned(),
+        }
+    }
+
+    pub fn queue_name(&self, subscription: &str) -> String {
+        format!("{}{subscription}-dlq", self.prefix)
+    }
+
+    /// Creates the subscription's queue if it does not exist; returns its URL.
+    pub async fn provision(&self, subscription: &str) -> Result<String, StoreError> {
+        let created = self
+            .client
+            .create_queue()
+            .queue_name(self.queue_name(subscription))
+            .send()
+            .await;
+        let created =
+            created.map_err(|e| sqs_error(aws_sdk_sqs::error::DisplayErrorContext(&e)))?;
+        created.queue_url.ok_or_else(|| sqs_error("no queue URL"))
+    }
+
+    async fn url(&self, subscription: &str) -> Result<String, StoreError> {
+        let found = self
+            .client
+            .get_queue_url()
+            .queue_name(self.queue_name(subscription))
+            .send()
+            .await;
+        let found = found.map_err(|e| sqs_error(aws_sdk_sqs::error::DisplayErrorContext(&e)))?;
+        found.queue_url.ok_or_else(|| sqs_error("no queue URL"))
+    }
+}
+
+#[async_trait]
+impl DeadLetterQueue for SqsDlq {
+    async fn put(&self, letter: &DeadLetter) -> Result<(), StoreError> {
+        let body = serde_json::to_string(letter).map_err(invalid)?;
+        let url = self.url(&letter.subscription).await?;
+        self.client
+            .send_message()
+            .queue_url(url)
+            .message_body(body)
+            .send()
+            .await
+            .map_err(|e| sqs_error(aws_sdk_sqs::error::DisplayErrorContext(&e)))?;
+        Ok(())
+    }
+
+    async fn list(&self, subscription: &str, limit: usize) -> Result<Vec<DeadLetter>, StoreError> {
+        let url = self.url(subscription).await?;
+        let mut letters = Vec::new();
+        while letters.len() < limit {
+            let received = self
+                .client
+                .receive_message()
+                .queue_url(&url)
+                .max_number_of_messages((limit - letters.len()).min(10) as i32)
+                .visibility_timeout(60)
+                .send()
+                .await
+                .map_err(|e| sqs_error(aws_sdk_sqs::error::DisplayErrorContext(&e)))?;
+            let messages = received.messages.unwrap_or_default();
+            if messages.is_empty() {
+                break;
+            }
+            for message in messages {
+                let mut letter: DeadLetter =
+                    serde_json::from_str(message.body().unwrap_or_default()).map_err(invalid)?;
+                letter.id = message.receipt_handle().unwrap_or_default().to_owned();
+                letters.push(letter);
+            }
+        }
+        Ok(letters)
+    }
+
+    async fn remove(&self, subscription: &str, id: &str) -> Result<(), StoreError> {
+        let url = self.url(subscription).await?;
+        self.client
+            .delete_message()
+            .queue_url(url)
+            .receipt_handle(id)
+            .send()
+            .await
+            .map_err(|e| sqs_error(aws_sdk_sqs::error::DisplayErrorContext(&e)))?;
+        Ok(())
+    }
+
+    async fn depth(&self, subscription: &str) -> Result<usize, StoreError> {
+        use aws_sdk_sqs::types::QueueAttributeName;
+        let url = self.url(subscription).await?;
+        let attributes = self
+            .client
+            .get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            .send()
+            .await
+            .map_err(|e| sqs_error(aws_sdk_sqs::error::DisplayErrorContext(&e)))?;
+        let map = attributes.attributes.unwrap_or_default();
+        let count = |name: QueueAttributeName| {
+            map.get(&name)
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(0)
+        };
+        Ok(count(QueueAttributeName::ApproximateNumberOfMessages)
+            + count(QueueAttributeName::ApproximateNumberOfMessagesNotVisible))
     }
 }

@@ -12,11 +12,13 @@
 //! - [`dashboard`], [`goals`], [`cross`], [`wearables`], [`insights`]: the projections.
 //! - [`registry`]: every subscription, wired to its table.
 //! - [`pipeline`]: every subscription's worker on one feed, in-process, with metrics.
+//! - [`lambda`]: a subscription as a Lambda function on Kinesis events.
 
 pub mod cross;
 pub mod dashboard;
 pub mod goals;
 pub mod insights;
+pub mod lambda;
 pub mod pipeline;
 pub mod projector;
 pub mod registry;

@@ -49,22 +49,39 @@ impl std::fmt::Debug for Pipeline {
 }
 
 impl Pipeline {
-    /// Starts one worker per projector, each dead-lettering into its own table.
+    /// Starts one worker per projector on one shared feed (the embedded change log),
+    /// each dead-lettering into its own table.
     pub fn start(
         store: Arc<dyn Store>,
         feed: Arc<dyn ChangeFeed>,
         projectors: Vec<Arc<dyn Projector>>,
     ) -> Self {
+        Self::start_with(
+            projectors,
+            |_| feed.clone(),
+            |projector| {
+                Arc::new(TableDlq::new(store.clone(), projector.target()))
+                    as Arc<dyn DeadLetterQueue>
+            },
+        )
+    }
+
+    /// Starts one worker per projector, with the feed and dead-letter queue each gets
+    /// (the aws-local shape: a Kinesis stream per source, SQS queues).
+    pub fn start_with(
+        projectors: Vec<Arc<dyn Projector>>,
+        feed_for: impl Fn(&Arc<dyn Projector>) -> Arc<dyn ChangeFeed>,
+        dlq_for: impl Fn(&Arc<dyn Projector>) -> Arc<dyn DeadLetterQueue>,
+    ) -> Self {
         let (shutdown, stop) = watch::channel(false);
         let mut running = Vec::new();
         let mut tasks = Vec::new();
         for projector in projectors {
-            let dlq: Arc<dyn DeadLetterQueue> =
-                Arc::new(TableDlq::new(store.clone(), projector.target()));
+            let (feed, dlq) = (feed_for(&projector), dlq_for(&projector));
             let worker = Worker::new(projector, feed.clone(), dlq.clone());
             running.push(Running {
                 name: worker.name(),
-                feed: feed.clone(),
+                feed,
                 dlq,
                 metrics: worker.metrics.clone(),
             });

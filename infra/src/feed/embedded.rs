@@ -1,7 +1,7 @@
 //! The embedded store's change log as a change feed. Checkpoints live in the same redb
 //! file, written durably; consumers wake on commits instead of polling.
 
-use super::{Batch, ChangeFeed, FeedRecord};
+use super::{Batch, ChangeFeed, FeedRecord, Progress};
 use crate::embedded::EmbeddedStore;
 use crate::store::StoreError;
 use async_trait::async_trait;
@@ -36,14 +36,19 @@ impl ChangeFeed for EmbeddedFeed {
                 new_image: c.new,
             })
             .collect();
-        Ok(Batch { records, end })
+        Ok(Batch {
+            records,
+            progress: Progress::Sequence(end),
+        })
     }
 
     async fn commit(&self, consumer: &str, batch: &Batch) -> Result<(), StoreError> {
-        if batch.records.is_empty() {
-            return Ok(());
+        match batch.progress {
+            Progress::Sequence(end) if !batch.records.is_empty() => {
+                self.store.set_checkpoint(consumer, end).await
+            }
+            _ => Ok(()),
         }
-        self.store.set_checkpoint(consumer, batch.end).await
     }
 
     async fn lag(&self, consumer: &str) -> Result<u64, StoreError> {

@@ -4,6 +4,8 @@
 //! format that Kinesis and Lambda carry ([`stream_record`]).
 
 pub mod embedded;
+pub mod kinesis;
+pub mod lambda;
 pub mod stream_record;
 
 use crate::store::{Item, StoreError};
@@ -43,7 +45,18 @@ impl FeedRecord {
 pub struct Batch {
     pub records: Vec<FeedRecord>,
     /// Where the consumer will be once this batch is committed.
-    pub(crate) end: u64,
+    pub(crate) progress: Progress,
+}
+
+/// A feed's own notion of position.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) enum Progress {
+    #[default]
+    Unchanged,
+    /// The embedded change log's sequence number.
+    Sequence(u64),
+    /// The last sequence number read per Kinesis shard (opaque strings).
+    Shards(Vec<(String, String)>),
 }
 
 #[async_trait]
@@ -54,7 +67,8 @@ pub trait ChangeFeed: Send + Sync {
     /// Durably records that `consumer` processed `batch` (and everything before it).
     async fn commit(&self, consumer: &str, batch: &Batch) -> Result<(), StoreError>;
 
-    /// How many records `consumer` has not processed yet.
+    /// How far behind `consumer` is: records for the embedded log, milliseconds for
+    /// Kinesis (its `MillisBehindLatest`).
     async fn lag(&self, consumer: &str) -> Result<u64, StoreError>;
 
     /// Returns as soon as records past `consumer`'s checkpoint exist, or after `at_most`.
