@@ -17,7 +17,17 @@ pub enum Command {
     /// Serve the HTTP API.
     Serve(ServeArgs),
     /// Create the DynamoDB tables (with indexes, streams and TTL) from their definitions.
-    Bootstrap(AwsArgs),
+    Bootstrap(BootstrapArgs),
+    /// Run every projector worker on the Kinesis streams (the aws-local shape).
+    Work(WorkArgs),
+    /// Run one subscription as a Lambda function on Kinesis events.
+    Lambda {
+        /// The subscription, such as `dashboard-from-nutrition`.
+        #[arg(long, env = "VITALS_SUBSCRIPTION")]
+        subscription: String,
+        #[command(flatten)]
+        aws: AwsArgs,
+    },
     /// Print generated documentation.
     Docs {
         #[command(subcommand)]
@@ -54,6 +64,33 @@ pub enum InsightsJob {
 pub enum Doc {
     /// The access-pattern document, generated from the table definitions.
     AccessPatterns,
+}
+
+#[derive(Debug, Args)]
+pub struct BootstrapArgs {
+    #[command(flatten)]
+    pub aws: AwsArgs,
+    /// Also create a Kinesis stream per publishing table and stream the table into it.
+    #[arg(long)]
+    pub kinesis: bool,
+    /// Also create an SQS dead-letter queue per subscription.
+    #[arg(long)]
+    pub dlq_queues: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkArgs {
+    #[command(flatten)]
+    pub aws: AwsArgs,
+    /// Where dead letters go: SQS queues, or rows of each subscriber's table.
+    #[arg(long, value_enum, default_value_t = DlqKind::Sqs)]
+    pub dlq: DlqKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DlqKind {
+    Sqs,
+    Table,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -24,14 +24,9 @@ async fn main() -> anyhow::Result<()> {
             println!("listening on http://{address}");
             server::run(listener, storage, server::shutdown_signal()).await
         }
-        Command::Bootstrap(aws) => {
-            let store = storage::dynamodb(&aws).await;
-            for table in store.bootstrap().await? {
-                let what = if table.created { "created" } else { "exists" };
-                println!("{what}\t{}", table.name);
-            }
-            Ok(())
-        }
+        Command::Bootstrap(args) => vitals::work::bootstrap(&args).await,
+        Command::Work(args) => vitals::work::work(&args).await,
+        Command::Lambda { subscription, aws } => vitals::work::lambda(&subscription, &aws).await,
         Command::Docs {
             doc: Doc::AccessPatterns,
         } => {

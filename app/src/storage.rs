@@ -24,7 +24,8 @@ pub fn aws_settings(args: &AwsArgs) -> AwsSettings {
 }
 
 pub async fn dynamodb(args: &AwsArgs) -> DynamoStore {
-    DynamoStore::connect(&aws_settings(args), &args.table_prefix).await
+    let config = aws_config(args).await;
+    DynamoStore::from_client(aws_sdk_dynamodb::Client::new(&config), &args.table_prefix)
 }
 
 pub async fn open(backend: Backend, data_dir: &Path, aws: &AwsArgs) -> anyhow::Result<Storage> {
@@ -46,4 +47,9 @@ pub async fn open(backend: Backend, data_dir: &Path, aws: &AwsArgs) -> anyhow::R
 /// The embedded store of a data directory, alone (for admin commands).
 pub fn embedded(data_dir: &Path) -> anyhow::Result<Arc<dyn Store>> {
     Ok(Arc::new(EmbeddedStore::open(data_dir)?))
+}
+
+/// The SDK configuration the AWS arguments name.
+pub async fn aws_config(args: &AwsArgs) -> aws_config::SdkConfig {
+    infra::aws_client::load(&aws_settings(args)).await
 }

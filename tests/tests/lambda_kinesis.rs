@@ -16,22 +16,54 @@ use std::sync::Arc;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recorded_kinesis_batch_is_applied_up_to_its_poison_record() {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let store: Arc<dyn Store> = Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("store"));
+    let store: Arc<dyn Store> =
+        Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("store"));
     let projector = DashboardFromNutrition(DashboardRows::new(Table::new(store.clone())));
     let raw = include_str!("../fixtures/lambda/kinesis_nutrition_batch.json");
     let event: KinesisEvent = serde_json::from_str(raw).expect("an AWS Kinesis event");
     assert_eq!(event.records.len(), 5);
 
     let response = handle_kinesis_event(&projector, &event, "vitals-").await;
-    let failures: Vec<Option<String>> = response.batch_item_failures.iter().map(|f| f.item_identifier.clone()).collect();
-    assert_eq!(failures, vec![Some(event.records[3].kinesis.sequence_number.clone())], "the poison record, only");
+    let failures: Vec<Option<String>> = response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect();
+    assert_eq!(
+        failures,
+        vec![Some(event.records[3].kinesis.sequence_number.clone())],
+        "the poison record, only"
+    );
     let body = serde_json::to_value(&response).expect("serializes");
-    assert_eq!(body["batchItemFailures"][0]["itemIdentifier"], event.records[3].kinesis.sequence_number.as_str());
+    assert_eq!(
+        body["batchItemFailures"][0]["itemIdentifier"],
+        event.records[3].kinesis.sequence_number.as_str()
+    );
 
-    let applied = store.get(Context::Dashboard, &Key::new("USER#U1", "DAILY#2026-03-01"), true).await.expect("get");
-    assert_eq!(applied.expect("row")["nutrition"]["totals"]["calories"], "420");
-    let after_poison = store.get(Context::Dashboard, &Key::new("USER#U3", "DAILY#2026-03-01"), true).await.expect("get");
-    assert!(after_poison.is_none(), "records after the failure wait for the retry");
+    let applied = store
+        .get(
+            Context::Dashboard,
+            &Key::new("USER#U1", "DAILY#2026-03-01"),
+            true,
+        )
+        .await
+        .expect("get");
+    assert_eq!(
+        applied.expect("row")["nutrition"]["totals"]["calories"],
+        "420"
+    );
+    let after_poison = store
+        .get(
+            Context::Dashboard,
+            &Key::new("USER#U3", "DAILY#2026-03-01"),
+            true,
+        )
+        .await
+        .expect("get");
+    assert!(
+        after_poison.is_none(),
+        "records after the failure wait for the retry"
+    );
 
     // Lambda retries from the failed record; with the poison skipped by the on-failure
     // destination, the rest applies and a repeated record changes nothing.
@@ -39,7 +71,17 @@ async fn a_recorded_kinesis_batch_is_applied_up_to_its_poison_record() {
     retry.records.drain(..4);
     let response = handle_kinesis_event(&projector, &retry, "vitals-").await;
     assert!(response.batch_item_failures.is_empty());
-    assert!(store.get(Context::Dashboard, &Key::new("USER#U3", "DAILY#2026-03-01"), true).await.expect("get").is_some());
+    assert!(
+        store
+            .get(
+                Context::Dashboard,
+                &Key::new("USER#U3", "DAILY#2026-03-01"),
+                true
+            )
+            .await
+            .expect("get")
+            .is_some()
+    );
     let again = handle_kinesis_event(&projector, &event, "vitals-").await;
     assert_eq!(again.batch_item_failures.len(), 1);
 }

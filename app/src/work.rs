@@ -1,0 +1,99 @@
+//! The aws-local and aws shapes of the projectors: `vitals work` runs every subscription
+//! on the Kinesis streams (checkpoints in the subscriber's table, dead letters in SQS or
+//! the table); `vitals lambda` runs one subscription as a Lambda function.
+
+use crate::cli::{AwsArgs, BootstrapArgs, DlqKind, WorkArgs};
+use crate::storage;
+use anyhow::Context as _;
+use infra::Store;
+use infra::dlq::{DeadLetterQueue, SqsDlq, TableDlq};
+use infra::feed::ChangeFeed;
+use infra::feed::kinesis::{KinesisFeed, provision};
+use projectors::Projector;
+use projectors::pipeline::Pipeline;
+use std::sync::Arc;
+
+pub async fn bootstrap(args: &BootstrapArgs) -> anyhow::Result<()> {
+    let config = storage::aws_config(&args.aws).await;
+    let store = storage::dynamodb(&args.aws).await;
+    for table in store.bootstrap().await? {
+        let what = if table.created { "created" } else { "exists" };
+        println!("{what}\t{}", table.name);
+    }
+    if args.kinesis {
+        let kinesis = aws_sdk_kinesis::Client::new(&config);
+        for stream in provision(store.client(), &kinesis, &args.aws.table_prefix).await? {
+            println!("streaming\t{stream}");
+        }
+    }
+    if args.dlq_queues {
+        let dlq = SqsDlq::new(aws_sdk_sqs::Client::new(&config), &args.aws.table_prefix);
+        for projector in projectors::registry::all(Arc::new(store.clone())) {
+            dlq.provision(projector.name()).await?;
+            println!("queue\t{}", dlq.queue_name(projector.name()));
+        }
+    }
+    Ok(())
+}
+
+/// Starts every subscription on the Kinesis streams.
+pub async fn start(aws: &AwsArgs, dlq: DlqKind) -> anyhow::Result<Pipeline> {
+    let config = storage::aws_config(aws).await;
+    let store: Arc<dyn Store> = Arc::new(storage::dynamodb(aws).await);
+    let kinesis = aws_sdk_kinesis::Client::new(&config);
+    let sqs = SqsDlq::new(aws_sdk_sqs::Client::new(&config), &aws.table_prefix);
+    let prefix = aws.table_prefix.clone();
+    let feed_store = store.clone();
+    let dlq_store = store.clone();
+    Ok(Pipeline::start_with(
+        projectors::registry::all(store),
+        move |projector: &Arc<dyn Projector>| {
+            Arc::new(KinesisFeed::new(
+                kinesis.clone(),
+                &prefix,
+                projector.source(),
+                feed_store.clone(),
+                projector.target(),
+            )) as Arc<dyn ChangeFeed>
+        },
+        move |projector: &Arc<dyn Projector>| match dlq {
+            DlqKind::Sqs => Arc::new(sqs.clone()) as Arc<dyn DeadLetterQueue>,
+            DlqKind::Table => Arc::new(TableDlq::new(dlq_store.clone(), projector.target())),
+        },
+    ))
+}
+
+pub async fn work(args: &WorkArgs) -> anyhow::Result<()> {
+    let pipeline = start(&args.aws, args.dlq).await?;
+    tracing::info!("projector workers running on Kinesis");
+    crate::server::shutdown_signal().await;
+    pipeline.stop().await;
+    Ok(())
+}
+
+pub async fn lambda(subscription: &str, aws: &AwsArgs) -> anyhow::Result<()> {
+    let store: Arc<dyn Store> = Arc::new(storage::dynamodb(aws).await);
+    let projector = projectors::registry::find(store, subscription)
+        .with_context(|| format!("no subscription named {subscription:?}"))?;
+    let prefix = aws.table_prefix.clone();
+    let handler = lambda_runtime::service_fn(
+        move |event: lambda_runtime::LambdaEvent<
+            aws_lambda_events::event::kinesis::KinesisEvent,
+        >| {
+            let (projector, prefix) = (projector.clone(), prefix.clone());
+            async move {
+                Ok::<_, lambda_runtime::Error>(
+                    projectors::lambda::handle_kinesis_event(
+                        projector.as_ref(),
+                        &event.payload,
+                        &prefix,
+                    )
+                    .await,
+                )
+            }
+        },
+    );
+    lambda_runtime::run(handler)
+        .await
+        .map_err(|e| anyhow::anyhow!("lambda runtime: {e}"))
+}

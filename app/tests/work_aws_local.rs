@@ -1,0 +1,169 @@
+//! The aws-local shape end to end, against the emulator named by
+//! `VITALS_TEST_DYNAMODB_ENDPOINT` (required; ministack forwards table changes to
+//! Kinesis): `vitals bootstrap --kinesis --dlq-queues`, then `vitals work` as a child
+//! process, then commands on the DynamoDB backend; the dashboard and goal rows appear in
+//! DynamoDB, waited for with a deadline.
+
+mod support;
+
+use commands::CommandMeta;
+use commands::goals::{CreateGoal, GoalCommands};
+use commands::nutrition::{MealInput, NutritionCommands};
+use events_schema::Context;
+use events_schema::events::goals::GoalKind;
+use events_schema::ids::UserId;
+use events_schema::time::Timestamp;
+use infra::Store;
+use infra::aws_client::AwsSettings;
+use infra::dynamodb::DynamoStore;
+use infra::store::{Item, Key};
+use infra::table::Table;
+use rust_decimal::Decimal;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn endpoint() -> String {
+    match std::env::var("VITALS_TEST_DYNAMODB_ENDPOINT") {
+        Ok(url) if !url.trim().is_empty() => url,
+        _ => panic!(
+            "VITALS_TEST_DYNAMODB_ENDPOINT is not set: run `scripts/test-all`, or start an emulator with `scripts/emulator.sh start`"
+        ),
+    }
+}
+
+async fn wait_for(store: &dyn Store, table: Context, key: Key, ok: impl Fn(&Item) -> bool) -> Item {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(row) = store.get(table, &key, true).await.expect("get")
+            && ok(&row)
+        {
+            return row;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{table} {} {} did not appear in time",
+            key.pk,
+            key.sk
+        );
+        // DynamoDB has no change notification to wait on here: check again shortly.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_reach_the_dashboard_through_kinesis_and_vitals_work() {
+    let endpoint = endpoint();
+    let prefix = format!("w{}-", UserId::generate().as_str().to_lowercase());
+    let args = [
+        "--endpoint-url",
+        endpoint.as_str(),
+        "--table-prefix",
+        prefix.as_str(),
+    ];
+    let bootstrap = Command::new(env!("CARGO_BIN_EXE_vitals"))
+        .arg("bootstrap")
+        .args(args)
+        .args(["--kinesis", "--dlq-queues"])
+        .output()
+        .expect("bootstrap runs");
+    assert!(
+        bootstrap.status.success(),
+        "bootstrap: {}",
+        String::from_utf8_lossy(&bootstrap.stderr)
+    );
+    let printed = String::from_utf8_lossy(&bootstrap.stdout);
+    assert_eq!(
+        printed
+            .lines()
+            .filter(|l| l.starts_with("streaming\t"))
+            .count(),
+        8,
+        "{printed}"
+    );
+
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_vitals"))
+        .arg("work")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("vitals work starts");
+
+    let settings = AwsSettings {
+        endpoint_url: Some(endpoint.clone()),
+        ..AwsSettings::default()
+    };
+    let store: Arc<dyn Store> = Arc::new(DynamoStore::connect(&settings, &prefix).await);
+    let meta = CommandMeta::new(UserId::generate());
+    let pk = meta.user_pk();
+    let goal = GoalCommands::new(Table::new(store.clone()))
+        .create_goal(
+            &meta,
+            CreateGoal {
+                kind: GoalKind::DailyProteinGrams,
+                target: Decimal::from(30),
+                title: "Protein".into(),
+            },
+        )
+        .await
+        .expect("goal")
+        .value;
+    let meal = MealInput {
+        name: "Lentils".into(),
+        eaten_at: Timestamp::parse("2026-03-01T12:00:00.000Z").expect("ts"),
+        timezone: "UTC".into(),
+        calories: Decimal::from(450),
+        protein_g: Decimal::from(32),
+        carbs_g: Decimal::from(60),
+        fat_g: Decimal::from(8),
+    };
+    NutritionCommands::new(Table::new(store.clone()))
+        .log_meal(&meta, meal)
+        .await
+        .expect("meal");
+
+    let daily = wait_for(
+        &*store,
+        Context::Dashboard,
+        Key::new(&pk, "DAILY#2026-03-01"),
+        |row| {
+            row.get("nutrition")
+                .and_then(|n| n.get("meals"))
+                .is_some_and(|m| m == 1)
+        },
+    )
+    .await;
+    assert_eq!(daily["nutrition"]["totals"]["calories"], "450");
+    wait_for(
+        &*store,
+        Context::Dashboard,
+        Key::new(&pk, format!("ACTIVE_GOAL#{goal}")),
+        |_| true,
+    )
+    .await;
+    let progress = Key::new(&pk, format!("PROGRESS#{goal}#2026-03-01T00:00:00.000Z"));
+    let row = wait_for(&*store, Context::Goals, progress, |row| {
+        row.get("met").is_some_and(|m| m == true)
+    })
+    .await;
+    assert_eq!(row["value"], "32");
+
+    let pid = worker.id().to_string();
+    Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill runs");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = worker.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "vitals work did not stop on SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "{status:?}");
+}
