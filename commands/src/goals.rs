@@ -14,7 +14,7 @@ use events_schema::events::goals::{
 use events_schema::ids::GoalId;
 use events_schema::keys::SortKey;
 use events_schema::time::Timestamp;
-use infra::store::{Condition, Item, Key};
+use infra::store::{Condition, Item, Key, Update};
 use infra::table::{Action, Table, contexts::Goals};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
@@ -51,13 +51,15 @@ fn goal_key(pk: &str, id: &GoalId) -> Key {
     Key::new(pk, SortKey::Goal(id.clone()).to_string())
 }
 
+/// The `by-status` index partition of a user's goals in one status.
+fn status_pk(pk: &str, status: GoalStatus) -> String {
+    format!("{pk}#STATUS#{}", status.as_str())
+}
+
 /// The goal item, with its index keys for its status.
 fn goal_item(pk: &str, goal: &Goal) -> Result<Item, CommandError> {
     let mut item = to_item(&goal_key(pk, &goal.goal_id), goal)?;
-    item.insert(
-        "status_pk".into(),
-        json!(format!("{pk}#STATUS#{}", goal.status.as_str())),
-    );
+    item.insert("status_pk".into(), json!(status_pk(pk, goal.status)));
     item.insert(
         "status_sk".into(),
         json!(SortKey::Goal(goal.goal_id.clone()).to_string()),
@@ -149,8 +151,14 @@ impl GoalCommands {
                 },
             )?;
             let actions = vec![
-                Action::Put {
-                    item: goal_item(&pk, &next)?,
+                // An update, not a put: the goal's current value (kept by the goals
+                // projectors) must survive a status change.
+                Action::Update {
+                    key: goal_key(&pk, id),
+                    update: Update::default()
+                        .set("status", json!(to))
+                        .set("status_pk", json!(status_pk(&pk, to)))
+                        .set("version", next.version),
                     condition: Some(Condition::VersionEquals(current.version)),
                 },
                 event_action(&pk, &event)?,

@@ -11,13 +11,16 @@ use chrono::{Datelike, Duration};
 use events_schema::Context;
 use events_schema::envelope::EventEnvelope;
 use events_schema::events::activity::{WorkoutRecorded, WorkoutUpdated};
-use events_schema::events::goals::{Goal, GoalKind};
+use events_schema::events::goals::{Goal, GoalKind, GoalProgressed};
 use events_schema::events::nutrition::{DayTotals, MealDeleted, MealEdited, MealLogged};
 use events_schema::events::sleep::{SleepRecorded, SleepUpdated};
 use events_schema::keys::{SortKey, prefix};
 use events_schema::time::{Day, Timestamp};
 use infra::StoreError;
-use infra::store::{IndexQuery, Item, Key, Query, SortKeyCondition};
+use infra::store::{
+    CancelReason, Condition, IndexQuery, Item, Key, Query, SortKeyCondition, Update,
+};
+use infra::table::Action;
 use infra::table::{Table, contexts};
 use rust_decimal::Decimal;
 use serde_json::json;
@@ -27,6 +30,32 @@ const VERSION: &str = "version";
 #[derive(Clone)]
 pub struct GoalRows {
     table: Table<contexts::Goals>,
+}
+
+/// The `GoalProgressed` event of one change, with an id derived from the change (goal,
+/// period, old and new value), so a redelivered fact cannot publish it twice.
+fn progress_event(
+    pk: &str,
+    progressed: &GoalProgressed,
+    period: Timestamp,
+) -> Result<EventEnvelope, ProjectionError> {
+    use sha2::{Digest, Sha256};
+    let user = pk
+        .strip_prefix("USER#")
+        .and_then(|u| events_schema::ids::UserId::parse(u).ok());
+    let mut event = EventEnvelope::new(user, period, progressed)
+        .map_err(|e| ProjectionError::Decode(e.to_string()))?;
+    let seed = format!(
+        "{}|{}|{}|{}",
+        progressed.goal_id, period, progressed.previous_value, progressed.value
+    );
+    let digest = Sha256::digest(seed.as_bytes());
+    let mut random = [0u8; 16];
+    random[6..].copy_from_slice(&digest[..10]);
+    let id = ulid::Ulid::from_parts(period.millis().max(0) as u64, u128::from_be_bytes(random));
+    event.event_id = events_schema::ids::EventId::parse(&id.to_string())
+        .map_err(|e| ProjectionError::Decode(e.to_string()))?;
+    Ok(event)
 }
 
 /// Monday of the ISO week holding `day`.
@@ -155,13 +184,72 @@ impl GoalRows {
                 pk,
                 SortKey::Progress(goal.goal_id.clone(), start).to_string(),
             );
+            let previous = self.table.get(&key, true).await?;
+            let previous_value = previous
+                .as_ref()
+                .map(|row| decimal_of(row, &["value"]))
+                .unwrap_or_default();
+            if previous.is_some() && previous_value == value {
+                // Unchanged (a redelivery, or a fact that does not move this goal).
+                continue;
+            }
+            let met = value >= goal.target;
             let mut item = object(
-                json!({"goal_id": goal.goal_id, "period_start": period_start, "value": value, "target": goal.target, "met": value >= goal.target}),
+                json!({"goal_id": goal.goal_id, "period_start": period_start, "value": value, "target": goal.target, "met": met}),
             );
-            item.insert("pk".into(), key.pk.clone().into());
-            item.insert("sk".into(), key.sk.clone().into());
-            // A function of owned rows, written by one subscription per goal kind.
-            self.table.put(item, None).await?;
+            item.extend(key.to_item());
+            let progressed = GoalProgressed {
+                goal_id: goal.goal_id.clone(),
+                kind: goal.kind,
+                period_start,
+                previous_value,
+                value,
+                target: goal.target,
+                met,
+            };
+            let event = progress_event(pk, &progressed, start)?;
+            let outbox = events_schema::envelope::OUTBOX_ATTR;
+            let mut event_item = object(json!({"event_type": event.event_type, outbox: event}));
+            event_item
+                .extend(Key::new(pk, SortKey::Event(event.event_id.clone()).to_string()).to_item());
+            // The progress row and its event commit together.
+            let actions = vec![
+                Action::Put {
+                    item,
+                    condition: None,
+                },
+                Action::Put {
+                    item: event_item,
+                    condition: Some(Condition::ItemNotExists),
+                },
+            ];
+            match self.table.transact(actions).await {
+                Ok(()) => {}
+                // This very change is already published (the event id is derived from
+                // it): nothing more to do.
+                Err(StoreError::TransactionCanceled { reasons })
+                    if !reasons.contains(&CancelReason::Conflict) => {}
+                Err(e) => return Err(e.into()),
+            }
+            // The goal's current value is its latest period's: a later period replaces
+            // it, an earlier one arriving late does not.
+            let rank = period_start.date().num_days_from_ce().max(0) as u64;
+            let goal_key = Key::new(pk, SortKey::Goal(goal.goal_id.clone()).to_string());
+            let update = Update::default()
+                .set("current_value", json!(value))
+                .set("current_period_start", json!(period_start))
+                .set("current_period_rank", rank);
+            let newer = Condition::All(vec![
+                Condition::ItemExists,
+                Condition::Newer {
+                    attr: "current_period_rank".into(),
+                    version: rank + 1,
+                },
+            ]);
+            match self.table.update(&goal_key, update, Some(newer)).await {
+                Ok(_) | Err(StoreError::ConditionFailed { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
         }
         Ok(())
     }

@@ -140,6 +140,24 @@ async fn commands_reach_the_dashboard_goals_and_insights() {
     })
     .await;
     assert_eq!(at(&row, "met"), true);
+    let goal_row = wait_for(
+        &store,
+        Context::Goals,
+        Key::new(&pk, format!("GOAL#{goal}")),
+        |row| at(row, "current_value") == "55",
+    )
+    .await;
+    assert_eq!(at(&goal_row, "status"), "active");
+    let progressed: Vec<serde_json::Value> = items_of(&*store, Context::Goals, &pk, "EVT#")
+        .await
+        .into_iter()
+        .filter(|row| at(row, "event_type") == "GoalProgressed")
+        .map(|row| at(&row, "envelope.payload.value"))
+        .collect();
+    assert!(
+        progressed.contains(&serde_json::json!("55")),
+        "the final progress was published: {progressed:?}"
+    );
     wait_for(
         &store,
         Context::Insights,

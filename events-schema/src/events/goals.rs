@@ -65,7 +65,21 @@ pub struct GoalStatusChanged {
     pub goal: Goal,
 }
 
+/// A goal's value for a period changed, recomputed from the facts the goals context
+/// keeps. Published by the goals projectors, not by a command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GoalProgressed {
+    pub goal_id: GoalId,
+    pub kind: GoalKind,
+    pub period_start: crate::time::Day,
+    pub previous_value: Decimal,
+    pub value: Decimal,
+    pub target: Decimal,
+    pub met: bool,
+}
+
 events!(Context::Goals;
     GoalCreated => 1,
     GoalStatusChanged => 1,
+    GoalProgressed => 1,
 );
