@@ -82,13 +82,7 @@ async fn commands_reach_the_dashboard_through_kinesis_and_vitals_work() {
         "{printed}"
     );
 
-    let mut worker = Command::new(env!("CARGO_BIN_EXE_vitals"))
-        .arg("work")
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("vitals work starts");
+    let mut worker = spawn_worker(&args);
 
     let settings = AwsSettings {
         endpoint_url: Some(endpoint.clone()),
@@ -109,17 +103,9 @@ async fn commands_reach_the_dashboard_through_kinesis_and_vitals_work() {
         .await
         .expect("goal")
         .value;
-    let meal = MealInput {
-        name: "Lentils".into(),
-        eaten_at: Timestamp::parse("2026-03-01T12:00:00.000Z").expect("ts"),
-        timezone: "UTC".into(),
-        calories: Decimal::from(450),
-        protein_g: Decimal::from(32),
-        carbs_g: Decimal::from(60),
-        fat_g: Decimal::from(8),
-    };
-    NutritionCommands::new(Table::new(store.clone()))
-        .log_meal(&meta, meal)
+    let nutrition = NutritionCommands::new(Table::new(store.clone()));
+    nutrition
+        .log_meal(&meta, meal_input(450))
         .await
         .expect("meal");
 
@@ -148,7 +134,55 @@ async fn commands_reach_the_dashboard_through_kinesis_and_vitals_work() {
     })
     .await;
     assert_eq!(row["value"], "32");
+    stop(&mut worker).await;
+    let checkpoints = store
+        .query(
+            Context::Dashboard,
+            &infra::store::Query::partition("CHECKPOINT#dashboard-from-nutrition").consistent(),
+        )
+        .await
+        .expect("query");
+    assert!(
+        checkpoints.items.iter().any(|row| row
+            .get("sequence")
+            .and_then(|s| s.as_str())
+            .is_some_and(|s| !s.is_empty())),
+        "the worker kept its shard position in its table"
+    );
 
+    // Written while no worker runs; a new `vitals work` resumes from the checkpoints
+    // kept in the tables and applies it.
+    nutrition
+        .log_meal(&meta, meal_input(150))
+        .await
+        .expect("meal");
+    let mut restarted = spawn_worker(&args);
+    let daily = wait_for(
+        &*store,
+        Context::Dashboard,
+        Key::new(&pk, "DAILY#2026-03-01"),
+        |row| {
+            row.get("nutrition")
+                .and_then(|n| n.get("meals"))
+                .is_some_and(|m| m == 2)
+        },
+    )
+    .await;
+    assert_eq!(daily["nutrition"]["totals"]["calories"], "600");
+    stop(&mut restarted).await;
+}
+
+fn spawn_worker(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_vitals"))
+        .arg("work")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("vitals work starts")
+}
+
+async fn stop(worker: &mut std::process::Child) {
     let pid = worker.id().to_string();
     Command::new("kill")
         .args(["-TERM", &pid])
@@ -166,4 +200,16 @@ async fn commands_reach_the_dashboard_through_kinesis_and_vitals_work() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert!(status.success(), "{status:?}");
+}
+
+fn meal_input(calories: i64) -> MealInput {
+    MealInput {
+        name: "Lentils".into(),
+        eaten_at: Timestamp::parse("2026-03-01T12:00:00.000Z").expect("ts"),
+        timezone: "UTC".into(),
+        calories: Decimal::from(calories),
+        protein_g: Decimal::from(32),
+        carbs_g: Decimal::from(60),
+        fat_g: Decimal::from(8),
+    }
 }
