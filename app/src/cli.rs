@@ -73,6 +73,10 @@ pub struct BootstrapArgs {
     /// Also create a Kinesis stream per publishing table and stream the table into it.
     #[arg(long)]
     pub kinesis: bool,
+    /// With `--kinesis`: create the streams only; a bridge (`vitals work --bridge`) will
+    /// forward table changes, for emulators that cannot (moto).
+    #[arg(long)]
+    pub bridge: bool,
     /// Also create an SQS dead-letter queue per subscription.
     #[arg(long)]
     pub dlq_queues: bool,
@@ -85,6 +89,10 @@ pub struct WorkArgs {
     /// Where dead letters go: SQS queues, or rows of each subscriber's table.
     #[arg(long, value_enum, default_value_t = DlqKind::Sqs)]
     pub dlq: DlqKind,
+    /// Also forward table streams to Kinesis in-process (for emulators without
+    /// forwarding, such as moto).
+    #[arg(long)]
+    pub bridge: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -8,6 +8,7 @@ use anyhow::Context as _;
 use infra::Store;
 use infra::dlq::{DeadLetterQueue, SqsDlq, TableDlq};
 use infra::feed::ChangeFeed;
+use infra::feed::bridge::StreamBridge;
 use infra::feed::kinesis::{KinesisFeed, provision};
 use projectors::Projector;
 use projectors::pipeline::Pipeline;
@@ -22,7 +23,14 @@ pub async fn bootstrap(args: &BootstrapArgs) -> anyhow::Result<()> {
     }
     if args.kinesis {
         let kinesis = aws_sdk_kinesis::Client::new(&config);
-        for stream in provision(store.client(), &kinesis, &args.aws.table_prefix).await? {
+        for stream in provision(
+            store.client(),
+            &kinesis,
+            &args.aws.table_prefix,
+            !args.bridge,
+        )
+        .await?
+        {
             println!("streaming\t{stream}");
         }
     }
@@ -65,8 +73,21 @@ pub async fn start(aws: &AwsArgs, dlq: DlqKind) -> anyhow::Result<Pipeline> {
 
 pub async fn work(args: &WorkArgs) -> anyhow::Result<()> {
     let pipeline = start(&args.aws, args.dlq).await?;
-    tracing::info!("projector workers running on Kinesis");
+    let (stop_bridge, bridge_stopped) = tokio::sync::watch::channel(false);
+    let bridge = if args.bridge {
+        let config = storage::aws_config(&args.aws).await;
+        Some(tokio::spawn(
+            StreamBridge::new(&config, &args.aws.table_prefix).run(bridge_stopped),
+        ))
+    } else {
+        None
+    };
+    tracing::info!(bridge = args.bridge, "projector workers running on Kinesis");
     crate::server::shutdown_signal().await;
+    let _ = stop_bridge.send(true);
+    if let Some(bridge) = bridge {
+        let _ = bridge.await;
+    }
     pipeline.stop().await;
     Ok(())
 }

@@ -1,8 +1,10 @@
 //! The aws-local shape end to end, against the emulator named by
-//! `VITALS_TEST_DYNAMODB_ENDPOINT` (required; ministack forwards table changes to
-//! Kinesis): `vitals bootstrap --kinesis --dlq-queues`, then `vitals work` as a child
-//! process, then commands on the DynamoDB backend; the dashboard and goal rows appear in
-//! DynamoDB, waited for with a deadline.
+//! `VITALS_TEST_DYNAMODB_ENDPOINT` (required): `vitals bootstrap --kinesis --dlq-queues`,
+//! then `vitals work` as a child process, then commands on the DynamoDB backend; the
+//! dashboard and goal rows appear in DynamoDB, waited for with a deadline. ministack
+//! forwards table changes to Kinesis itself; with `VITALS_TEST_FORWARDING=bridge` (for
+//! moto, which cannot) the streams are created without forwarding and `vitals work
+//! --bridge` forwards them.
 
 mod support;
 
@@ -61,10 +63,13 @@ async fn commands_reach_the_dashboard_through_kinesis_and_vitals_work() {
         "--table-prefix",
         prefix.as_str(),
     ];
+    let bridge = std::env::var("VITALS_TEST_FORWARDING").is_ok_and(|f| f == "bridge");
+    let forwarding: &[&str] = if bridge { &["--bridge"] } else { &[] };
     let bootstrap = Command::new(env!("CARGO_BIN_EXE_vitals"))
         .arg("bootstrap")
         .args(args)
         .args(["--kinesis", "--dlq-queues"])
+        .args(forwarding)
         .output()
         .expect("bootstrap runs");
     assert!(
@@ -82,7 +87,8 @@ async fn commands_reach_the_dashboard_through_kinesis_and_vitals_work() {
         "{printed}"
     );
 
-    let mut worker = spawn_worker(&args);
+    let work_args: Vec<&str> = args.iter().chain(forwarding).copied().collect();
+    let mut worker = spawn_worker(&work_args);
 
     let settings = AwsSettings {
         endpoint_url: Some(endpoint.clone()),
@@ -156,7 +162,7 @@ async fn commands_reach_the_dashboard_through_kinesis_and_vitals_work() {
         .log_meal(&meta, meal_input(150))
         .await
         .expect("meal");
-    let mut restarted = spawn_worker(&args);
+    let mut restarted = spawn_worker(&work_args);
     let daily = wait_for(
         &*store,
         Context::Dashboard,
@@ -172,17 +178,32 @@ async fn commands_reach_the_dashboard_through_kinesis_and_vitals_work() {
     stop(&mut restarted).await;
 }
 
-fn spawn_worker(args: &[&str]) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_vitals"))
-        .arg("work")
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("vitals work starts")
+/// A running `vitals work`, killed if the test fails before stopping it.
+struct Worker(std::process::Child);
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
 }
 
-async fn stop(worker: &mut std::process::Child) {
+fn spawn_worker(args: &[&str]) -> Worker {
+    Worker(
+        Command::new(env!("CARGO_BIN_EXE_vitals"))
+            .arg("work")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("vitals work starts"),
+    )
+}
+
+async fn stop(worker: &mut Worker) {
+    let worker = &mut worker.0;
     let pid = worker.id().to_string();
     Command::new("kill")
         .args(["-TERM", &pid])

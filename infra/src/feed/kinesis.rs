@@ -193,12 +193,14 @@ impl ChangeFeed for KinesisFeed {
     }
 }
 
-/// Creates the Kinesis stream of every publishing table and turns on the table's
-/// streaming destination to it. Idempotent.
+/// Creates the Kinesis stream of every publishing table and, with `forward`, turns on
+/// the table's streaming destination to it (without, a [`super::bridge`] forwards).
+/// Idempotent.
 pub async fn provision(
     dynamodb: &aws_sdk_dynamodb::Client,
     kinesis: &aws_sdk_kinesis::Client,
     prefix: &str,
+    forward: bool,
 ) -> Result<Vec<String>, StoreError> {
     let mut streams = Vec::new();
     for def in TABLES.iter().filter(|def| def.stream) {
@@ -235,6 +237,10 @@ pub async fn provision(
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         };
+        streams.push(name);
+        if !forward {
+            continue;
+        }
         let table = def.physical_name(prefix);
         match dynamodb
             .enable_kinesis_streaming_destination()
@@ -254,7 +260,6 @@ pub async fn provision(
                 ));
             }
         }
-        streams.push(name);
     }
     Ok(streams)
 }

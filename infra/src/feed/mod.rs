@@ -1,8 +1,10 @@
 //! The change-feed port: committed item changes of the context tables, in order per
 //! item, delivered at least once to named consumers that record how far they got.
 //! Adapters: the embedded store's change log ([`embedded`]); the DynamoDB stream record
-//! format that Kinesis and Lambda carry ([`stream_record`]).
+//! format that Kinesis and Lambda carry ([`stream_record`]); Kinesis ([`kinesis`]); and
+//! the bridge for emulators without forwarding ([`bridge`]).
 
+pub mod bridge;
 pub mod embedded;
 pub mod kinesis;
 pub mod lambda;
