@@ -33,12 +33,16 @@ pub enum Command {
         #[command(subcommand)]
         doc: Doc,
     },
-    /// Apply a subscription's dead letters again (on a stopped embedded store).
+    /// Apply a subscription's dead letters again (an embedded store must not be open
+    /// in a running `vitals serve`).
     Redrive {
         /// The subscription, such as `dashboard-from-nutrition`.
         subscription: String,
-        #[arg(long, env = "VITALS_DATA_DIR", default_value = "./vitals-data")]
-        data_dir: PathBuf,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Where the letters are: the subscriber's table, or its SQS queue.
+        #[arg(long, value_enum, default_value_t = DlqKind::Table)]
+        dlq: DlqKind,
     },
     /// Insights jobs.
     Insights {
@@ -55,8 +59,8 @@ pub enum InsightsJob {
         /// The day, `YYYY-MM-DD`.
         #[arg(long)]
         date: String,
-        #[arg(long, env = "VITALS_DATA_DIR", default_value = "./vitals-data")]
-        data_dir: PathBuf,
+        #[command(flatten)]
+        store: StoreArgs,
     },
 }
 
@@ -114,6 +118,13 @@ pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, env = "VITALS_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Which store a command works on.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
     /// Storage backend.
     #[arg(long, env = "VITALS_BACKEND", value_enum, default_value_t = Backend::Embedded)]
     pub backend: Backend,

@@ -16,7 +16,7 @@ async fn main() -> anyhow::Result<()> {
         .init();
     match Cli::parse().command {
         Command::Serve(args) => {
-            let storage = storage::open(args.backend, &args.data_dir, &args.aws).await?;
+            let storage = storage::open(&args.store).await?;
             let listener = tokio::net::TcpListener::bind(args.listen).await?;
             let address = listener.local_addr()?;
             tracing::info!(backend = storage.store.backend(), %address, "vitals serving");
@@ -35,10 +35,10 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Redrive {
             subscription,
-            data_dir,
+            store,
+            dlq,
         } => {
-            let store = storage::embedded(&data_dir)?;
-            let outcome = vitals::admin::redrive(store, &subscription).await?;
+            let outcome = vitals::admin::redrive(&store, dlq, &subscription).await?;
             println!(
                 "{subscription}: {} applied, {} still failing",
                 outcome.applied, outcome.still_failing
@@ -46,10 +46,10 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Insights {
-            job: InsightsJob::Nightly { date, data_dir },
+            job: InsightsJob::Nightly { date, store },
         } => {
-            let store = storage::embedded(&data_dir)?;
-            let scored = vitals::admin::nightly_readiness(store, &date).await?;
+            let storage = storage::open(&store).await?;
+            let scored = vitals::admin::nightly_readiness(storage.store, &date).await?;
             println!("readiness scored for {scored} active users on {date}");
             Ok(())
         }

@@ -1,12 +1,11 @@
 //! Builds the storage backend the configuration names. The only place in the binary
 //! that knows which backends exist.
 
-use crate::cli::{AwsArgs, Backend};
+use crate::cli::{AwsArgs, Backend, StoreArgs};
 use infra::Store;
 use infra::aws_client::AwsSettings;
 use infra::dynamodb::DynamoStore;
 use infra::embedded::EmbeddedStore;
-use std::path::Path;
 use std::sync::Arc;
 
 /// The live store, and the embedded one when that is the backend (for maintenance).
@@ -28,10 +27,11 @@ pub async fn dynamodb(args: &AwsArgs) -> DynamoStore {
     DynamoStore::from_client(aws_sdk_dynamodb::Client::new(&config), &args.table_prefix)
 }
 
-pub async fn open(backend: Backend, data_dir: &Path, aws: &AwsArgs) -> anyhow::Result<Storage> {
-    Ok(match backend {
+pub async fn open(args: &StoreArgs) -> anyhow::Result<Storage> {
+    let aws = &args.aws;
+    Ok(match args.backend {
         Backend::Embedded => {
-            let store = Arc::new(EmbeddedStore::open(data_dir)?);
+            let store = Arc::new(EmbeddedStore::open(&args.data_dir)?);
             Storage {
                 store: store.clone(),
                 embedded: Some(store),
@@ -42,11 +42,6 @@ pub async fn open(backend: Backend, data_dir: &Path, aws: &AwsArgs) -> anyhow::R
             embedded: None,
         },
     })
-}
-
-/// The embedded store of a data directory, alone (for admin commands).
-pub fn embedded(data_dir: &Path) -> anyhow::Result<Arc<dyn Store>> {
-    Ok(Arc::new(EmbeddedStore::open(data_dir)?))
 }
 
 /// The SDK configuration the AWS arguments name.
