@@ -2,10 +2,9 @@
 //! (`INTAKE#<date>`, from nutrition), nutrition keeps each day's training load
 //! (`TRAINING_LOAD#<date>`, from activity; a set of workouts, one entry each).
 
-use crate::projector::{ProjectionError, Projector, decode, user_pk};
+use crate::projector::{ProjectionError, Projector, decode, subscription, user_pk};
 use crate::rows::{live_entries, merge_entry, object, replace_newer};
 use async_trait::async_trait;
-use events_schema::Context;
 use events_schema::envelope::EventEnvelope;
 use events_schema::events::activity::{WorkoutRecorded, WorkoutUpdated};
 use events_schema::events::nutrition::{DayTotals, MealDeleted, MealEdited, MealLogged};
@@ -29,15 +28,7 @@ pub struct ActivityFromNutrition(pub Table<contexts::Activity>);
 
 #[async_trait]
 impl Projector for ActivityFromNutrition {
-    fn name(&self) -> &'static str {
-        "activity-from-nutrition"
-    }
-    fn source(&self) -> Context {
-        Context::Nutrition
-    }
-    fn target(&self) -> Context {
-        Context::Activity
-    }
+    subscription!("activity-from-nutrition", Nutrition -> Activity);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let totals = day_totals(event)?;
@@ -92,15 +83,7 @@ pub struct NutritionFromActivity(pub Table<contexts::Nutrition>);
 
 #[async_trait]
 impl Projector for NutritionFromActivity {
-    fn name(&self) -> &'static str {
-        "nutrition-from-activity"
-    }
-    fn source(&self) -> Context {
-        Context::Activity
-    }
-    fn target(&self) -> Context {
-        Context::Nutrition
-    }
+    subscription!("nutrition-from-activity", Activity -> Nutrition);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let Some((workout, previous_day)) = workout_of(event)? else {

@@ -8,11 +8,10 @@
 //! Rows that fall out are deleted, and events older than the window are ignored, so the
 //! partition has the same rows whatever order events arrive in.
 
-use crate::projector::{ProjectionError, Projector, decode, user_pk};
+use crate::projector::{ProjectionError, Projector, decode, subscription, user_pk};
 use crate::rows::{is_tombstone, object, replace_newer, tombstone_newer, upsert_newer};
 use async_trait::async_trait;
 use chrono::Duration;
-use events_schema::Context;
 use events_schema::envelope::EventEnvelope;
 use events_schema::events::activity::{Workout, WorkoutRecorded, WorkoutUpdated};
 use events_schema::events::goals::{Goal, GoalCreated, GoalStatus, GoalStatusChanged};
@@ -175,15 +174,7 @@ pub struct DashboardFromIdentity(pub DashboardRows);
 
 #[async_trait]
 impl Projector for DashboardFromIdentity {
-    fn name(&self) -> &'static str {
-        "dashboard-from-identity"
-    }
-    fn source(&self) -> Context {
-        Context::Identity
-    }
-    fn target(&self) -> Context {
-        Context::Dashboard
-    }
+    subscription!("dashboard-from-identity", Identity -> Dashboard);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let profile: ProfileState = match event.event_type.as_str() {
@@ -226,15 +217,7 @@ impl DashboardFromNutrition {
 
 #[async_trait]
 impl Projector for DashboardFromNutrition {
-    fn name(&self) -> &'static str {
-        "dashboard-from-nutrition"
-    }
-    fn source(&self) -> Context {
-        Context::Nutrition
-    }
-    fn target(&self) -> Context {
-        Context::Dashboard
-    }
+    subscription!("dashboard-from-nutrition", Nutrition -> Dashboard);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let mut memo = Admissions::default();
@@ -332,15 +315,7 @@ fn workout_row(w: &Workout) -> serde_json::Value {
 
 #[async_trait]
 impl Projector for DashboardFromActivity {
-    fn name(&self) -> &'static str {
-        "dashboard-from-activity"
-    }
-    fn source(&self) -> Context {
-        Context::Activity
-    }
-    fn target(&self) -> Context {
-        Context::Dashboard
-    }
+    subscription!("dashboard-from-activity", Activity -> Dashboard);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let mut memo = Admissions::default();
@@ -381,15 +356,7 @@ pub struct DashboardFromSleep(pub DashboardRows);
 
 #[async_trait]
 impl Projector for DashboardFromSleep {
-    fn name(&self) -> &'static str {
-        "dashboard-from-sleep"
-    }
-    fn source(&self) -> Context {
-        Context::Sleep
-    }
-    fn target(&self) -> Context {
-        Context::Dashboard
-    }
+    subscription!("dashboard-from-sleep", Sleep -> Dashboard);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let mut memo = Admissions::default();
@@ -415,15 +382,7 @@ pub struct DashboardFromGoals(pub DashboardRows);
 
 #[async_trait]
 impl Projector for DashboardFromGoals {
-    fn name(&self) -> &'static str {
-        "dashboard-from-goals"
-    }
-    fn source(&self) -> Context {
-        Context::Goals
-    }
-    fn target(&self) -> Context {
-        Context::Dashboard
-    }
+    subscription!("dashboard-from-goals", Goals -> Dashboard);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let goal: Goal = match event.event_type.as_str() {
@@ -450,15 +409,7 @@ pub struct DashboardFromIntegrations(pub DashboardRows);
 
 #[async_trait]
 impl Projector for DashboardFromIntegrations {
-    fn name(&self) -> &'static str {
-        "dashboard-from-integrations"
-    }
-    fn source(&self) -> Context {
-        Context::Integrations
-    }
-    fn target(&self) -> Context {
-        Context::Dashboard
-    }
+    subscription!("dashboard-from-integrations", Integrations -> Dashboard);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let (provider, attrs) = match event.event_type.as_str() {

@@ -4,11 +4,10 @@
 //! those owned rows only. One progress row per goal and period, rewritten from the same
 //! rows whatever the delivery order, so progress converges.
 
-use crate::projector::{ProjectionError, Projector, decode, user_pk};
+use crate::projector::{ProjectionError, Projector, decode, subscription, user_pk};
 use crate::rows::{is_tombstone, object, replace_newer, tombstone_newer};
 use async_trait::async_trait;
 use chrono::{Datelike, Duration};
-use events_schema::Context;
 use events_schema::envelope::EventEnvelope;
 use events_schema::events::activity::{WorkoutRecorded, WorkoutUpdated};
 use events_schema::events::goals::{Goal, GoalKind, GoalProgressed};
@@ -260,15 +259,7 @@ pub struct GoalsFromActivity(pub GoalRows);
 
 #[async_trait]
 impl Projector for GoalsFromActivity {
-    fn name(&self) -> &'static str {
-        "goals-from-activity"
-    }
-    fn source(&self) -> Context {
-        Context::Activity
-    }
-    fn target(&self) -> Context {
-        Context::Goals
-    }
+    subscription!("goals-from-activity", Activity -> Goals);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let (workout, previous_day) = match event.event_type.as_str() {
@@ -310,15 +301,7 @@ pub struct GoalsFromNutrition(pub GoalRows);
 
 #[async_trait]
 impl Projector for GoalsFromNutrition {
-    fn name(&self) -> &'static str {
-        "goals-from-nutrition"
-    }
-    fn source(&self) -> Context {
-        Context::Nutrition
-    }
-    fn target(&self) -> Context {
-        Context::Goals
-    }
+    subscription!("goals-from-nutrition", Nutrition -> Goals);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let totals: Vec<DayTotals> = match event.event_type.as_str() {
@@ -346,15 +329,7 @@ pub struct GoalsFromSleep(pub GoalRows);
 
 #[async_trait]
 impl Projector for GoalsFromSleep {
-    fn name(&self) -> &'static str {
-        "goals-from-sleep"
-    }
-    fn source(&self) -> Context {
-        Context::Sleep
-    }
-    fn target(&self) -> Context {
-        Context::Goals
-    }
+    subscription!("goals-from-sleep", Sleep -> Goals);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let session = match event.event_type.as_str() {

@@ -5,11 +5,10 @@
 //! writes `READINESS#<date>` from the user's markers of the last seven days.
 
 use crate::cross::{day_totals, workout_of};
-use crate::projector::{ProjectionError, Projector, decode, user_pk};
+use crate::projector::{ProjectionError, Projector, decode, subscription, user_pk};
 use crate::rows::{live_entries, merge_entry, object};
 use async_trait::async_trait;
 use chrono::Duration;
-use events_schema::Context;
 use events_schema::envelope::EventEnvelope;
 use events_schema::events::sleep::{SleepRecorded, SleepUpdated};
 use events_schema::keys::SortKey;
@@ -64,15 +63,7 @@ pub struct InsightsFromNutrition(pub Table<contexts::Insights>);
 
 #[async_trait]
 impl Projector for InsightsFromNutrition {
-    fn name(&self) -> &'static str {
-        "insights-from-nutrition"
-    }
-    fn source(&self) -> Context {
-        Context::Nutrition
-    }
-    fn target(&self) -> Context {
-        Context::Insights
-    }
+    subscription!("insights-from-nutrition", Nutrition -> Insights);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let totals = day_totals(event)?;
@@ -101,15 +92,7 @@ pub struct InsightsFromActivity(pub Table<contexts::Insights>);
 
 #[async_trait]
 impl Projector for InsightsFromActivity {
-    fn name(&self) -> &'static str {
-        "insights-from-activity"
-    }
-    fn source(&self) -> Context {
-        Context::Activity
-    }
-    fn target(&self) -> Context {
-        Context::Insights
-    }
+    subscription!("insights-from-activity", Activity -> Insights);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let Some((workout, previous_day)) = workout_of(event)? else {
@@ -149,15 +132,7 @@ pub struct InsightsFromSleep(pub Table<contexts::Insights>);
 
 #[async_trait]
 impl Projector for InsightsFromSleep {
-    fn name(&self) -> &'static str {
-        "insights-from-sleep"
-    }
-    fn source(&self) -> Context {
-        Context::Sleep
-    }
-    fn target(&self) -> Context {
-        Context::Insights
-    }
+    subscription!("insights-from-sleep", Sleep -> Insights);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let (session, previous) = match event.event_type.as_str() {

@@ -33,6 +33,23 @@ pub trait Projector: Send + Sync {
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError>;
 }
 
+/// The identity of a subscription inside an `impl Projector`: its name, the context it
+/// consumes and the context whose table it writes.
+macro_rules! subscription {
+    ($name:literal, $source:ident -> $target:ident) => {
+        fn name(&self) -> &'static str {
+            $name
+        }
+        fn source(&self) -> events_schema::Context {
+            events_schema::Context::$source
+        }
+        fn target(&self) -> events_schema::Context {
+            events_schema::Context::$target
+        }
+    };
+}
+pub(crate) use subscription;
+
 /// Decodes an event's payload, as a `ProjectionError`.
 pub fn decode<P: events_schema::envelope::EventPayload>(
     event: &EventEnvelope,

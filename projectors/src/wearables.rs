@@ -4,12 +4,11 @@
 //! provider, external id and version), so every delivery and every replay writes the
 //! very same rows.
 
-use crate::projector::{ProjectionError, Projector, decode};
+use crate::projector::{ProjectionError, Projector, decode, subscription};
 use async_trait::async_trait;
 use commands::activity::ActivityCommands;
 use commands::sleep::SleepCommands;
 use commands::{CommandError, CommandMeta};
-use events_schema::Context;
 use events_schema::envelope::EventEnvelope;
 use events_schema::events::integrations::{WearableSleepReceived, WearableWorkoutReceived};
 
@@ -36,15 +35,7 @@ pub struct ActivityFromIntegrations(pub ActivityCommands);
 
 #[async_trait]
 impl Projector for ActivityFromIntegrations {
-    fn name(&self) -> &'static str {
-        "activity-from-integrations"
-    }
-    fn source(&self) -> Context {
-        Context::Integrations
-    }
-    fn target(&self) -> Context {
-        Context::Activity
-    }
+    subscription!("activity-from-integrations", Integrations -> Activity);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         if event.event_type != "WearableWorkoutReceived" {
@@ -68,15 +59,7 @@ pub struct SleepFromIntegrations(pub SleepCommands);
 
 #[async_trait]
 impl Projector for SleepFromIntegrations {
-    fn name(&self) -> &'static str {
-        "sleep-from-integrations"
-    }
-    fn source(&self) -> Context {
-        Context::Integrations
-    }
-    fn target(&self) -> Context {
-        Context::Sleep
-    }
+    subscription!("sleep-from-integrations", Integrations -> Sleep);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         if event.event_type != "WearableSleepReceived" {
