@@ -25,8 +25,17 @@ fn serve_answers_healthz_with_backend_and_version_and_stops_on_sigterm() {
     // The projector workers run in-process and report per subscription.
     let (status, metrics) = support::request(&server.address, "GET", "/metrics");
     assert_eq!(status, 200);
-    for subscription in ["dashboard-from-nutrition", "goals-from-activity", "insights-from-sleep"] {
-        assert!(metrics.contains(&format!("vitals_projector_lag_records{{subscription=\"{subscription}\"}}")), "{metrics}");
+    for subscription in [
+        "dashboard-from-nutrition",
+        "goals-from-activity",
+        "insights-from-sleep",
+    ] {
+        assert!(
+            metrics.contains(&format!(
+                "vitals_projector_lag_records{{subscription=\"{subscription}\"}}"
+            )),
+            "{metrics}"
+        );
     }
     assert!(metrics.contains("vitals_projector_dlq_depth"), "{metrics}");
     let exit = server.stop();

@@ -47,6 +47,8 @@ struct Counters {
 pub struct CountingStore {
     inner: Arc<dyn Store>,
     counters: Counters,
+    /// Reads per table, to show which tables a query touched.
+    reads_by_table: std::sync::Mutex<std::collections::BTreeMap<Context, usize>>,
 }
 
 impl CountingStore {
@@ -54,6 +56,7 @@ impl CountingStore {
         Self {
             inner,
             counters: Counters::default(),
+            reads_by_table: Default::default(),
         }
     }
 
@@ -66,6 +69,20 @@ impl CountingStore {
             single_writes: c.single_writes.load(Ordering::SeqCst),
             transactions: c.transactions.load(Ordering::SeqCst),
             drains: c.drains.load(Ordering::SeqCst),
+        }
+    }
+
+    /// Reads per table since creation or the last `take_tables`, and starts again.
+    pub fn take_tables(&self) -> std::collections::BTreeMap<Context, usize> {
+        self.reads_by_table
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default()
+    }
+
+    fn read_of(&self, table: Context) {
+        if let Ok(mut tables) = self.reads_by_table.lock() {
+            *tables.entry(table).or_default() += 1;
         }
     }
 
@@ -104,16 +121,19 @@ impl Store for CountingStore {
         consistent: bool,
     ) -> Result<Option<Item>, StoreError> {
         bump(&self.counters.gets);
+        self.read_of(table);
         self.inner.get(table, key, consistent).await
     }
 
     async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError> {
         bump(&self.counters.queries);
+        self.read_of(table);
         self.inner.query(table, query).await
     }
 
     async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
         bump(&self.counters.index_queries);
+        self.read_of(table);
         self.inner.query_index(table, query).await
     }
 

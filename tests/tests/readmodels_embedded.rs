@@ -1,0 +1,195 @@
+//! The query handlers on the embedded store with the projectors running: each answers
+//! from projection or summary rows with exactly one request, never by reading entity
+//! rows to aggregate them.
+
+use commands::activity::{RecordWorkout, StartTrainingBlock};
+use commands::goals::CreateGoal;
+use events_schema::Context;
+use events_schema::events::goals::GoalKind;
+use events_schema::time::{Day, Timestamp};
+use infra::Store;
+use infra::counting::CountingStore;
+use infra::embedded::EmbeddedStore;
+use infra::feed::embedded::EmbeddedFeed;
+use infra::table::Table;
+use projectors::pipeline::Pipeline;
+use readmodels::{QueryError, ReadModels};
+use rust_decimal::Decimal;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use vitals_tests::commands::World;
+
+fn day(raw: &str) -> Day {
+    Day::parse(raw).expect("day")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_query_is_one_request_on_projection_or_summary_rows() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let store = Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
+    let shared: Arc<dyn Store> = store.clone();
+    let pipeline = Pipeline::start(
+        shared.clone(),
+        Arc::new(EmbeddedFeed::new(store.clone())),
+        projectors::registry::all(shared.clone()),
+    );
+    let world = World::new(shared.clone());
+    let user = world.meta.user.clone();
+    let goal = world
+        .goals
+        .create_goal(
+            &world.meta,
+            CreateGoal {
+                kind: GoalKind::DailyProteinGrams,
+                target: Decimal::from(40),
+                title: "Protein".into(),
+            },
+        )
+        .await
+        .expect("goal")
+        .value;
+    for (at, calories) in [
+        ("2026-03-01T08:00:00.000Z", 400),
+        ("2026-03-02T08:00:00.000Z", 500),
+        ("2026-03-02T12:00:00.000Z", 250),
+    ] {
+        let meal = vitals_tests::commands::nutrition::meal(at, &calories.to_string(), "30");
+        world
+            .nutrition
+            .log_meal(&world.meta, meal)
+            .await
+            .expect("meal");
+    }
+    for start in ["2026-03-01T07:00:00.000Z", "2026-03-02T07:00:00.000Z"] {
+        let workout = RecordWorkout {
+            sport: "run".into(),
+            started_at: Timestamp::parse(start).expect("ts"),
+            timezone: "UTC".into(),
+            duration_s: 1800,
+            distance_m: None,
+            calories: None,
+        };
+        world
+            .activity
+            .record_workout(&world.meta, workout)
+            .await
+            .expect("workout");
+    }
+    world
+        .activity
+        .start_training_block(
+            &world.meta,
+            StartTrainingBlock {
+                start_day: day("2026-02-20"),
+                weeks: 4,
+                focus: "Base".into(),
+            },
+        )
+        .await
+        .expect("block");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !pipeline.caught_up().await.expect("lag") {
+        assert!(Instant::now() < deadline, "projectors did not catch up");
+        let mut commits = store.commits();
+        let _ = tokio::time::timeout(Duration::from_millis(200), commits.changed()).await;
+    }
+    pipeline.stop().await;
+
+    let counting = Arc::new(CountingStore::new(shared));
+    let reads: Arc<dyn Store> = counting.clone();
+    let queries = ReadModels::new(
+        Table::new(reads.clone()),
+        Table::new(reads.clone()),
+        Table::new(reads.clone()),
+        Table::new(reads),
+    );
+    let one_request_on = |table: Context| {
+        let counts = counting.take();
+        assert_eq!(counts.total(), 1, "{counts:?}");
+        assert_eq!(counting.take_tables(), BTreeMap::from([(table, 1)]));
+    };
+
+    let view = queries
+        .dashboard(&user, day("2026-03-02"))
+        .await
+        .expect("dashboard");
+    one_request_on(Context::Dashboard);
+    assert_eq!(
+        view.day.as_ref().map(|d| d["nutrition"]["meals"].clone()),
+        Some(serde_json::json!(2))
+    );
+    assert_eq!(view.recent_meals.len(), 3);
+    assert_eq!(view.recent_workouts.len(), 2);
+    assert_eq!(view.active_goals.len(), 1);
+
+    let summaries = queries
+        .daily_summaries(&user, day("2026-03-01"), day("2026-03-31"))
+        .await
+        .expect("summaries");
+    one_request_on(Context::Nutrition);
+    let totals: Vec<String> = summaries
+        .iter()
+        .map(|s| {
+            s["totals"]["calories"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(totals, vec!["400", "750"]);
+    assert!(matches!(
+        queries
+            .daily_summaries(&user, day("2026-03-01"), day("2026-04-01"))
+            .await,
+        Err(QueryError::Invalid { field: "to", .. })
+    ));
+    assert!(matches!(
+        queries
+            .daily_summaries(&user, day("2026-03-02"), day("2026-03-01"))
+            .await,
+        Err(QueryError::Invalid { .. })
+    ));
+    assert_eq!(counting.take().total(), 0, "invalid ranges cost nothing");
+
+    let latest = queries
+        .latest_workout(&user)
+        .await
+        .expect("latest")
+        .expect("a workout");
+    one_request_on(Context::Activity);
+    assert_eq!(latest["day"], "2026-03-02");
+
+    let block = queries
+        .current_training_block(&user, day("2026-03-02"))
+        .await
+        .expect("block");
+    one_request_on(Context::Activity);
+    assert_eq!(block.expect("running")["focus"], "Base");
+    assert!(
+        queries
+            .current_training_block(&user, day("2026-03-25"))
+            .await
+            .expect("block")
+            .is_none(),
+        "four weeks from 02-20 end on 03-19"
+    );
+    counting.take_tables();
+    counting.take();
+
+    let goals = queries.active_goals(&user).await.expect("goals");
+    assert_eq!(counting.take().index_queries, 1);
+    assert_eq!(
+        counting.take_tables(),
+        BTreeMap::from([(Context::Goals, 1)])
+    );
+    assert_eq!(goals.len(), 1);
+
+    let progress = queries.goal_progress(&user, &goal).await.expect("progress");
+    one_request_on(Context::Goals);
+    let values: Vec<String> = progress
+        .iter()
+        .map(|p| p["value"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(values, vec!["30", "60"]);
+}
