@@ -120,6 +120,21 @@ pub struct ServeArgs {
     pub listen: SocketAddr,
     #[command(flatten)]
     pub store: StoreArgs,
+    /// Secret signing the bearer tokens this server issues; a random one (tokens end
+    /// with the process) when absent.
+    #[arg(long, env = "VITALS_JWT_SECRET", hide_env_values = true)]
+    pub jwt_secret: Option<String>,
+    /// Secret the sandbox provider signs webhooks with.
+    #[arg(
+        long,
+        env = "VITALS_WEBHOOK_SECRET",
+        hide_env_values = true,
+        default_value = "sandbox-webhook-secret"
+    )]
+    pub webhook_secret: String,
+    /// Requests per second allowed per user.
+    #[arg(long, env = "VITALS_RATE_LIMIT", default_value_t = 50)]
+    pub rate_limit: u32,
 }
 
 /// Which store a command works on.

@@ -22,7 +22,21 @@ async fn main() -> anyhow::Result<()> {
             tracing::info!(backend = storage.store.backend(), %address, "vitals serving");
             // The address on stdout, so scripts and tests can find a port-0 server.
             println!("listening on http://{address}");
-            server::run(listener, storage, server::shutdown_signal()).await
+            let secret = args.jwt_secret.clone().map(String::into_bytes).unwrap_or_else(|| {
+                tracing::warn!("no VITALS_JWT_SECRET: tokens are signed with a random key and end with this process");
+                ulid::Ulid::new().to_string().into_bytes()
+            });
+            let auth = vitals::http::auth::Auth::new(
+                &secret,
+                vitals::http::auth::Verifier::Local,
+                args.rate_limit,
+            );
+            let api = std::sync::Arc::new(vitals::http::api::Api::new(
+                storage.store.clone(),
+                auth,
+                &args.webhook_secret,
+            ));
+            server::run(listener, storage, api, server::shutdown_signal()).await
         }
         Command::Bootstrap(args) => vitals::work::bootstrap(&args).await,
         Command::Work(args) => vitals::work::work(&args).await,

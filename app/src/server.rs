@@ -21,6 +21,7 @@ const PURGE_BATCH: usize = 1000;
 pub async fn run(
     listener: TcpListener,
     storage: Storage,
+    api: Arc<crate::http::api::Api>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let purger = storage.embedded.clone().map(|store| {
@@ -54,6 +55,7 @@ pub async fn run(
     let app = http::app(AppState {
         store: storage.store.clone(),
         pipeline: pipeline.clone(),
+        api,
     });
     let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)

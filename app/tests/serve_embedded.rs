@@ -49,10 +49,19 @@ fn serve_answers_healthz_with_backend_and_version_and_stops_on_sigterm() {
 #[tokio::test]
 async fn router_healthz_without_a_socket() {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let store = Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("opens"));
+    let store: Arc<dyn infra::Store> =
+        Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("opens"));
+    let auth =
+        vitals::http::auth::Auth::new(b"test-secret", vitals::http::auth::Verifier::Local, 50);
+    let api = Arc::new(vitals::http::api::Api::new(
+        store.clone(),
+        auth,
+        "webhook-secret",
+    ));
     let response = app(AppState {
         store,
         pipeline: None,
+        api,
     })
     .oneshot(
         Request::get("/healthz")

@@ -93,6 +93,15 @@ impl ReadModels {
         Ok(view)
     }
 
+    /// The user's profile as the dashboard projection holds it: one GetItem.
+    pub async fn profile(&self, user: &UserId) -> Result<Option<Item>, QueryError> {
+        let key = infra::store::Key::new(
+            PartitionKey::User(user.clone()).to_string(),
+            SortKey::Profile.to_string(),
+        );
+        Ok(self.dashboard.get(&key, false).await?)
+    }
+
     /// Daily nutrition summaries from `from` to `to` (at most 31 days): one Query.
     pub async fn daily_summaries(
         &self,

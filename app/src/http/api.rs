@@ -1,0 +1,54 @@
+//! Everything the HTTP handlers use: every context's command handlers, the query
+//! handlers, and authentication. Built once from a store.
+
+use super::auth::Auth;
+use commands::activity::ActivityCommands;
+use commands::goals::GoalCommands;
+use commands::identity::IdentityCommands;
+use commands::integrations::{IntegrationCommands, Providers, SandboxProvider, Secret};
+use commands::nutrition::NutritionCommands;
+use commands::sleep::SleepCommands;
+use infra::Store;
+use infra::table::Table;
+use readmodels::ReadModels;
+use std::sync::Arc;
+
+pub struct Api {
+    pub identity: IdentityCommands,
+    pub nutrition: NutritionCommands,
+    pub activity: ActivityCommands,
+    pub sleep: SleepCommands,
+    pub goals: GoalCommands,
+    pub integrations: IntegrationCommands,
+    pub reads: ReadModels,
+    pub auth: Auth,
+}
+
+impl std::fmt::Debug for Api {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Api").finish_non_exhaustive()
+    }
+}
+
+impl Api {
+    /// `webhook_secret` signs the sandbox provider's webhooks.
+    pub fn new(store: Arc<dyn Store>, auth: Auth, webhook_secret: &str) -> Self {
+        let providers =
+            Providers::default().with(Arc::new(SandboxProvider::new(Secret::new(webhook_secret))));
+        Self {
+            identity: IdentityCommands::new(Table::new(store.clone())),
+            nutrition: NutritionCommands::new(Table::new(store.clone())),
+            activity: ActivityCommands::new(Table::new(store.clone())),
+            sleep: SleepCommands::new(Table::new(store.clone())),
+            goals: GoalCommands::new(Table::new(store.clone())),
+            integrations: IntegrationCommands::new(Table::new(store.clone()), Arc::new(providers)),
+            reads: ReadModels::new(
+                Table::new(store.clone()),
+                Table::new(store.clone()),
+                Table::new(store.clone()),
+                Table::new(store.clone()),
+            ),
+            auth,
+        }
+    }
+}

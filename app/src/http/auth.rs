@@ -1,0 +1,148 @@
+//! Bearer tokens. Register and login issue HS256 JWTs signed with the configured secret;
+//! a verifier for an external identity provider (RS256, keys from a JWKS document) can
+//! be configured instead. The user is the token's subject; missing, expired or forged
+//! tokens are 401. Each user is also rate limited here.
+
+use super::AppState;
+use super::error::ApiError;
+use axum::extract::FromRequestParts;
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use events_schema::ids::UserId;
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{
+    Algorithm, DecodingKey, EncodingKey, Header, Validation, decode, decode_header, encode,
+};
+use serde::{Deserialize, Serialize};
+use std::num::NonZeroU32;
+
+/// How long an issued token is valid.
+pub const TOKEN_SECONDS: i64 = 3600;
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Claims {
+    pub sub: String,
+    pub exp: i64,
+    pub iat: i64,
+    /// The user's timezone when the token was issued.
+    #[serde(default)]
+    pub tz: Option<String>,
+}
+
+/// How tokens are checked.
+pub enum Verifier {
+    /// Tokens this server issued (HS256, shared secret).
+    Local,
+    /// Tokens of an external identity provider (RS256), keys by `kid` from a JWKS.
+    Jwks {
+        keys: JwkSet,
+        issuer: String,
+        audience: String,
+    },
+}
+
+pub struct Auth {
+    secret: Vec<u8>,
+    verifier: Verifier,
+    limiter: DefaultKeyedRateLimiter<String>,
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Auth(***)")
+    }
+}
+
+impl Auth {
+    /// `per_second` requests per user (with a burst of as many).
+    pub fn new(secret: &[u8], verifier: Verifier, per_second: u32) -> Self {
+        let rate = NonZeroU32::new(per_second.max(1)).unwrap_or(NonZeroU32::MIN);
+        Self {
+            secret: secret.to_vec(),
+            verifier,
+            limiter: RateLimiter::keyed(Quota::per_second(rate)),
+        }
+    }
+
+    pub fn issue(&self, user: &UserId, timezone: Option<&str>) -> Result<String, ApiError> {
+        let now = chrono::Utc::now().timestamp();
+        let claims = Claims {
+            sub: user.to_string(),
+            iat: now,
+            exp: now + TOKEN_SECONDS,
+            tz: timezone.map(str::to_owned),
+        };
+        encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &EncodingKey::from_secret(&self.secret),
+        )
+        .map_err(ApiError::internal)
+    }
+
+    pub fn verify(&self, token: &str) -> Result<Claims, ApiError> {
+        let claims = match &self.verifier {
+            Verifier::Local => decode::<Claims>(
+                token,
+                &DecodingKey::from_secret(&self.secret),
+                &Validation::new(Algorithm::HS256),
+            ),
+            Verifier::Jwks {
+                keys,
+                issuer,
+                audience,
+            } => {
+                let header = decode_header(token).map_err(|_| ApiError::unauthorized())?;
+                let jwk = header
+                    .kid
+                    .as_deref()
+                    .and_then(|kid| keys.find(kid))
+                    .ok_or_else(ApiError::unauthorized)?;
+                let key = DecodingKey::from_jwk(jwk).map_err(|_| ApiError::unauthorized())?;
+                let mut validation = Validation::new(Algorithm::RS256);
+                validation.set_issuer(&[issuer]);
+                validation.set_audience(&[audience]);
+                decode::<Claims>(token, &key, &validation)
+            }
+        };
+        claims
+            .map(|data| data.claims)
+            .map_err(|_| ApiError::unauthorized())
+    }
+}
+
+/// The caller, from the bearer token.
+#[derive(Debug, Clone)]
+pub struct AuthUser {
+    pub user: UserId,
+    pub timezone: Option<String>,
+}
+
+impl FromRequestParts<AppState> for AuthUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let header = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(ApiError::unauthorized)?;
+        let token = header
+            .strip_prefix("Bearer ")
+            .ok_or_else(ApiError::unauthorized)?;
+        let claims = state.api.auth.verify(token.trim())?;
+        let user = UserId::parse(&claims.sub).map_err(|_| ApiError::unauthorized())?;
+        if state.api.auth.limiter.check_key(&claims.sub).is_err() {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                "too many requests, slow down",
+            ));
+        }
+        Ok(AuthUser {
+            user,
+            timezone: claims.tz,
+        })
+    }
+}

@@ -1,0 +1,126 @@
+//! The one error type of the HTTP API: a status, a stable code and a safe message, as
+//! `{"error": {"code", "message"}}`. Internal causes are logged, never shown.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use commands::CommandError;
+use readmodels::QueryError;
+use serde_json::json;
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn not_found() -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", "not found")
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "a valid bearer token is required",
+        )
+    }
+
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        tracing::error!(%cause, "request failed");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "something went wrong",
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {"code": self.code, "message": self.message}});
+        (self.status, Json(body)).into_response()
+    }
+}
+
+impl From<CommandError> for ApiError {
+    fn from(error: CommandError) -> Self {
+        use CommandError::*;
+        match error {
+            Validation { field, reason } => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "validation",
+                format!("{field}: {reason}"),
+            ),
+            NotFound(_) => Self::not_found(),
+            EmailTaken => Self::new(
+                StatusCode::CONFLICT,
+                "email_taken",
+                "this email is already registered",
+            ),
+            InvalidCredentials => Self::new(
+                StatusCode::UNAUTHORIZED,
+                "invalid_credentials",
+                "email or password is wrong",
+            ),
+            AccountDeleted => Self::new(
+                StatusCode::UNAUTHORIZED,
+                "account_deleted",
+                "this account is being deleted",
+            ),
+            Conflict(reason) => Self::new(StatusCode::CONFLICT, "conflict", reason),
+            IdempotencyKeyReused => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency_key_reused",
+                "this Idempotency-Key was used with a different request",
+            ),
+            Contention => Self::new(
+                StatusCode::CONFLICT,
+                "contention",
+                "too many concurrent changes, try again",
+            ),
+            BadSignature => Self::new(
+                StatusCode::UNAUTHORIZED,
+                "bad_signature",
+                "the webhook signature does not verify",
+            ),
+            Provider(cause) => {
+                tracing::warn!(%cause, "provider failed");
+                Self::new(
+                    StatusCode::BAD_GATEWAY,
+                    "provider",
+                    "the provider did not answer as expected",
+                )
+            }
+            Store(infra::StoreError::Throttled) => Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "throttled",
+                "try again shortly",
+            ),
+            Store(cause) => Self::internal(cause),
+        }
+    }
+}
+
+impl From<QueryError> for ApiError {
+    fn from(error: QueryError) -> Self {
+        match error {
+            QueryError::Invalid { field, reason } => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "validation",
+                format!("{field}: {reason}"),
+            ),
+            QueryError::Store(cause) => Self::internal(cause),
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! The HTTP API black-box, as the mobile app speaks it, on the embedded store: register,
+//! log meals (with an idempotency key), connect a wearable and receive a workout twice,
+//! create a goal, and see the dashboard and goal progress converge; another user gets 404
+//! for every one of the first user's ids; errors have the documented shapes.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+struct Client {
+    address: String,
+    token: Option<String>,
+}
+
+impl Client {
+    fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        extra: &[(&str, &str)],
+    ) -> (u16, Value) {
+        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let mut headers: Vec<(&str, &str)> = vec![("Content-Type", "application/json")];
+        if let Some(auth) = &auth {
+            headers.push(("Authorization", auth));
+        }
+        headers.extend_from_slice(extra);
+        let bytes = body.map(|b| b.to_string().into_bytes());
+        let (status, text) = support::send(&self.address, method, path, &headers, bytes.as_deref());
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// Retries a GET until `ok` holds, with a deadline (projections are asynchronous).
+    fn eventually(&self, path: &str, ok: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (status, body) = self.call("GET", path, None, &[]);
+            if status == 200 && ok(&body) {
+                return body;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{path} did not converge: {status} {body}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn register(address: &str, email: &str) -> Client {
+    let client = Client {
+        address: address.to_owned(),
+        token: None,
+    };
+    let body = json!({"email": email, "password": "correct horse battery", "display_name": "Ana", "timezone": "UTC"});
+    let (status, reply) = client.call("POST", "/v1/auth/register", Some(body), &[]);
+    assert_eq!(status, 201, "{reply}");
+    Client {
+        token: reply["token"].as_str().map(str::to_owned),
+        ..client
+    }
+}
+
+fn meal(calories: u32) -> Value {
+    json!({"name": "Oats", "eaten_at": "2026-03-01T08:00:00.000Z", "calories": calories.to_string(), "protein_g": "30", "carbs_g": "40", "fat_g": "5"})
+}
+
+#[test]
+fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let data_dir = dir.path().join("data");
+    let server = support::start_with_env(
+        &["--data-dir", data_dir.to_str().expect("utf-8")],
+        &[
+            ("VITALS_JWT_SECRET", "test-jwt-secret"),
+            ("VITALS_WEBHOOK_SECRET", "test-hook-secret"),
+        ],
+    );
+    let address = server.address.clone();
+    let ana = register(&address, "ana@example.com");
+    let bob = register(&address, "bob@example.com");
+
+    // Login gives a working token too.
+    let anon = Client {
+        address: address.clone(),
+        token: None,
+    };
+    let (status, login) = anon.call(
+        "POST",
+        "/v1/auth/login",
+        Some(json!({"email": "ANA@example.com", "password": "correct horse battery"})),
+        &[],
+    );
+    assert_eq!(status, 200, "{login}");
+    let (status, _) = anon.call(
+        "POST",
+        "/v1/auth/login",
+        Some(json!({"email": "ana@example.com", "password": "wrong horse battery"})),
+        &[],
+    );
+    assert_eq!(status, 401);
+
+    // A goal first: progress is computed from the facts that arrive after it.
+    let (status, goal) = ana.call(
+        "POST",
+        "/v1/me/goals",
+        Some(json!({"kind": "daily_protein_grams", "target": "50", "title": "Protein"})),
+        &[],
+    );
+    assert_eq!(status, 201, "{goal}");
+    let goal_id = goal["goal_id"].as_str().expect("goal id").to_owned();
+
+    // Meals, one retried with the same Idempotency-Key.
+    let (status, first) = ana.call(
+        "POST",
+        "/v1/me/meals",
+        Some(meal(400)),
+        &[("Idempotency-Key", "meal-1")],
+    );
+    assert_eq!(status, 201, "{first}");
+    let (status, retried) = ana.call(
+        "POST",
+        "/v1/me/meals",
+        Some(meal(400)),
+        &[("Idempotency-Key", "meal-1")],
+    );
+    assert_eq!(
+        (status, &retried),
+        (201, &first),
+        "a retry returns the first response"
+    );
+    let (status, reused) = ana.call(
+        "POST",
+        "/v1/me/meals",
+        Some(meal(999)),
+        &[("Idempotency-Key", "meal-1")],
+    );
+    assert_eq!(
+        (status, reused["error"]["code"].as_str()),
+        (422, Some("idempotency_key_reused"))
+    );
+    let (status, _) = ana.call("POST", "/v1/me/meals", Some(meal(250)), &[]);
+    assert_eq!(status, 201);
+    let meal_id = first["meal_id"].as_str().expect("meal id").to_owned();
+
+    // A wearable: connect, callback, the same workout delivered twice.
+    let (status, started) = ana.call("POST", "/v1/integrations/sandbox/connect", None, &[]);
+    assert_eq!(status, 200, "{started}");
+    let state = started["state"].as_str().expect("state");
+    let (status, _) = anon.call(
+        "GET",
+        &format!("/v1/integrations/sandbox/callback?state={state}&code=code-ana-watch"),
+        None,
+        &[],
+    );
+    assert_eq!(status, 200);
+    let workout = json!({"delivery_id": "d-1", "provider_user_id": "ana-watch", "workouts": [{"external_id": "run-1", "sport": "run", "started_at": "2026-03-01T07:00:00.000Z", "duration_s": 2400, "distance_m": 8000, "calories": null}]});
+    for delivery in ["d-1", "d-2"] {
+        let mut body = workout.clone();
+        body["delivery_id"] = json!(delivery);
+        let bytes = body.to_string().into_bytes();
+        let now = chrono::Utc::now().timestamp();
+        let signature = commands::integrations::sign(b"test-hook-secret", now, &bytes);
+        let now = now.to_string();
+        let (status, reply) = support::send(
+            &address,
+            "POST",
+            "/v1/integrations/sandbox/webhook",
+            &[
+                ("X-Vitals-Timestamp", &now),
+                ("X-Vitals-Signature", &signature),
+            ],
+            Some(&bytes),
+        );
+        assert_eq!(status, 202, "{reply}");
+    }
+    let (status, forged) = support::send(
+        &address,
+        "POST",
+        "/v1/integrations/sandbox/webhook",
+        &[("X-Vitals-Timestamp", "1"), ("X-Vitals-Signature", "00")],
+        Some(b"{}"),
+    );
+    assert_eq!(status, 401, "{forged}");
+
+    // Everything converges on the read side.
+    let dashboard = ana.eventually("/v1/me/dashboard?date=2026-03-01", |d| {
+        d["day"]["nutrition"]["meals"] == 2
+            && d["recent_workouts"]
+                .as_array()
+                .is_some_and(|w| w.len() == 1)
+            && d["active_goals"].as_array().is_some_and(|g| g.len() == 1)
+    });
+    assert_eq!(dashboard["day"]["nutrition"]["totals"]["calories"], "650");
+    assert_eq!(dashboard["day"]["activity"]["active_minutes"], 40);
+    let progress = ana.eventually(&format!("/v1/me/goals/{goal_id}/progress"), |p| {
+        p["progress"][0]["value"] == "60"
+    });
+    assert_eq!(progress["progress"][0]["met"], true);
+    ana.eventually("/v1/me/profile", |p| p["email"] == "ana@example.com");
+    let (status, latest) = ana.call("GET", "/v1/me/workouts/latest", None, &[]);
+    assert_eq!((status, latest["duration_s"].clone()), (200, json!(2400)));
+    let (status, days) = ana.call(
+        "GET",
+        "/v1/me/nutrition/daily?from=2026-03-01&to=2026-03-07",
+        None,
+        &[],
+    );
+    assert_eq!(
+        (status, days["days"].as_array().map(Vec::len)),
+        (200, Some(1))
+    );
+    let (status, goals) = ana.call("GET", "/v1/me/goals?status=active", None, &[]);
+    assert_eq!(
+        (status, goals["goals"].as_array().map(Vec::len)),
+        (200, Some(1))
+    );
+
+    // Bob sees none of Ana's things.
+    for (method, path, body) in [
+        ("PUT", format!("/v1/me/meals/{meal_id}"), Some(meal(1))),
+        ("DELETE", format!("/v1/me/meals/{meal_id}"), None),
+        (
+            "PATCH",
+            format!("/v1/me/goals/{goal_id}"),
+            Some(json!({"status": "paused"})),
+        ),
+        ("GET", format!("/v1/me/goals/{goal_id}/progress"), None),
+    ] {
+        let (status, reply) = bob.call(method, &path, body, &[]);
+        assert_eq!(status, 404, "{method} {path}: {reply}");
+        assert_eq!(reply["error"]["code"], "not_found");
+    }
+    let (status, _) = bob.call("GET", "/v1/me/workouts/latest", None, &[]);
+    assert_eq!(status, 404);
+
+    // Errors.
+    let (status, reply) = anon.call("GET", "/v1/me/dashboard?date=2026-03-01", None, &[]);
+    assert_eq!(
+        (status, reply["error"]["code"].as_str()),
+        (401, Some("unauthorized"))
+    );
+    let forged = Client {
+        address: address.clone(),
+        token: Some(format!("{}x", ana.token.clone().unwrap_or_default())),
+    };
+    assert_eq!(forged.call("GET", "/v1/me/profile", None, &[]).0, 401);
+    let (status, _) = support::send(
+        &address,
+        "POST",
+        "/v1/me/meals",
+        &[
+            (
+                "Authorization",
+                &format!("Bearer {}", ana.token.clone().unwrap_or_default()),
+            ),
+            ("Content-Type", "application/json"),
+        ],
+        Some(b"{not json"),
+    );
+    assert_eq!(status, 400);
+    let huge = json!({"name": "x".repeat(100_000)});
+    let (status, reply) = ana.call("POST", "/v1/me/meals", Some(huge), &[]);
+    assert_eq!(
+        (status, reply["error"]["code"].as_str()),
+        (413, Some("payload_too_large"))
+    );
+    let (status, reply) = ana.call("POST", "/v1/me/meals", Some(json!({"name": "Oats", "eaten_at": "2026-03-01T08:00:00.000Z", "calories": "-5", "protein_g": "0", "carbs_g": "0", "fat_g": "0"})), &[]);
+    assert_eq!(status, 422, "{reply}");
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("calories")),
+        "{reply}"
+    );
+    let (status, reply) = ana.call("GET", "/v1/nope", None, &[]);
+    assert_eq!(
+        (status, reply["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
+
+    assert!(server.stop().success());
+}
