@@ -1,0 +1,118 @@
+//! No request of any shape makes the router answer 5xx or panic: random methods, paths,
+//! headers and bodies, with and without a valid token, through the real router on the
+//! embedded store.
+
+use axum::body::Body;
+use axum::http::Request;
+use proptest::prelude::*;
+use std::sync::{Arc, OnceLock};
+use tower::ServiceExt as _;
+use vitals::http::auth::{Auth, Verifier};
+use vitals::http::{AppState, app};
+
+struct Fixture {
+    runtime: tokio::runtime::Runtime,
+    state: AppState,
+    token: String,
+    _dir: tempfile::TempDir,
+}
+
+fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store: Arc<dyn infra::Store> =
+            Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("store"));
+        let auth = Auth::new(b"fuzz-secret", Verifier::Local, 100_000);
+        let token = auth
+            .issue(&events_schema::ids::UserId::generate(), Some("UTC"))
+            .expect("token");
+        let api = Arc::new(vitals::http::api::Api::new(store.clone(), auth, "hook"));
+        Fixture {
+            runtime,
+            state: AppState {
+                store,
+                pipeline: None,
+                api,
+            },
+            token,
+            _dir: dir,
+        }
+    })
+}
+
+fn method() -> impl Strategy<Value = &'static str> {
+    prop_oneof![
+        Just("GET"),
+        Just("POST"),
+        Just("PUT"),
+        Just("PATCH"),
+        Just("DELETE"),
+        Just("OPTIONS")
+    ]
+}
+
+fn path() -> impl Strategy<Value = String> {
+    let known = prop_oneof![
+        Just("/v1/auth/register"),
+        Just("/v1/auth/login"),
+        Just("/v1/me"),
+        Just("/v1/me/profile"),
+        Just("/v1/me/meals"),
+        Just("/v1/me/meals/01ARZ3NDEKTSV4RRFFQ69G5FAV"),
+        Just("/v1/me/nutrition/daily?from=2026-01-01&to=2026-01-05"),
+        Just("/v1/me/workouts"),
+        Just("/v1/me/workouts/latest"),
+        Just("/v1/me/training-block/current"),
+        Just("/v1/me/sleep"),
+        Just("/v1/me/goals"),
+        Just("/v1/me/goals?status=active"),
+        Just("/v1/me/goals/G1"),
+        Just("/v1/me/goals/G1/progress"),
+        Just("/v1/me/dashboard?date=2026-01-01"),
+        Just("/v1/integrations/sandbox/connect"),
+        Just("/v1/integrations/sandbox/callback?state=a&code=b"),
+        Just("/v1/integrations/sandbox/webhook"),
+        Just("/healthz"),
+    ];
+    prop_oneof![
+        known.prop_map(str::to_owned),
+        "/v1/me/[a-z/%#?=&.-]{0,40}".prop_map(|p| p.replace('#', "%23")),
+        "/v1/me/meals/[^/?# ]{0,60}".prop_map(|p| p.replace(['%', ' '], "")),
+    ]
+}
+
+fn body() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        any::<Vec<u8>>(),
+        Just(b"{}".to_vec()),
+        Just(br#"{"name":"x","eaten_at":"2026-01-01T00:00:00.000Z","calories":"1e30","protein_g":"1","carbs_g":"1","fat_g":"1"}"#.to_vec()),
+        Just(br#"{"email":"a@b.co","password":"0123456789","display_name":"A","timezone":"UTC"}"#.to_vec()),
+        Just(br#"{"kind":"weekly_workout_count","target":"99999999999999999999999999","title":"t"}"#.to_vec()),
+        "\\{\"[a-z_]{1,12}\": ?(\"[^\"]{0,20}\"|-?[0-9]{1,30}|null|true|\\[\\]|\\{\\})\\}".prop_map(String::into_bytes),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_request_gets_a_5xx(method in method(), path in path(), body in body(), authed in any::<bool>(), junk_header in "[ -~]{0,40}", key in prop::option::of("[ -~]{0,140}")) {
+        let f = fixture();
+        let mut request = Request::builder().method(method).uri(path.as_str()).header("content-type", "application/json").header("x-vitals-signature", junk_header.as_str());
+        if authed {
+            request = request.header("authorization", format!("Bearer {}", f.token));
+        }
+        if let Some(key) = &key {
+            request = request.header("idempotency-key", key.as_str());
+        }
+        let Ok(request) = request.body(Body::from(body)) else { return Ok(()) };
+        let status = f.runtime.block_on(app(f.state.clone()).oneshot(request)).expect("infallible").status();
+        prop_assert!(!status.is_server_error(), "{method} {path} -> {status}");
+    }
+}
