@@ -23,8 +23,12 @@ pub fn aws_settings(args: &AwsArgs) -> AwsSettings {
 }
 
 pub async fn dynamodb(args: &AwsArgs) -> DynamoStore {
-    let config = aws_config(args).await;
-    DynamoStore::from_client(aws_sdk_dynamodb::Client::new(&config), &args.table_prefix)
+    dynamodb_on(&aws_config(args).await, args)
+}
+
+/// The DynamoDB backend on an SDK configuration already loaded.
+pub fn dynamodb_on(config: &aws_config::SdkConfig, args: &AwsArgs) -> DynamoStore {
+    DynamoStore::from_client(aws_sdk_dynamodb::Client::new(config), &args.table_prefix)
 }
 
 pub async fn open(args: &StoreArgs) -> anyhow::Result<Storage> {

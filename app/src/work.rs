@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 pub async fn bootstrap(args: &BootstrapArgs) -> anyhow::Result<()> {
     let config = storage::aws_config(&args.aws).await;
-    let store = storage::dynamodb(&args.aws).await;
+    let store = storage::dynamodb_on(&config, &args.aws);
     for table in store.bootstrap().await? {
         let what = if table.created { "created" } else { "exists" };
         println!("{what}\t{}", table.name);
@@ -45,15 +45,14 @@ pub async fn bootstrap(args: &BootstrapArgs) -> anyhow::Result<()> {
 }
 
 /// Starts every subscription on the Kinesis streams.
-pub async fn start(aws: &AwsArgs, dlq: DlqKind) -> anyhow::Result<Pipeline> {
-    let config = storage::aws_config(aws).await;
-    let store: Arc<dyn Store> = Arc::new(storage::dynamodb(aws).await);
-    let kinesis = aws_sdk_kinesis::Client::new(&config);
-    let sqs = SqsDlq::new(aws_sdk_sqs::Client::new(&config), &aws.table_prefix);
+pub fn start(config: &aws_config::SdkConfig, aws: &AwsArgs, dlq: DlqKind) -> Pipeline {
+    let store: Arc<dyn Store> = Arc::new(storage::dynamodb_on(config, aws));
+    let kinesis = aws_sdk_kinesis::Client::new(config);
+    let sqs = SqsDlq::new(aws_sdk_sqs::Client::new(config), &aws.table_prefix);
     let prefix = aws.table_prefix.clone();
     let feed_store = store.clone();
     let dlq_store = store.clone();
-    Ok(Pipeline::start_with(
+    Pipeline::start_with(
         projectors::registry::all(store),
         move |projector: &Arc<dyn Projector>| {
             Arc::new(KinesisFeed::new(
@@ -68,14 +67,14 @@ pub async fn start(aws: &AwsArgs, dlq: DlqKind) -> anyhow::Result<Pipeline> {
             DlqKind::Sqs => Arc::new(sqs.clone()) as Arc<dyn DeadLetterQueue>,
             DlqKind::Table => Arc::new(TableDlq::new(dlq_store.clone(), projector.target())),
         },
-    ))
+    )
 }
 
 pub async fn work(args: &WorkArgs) -> anyhow::Result<()> {
-    let pipeline = start(&args.aws, args.dlq).await?;
+    let config = storage::aws_config(&args.aws).await;
+    let pipeline = start(&config, &args.aws, args.dlq);
     let (stop_bridge, bridge_stopped) = tokio::sync::watch::channel(false);
     let bridge = if args.bridge {
-        let config = storage::aws_config(&args.aws).await;
         Some(tokio::spawn(
             StreamBridge::new(&config, &args.aws.table_prefix).run(bridge_stopped),
         ))

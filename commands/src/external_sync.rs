@@ -98,7 +98,7 @@ async fn sync_ids<C: ContextTable>(
     let request =
         json!({"provider": provider, "external_id": external_id, "fingerprint": fingerprint});
 
-    let first = canonical(build(&new_id, 1, None)?, provider, external_id, 1)?;
+    let first = canonical(build(&new_id, 1, None)?, provider, external_id, 1);
     let sk = sort_key_of(&first.item)?;
     let pointer = Pointer {
         entity_id: new_id.clone(),
@@ -133,7 +133,7 @@ async fn sync_ids<C: ContextTable>(
             provider,
             external_id,
             version,
-        )?;
+        );
         let sk = sort_key_of(&next.item)?;
         let mut actions = vec![Action::Update {
             key: pointer_key.clone(),
@@ -222,17 +222,8 @@ pub fn entity_id<Id: FromStr>(
     external_id: &ExternalId,
     start: events_schema::time::Timestamp,
 ) -> Result<Id, CommandError> {
-    let raw = derived_ulid(&format!("{provider}|{external_id}"), start);
+    let raw = events_schema::ids::derived_ulid(&format!("{provider}|{external_id}"), start);
     Id::from_str(&raw).map_err(|_| CommandError::Conflict("derived id is invalid".into()))
-}
-
-/// A ULID whose time is `at` and whose random part is a hash of `seed`: deterministic,
-/// and still time-ordered like a generated one.
-fn derived_ulid(seed: &str, at: events_schema::time::Timestamp) -> String {
-    let digest = Sha256::digest(seed.as_bytes());
-    let mut random = [0u8; 16];
-    random[6..].copy_from_slice(&digest[..10]);
-    ulid::Ulid::from_parts(at.millis().max(0) as u64, u128::from_be_bytes(random)).to_string()
 }
 
 /// Makes a synced entity's event content-addressed: its id comes from provider,
@@ -243,11 +234,10 @@ fn canonical(
     provider: &ProviderName,
     external_id: &ExternalId,
     version: u64,
-) -> Result<Written, CommandError> {
+) -> Written {
     let event = &mut written.event;
     let seed = format!("{provider}|{external_id}|{version}|{}", event.event_type);
-    event.event_id = events_schema::ids::EventId::parse(&derived_ulid(&seed, event.occurred_at))
-        .map_err(|e| CommandError::Conflict(e.to_string()))?;
+    event.event_id = events_schema::ids::EventId::derived(&seed, event.occurred_at);
     event.recorded_at = event.occurred_at;
-    Ok(written)
+    written
 }

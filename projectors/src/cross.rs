@@ -2,26 +2,15 @@
 //! (`INTAKE#<date>`, from nutrition), nutrition keeps each day's training load
 //! (`TRAINING_LOAD#<date>`, from activity; a set of workouts, one entry each).
 
-use crate::projector::{ProjectionError, Projector, decode, subscription, user_pk};
+use crate::facts::{day_totals, workout_of};
+use crate::projector::{ProjectionError, Projector, subscription, user_pk};
 use crate::rows::{live_entries, merge_entry, object, replace_newer};
 use async_trait::async_trait;
 use events_schema::envelope::EventEnvelope;
-use events_schema::events::activity::{WorkoutRecorded, WorkoutUpdated};
-use events_schema::events::nutrition::{DayTotals, MealDeleted, MealEdited, MealLogged};
 use events_schema::keys::SortKey;
 use infra::store::{Item, Key};
 use infra::table::{Table, contexts};
 use serde_json::{Value, json};
-
-/// The day totals a nutrition event carries.
-pub fn day_totals(event: &EventEnvelope) -> Result<Vec<DayTotals>, ProjectionError> {
-    Ok(match event.event_type.as_str() {
-        "MealLogged" => vec![decode::<MealLogged>(event)?.day_totals],
-        "MealEdited" => decode::<MealEdited>(event)?.day_totals,
-        "MealDeleted" => vec![decode::<MealDeleted>(event)?.day_totals],
-        _ => Vec::new(),
-    })
-}
 
 /// `INTAKE#<date>` in the activity table.
 pub struct ActivityFromNutrition(pub Table<contexts::Activity>);
@@ -43,26 +32,6 @@ impl Projector for ActivityFromNutrition {
         }
         Ok(())
     }
-}
-
-/// A workout event's workout and the day it moved from, if any.
-pub fn workout_of(
-    event: &EventEnvelope,
-) -> Result<
-    Option<(
-        events_schema::events::activity::Workout,
-        Option<events_schema::time::Day>,
-    )>,
-    ProjectionError,
-> {
-    Ok(match event.event_type.as_str() {
-        "WorkoutRecorded" => Some((decode::<WorkoutRecorded>(event)?.workout, None)),
-        "WorkoutUpdated" => {
-            let updated: WorkoutUpdated = decode(event)?;
-            Some((updated.workout, updated.previous_day))
-        }
-        _ => None,
-    })
 }
 
 fn training_load(entries: &serde_json::Map<String, Value>) -> Item {

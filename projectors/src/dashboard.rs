@@ -8,17 +8,17 @@
 //! Rows that fall out are deleted, and events older than the window are ignored, so the
 //! partition has the same rows whatever order events arrive in.
 
+use crate::facts::{sleep_of, workout_of};
 use crate::projector::{ProjectionError, Projector, decode, subscription, user_pk};
 use crate::rows::{is_tombstone, object, replace_newer, tombstone_newer, upsert_newer};
 use async_trait::async_trait;
-use chrono::Duration;
+use chrono::{Datelike as _, Duration};
 use events_schema::envelope::EventEnvelope;
-use events_schema::events::activity::{Workout, WorkoutRecorded, WorkoutUpdated};
+use events_schema::events::activity::Workout;
 use events_schema::events::goals::{Goal, GoalCreated, GoalStatus, GoalStatusChanged};
 use events_schema::events::identity::{EmailChanged, ProfileState, ProfileUpdated, UserRegistered};
 use events_schema::events::integrations::{ProviderConnected, ProviderDisconnected};
 use events_schema::events::nutrition::{DayTotals, Meal, MealDeleted, MealEdited, MealLogged};
-use events_schema::events::sleep::{SleepRecorded, SleepSession, SleepUpdated};
 use events_schema::keys::{SortKey, prefix};
 use events_schema::time::Day;
 use infra::StoreError;
@@ -44,8 +44,6 @@ pub struct DashboardRows {
 fn day_number(day: Day) -> i64 {
     day.date().num_days_from_ce() as i64
 }
-
-use chrono::Datelike as _;
 
 impl DashboardRows {
     pub fn new(table: Table<contexts::Dashboard>) -> Self {
@@ -319,13 +317,8 @@ impl Projector for DashboardFromActivity {
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let mut memo = Admissions::default();
-        let (workout, previous_day) = match event.event_type.as_str() {
-            "WorkoutRecorded" => (decode::<WorkoutRecorded>(event)?.workout, None),
-            "WorkoutUpdated" => {
-                let updated: WorkoutUpdated = decode(event)?;
-                (updated.workout, updated.previous_day)
-            }
-            _ => return Ok(()),
+        let Some((workout, previous_day)) = workout_of(event)? else {
+            return Ok(());
         };
         let pk = user_pk(event)?;
         if let Some(previous) = previous_day {
@@ -360,10 +353,8 @@ impl Projector for DashboardFromSleep {
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let mut memo = Admissions::default();
-        let session: SleepSession = match event.event_type.as_str() {
-            "SleepRecorded" => decode::<SleepRecorded>(event)?.session,
-            "SleepUpdated" => decode::<SleepUpdated>(event)?.session,
-            _ => return Ok(()),
+        let Some((session, _)) = sleep_of(event)? else {
+            return Ok(());
         };
         let pk = user_pk(event)?;
         let minutes = (session.end.millis() - session.start.millis()) / 60_000;

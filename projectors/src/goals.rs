@@ -4,15 +4,13 @@
 //! those owned rows only. One progress row per goal and period, rewritten from the same
 //! rows whatever the delivery order, so progress converges.
 
-use crate::projector::{ProjectionError, Projector, decode, subscription, user_pk};
+use crate::facts::{day_totals, sleep_of, workout_of};
+use crate::projector::{ProjectionError, Projector, subscription, user_pk};
 use crate::rows::{is_tombstone, object, replace_newer, tombstone_newer};
 use async_trait::async_trait;
 use chrono::{Datelike, Duration};
 use events_schema::envelope::EventEnvelope;
-use events_schema::events::activity::{WorkoutRecorded, WorkoutUpdated};
 use events_schema::events::goals::{Goal, GoalKind, GoalProgressed};
-use events_schema::events::nutrition::{DayTotals, MealDeleted, MealEdited, MealLogged};
-use events_schema::events::sleep::{SleepRecorded, SleepUpdated};
 use events_schema::keys::{SortKey, prefix};
 use events_schema::time::{Day, Timestamp};
 use infra::StoreError;
@@ -38,7 +36,6 @@ fn progress_event(
     progressed: &GoalProgressed,
     period: Timestamp,
 ) -> Result<EventEnvelope, ProjectionError> {
-    use sha2::{Digest, Sha256};
     let user = pk
         .strip_prefix("USER#")
         .and_then(|u| events_schema::ids::UserId::parse(u).ok());
@@ -48,12 +45,7 @@ fn progress_event(
         "{}|{}|{}|{}",
         progressed.goal_id, period, progressed.previous_value, progressed.value
     );
-    let digest = Sha256::digest(seed.as_bytes());
-    let mut random = [0u8; 16];
-    random[6..].copy_from_slice(&digest[..10]);
-    let id = ulid::Ulid::from_parts(period.millis().max(0) as u64, u128::from_be_bytes(random));
-    event.event_id = events_schema::ids::EventId::parse(&id.to_string())
-        .map_err(|e| ProjectionError::Decode(e.to_string()))?;
+    event.event_id = events_schema::ids::EventId::derived(&seed, period);
     Ok(event)
 }
 
@@ -262,13 +254,8 @@ impl Projector for GoalsFromActivity {
     subscription!("goals-from-activity", Activity -> Goals);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
-        let (workout, previous_day) = match event.event_type.as_str() {
-            "WorkoutRecorded" => (decode::<WorkoutRecorded>(event)?.workout, None),
-            "WorkoutUpdated" => {
-                let updated: WorkoutUpdated = decode(event)?;
-                (updated.workout, updated.previous_day)
-            }
-            _ => return Ok(()),
+        let Some((workout, previous_day)) = workout_of(event)? else {
+            return Ok(());
         };
         let pk = user_pk(event)?;
         let kinds = [
@@ -304,12 +291,10 @@ impl Projector for GoalsFromNutrition {
     subscription!("goals-from-nutrition", Nutrition -> Goals);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
-        let totals: Vec<DayTotals> = match event.event_type.as_str() {
-            "MealLogged" => vec![decode::<MealLogged>(event)?.day_totals],
-            "MealEdited" => decode::<MealEdited>(event)?.day_totals,
-            "MealDeleted" => vec![decode::<MealDeleted>(event)?.day_totals],
-            _ => return Ok(()),
-        };
+        let totals = day_totals(event)?;
+        if totals.is_empty() {
+            return Ok(());
+        }
         let pk = user_pk(event)?;
         for day in totals {
             let key = Key::new(&pk, SortKey::NutDaily(day.day).to_string());
@@ -332,10 +317,9 @@ impl Projector for GoalsFromSleep {
     subscription!("goals-from-sleep", Sleep -> Goals);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
-        let session = match event.event_type.as_str() {
-            "SleepRecorded" => decode::<SleepRecorded>(event)?.session,
-            "SleepUpdated" => decode::<SleepUpdated>(event)?.session,
-            _ => return Ok(()),
+        // A session of one night: the most recently recorded one wins (see the version).
+        let Some((session, _)) = sleep_of(event)? else {
+            return Ok(());
         };
         let pk = user_pk(event)?;
         let key = Key::new(&pk, SortKey::SleepNight(session.night).to_string());

@@ -4,13 +4,12 @@
 //! readiness job, which lists a day's active users through that index (never a scan) and
 //! writes `READINESS#<date>` from the user's markers of the last seven days.
 
-use crate::cross::{day_totals, workout_of};
-use crate::projector::{ProjectionError, Projector, decode, subscription, user_pk};
+use crate::facts::{day_totals, sleep_of, workout_of};
+use crate::projector::{ProjectionError, Projector, subscription, user_pk};
 use crate::rows::{live_entries, merge_entry, object};
 use async_trait::async_trait;
 use chrono::Duration;
 use events_schema::envelope::EventEnvelope;
-use events_schema::events::sleep::{SleepRecorded, SleepUpdated};
 use events_schema::keys::SortKey;
 use events_schema::time::Day;
 use infra::StoreError;
@@ -135,13 +134,8 @@ impl Projector for InsightsFromSleep {
     subscription!("insights-from-sleep", Sleep -> Insights);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
-        let (session, previous) = match event.event_type.as_str() {
-            "SleepRecorded" => (decode::<SleepRecorded>(event)?.session, None),
-            "SleepUpdated" => {
-                let updated: SleepUpdated = decode(event)?;
-                (updated.session, updated.previous_night)
-            }
-            _ => return Ok(()),
+        let Some((session, previous)) = sleep_of(event)? else {
+            return Ok(());
         };
         let pk = user_pk(event)?;
         let id = format!("sleep:{}", session.sleep_id);

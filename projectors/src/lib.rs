@@ -6,6 +6,7 @@
 //!
 //! Layout:
 //! - [`projector`]: the `Projector` trait and its error.
+//! - [`facts`]: what source events carry, decoded once for every subscription.
 //! - [`rows`]: convergent row writes (newer-guarded upserts, tombstones).
 //! - [`runtime`]: the worker loop: poll, decode, apply with retries, dead-letter,
 //!   checkpoint; metrics; redrive.
@@ -16,6 +17,7 @@
 
 pub mod cross;
 pub mod dashboard;
+pub mod facts;
 pub mod goals;
 pub mod insights;
 pub mod lambda;

@@ -1,0 +1,48 @@
+//! What the source events of several subscriptions carry, decoded once: the day totals
+//! of a nutrition event, the workout of an activity event, the session of a sleep event
+//! (each with the day it moved from, if it moved). Other event types give nothing.
+
+use crate::projector::{ProjectionError, decode};
+use events_schema::envelope::EventEnvelope;
+use events_schema::events::activity::{Workout, WorkoutRecorded, WorkoutUpdated};
+use events_schema::events::nutrition::{DayTotals, MealDeleted, MealEdited, MealLogged};
+use events_schema::events::sleep::{SleepRecorded, SleepSession, SleepUpdated};
+use events_schema::time::Day;
+
+/// The day totals a nutrition event carries (empty for other events).
+pub fn day_totals(event: &EventEnvelope) -> Result<Vec<DayTotals>, ProjectionError> {
+    Ok(match event.event_type.as_str() {
+        "MealLogged" => vec![decode::<MealLogged>(event)?.day_totals],
+        "MealEdited" => decode::<MealEdited>(event)?.day_totals,
+        "MealDeleted" => vec![decode::<MealDeleted>(event)?.day_totals],
+        _ => Vec::new(),
+    })
+}
+
+/// A workout event's workout and the day it moved from, if any.
+pub fn workout_of(
+    event: &EventEnvelope,
+) -> Result<Option<(Workout, Option<Day>)>, ProjectionError> {
+    Ok(match event.event_type.as_str() {
+        "WorkoutRecorded" => Some((decode::<WorkoutRecorded>(event)?.workout, None)),
+        "WorkoutUpdated" => {
+            let updated: WorkoutUpdated = decode(event)?;
+            Some((updated.workout, updated.previous_day))
+        }
+        _ => None,
+    })
+}
+
+/// A sleep event's session and the night it moved from, if any.
+pub fn sleep_of(
+    event: &EventEnvelope,
+) -> Result<Option<(SleepSession, Option<Day>)>, ProjectionError> {
+    Ok(match event.event_type.as_str() {
+        "SleepRecorded" => Some((decode::<SleepRecorded>(event)?.session, None)),
+        "SleepUpdated" => {
+            let updated: SleepUpdated = decode(event)?;
+            Some((updated.session, updated.previous_night))
+        }
+        _ => None,
+    })
+}
