@@ -1,5 +1,5 @@
 //! Operator commands over a store: redrive a subscription's dead letters, run the
-//! nightly readiness job.
+//! nightly readiness job, replay projections, look for a user's residue.
 
 use crate::cli::{DlqKind, StoreArgs};
 use crate::storage;
@@ -36,4 +36,69 @@ pub async fn redrive(
 pub async fn nightly_readiness(store: Arc<dyn Store>, date: &str) -> anyhow::Result<usize> {
     let day = Day::parse(date).context("--date must be YYYY-MM-DD")?;
     Ok(projectors::insights::nightly_readiness(&Table::new(store), day).await?)
+}
+
+/// A progress bar on stderr: events/s and time left.
+struct Bar(indicatif::ProgressBar);
+
+impl projectors::replay::Progress for Bar {
+    fn total(&self, events: u64) {
+        self.0.set_length(events);
+    }
+    fn advance(&self, events: u64) {
+        self.0.inc(events);
+    }
+}
+
+/// `vitals replay`: `projection` is a subscription name or `all`.
+pub async fn replay(
+    args: &StoreArgs,
+    projection: &str,
+    user: Option<&str>,
+) -> anyhow::Result<projectors::replay::Replayed> {
+    let storage = storage::open(args).await?;
+    let store = storage.store.clone();
+    let all = projectors::registry::projections(store.clone());
+    let selected: Vec<_> = if projection == "all" {
+        all
+    } else {
+        let one: Vec<_> = all.into_iter().filter(|p| p.name() == projection).collect();
+        anyhow::ensure!(
+            !one.is_empty(),
+            "no projection named {projection:?}; one of: {}",
+            projectors::registry::projections(store.clone())
+                .iter()
+                .map(|p| p.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        one
+    };
+    let user = user
+        .map(|u| events_schema::ids::UserId::parse(u).context("--user is not a user id"))
+        .transpose()?;
+    let bar = indicatif::ProgressBar::new(0).with_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} events  {per_sec}  ETA {eta}",
+        )
+        .context("progress template")?,
+    );
+    let replayed =
+        projectors::replay::replay(store, &selected, user.as_ref(), &Bar(bar.clone())).await?;
+    bar.finish();
+    if let Some(embedded) = &storage.embedded {
+        embedded.close();
+    }
+    Ok(replayed)
+}
+
+/// `vitals admin residue`: everything left of a user.
+pub async fn residue(args: &StoreArgs, user: &str) -> anyhow::Result<Vec<crate::residue::Remnant>> {
+    let user = events_schema::ids::UserId::parse(user).context("not a user id")?;
+    let storage = storage::open(args).await?;
+    let remnants = crate::residue::find(&*storage.store, &user).await?;
+    if let Some(embedded) = &storage.embedded {
+        embedded.close();
+    }
+    Ok(remnants)
 }

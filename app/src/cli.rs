@@ -28,6 +28,14 @@ pub enum Command {
         #[command(flatten)]
         aws: AwsArgs,
     },
+    /// Serve the HTTP API as a Lambda function behind API Gateway (the same router as
+    /// `serve`; the projectors run as their own Lambdas).
+    ApiLambda {
+        #[command(flatten)]
+        store: StoreArgs,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
     /// Print generated documentation.
     Docs {
         #[command(subcommand)]
@@ -44,10 +52,37 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = DlqKind::Table)]
         dlq: DlqKind,
     },
+    /// Rebuild read models from the outbox events of their source tables, through the
+    /// same projector code as live (safe while workers run; resumable).
+    Replay {
+        /// A projection's subscription name, or `all` (an unknown name lists them).
+        projection: String,
+        /// Only this user's events.
+        #[arg(long)]
+        user: Option<String>,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Operator tools.
+    Admin {
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
     /// Insights jobs.
     Insights {
         #[command(subcommand)]
         job: InsightsJob,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Scan every table and index for what is left of a user; exit status 0 only when
+    /// nothing is.
+    Residue {
+        user: String,
+        #[command(flatten)]
+        store: StoreArgs,
     },
 }
 
@@ -120,10 +155,27 @@ pub struct ServeArgs {
     pub listen: SocketAddr,
     #[command(flatten)]
     pub store: StoreArgs,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+/// How the HTTP API authenticates and limits callers (`serve` and `api-lambda`).
+#[derive(Debug, Clone, Args)]
+pub struct ApiArgs {
     /// Secret signing the bearer tokens this server issues; a random one (tokens end
     /// with the process) when absent.
     #[arg(long, env = "VITALS_JWT_SECRET", hide_env_values = true)]
     pub jwt_secret: Option<String>,
+    /// Accept tokens of an external identity provider instead: a JWKS document (JSON
+    /// file) with its RS256 public keys. Requires `--jwt-issuer` and `--jwt-audience`.
+    #[arg(long, env = "VITALS_JWKS_FILE", requires_all = ["jwt_issuer", "jwt_audience"])]
+    pub jwks_file: Option<PathBuf>,
+    /// The `iss` claim external tokens must carry.
+    #[arg(long, env = "VITALS_JWT_ISSUER")]
+    pub jwt_issuer: Option<String>,
+    /// The `aud` claim external tokens must carry.
+    #[arg(long, env = "VITALS_JWT_AUDIENCE")]
+    pub jwt_audience: Option<String>,
     /// Secret the sandbox provider signs webhooks with.
     #[arg(
         long,

@@ -6,12 +6,18 @@
 //! - [`storage`]: builds the configured storage backend.
 //! - [`http`]: the axum router (`http::app`), testable without a socket.
 //! - [`server`]: binds, serves until shutdown, runs the projector workers and TTL purge.
-//! - [`admin`]: operator commands (redrive, nightly readiness).
+//! - [`admin`]: operator commands (redrive, nightly readiness, replay, residue).
+//! - [`residue`]: what is left of a user in every table and index.
 //! - [`work`]: the projectors on Kinesis (`vitals work`) and as a Lambda (`vitals lambda`).
+//! - [`setup`]: the API's handlers and authentication from the command line.
+//! - [`lambda_api`]: the same router behind API Gateway (`vitals api-lambda`).
 
 pub mod admin;
 pub mod cli;
 pub mod http;
+pub mod lambda_api;
+pub mod residue;
 pub mod server;
+pub mod setup;
 pub mod storage;
 pub mod work;

@@ -1,7 +1,7 @@
 //! The `vitals` command: parses the command line and runs the chosen subcommand.
 
 use clap::Parser;
-use vitals::cli::{Cli, Command, Doc, InsightsJob};
+use vitals::cli::{AdminCommand, Cli, Command, Doc, InsightsJob};
 use vitals::{server, storage};
 
 #[tokio::main]
@@ -22,25 +22,13 @@ async fn main() -> anyhow::Result<()> {
             tracing::info!(backend = storage.store.backend(), %address, "vitals serving");
             // The address on stdout, so scripts and tests can find a port-0 server.
             println!("listening on http://{address}");
-            let secret = args.jwt_secret.clone().map(String::into_bytes).unwrap_or_else(|| {
-                tracing::warn!("no VITALS_JWT_SECRET: tokens are signed with a random key and end with this process");
-                ulid::Ulid::new().to_string().into_bytes()
-            });
-            let auth = vitals::http::auth::Auth::new(
-                &secret,
-                vitals::http::auth::Verifier::Local,
-                args.rate_limit,
-            );
-            let api = std::sync::Arc::new(vitals::http::api::Api::new(
-                storage.store.clone(),
-                auth,
-                &args.webhook_secret,
-            ));
+            let api = vitals::setup::api(storage.store.clone(), &args.api)?;
             server::run(listener, storage, api, server::shutdown_signal()).await
         }
         Command::Bootstrap(args) => vitals::work::bootstrap(&args).await,
         Command::Work(args) => vitals::work::work(&args).await,
         Command::Lambda { subscription, aws } => vitals::work::lambda(&subscription, &aws).await,
+        Command::ApiLambda { store, api } => vitals::lambda_api::run(&store, &api).await,
         Command::Docs {
             doc: Doc::AccessPatterns,
         } => {
@@ -58,6 +46,33 @@ async fn main() -> anyhow::Result<()> {
                 outcome.applied, outcome.still_failing
             );
             Ok(())
+        }
+        Command::Replay {
+            projection,
+            user,
+            store,
+        } => {
+            let replayed = vitals::admin::replay(&store, &projection, user.as_deref()).await?;
+            println!(
+                "replayed {} events ({} applications, {} refused)",
+                replayed.events, replayed.applications, replayed.rejected
+            );
+            Ok(())
+        }
+        Command::Admin {
+            command: AdminCommand::Residue { user, store },
+        } => {
+            let remnants = vitals::admin::residue(&store, &user).await?;
+            for remnant in &remnants {
+                println!("{remnant}");
+            }
+            if remnants.is_empty() {
+                println!("nothing left of {user}");
+                Ok(())
+            } else {
+                println!("{} items left of {user}", remnants.len());
+                std::process::exit(1);
+            }
         }
         Command::Insights {
             job: InsightsJob::Nightly { date, store },

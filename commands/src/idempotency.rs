@@ -59,6 +59,10 @@ pub enum Committed<T> {
 
 /// Commits `actions` on `table`, plus the idempotency record in partition `record_pk`
 /// when the command has a key; returns `response`, or the stored one on a retry.
+///
+/// Every commit also checks that the user's account is not erased (no tombstone in this
+/// context's table): once a context has begun erasing a user, nothing of theirs can be
+/// written there again, whatever token or retry arrives late.
 pub async fn commit<C: ContextTable, T: Serialize + DeserializeOwned>(
     table: &Table<C>,
     meta: &CommandMeta,
@@ -68,6 +72,9 @@ pub async fn commit<C: ContextTable, T: Serialize + DeserializeOwned>(
     response: T,
 ) -> Result<Committed<T>, CommandError> {
     let hash = request_hash(request);
+    let tombstone = erasure_key(&meta.user);
+    // A command that writes the tombstone itself (the deletion request) checks nothing.
+    let guarded = !actions.iter().any(|a| a.targets(&tombstone));
     if let Some(key) = &meta.idempotency_key {
         let stored = serde_json::to_value(&response)
             .map_err(|e| CommandError::Conflict(format!("response does not serialize: {e}")))?;
@@ -83,9 +90,19 @@ pub async fn commit<C: ContextTable, T: Serialize + DeserializeOwned>(
             condition: Some(Condition::ItemNotExists),
         });
     }
+    if guarded {
+        actions.push(Action::Check {
+            key: tombstone,
+            condition: Condition::ItemNotExists,
+        });
+    }
     match table.transact(actions).await {
         Ok(()) => Ok(Committed::Done(Outcome::new(response))),
         Err(StoreError::TransactionCanceled { mut reasons }) => {
+            // The erasure check is the very last action.
+            if guarded && matches!(reasons.pop(), Some(CancelReason::ConditionFailed { .. })) {
+                return Err(CommandError::AccountDeleted);
+            }
             // The record is the last action; its reason is dropped from the ones returned.
             if meta.idempotency_key.is_some()
                 && let Some(CancelReason::ConditionFailed {
@@ -179,4 +196,10 @@ mod tests {
             request_hash(&json!({"a": 2}))
         );
     }
+}
+
+/// The key of a user's erasure tombstone (the same in every context's table).
+pub fn erasure_key(user: &events_schema::ids::UserId) -> infra::store::Key {
+    let (pk, sk) = events_schema::keys::erased(user);
+    infra::store::Key::new(pk.to_string(), sk.to_string())
 }

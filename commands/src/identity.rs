@@ -412,6 +412,13 @@ impl IdentityCommands {
                     condition: Some(Condition::VersionEquals(current.version)),
                 },
                 event_action(&meta.user_pk(), &event)?,
+                // Identity's tombstone: from now on no command writes this user's
+                // identity items, and the erasure's progress is recorded here (it holds
+                // no personal data, only which contexts are done).
+                Action::Put {
+                    item: erasure_tombstone(&meta.user),
+                    condition: None,
+                },
             ];
             match idempotency::commit(
                 &self.table,
@@ -432,4 +439,13 @@ impl IdentityCommands {
         }
         Err(CommandError::Contention)
     }
+}
+
+/// A new erasure tombstone for `user`: `status` `erasing`, no context drained yet.
+fn erasure_tombstone(user: &UserId) -> infra::store::Item {
+    let key = crate::idempotency::erasure_key(user);
+    let mut item = key.to_item();
+    item.insert("status".into(), json!("erasing"));
+    item.insert("requested_at".into(), json!(Timestamp::now()));
+    item
 }

@@ -15,6 +15,7 @@
 pub mod activity;
 pub mod envelope;
 pub mod environment;
+pub mod erasure;
 pub mod error;
 pub mod external_sync;
 pub mod goals;

@@ -52,6 +52,53 @@ pub enum PartitionKey {
     Air(Geohash, Hour),
     /// `PROVIDER_USER#<provider>#<provider-user-id>`: which user a provider's webhook is about.
     ProviderUser(ProviderName, ProviderUserId),
+    /// `ERASED#<digest>`: an erased account's tombstone in each context's table. The
+    /// digest (see [`erased`]) names the user without holding their id.
+    Erased(ErasureDigest),
+}
+
+/// The SHA-256 of a user id (hex), naming an erased account's tombstone. A user id is a
+/// random ULID, so once the account is gone nothing links the digest to a person; the
+/// digest still lets every context check "is this user erased?" in one read.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ErasureDigest(String);
+
+impl ErasureDigest {
+    pub fn of(user: &UserId) -> Self {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(format!("vitals-erasure:{user}").as_bytes());
+        Self(digest.iter().map(|b| format!("{b:02x}")).collect())
+    }
+}
+
+impl fmt::Display for ErasureDigest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromStr for ErasureDigest {
+    type Err = KeyError;
+
+    fn from_str(raw: &str) -> Result<Self, KeyError> {
+        if raw.len() == 64
+            && raw
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            Ok(Self(raw.to_owned()))
+        } else {
+            Err(KeyError::UnknownKind(format!("ERASED#{raw}")))
+        }
+    }
+}
+
+/// The tombstone key of an erased (or being erased) user, the same in every table.
+pub fn erased(user: &UserId) -> (PartitionKey, SortKey) {
+    (
+        PartitionKey::Erased(ErasureDigest::of(user)),
+        SortKey::Tombstone,
+    )
 }
 
 /// A sort key (`sk`).
@@ -101,6 +148,11 @@ pub enum SortKey {
     Delivery(ProviderName, DeliveryId),
     /// The single item of a `PROVIDER_USER#` partition.
     ProviderUser,
+    /// The tombstone item of an `ERASED#` partition.
+    Tombstone,
+    /// `OAUTH_STATE#<state>` in a user's partition: points at a pending connect's state
+    /// item, so erasing the account finds it.
+    OAuthStateRef(OAuthState),
 }
 
 /// Sort-key prefixes for `begins_with` queries. Each ends with the delimiter, so
@@ -123,6 +175,7 @@ pub mod prefix {
     pub const ACTIVE_GOAL: &str = "ACTIVE_GOAL#";
     pub const EVENT: &str = "EVT#";
     pub const DEDUP: &str = "DEDUP#";
+    pub const OAUTH_STATE: &str = "OAUTH_STATE#";
 
     /// `<kind>#<day>#`: the items of one kind on one day.
     pub fn on_day(kind_prefix: &str, day: Day) -> String {
@@ -148,6 +201,7 @@ impl fmt::Display for PartitionKey {
             PartitionKey::ProviderUser(provider, user) => {
                 write!(f, "PROVIDER_USER#{provider}#{user}")
             }
+            PartitionKey::Erased(digest) => write!(f, "ERASED#{digest}"),
         }
     }
 }
@@ -189,6 +243,8 @@ impl fmt::Display for SortKey {
             SortKey::Idempotency(key) => write!(f, "IDEMPOTENCY#{key}"),
             SortKey::Delivery(provider, id) => write!(f, "DELIVERY#{provider}#{id}"),
             SortKey::ProviderUser => f.write_str("PROVIDER_USER"),
+            SortKey::Tombstone => f.write_str("TOMBSTONE"),
+            SortKey::OAuthStateRef(state) => write!(f, "OAUTH_STATE#{state}"),
         }
     }
 }
@@ -232,6 +288,7 @@ impl FromStr for PartitionKey {
             "RECIPE" => PartitionKey::Recipe(rest.parse()?),
             "MEAL_PLAN" => PartitionKey::MealPlan(rest.parse()?),
             "OAUTH_STATE" => PartitionKey::OAuthState(rest.parse()?),
+            "ERASED" => PartitionKey::Erased(rest.parse()?),
             "PROVIDER_USER" => {
                 let [provider, user] = parts::<2>(raw, rest)?;
                 PartitionKey::ProviderUser(provider.parse()?, user.parse()?)
@@ -276,10 +333,12 @@ impl FromStr for SortKey {
             "EMAIL" => unit(SortKey::Email)?,
             "RECIPE" => unit(SortKey::Recipe)?,
             "MEAL_PLAN" => unit(SortKey::MealPlan)?,
-            "OAUTH_STATE" => unit(SortKey::OAuthState)?,
+            "OAUTH_STATE" if rest.is_empty() => unit(SortKey::OAuthState)?,
+            "OAUTH_STATE" => SortKey::OAuthStateRef(one()?.parse()?),
             "WEATHER" => unit(SortKey::Weather)?,
             "AIR" => unit(SortKey::Air)?,
             "PROVIDER_USER" => unit(SortKey::ProviderUser)?,
+            "TOMBSTONE" => unit(SortKey::Tombstone)?,
             "MEAL_REF" => SortKey::MealRef(one()?.parse()?),
             "IDEMPOTENCY" => SortKey::Idempotency(one()?.parse()?),
             "DELIVERY" => {
@@ -380,7 +439,25 @@ mod tests {
             SortKey::Idempotency("req-1".parse().expect("id")),
             SortKey::Delivery("garmin".parse().expect("id"), "d-1".parse().expect("id")),
             SortKey::ProviderUser,
+            SortKey::Tombstone,
+            SortKey::OAuthStateRef("ab12".parse().expect("state")),
         ]
+    }
+
+    #[test]
+    fn erased_keys_round_trip_and_do_not_hold_the_user_id() {
+        let user = UserId::generate();
+        let (pk, sk) = erased(&user);
+        let text = pk.to_string();
+        assert!(
+            text.starts_with("ERASED#") && text.len() == 7 + 64,
+            "{text}"
+        );
+        assert!(!text.contains(&user.to_string()));
+        assert_eq!(text.parse::<PartitionKey>(), Ok(pk));
+        assert_eq!(sk.to_string(), "TOMBSTONE");
+        assert_ne!(erased(&UserId::generate()).0.to_string(), text);
+        assert!("ERASED#not-hex".parse::<PartitionKey>().is_err());
     }
 
     #[test]

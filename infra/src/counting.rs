@@ -2,7 +2,7 @@
 //! commands and queries ("one read and one transaction") in tests and benchmarks.
 
 use crate::store::{
-    Condition, IndexQuery, Item, Key, Page, Query, Store, StoreError, TransactAction, Update,
+    Condition, IndexQuery, Item, Key, Page, Query, Scan, Store, StoreError, TransactAction, Update,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -15,6 +15,8 @@ pub struct RequestCounts {
     pub gets: usize,
     pub queries: usize,
     pub index_queries: usize,
+    /// Full-table or full-index reads (operators' tools only).
+    pub scans: usize,
     pub single_writes: usize,
     pub transactions: usize,
     pub drains: usize,
@@ -22,7 +24,7 @@ pub struct RequestCounts {
 
 impl RequestCounts {
     pub fn reads(&self) -> usize {
-        self.gets + self.queries + self.index_queries
+        self.gets + self.queries + self.index_queries + self.scans
     }
 
     pub fn writes(&self) -> usize {
@@ -39,6 +41,7 @@ struct Counters {
     gets: AtomicUsize,
     queries: AtomicUsize,
     index_queries: AtomicUsize,
+    scans: AtomicUsize,
     single_writes: AtomicUsize,
     transactions: AtomicUsize,
     drains: AtomicUsize,
@@ -66,6 +69,7 @@ impl CountingStore {
             gets: c.gets.load(Ordering::SeqCst),
             queries: c.queries.load(Ordering::SeqCst),
             index_queries: c.index_queries.load(Ordering::SeqCst),
+            scans: c.scans.load(Ordering::SeqCst),
             single_writes: c.single_writes.load(Ordering::SeqCst),
             transactions: c.transactions.load(Ordering::SeqCst),
             drains: c.drains.load(Ordering::SeqCst),
@@ -93,6 +97,7 @@ impl CountingStore {
             gets: c.gets.swap(0, Ordering::SeqCst),
             queries: c.queries.swap(0, Ordering::SeqCst),
             index_queries: c.index_queries.swap(0, Ordering::SeqCst),
+            scans: c.scans.swap(0, Ordering::SeqCst),
             single_writes: c.single_writes.swap(0, Ordering::SeqCst),
             transactions: c.transactions.swap(0, Ordering::SeqCst),
             drains: c.drains.swap(0, Ordering::SeqCst),
@@ -135,6 +140,12 @@ impl Store for CountingStore {
         bump(&self.counters.index_queries);
         self.read_of(table);
         self.inner.query_index(table, query).await
+    }
+
+    async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError> {
+        bump(&self.counters.scans);
+        self.read_of(table);
+        self.inner.scan(table, scan).await
     }
 
     async fn put(

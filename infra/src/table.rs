@@ -65,6 +65,16 @@ pub enum Action {
 }
 
 impl Action {
+    /// Whether the action is on the item with `key`.
+    pub fn targets(&self, key: &Key) -> bool {
+        match self {
+            Action::Put { item, .. } => Key::of(item).is_ok_and(|k| &k == key),
+            Action::Update { key: k, .. }
+            | Action::Delete { key: k, .. }
+            | Action::Check { key: k, .. } => k == key,
+        }
+    }
+
     fn on(self, table: Context) -> TransactAction {
         match self {
             Action::Put { item, condition } => TransactAction::Put {

@@ -198,6 +198,12 @@ pub async fn nightly_readiness(
             let Some(pk) = marker.get("pk").and_then(Value::as_str) else {
                 continue;
             };
+            let Ok(events_schema::keys::PartitionKey::User(user)) = pk.parse() else {
+                continue;
+            };
+            if commands::erasure::tombstone(table, &user).await?.is_some() {
+                continue;
+            }
             let range = SortKeyCondition::Between(
                 SortKey::ActiveDay(week_start).to_string(),
                 SortKey::ActiveDay(day).to_string(),
@@ -211,6 +217,11 @@ pub async fn nightly_readiness(
             );
             item.extend(Key::new(pk, SortKey::Readiness(day).to_string()).to_item());
             table.put(item, None).await?;
+            // Erased meanwhile: the erasure's drain may have passed already.
+            if commands::erasure::tombstone(table, &user).await?.is_some() {
+                commands::erasure::erase(table, &user).await?;
+                continue;
+            }
             scored += 1;
         }
         match page.cursor {

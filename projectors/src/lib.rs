@@ -11,12 +11,16 @@
 //! - [`runtime`]: the worker loop: poll, decode, apply with retries, dead-letter,
 //!   checkpoint; metrics; redrive.
 //! - [`dashboard`], [`goals`], [`cross`], [`wearables`], [`insights`]: the projections.
+//! - [`erasure`]: account erasure (erasers, completers) and the guard that keeps an
+//!   erased user's events from writing anything.
 //! - [`registry`]: every subscription, wired to its table.
+//! - [`replay`]: rebuilds read models from the outbox events of the source tables.
 //! - [`pipeline`]: every subscription's worker on one feed, in-process, with metrics.
 //! - [`lambda`]: a subscription as a Lambda function on Kinesis events.
 
 pub mod cross;
 pub mod dashboard;
+pub mod erasure;
 pub mod facts;
 pub mod goals;
 pub mod insights;
@@ -24,6 +28,7 @@ pub mod lambda;
 pub mod pipeline;
 pub mod projector;
 pub mod registry;
+pub mod replay;
 pub mod rows;
 pub mod runtime;
 pub mod wearables;

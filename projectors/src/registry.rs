@@ -5,17 +5,88 @@ use crate::dashboard::{
     DashboardFromActivity, DashboardFromGoals, DashboardFromIdentity, DashboardFromIntegrations,
     DashboardFromNutrition, DashboardFromSleep, DashboardRows,
 };
+use crate::erasure::{self, Completer, Eraser, Guarded};
 use crate::goals::{GoalRows, GoalsFromActivity, GoalsFromNutrition, GoalsFromSleep};
 use crate::insights::{InsightsFromActivity, InsightsFromNutrition, InsightsFromSleep};
 use crate::projector::Projector;
 use crate::wearables::{ActivityFromIntegrations, SleepFromIntegrations};
 use commands::activity::ActivityCommands;
 use commands::sleep::SleepCommands;
+use events_schema::Context;
 use infra::Store;
 use infra::table::Table;
 use std::sync::Arc;
 
+/// Every subscription a pipeline runs: the projections (guarded against erased users)
+/// and the erasure subscriptions.
 pub fn all(store: Arc<dyn Store>) -> Vec<Arc<dyn Projector>> {
+    let projections = projections(store.clone());
+    let mut subscriptions = projections.clone();
+    subscriptions.extend(erasure(store, &projections));
+    subscriptions
+}
+
+/// The read-model projections only (what `vitals replay` rebuilds), each guarded so an
+/// erased user's events write nothing.
+pub fn projections(store: Arc<dyn Store>) -> Vec<Arc<dyn Projector>> {
+    unguarded(store.clone())
+        .into_iter()
+        .map(|p| Arc::new(Guarded::new(p, store.clone())) as Arc<dyn Projector>)
+        .collect()
+}
+
+/// The erasers of every context but identity, and identity's completers.
+fn erasure(store: Arc<dyn Store>, projections: &[Arc<dyn Projector>]) -> Vec<Arc<dyn Projector>> {
+    use infra::table::contexts;
+    // Letters of a user may wait in any dead-letter partition of the table.
+    let letters = |context: Context| -> Vec<&'static str> {
+        projections
+            .iter()
+            .filter(|p| p.target() == context)
+            .map(|p| p.name())
+            .chain([erasure::eraser_name(context)])
+            .collect()
+    };
+    let t = || store.clone();
+    let mut subscriptions: Vec<Arc<dyn Projector>> = vec![
+        Arc::new(Eraser::<contexts::Nutrition>::new(
+            Table::new(t()),
+            letters(Context::Nutrition),
+        )),
+        Arc::new(Eraser::<contexts::Activity>::new(
+            Table::new(t()),
+            letters(Context::Activity),
+        )),
+        Arc::new(Eraser::<contexts::Sleep>::new(
+            Table::new(t()),
+            letters(Context::Sleep),
+        )),
+        Arc::new(Eraser::<contexts::Goals>::new(
+            Table::new(t()),
+            letters(Context::Goals),
+        )),
+        Arc::new(Eraser::<contexts::Integrations>::new(
+            Table::new(t()),
+            letters(Context::Integrations),
+        )),
+        Arc::new(Eraser::<contexts::Insights>::new(
+            Table::new(t()),
+            letters(Context::Insights),
+        )),
+        Arc::new(Eraser::<contexts::Dashboard>::new(
+            Table::new(t()),
+            letters(Context::Dashboard),
+        )),
+    ];
+    subscriptions.extend(
+        erasure::DRAINING
+            .iter()
+            .map(|c| Arc::new(Completer::new(Table::new(t()), *c)) as Arc<dyn Projector>),
+    );
+    subscriptions
+}
+
+fn unguarded(store: Arc<dyn Store>) -> Vec<Arc<dyn Projector>> {
     let dashboard = DashboardRows::new(Table::new(store.clone()));
     let goals = GoalRows::new(Table::new(store.clone()));
     vec![

@@ -5,8 +5,8 @@
 use events_schema::Context;
 use events_schema::ids::UserId;
 use infra::store::{
-    CancelReason, Condition, Cursor, IndexQuery, Item, Key, Page, Query, SortKeyCondition, Store,
-    StoreError, TransactAction, Update, drain_partition, now_epoch_seconds,
+    CancelReason, Condition, Cursor, IndexQuery, Item, Key, Page, Query, Scan, SortKeyCondition,
+    Store, StoreError, TransactAction, Update, drain_partition, now_epoch_seconds,
 };
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -1137,6 +1137,106 @@ pub async fn drain_leaves_nothing_in_table_or_index(store: Shared) {
     )
     .await;
     assert_eq!(kept.len(), 1, "another partition is untouched");
+}
+
+/// Every page of a scan (tables are shared with other tests: only this test's items are
+/// checked).
+async fn scan_all(
+    store: &dyn Store,
+    table: Context,
+    index: Option<&str>,
+    limit: usize,
+) -> Vec<Item> {
+    let mut items = Vec::new();
+    let mut cursor = None;
+    for _ in 0..100_000 {
+        let page = store
+            .scan(
+                table,
+                &Scan {
+                    index: index.map(str::to_owned),
+                    limit: Some(limit),
+                    cursor,
+                },
+            )
+            .await
+            .expect("scan");
+        assert!(page.items.len() <= limit, "a page holds at most the limit");
+        items.extend(page.items);
+        match page.cursor {
+            Some(next) => cursor = Some(next),
+            None => return items,
+        }
+    }
+    panic!("scan did not end");
+}
+
+pub async fn scan_reads_every_item_of_table_and_index_once(store: Shared) {
+    let pk = fresh_pk();
+    let mut actions: Vec<TransactAction> = (0..23)
+        .map(|i| TransactAction::Put {
+            table: Context::Goals,
+            item: item(json!({"pk": pk, "sk": format!("PROGRESS#g#{i:03}")})),
+            condition: None,
+        })
+        .collect();
+    for g in ["g1", "g2", "g3"] {
+        actions.push(TransactAction::Put {
+            table: Context::Goals,
+            item: goal(&pk, g, Some("active")),
+            condition: None,
+        });
+    }
+    store.transact(actions).await.expect("transaction");
+
+    let mine = |items: Vec<Item>| -> Vec<String> {
+        let mut sks: Vec<String> = items
+            .iter()
+            .filter(|i| i.get("pk").and_then(|v| v.as_str()) == Some(pk.as_str()))
+            .filter_map(|i| i.get("sk").and_then(|v| v.as_str()).map(str::to_owned))
+            .collect();
+        sks.sort();
+        sks
+    };
+    let table = mine(scan_all(&*store, Context::Goals, None, 7).await);
+    assert_eq!(table.len(), 26, "each item exactly once: {table:?}");
+    table
+        .windows(2)
+        .for_each(|w| assert_ne!(w[0], w[1], "duplicate {}", w[0]));
+
+    let indexed = mine(scan_all(&*store, Context::Goals, Some("by-status"), 2).await);
+    assert_eq!(
+        indexed,
+        vec!["GOAL#g1", "GOAL#g2", "GOAL#g3"],
+        "only index members"
+    );
+
+    expect_validation(
+        store
+            .scan(
+                Context::Goals,
+                &Scan {
+                    index: Some("no-such-index".into()),
+                    limit: Some(5),
+                    cursor: None,
+                },
+            )
+            .await,
+        "an unknown index",
+    );
+    expect_validation(
+        store
+            .scan(
+                Context::Goals,
+                &Scan {
+                    index: None,
+                    limit: Some(0),
+                    cursor: None,
+                },
+            )
+            .await,
+        "a zero limit",
+    );
 }
 
 pub async fn concurrent_version_guarded_writers_lose_no_update(store: Shared) {

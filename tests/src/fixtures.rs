@@ -51,6 +51,9 @@ pub struct FixtureEvent {
     pub payload: Value,
     /// Defaults to a time derived from the event's position in the fixture.
     pub recorded_at: Option<Timestamp>,
+    /// The publishing context, for events every context publishes (`PartitionDrained`);
+    /// otherwise known from the event type.
+    pub context: Option<Context>,
 }
 
 fn context_of(event_type: &str) -> Option<Context> {
@@ -84,7 +87,9 @@ impl Fixture {
             .iter()
             .enumerate()
             .map(|(i, e)| {
-                let context = context_of(&e.event_type)
+                let context = e
+                    .context
+                    .or_else(|| context_of(&e.event_type))
                     .unwrap_or_else(|| panic!("unknown event type {}", e.event_type));
                 let at = e.recorded_at.unwrap_or_else(|| {
                     Timestamp::from_millis(base + i as i64 * 1000).expect("in range")

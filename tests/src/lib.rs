@@ -106,6 +106,7 @@ macro_rules! conformance_suite {
             index_key_attribute_must_be_a_string,
             expired_items_are_never_returned,
             drain_leaves_nothing_in_table_or_index,
+            scan_reads_every_item_of_table_and_index_once,
             concurrent_version_guarded_writers_lose_no_update,
         );
     };

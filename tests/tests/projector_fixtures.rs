@@ -52,6 +52,7 @@ async fn every_fixture_converges_to_its_expected_rows_under_every_delivery() {
 
 #[test]
 fn every_subscription_has_a_fixture() {
+    // Erasers and completers included: `registry::all` is what a pipeline runs.
     let covered: BTreeSet<String> = fixtures()
         .into_iter()
         .flat_map(|(_, f)| f.subscriptions)

@@ -6,7 +6,24 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use commands::CommandError;
 use readmodels::QueryError;
-use serde_json::json;
+use serde::Serialize;
+
+/// The body of every error response.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(example = json!({"error": {"code": "not_found", "message": "not found"}}))]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// What went wrong: a stable, machine-readable code and a message safe to show.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
+    /// Stable code, such as `validation`, `not_found`, `unauthorized`, `email_taken`,
+    /// `conflict`, `contention`, `idempotency_key_reused`, `rate_limited`, `throttled`.
+    pub code: &'static str,
+    /// Human-readable; for `validation`, starts with the offending field.
+    pub message: String,
+}
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -48,7 +65,12 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"error": {"code": self.code, "message": self.message}});
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code,
+                message: self.message,
+            },
+        };
         (self.status, Json(body)).into_response()
     }
 }

@@ -7,13 +7,30 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Serialize;
 
-#[derive(Debug, Serialize)]
+/// The server's health.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Health {
+    /// `ok`, or `unavailable` when the store does not answer.
+    #[schema(example = "ok")]
     pub status: &'static str,
+    /// The storage backend, such as `embedded` or `dynamodb`.
+    #[schema(example = "embedded")]
     pub backend: &'static str,
+    /// The build's version.
+    #[schema(example = "0.1.0")]
     pub version: &'static str,
 }
 
+/// Whether the server and its store answer.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "operations",
+    responses(
+        (status = 200, description = "The store answers.", body = Health),
+        (status = 503, description = "The store does not answer; the cause is logged.", body = Health),
+    ),
+)]
 pub async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Health>) {
     let backend = state.store.backend();
     let version = env!("CARGO_PKG_VERSION");

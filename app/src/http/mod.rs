@@ -7,6 +7,7 @@ pub mod error;
 mod extract;
 mod health;
 mod metrics;
+pub mod openapi;
 mod routes;
 
 use axum::Router;
@@ -34,6 +35,7 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/metrics", get(metrics::metrics))
+        .route("/openapi.json", get(openapi::openapi_json))
         .route("/v1/auth/register", post(identity::register))
         .route("/v1/auth/login", post(identity::login))
         .route("/v1/me", axum::routing::delete(me::delete_me))

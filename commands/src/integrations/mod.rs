@@ -6,7 +6,7 @@
 //! delivery, recorded once). Received workouts and sleep are published as events for the
 //! activity and sleep contexts to sync.
 
-mod oauth;
+pub mod oauth;
 mod provider;
 mod sandbox;
 mod webhook;

@@ -27,7 +27,13 @@ pub struct ConnectStarted {
     pub state: String,
 }
 
-fn state_key(state: &OAuthState) -> Key {
+/// The pointer to a pending connect's state in the user's partition.
+fn state_ref_key(pk: &str, state: &OAuthState) -> Key {
+    Key::new(pk, SortKey::OAuthStateRef(state.clone()).to_string())
+}
+
+/// The state item of a pending connect (`OAUTH_STATE#<state>`).
+pub fn state_key(state: &OAuthState) -> Key {
     Key::new(
         PartitionKey::OAuthState(state.clone()).to_string(),
         SortKey::OAuthState.to_string(),
@@ -79,10 +85,22 @@ impl IntegrationCommands {
             authorize_url: provider.authorize_url(state.as_str()),
             state: state.to_string(),
         };
-        let actions = vec![Action::Put {
-            item,
-            condition: Some(Condition::ItemNotExists),
-        }];
+        // A pointer in the user's partition, so erasing the account finds the state.
+        let mut pointer = to_item(&state_ref_key(&meta.user_pk(), &state), &json!({}))?;
+        pointer.insert(
+            "expires_at".into(),
+            json!(now_epoch_seconds() + STATE_TTL_SECONDS),
+        );
+        let actions = vec![
+            Action::Put {
+                item,
+                condition: Some(Condition::ItemNotExists),
+            },
+            Action::Put {
+                item: pointer,
+                condition: None,
+            },
+        ];
         match idempotency::commit(
             &self.table,
             meta,
@@ -143,6 +161,10 @@ impl IntegrationCommands {
             Action::Delete {
                 key: state_key(&state),
                 condition: Some(Condition::ItemExists),
+            },
+            Action::Delete {
+                key: state_ref_key(&pk, &state),
+                condition: None,
             },
             Action::Put {
                 item: to_item(&connection_key(&pk, provider.name()), &connection)?,

@@ -3,6 +3,7 @@
 //! the day's totals after it), so projectors never have to read another context.
 
 pub mod activity;
+pub mod erasure;
 pub mod goals;
 pub mod identity;
 pub mod integrations;

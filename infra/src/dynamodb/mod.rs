@@ -14,7 +14,7 @@ use self::expr::{Expr, key_attributes};
 use self::marshal::Attributes;
 use crate::aws_client::{self, AwsSettings};
 use crate::store::{
-    Condition, Cursor, IndexQuery, Item, Key, MAX_TRANSACTION_ACTIONS, Page, Query,
+    Condition, Cursor, IndexQuery, Item, Key, MAX_TRANSACTION_ACTIONS, Page, Query, Scan,
     SortKeyCondition, Store, StoreError, TransactAction, Update, is_expired, now_epoch_seconds,
     validate_index_attributes,
 };
@@ -385,6 +385,49 @@ impl Store for DynamoStore {
             },
         )
         .await
+    }
+
+    async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError> {
+        if scan.limit == Some(0) {
+            return Err(StoreError::Validation(
+                "a scan limit must be at least 1".to_owned(),
+            ));
+        }
+        if let Some(index) = &scan.index {
+            if tables::table(table).gsi(index).is_none() {
+                return Err(StoreError::Validation(format!(
+                    "table {table} has no index {index}"
+                )));
+            }
+        }
+        let start = match &scan.cursor {
+            Some(cursor) => Some(marshal::from_string_key(cursor.to_key(&[PK, SK])?)),
+            None => None,
+        };
+        let output = self
+            .client
+            .scan()
+            .table_name(self.table_name(table))
+            .set_index_name(scan.index.clone())
+            .set_limit(scan.limit.map(|l| l.min(i32::MAX as usize) as i32))
+            // Index reads cannot be strongly consistent; table reads are, so a scan
+            // right after a write sees it.
+            .consistent_read(scan.index.is_none())
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(errors::common)?;
+        let items = output
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(marshal::from_attributes)
+            .collect::<Result<Vec<_>, _>>()?;
+        let cursor = output
+            .last_evaluated_key
+            .filter(|k| !k.is_empty())
+            .map(|key| Cursor::from_key(&marshal::string_key(&key)));
+        Ok(Page { items, cursor })
     }
 
     async fn put(

@@ -14,8 +14,8 @@ use self::apply::backend;
 use self::layout::{CHANGELOG, CHECKPOINTS, EXPIRY, Names};
 use self::writer::{Job, WriteOp, WriteOutcome};
 use crate::store::{
-    CancelReason, Condition, IndexQuery, Item, Key, Page, Query, Store, StoreError, TransactAction,
-    Update, now_epoch_seconds,
+    CancelReason, Condition, IndexQuery, Item, Key, Page, Query, Scan, Store, StoreError,
+    TransactAction, Update, now_epoch_seconds,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -277,6 +277,15 @@ impl Store for EmbeddedStore {
         let small = query.limit.is_some_and(|l| l <= INLINE_READ_LIMIT);
         self.read(small, move |txn, names| {
             read::query_index(txn, names, table, &query, now)
+        })
+        .await
+    }
+
+    async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError> {
+        let scan = scan.clone();
+        let small = scan.limit.is_some_and(|l| l <= INLINE_READ_LIMIT);
+        self.read(small, move |txn, names| {
+            read::scan(txn, names, table, &scan)
         })
         .await
     }

@@ -5,7 +5,7 @@ use super::apply::backend;
 use super::changelog::ChangeRecord;
 use super::layout::{self, CHANGELOG, Names, StrRange};
 use crate::store::{
-    Cursor, IndexQuery, Item, Key, MAX_PAGE_BYTES, Page, Query, StoreError, is_expired,
+    Cursor, IndexQuery, Item, Key, MAX_PAGE_BYTES, Page, Query, Scan, StoreError, is_expired,
 };
 use events_schema::Context;
 use events_schema::tables::{self, PK, SK};
@@ -249,4 +249,109 @@ pub(super) fn changes_after(
         records.push(ChangeRecord::decode(value.value())?);
     }
     Ok(records)
+}
+
+/// One page of a whole table (`scan.index` None) or index, expired items included.
+pub(super) fn scan(
+    txn: &ReadTransaction,
+    names: &Names,
+    table: Context,
+    scan: &Scan,
+) -> Result<Page, StoreError> {
+    let mut page = PageBuilder::new(scan.limit)?;
+    let items = txn.open_table(names.items(table)).map_err(backend)?;
+    let Some(index) = &scan.index else {
+        let start = match &scan.cursor {
+            Some(cursor) => Some(cursor.to_key(&[PK, SK])?),
+            None => None,
+        };
+        let range = match &start {
+            Some(key) => items.range((
+                std::ops::Bound::Excluded((key[PK].as_str(), key[SK].as_str())),
+                std::ops::Bound::Unbounded,
+            )),
+            None => items.range::<(&str, &str)>(..),
+        }
+        .map_err(backend)?;
+        let mut entries = range.peekable();
+        let mut last = None;
+        while let Some(entry) = entries.next() {
+            let (key, value) = entry.map_err(backend)?;
+            let (pk, sk) = key.value();
+            last = Some((pk.to_owned(), sk.to_owned()));
+            page.push(layout::decode(value.value())?, value.value().len());
+            if page.full() {
+                break;
+            }
+        }
+        let cursor = match (page.full() && entries.peek().is_some(), last) {
+            (true, Some((pk, sk))) => Some(Cursor::from_key(&BTreeMap::from([
+                (PK.to_owned(), pk),
+                (SK.to_owned(), sk),
+            ]))),
+            _ => None,
+        };
+        return Ok(Page {
+            items: page.items,
+            cursor,
+        });
+    };
+    let gsi = tables::table(table)
+        .gsi(index)
+        .ok_or_else(|| StoreError::Validation(format!("table {table} has no index {index}")))?;
+    // Index cursors carry the index keys under fixed names: an index without a sort key
+    // stores "" for it.
+    const IPK: &str = "index_pk";
+    const ISK: &str = "index_sk";
+    let start = match &scan.cursor {
+        Some(cursor) => Some(cursor.to_key(&[IPK, ISK, PK, SK])?),
+        None => None,
+    };
+    let index_name = layout::index_table_name(table, gsi);
+    let entries_table = txn
+        .open_table(layout::index_def(&index_name))
+        .map_err(backend)?;
+    let range = match &start {
+        Some(key) => entries_table.range((
+            std::ops::Bound::Excluded((
+                key[IPK].as_str(),
+                key[ISK].as_str(),
+                key[PK].as_str(),
+                key[SK].as_str(),
+            )),
+            std::ops::Bound::Unbounded,
+        )),
+        None => entries_table.range::<(&str, &str, &str, &str)>(..),
+    }
+    .map_err(backend)?;
+    let mut entries = range.peekable();
+    let mut last = None;
+    while let Some(entry) = entries.next() {
+        let (key, _) = entry.map_err(backend)?;
+        let (ipk, isk, pk, sk) = key.value();
+        last = Some([ipk, isk, pk, sk].map(str::to_owned));
+        // An entry without its item would be a store bug; report it rather than hide it.
+        let Some(bytes) = items.get((pk, sk)).map_err(backend)? else {
+            return Err(StoreError::Backend(format!(
+                "index {index} of {table} lists {pk} {sk}, which does not exist"
+            )));
+        };
+        page.push(layout::decode(bytes.value())?, bytes.value().len());
+        if page.full() {
+            break;
+        }
+    }
+    let cursor = match (page.full() && entries.peek().is_some(), last) {
+        (true, Some([ipk, isk, pk, sk])) => Some(Cursor::from_key(&BTreeMap::from([
+            (IPK.to_owned(), ipk),
+            (ISK.to_owned(), isk),
+            (PK.to_owned(), pk),
+            (SK.to_owned(), sk),
+        ]))),
+        _ => None,
+    };
+    Ok(Page {
+        items: page.items,
+        cursor,
+    })
 }

@@ -14,8 +14,8 @@ pub use cursor::Cursor;
 pub use error::{CancelReason, StoreError};
 pub use item::{Item, Key, is_expired, now_epoch_seconds, validate_index_attributes};
 pub use request::{
-    Condition, IndexQuery, MAX_TRANSACTION_ACTIONS, Page, Query, SortKeyCondition, TransactAction,
-    Update,
+    Condition, IndexQuery, MAX_TRANSACTION_ACTIONS, Page, Query, Scan, SortKeyCondition,
+    TransactAction, Update,
 };
 
 use async_trait::async_trait;
@@ -49,6 +49,9 @@ pub trait Store: Send + Sync {
 
     /// Reads one page of a secondary index (eventually consistent).
     async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError>;
+
+    /// Reads one page of a whole table or index (see [`Scan`]): operators' tools only.
+    async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError>;
 
     /// Writes a whole item, if `condition` holds on the current one.
     async fn put(

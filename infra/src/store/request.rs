@@ -222,6 +222,19 @@ impl IndexQuery {
     }
 }
 
+/// A full read of a table or one of its indexes, one page at a time, in key order. For
+/// operators' tools (replay, residue), never for a request: it reads everything.
+/// Unlike queries it also returns items whose TTL has passed but that are still stored.
+#[derive(Debug, Clone, Default)]
+pub struct Scan {
+    /// An index of the table instead of the table itself.
+    pub index: Option<String>,
+    /// At most this many items in the page.
+    pub limit: Option<usize>,
+    /// Where the previous page stopped.
+    pub cursor: Option<Cursor>,
+}
+
 /// One page of query results. `cursor` is set when more items may follow; pass it to
 /// the next query. A page may hold fewer items than the limit and still have a cursor.
 #[derive(Debug, Clone, Default, PartialEq)]

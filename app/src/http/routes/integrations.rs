@@ -3,15 +3,39 @@
 
 use crate::http::AppState;
 use crate::http::auth::AuthUser;
-use crate::http::error::ApiError;
+use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::meta;
+use crate::http::openapi::{responses, schemas};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+/// Starts connecting a wearable provider for the caller.
+///
+/// Returns the provider's authorize URL, carrying a fresh single-use state.
+#[utoipa::path(
+    post,
+    path = "/v1/integrations/{provider}/connect",
+    tag = "integrations",
+    security(("bearer" = [])),
+    params(
+        ("provider" = String, Path, description = "The provider, such as `sandbox`."),
+        responses::IdempotencyKey,
+    ),
+    responses(
+        (status = 200, description = "Send the user to `authorize_url`.", body = schemas::ConnectStarted),
+        (status = 400, response = responses::BadHeader),
+        (status = 401, response = responses::Unauthorized),
+        (status = 404, description = "`not_found`: no such provider.", body = ErrorBody),
+        (status = 409, response = responses::Conflict),
+        (status = 422, response = responses::Unprocessable),
+        (status = 429, response = responses::TooManyRequests),
+        (status = 500, response = responses::Internal),
+    ),
+)]
 pub async fn connect(
     State(state): State<AppState>,
     caller: AuthUser,
@@ -27,31 +51,103 @@ pub async fn connect(
     Ok(Json(json!(started)))
 }
 
-#[derive(Debug, Deserialize)]
+/// What the provider's authorize page sends back.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct Callback {
+    /// The state `connect` returned.
     pub state: String,
+    /// The provider's one-time authorization code.
     pub code: String,
 }
 
+/// The provider is connected.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Connected {
+    /// Always `true`.
+    pub connected: bool,
+    pub provider: String,
+}
+
+/// The OAuth callback of a provider.
+///
+/// The state names the user (no bearer token); the code is exchanged with the provider
+/// for tokens.
+#[utoipa::path(
+    get,
+    path = "/v1/integrations/{provider}/callback",
+    tag = "integrations",
+    params(
+        ("provider" = String, Path, description = "The provider, such as `sandbox`."),
+        Callback,
+    ),
+    responses(
+        (status = 200, description = "Connected.", body = Connected),
+        (status = 400, response = responses::BadQuery),
+        (status = 404, description = "`not_found`: no such provider.", body = ErrorBody),
+        (status = 409, response = responses::Conflict),
+        (status = 422, description = "`validation`: the state is unknown, expired or already used.", body = ErrorBody),
+        (status = 429, response = responses::Throttled),
+        (status = 500, response = responses::Internal),
+        (status = 502, description = "`provider`: the provider refused the code or did not answer as expected.", body = ErrorBody),
+    ),
+)]
 pub async fn callback(
     State(state): State<AppState>,
     Path(provider): Path<String>,
     Query(callback): Query<Callback>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Connected>, ApiError> {
     state
         .api
         .integrations
         .complete_connect(&provider, &callback.state, &callback.code)
         .await?;
-    Ok(Json(json!({"connected": true, "provider": provider})))
+    Ok(Json(Connected {
+        connected: true,
+        provider,
+    }))
 }
 
+/// What a webhook delivery did.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct WebhookReceived {
+    /// How many workouts and sleep sessions the delivery carried.
+    pub items: usize,
+    /// Whether this delivery id was received before (nothing new was published).
+    pub duplicate: bool,
+}
+
+/// A provider's signed webhook.
+///
+/// The signature authenticates it (no bearer token). A redelivery is accepted and
+/// publishes nothing new.
+#[utoipa::path(
+    post,
+    path = "/v1/integrations/{provider}/webhook",
+    tag = "integrations",
+    params(
+        ("provider" = String, Path, description = "The provider, such as `sandbox`."),
+        ("X-Vitals-Timestamp" = String, Header, description = "Unix seconds when the provider signed the delivery; at most 5 minutes from now."),
+        ("X-Vitals-Signature" = String, Header, description = "Hex HMAC-SHA256 of `<timestamp>.<raw body>` with the provider's secret."),
+    ),
+    request_body = schemas::WebhookPayload,
+    responses(
+        (status = 202, description = "Accepted.", body = WebhookReceived),
+        (status = 401, description = "`bad_signature`: the signature or timestamp does not verify.", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such provider, or no user connected as `provider_user_id`.", body = ErrorBody),
+        (status = 409, response = responses::Conflict),
+        (status = 413, description = "The body is over 64 KiB. Rejected by the router before the handler runs, so plain text, not the JSON error body.", body = String, content_type = "text/plain"),
+        (status = 422, description = "`validation`: the body is not a valid payload, or carries more than 90 items.", body = ErrorBody),
+        (status = 429, response = responses::Throttled),
+        (status = 500, response = responses::Internal),
+    ),
+)]
 pub async fn webhook(
     State(state): State<AppState>,
     Path(provider): Path<String>,
     headers: HeaderMap,
     body: Bytes,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<WebhookReceived>), ApiError> {
     let header = |name: &str| {
         headers
             .get(name)
@@ -71,6 +167,9 @@ pub async fn webhook(
         .await?;
     Ok((
         StatusCode::ACCEPTED,
-        Json(json!({"items": outcome.value, "duplicate": outcome.replayed})),
+        Json(WebhookReceived {
+            items: outcome.value,
+            duplicate: outcome.replayed,
+        }),
     ))
 }

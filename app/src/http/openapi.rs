@@ -1,0 +1,216 @@
+//! The OpenAPI document of the HTTP API, generated from the handlers' `#[utoipa::path]`
+//! annotations and served at `GET /openapi.json`. It describes the router; it never
+//! changes what a handler does. `docs/openapi.json` is this document, committed, and a
+//! test fails when the two drift apart.
+
+pub mod schemas;
+
+use super::error::{ErrorBody, ErrorDetail};
+use super::{health, metrics, routes};
+use axum::http::header;
+use axum::response::IntoResponse;
+use std::sync::LazyLock;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Vitals API",
+        version = env!("CARGO_PKG_VERSION"),
+        description = "The Vitals health API for the mobile app. The user is whoever the bearer token says; \
+every error is `{\"error\": {\"code\", \"message\"}}`; writes accept an `Idempotency-Key` header.",
+        license(name = "Apache-2.0", identifier = "Apache-2.0"),
+    ),
+    paths(
+        health::healthz,
+        metrics::metrics,
+        openapi_json,
+        routes::identity::register,
+        routes::identity::login,
+        routes::me::delete_me,
+        routes::me::get_profile,
+        routes::me::patch_profile,
+        routes::me::log_meal,
+        routes::me::edit_meal,
+        routes::me::delete_meal,
+        routes::me::daily_nutrition,
+        routes::me::record_workout,
+        routes::me::latest_workout,
+        routes::me::current_training_block,
+        routes::me::record_sleep,
+        routes::me::create_goal,
+        routes::me::list_goals,
+        routes::me::patch_goal,
+        routes::me::goal_progress,
+        routes::me::dashboard,
+        routes::integrations::connect,
+        routes::integrations::callback,
+        routes::integrations::webhook,
+    ),
+    components(
+        schemas(ErrorBody, ErrorDetail),
+        responses(
+            responses::MalformedJson,
+            responses::BadRequest,
+            responses::BadHeader,
+            responses::BadQuery,
+            responses::Unauthorized,
+            responses::NotFound,
+            responses::Conflict,
+            responses::PayloadTooLarge,
+            responses::UnsupportedMediaType,
+            responses::Unprocessable,
+            responses::TooManyRequests,
+            responses::Throttled,
+            responses::Internal,
+        ),
+    ),
+    modifiers(&BearerScheme),
+    tags(
+        (name = "identity", description = "Accounts and tokens."),
+        (name = "me", description = "The caller's own data, under `/v1/me`."),
+        (name = "integrations", description = "Wearable providers: OAuth connect and signed webhooks."),
+        (name = "operations", description = "Health, metrics and this document."),
+    ),
+)]
+struct ApiDoc;
+
+/// Registers the `bearer` security scheme: the JWTs register and login issue.
+struct BearerScheme;
+
+impl Modify for BearerScheme {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some(
+                        "A token from `POST /v1/auth/register` or `POST /v1/auth/login`.",
+                    ))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The OpenAPI document as pretty JSON, with a trailing newline.
+pub fn document() -> String {
+    match ApiDoc::openapi().to_pretty_json() {
+        Ok(json) => json + "\n",
+        // Serializing a document of plain values cannot fail; never panic for it.
+        Err(error) => {
+            tracing::error!(%error, "serializing the OpenAPI document failed");
+            String::from("{}\n")
+        }
+    }
+}
+
+static DOCUMENT: LazyLock<String> = LazyLock::new(document);
+
+/// This document.
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    tag = "operations",
+    responses((status = 200, description = "The OpenAPI 3.1 document of this API.", body = Object)),
+)]
+pub async fn openapi_json() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        DOCUMENT.as_str(),
+    )
+}
+
+/// Request parts and error responses that many operations share.
+pub mod responses {
+    use crate::http::error::ErrorBody;
+    use utoipa::{IntoParams, ToResponse};
+
+    /// The `Idempotency-Key` header of writes.
+    #[derive(IntoParams)]
+    #[into_params(parameter_in = Header)]
+    pub struct IdempotencyKey {
+        /// 1 to 128 visible ASCII characters without `#`. A retry with the same key and
+        /// request gets the first response again and writes nothing; the same key with a
+        /// different request is `422 idempotency_key_reused`. Remembered for 24 hours.
+        #[param(
+            rename = "Idempotency-Key",
+            value_type = String,
+            required = false,
+            example = "meal-2026-03-01-1"
+        )]
+        pub key: Option<String>,
+    }
+
+    #[derive(ToResponse)]
+    #[response(description = "`malformed_json`: the body is not valid JSON.")]
+    pub struct MalformedJson(pub ErrorBody);
+
+    #[derive(ToResponse)]
+    #[response(
+        description = "`malformed_json`: the body is not valid JSON; `bad_header`: `Idempotency-Key` is not visible ASCII."
+    )]
+    pub struct BadRequest(pub ErrorBody);
+
+    #[derive(ToResponse)]
+    #[response(description = "`bad_header`: `Idempotency-Key` is not visible ASCII.")]
+    pub struct BadHeader(pub ErrorBody);
+
+    /// A required query parameter is missing or repeated. This rejection comes from the
+    /// router before the handler runs, so it is plain text, not the JSON error body.
+    #[derive(ToResponse)]
+    #[response(content_type = "text/plain")]
+    pub struct BadQuery(pub String);
+
+    #[derive(ToResponse)]
+    #[response(
+        description = "`unauthorized`: the bearer token is missing, malformed, expired or forged."
+    )]
+    pub struct Unauthorized(pub ErrorBody);
+
+    #[derive(ToResponse)]
+    #[response(
+        description = "`not_found`: it does not exist, or it is not the caller's (another user's ids are never found)."
+    )]
+    pub struct NotFound(pub ErrorBody);
+
+    #[derive(ToResponse)]
+    #[response(
+        description = "`contention`: too many concurrent changes, try again; `conflict`: the current state does not allow it."
+    )]
+    pub struct Conflict(pub ErrorBody);
+
+    #[derive(ToResponse)]
+    #[response(description = "`payload_too_large`: the body is over 64 KiB.")]
+    pub struct PayloadTooLarge(pub ErrorBody);
+
+    #[derive(ToResponse)]
+    #[response(
+        description = "`unsupported_media_type`: the `Content-Type` is not `application/json`."
+    )]
+    pub struct UnsupportedMediaType(pub ErrorBody);
+
+    #[derive(ToResponse)]
+    #[response(
+        description = "`validation`: a field is missing, of the wrong type or invalid (the message starts with the field's name); `idempotency_key_reused`: the `Idempotency-Key` was used with a different request."
+    )]
+    pub struct Unprocessable(pub ErrorBody);
+
+    #[derive(ToResponse)]
+    #[response(
+        description = "`rate_limited`: too many requests from this user; `throttled`: the store is busy. Try again shortly."
+    )]
+    pub struct TooManyRequests(pub ErrorBody);
+
+    #[derive(ToResponse)]
+    #[response(description = "`throttled`: the store is busy. Try again shortly.")]
+    pub struct Throttled(pub ErrorBody);
+
+    #[derive(ToResponse)]
+    #[response(description = "`internal`: something went wrong; the cause is logged, never shown.")]
+    pub struct Internal(pub ErrorBody);
+}

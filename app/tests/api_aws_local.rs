@@ -1,0 +1,237 @@
+//! The HTTP API black-box on the aws-local shape, against the emulator named by
+//! `VITALS_TEST_DYNAMODB_ENDPOINT` (required: this suite never passes by skipping).
+//! `vitals bootstrap --kinesis --dlq-queues`, then `vitals work` (the projectors, on
+//! Kinesis) and `vitals serve --backend dynamodb` as child processes; then the mobile
+//! app's core flow: register, log two meals (one retried with its Idempotency-Key), see
+//! the dashboard converge, and another user gets 404 for the first user's meal.
+//! With `VITALS_TEST_FORWARDING=bridge` (moto) `vitals work --bridge` forwards the table
+//! streams to Kinesis, as in `work_aws_local.rs`.
+
+mod support;
+
+use events_schema::ids::UserId;
+use serde_json::{Value, json};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long the projections may take through the emulator's streams and Kinesis.
+const CONVERGE_WITHIN: Duration = Duration::from_secs(60);
+
+fn endpoint() -> String {
+    match std::env::var("VITALS_TEST_DYNAMODB_ENDPOINT") {
+        Ok(url) if !url.trim().is_empty() => url,
+        _ => panic!(
+            "VITALS_TEST_DYNAMODB_ENDPOINT is not set: run `scripts/test-all`, or start an emulator \
+             with `scripts/emulator.sh start` and export the URL it prints"
+        ),
+    }
+}
+
+struct Client {
+    address: String,
+    token: Option<String>,
+}
+
+impl Client {
+    fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        extra: &[(&str, &str)],
+    ) -> (u16, Value) {
+        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let mut headers: Vec<(&str, &str)> = vec![("Content-Type", "application/json")];
+        if let Some(auth) = &auth {
+            headers.push(("Authorization", auth));
+        }
+        headers.extend_from_slice(extra);
+        let bytes = body.map(|b| b.to_string().into_bytes());
+        let (status, text) = support::send(&self.address, method, path, &headers, bytes.as_deref());
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// Retries a GET until `ok` holds, with a deadline (projections are asynchronous).
+    fn eventually(&self, path: &str, ok: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + CONVERGE_WITHIN;
+        loop {
+            let (status, body) = self.call("GET", path, None, &[]);
+            if status == 200 && ok(&body) {
+                return body;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{path} did not converge within {CONVERGE_WITHIN:?}: {status} {body}"
+            );
+            // Nothing to wait on over HTTP: ask again shortly.
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn register(address: &str, email: &str) -> Client {
+    let client = Client {
+        address: address.to_owned(),
+        token: None,
+    };
+    let body = json!({"email": email, "password": "correct horse battery", "display_name": "Ana", "timezone": "UTC"});
+    let (status, reply) = client.call("POST", "/v1/auth/register", Some(body), &[]);
+    assert_eq!(status, 201, "{reply}");
+    Client {
+        token: reply["token"].as_str().map(str::to_owned),
+        ..client
+    }
+}
+
+fn meal(calories: u32) -> Value {
+    json!({"name": "Oats", "eaten_at": "2026-03-01T08:00:00.000Z", "calories": calories.to_string(), "protein_g": "30", "carbs_g": "40", "fat_g": "5"})
+}
+
+#[test]
+fn the_mobile_app_flow_converges_through_kinesis_and_other_users_see_nothing() {
+    let endpoint = endpoint();
+    let prefix = format!("a{}-", UserId::generate().as_str().to_lowercase());
+    let aws = [
+        "--endpoint-url",
+        endpoint.as_str(),
+        "--table-prefix",
+        prefix.as_str(),
+    ];
+    let bridge = std::env::var("VITALS_TEST_FORWARDING").is_ok_and(|f| f == "bridge");
+    let forwarding: &[&str] = if bridge { &["--bridge"] } else { &[] };
+    let bootstrap = Command::new(env!("CARGO_BIN_EXE_vitals"))
+        .arg("bootstrap")
+        .args(aws)
+        .args(["--kinesis", "--dlq-queues"])
+        .args(forwarding)
+        .output()
+        .expect("vitals bootstrap runs");
+    assert!(
+        bootstrap.status.success(),
+        "bootstrap failed: {}",
+        String::from_utf8_lossy(&bootstrap.stderr)
+    );
+
+    let work_args: Vec<&str> = aws.iter().chain(forwarding).copied().collect();
+    let mut worker = spawn_worker(&work_args);
+    let serve_args: Vec<&str> = ["--backend", "dynamodb"]
+        .iter()
+        .chain(&aws)
+        .copied()
+        .collect();
+    let server = support::start_with_env(&serve_args, &[("VITALS_JWT_SECRET", "test-jwt-secret")]);
+    let address = server.address.clone();
+    let (status, health) = support::request(&address, "GET", "/healthz");
+    assert_eq!(status, 200, "{health}");
+
+    let ana = register(&address, "ana@example.com");
+    let bob = register(&address, "bob@example.com");
+
+    // Two meals; the first sent twice with the same Idempotency-Key, as a retrying app
+    // would, gets the same meal id back and is logged once.
+    let (status, first) = ana.call(
+        "POST",
+        "/v1/me/meals",
+        Some(meal(400)),
+        &[("Idempotency-Key", "meal-1")],
+    );
+    assert_eq!(status, 201, "{first}");
+    let meal_id = first["meal_id"].as_str().expect("meal id").to_owned();
+    let (status, retried) = ana.call(
+        "POST",
+        "/v1/me/meals",
+        Some(meal(400)),
+        &[("Idempotency-Key", "meal-1")],
+    );
+    assert_eq!(status, 201, "{retried}");
+    assert_eq!(
+        retried["meal_id"], first["meal_id"],
+        "a retry returns the first meal id"
+    );
+    let (status, second) = ana.call(
+        "POST",
+        "/v1/me/meals",
+        Some(meal(250)),
+        &[("Idempotency-Key", "meal-2")],
+    );
+    assert_eq!(status, 201, "{second}");
+    assert_ne!(second["meal_id"], first["meal_id"]);
+
+    // The dashboard converges through the table streams, Kinesis and `vitals work`.
+    let dashboard = ana.eventually("/v1/me/dashboard?date=2026-03-01", |d| {
+        d["day"]["nutrition"]["meals"] == 2
+            && d["recent_meals"].as_array().is_some_and(|m| m.len() == 2)
+    });
+    assert_eq!(dashboard["day"]["nutrition"]["totals"]["calories"], "650");
+    assert_eq!(dashboard["day"]["nutrition"]["totals"]["protein_g"], "60");
+
+    // Bob cannot touch Ana's meal, and does not learn that it exists.
+    for (method, body) in [("PUT", Some(meal(1))), ("DELETE", None)] {
+        let path = format!("/v1/me/meals/{meal_id}");
+        let (status, reply) = bob.call(method, &path, body, &[]);
+        assert_eq!(status, 404, "{method} {path}: {reply}");
+        assert_eq!(reply["error"]["code"], "not_found", "{reply}");
+    }
+    // Ana's day is untouched (her summary is written with the meals, no projection).
+    let (status, days) = ana.call(
+        "GET",
+        "/v1/me/nutrition/daily?from=2026-03-01&to=2026-03-01",
+        None,
+        &[],
+    );
+    assert_eq!(status, 200, "{days}");
+    assert_eq!(days["days"][0]["meals"], 2, "{days}");
+    assert_eq!(days["days"][0]["totals"]["calories"], "650", "{days}");
+    let (status, bobs) = bob.call("GET", "/v1/me/dashboard?date=2026-03-01", None, &[]);
+    assert_eq!(status, 200, "{bobs}");
+    assert_eq!(bobs["recent_meals"], json!([]), "{bobs}");
+
+    assert!(server.stop().success(), "vitals serve exits cleanly");
+    stop(&mut worker);
+}
+
+/// A running `vitals work`, killed if the test fails before stopping it.
+struct Worker(std::process::Child);
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+fn spawn_worker(args: &[&str]) -> Worker {
+    Worker(
+        Command::new(env!("CARGO_BIN_EXE_vitals"))
+            .arg("work")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("vitals work starts"),
+    )
+}
+
+/// Sends SIGTERM and waits, with a deadline, for a clean exit.
+fn stop(worker: &mut Worker) {
+    let worker = &mut worker.0;
+    let pid = worker.id().to_string();
+    Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill runs");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = worker.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "vitals work did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "vitals work exits cleanly: {status:?}");
+}

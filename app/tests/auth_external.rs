@@ -1,0 +1,244 @@
+//! Authentication as configured from the command line, black-box: tokens of an external
+//! identity provider (RS256, keys from a JWKS document) and the per-user rate limit.
+
+mod support;
+
+use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+use serde::Serialize;
+use serde_json::Value;
+use support::{Server, send, start};
+
+const ISSUER: &str = "https://id.example.com/";
+const AUDIENCE: &str = "vitals-mobile";
+
+fn fixture(name: &str) -> String {
+    format!("{}/tests/fixtures/jwks/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[derive(Serialize)]
+struct ExternalClaims<'a> {
+    sub: &'a str,
+    iss: &'a str,
+    aud: &'a str,
+    iat: i64,
+    exp: i64,
+}
+
+struct Token<'a> {
+    kid: Option<&'a str>,
+    iss: &'a str,
+    aud: &'a str,
+    expires_in: i64,
+}
+
+impl Default for Token<'_> {
+    fn default() -> Self {
+        Self {
+            kid: Some("test-key-1"),
+            iss: ISSUER,
+            aud: AUDIENCE,
+            expires_in: 600,
+        }
+    }
+}
+
+fn rs256(user: &str, token: Token<'_>) -> String {
+    let pem = std::fs::read(fixture("idp-private.pem")).expect("test key");
+    let key = EncodingKey::from_rsa_pem(&pem).expect("RSA key");
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = token.kid.map(str::to_owned);
+    let now = chrono::Utc::now().timestamp();
+    let claims = ExternalClaims {
+        sub: user,
+        iss: token.iss,
+        aud: token.aud,
+        iat: now - 10,
+        exp: now + token.expires_in,
+    };
+    encode(&header, &claims, &key).expect("signs")
+}
+
+fn log_meal(server: &Server, token: &str) -> (u16, Value) {
+    let body = br#"{"name": "Oats", "eaten_at": "2026-12-01T08:00:00.000Z", "timezone": "UTC",
+        "calories": "350", "protein_g": "12", "carbs_g": "60", "fat_g": "6"}"#;
+    let auth = format!("Bearer {token}");
+    let (status, body) = send(
+        &server.address,
+        "POST",
+        "/v1/me/meals",
+        &[
+            ("authorization", &auth),
+            ("content-type", "application/json"),
+        ],
+        Some(body),
+    );
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+}
+
+fn external_server() -> (tempfile::TempDir, Server) {
+    let jwks = fixture("jwks.json");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data_dir = dir.path().to_string_lossy().into_owned();
+    let server = start(&[
+        "--data-dir",
+        &data_dir,
+        "--jwks-file",
+        &jwks,
+        "--jwt-issuer",
+        ISSUER,
+        "--jwt-audience",
+        AUDIENCE,
+    ]);
+    (dir, server)
+}
+
+#[test]
+fn tokens_of_the_external_provider_are_accepted_and_only_those() {
+    let (_dir, server) = external_server();
+    let user = ulid::Ulid::new().to_string();
+
+    let (status, body) = log_meal(&server, &rs256(&user, Token::default()));
+    assert_eq!(status, 201, "a valid provider token: {body}");
+    assert!(body["meal_id"].is_string());
+
+    let rejected = [
+        (
+            "wrong issuer",
+            rs256(
+                &user,
+                Token {
+                    iss: "https://evil.example.com/",
+                    ..Token::default()
+                },
+            ),
+        ),
+        (
+            "wrong audience",
+            rs256(
+                &user,
+                Token {
+                    aud: "someone-else",
+                    ..Token::default()
+                },
+            ),
+        ),
+        (
+            "unknown key id",
+            rs256(
+                &user,
+                Token {
+                    kid: Some("rotated-away"),
+                    ..Token::default()
+                },
+            ),
+        ),
+        (
+            "no key id",
+            rs256(
+                &user,
+                Token {
+                    kid: None,
+                    ..Token::default()
+                },
+            ),
+        ),
+        (
+            "expired",
+            rs256(
+                &user,
+                Token {
+                    expires_in: -3600,
+                    ..Token::default()
+                },
+            ),
+        ),
+        ("tampered", {
+            let token = rs256(&user, Token::default());
+            let (rest, signature) = token.rsplit_once('.').expect("three parts");
+            let flipped = if signature.starts_with('A') { "B" } else { "A" };
+            format!("{rest}.{flipped}{}", &signature[1..])
+        }),
+        ("HS256 with the public key as secret", {
+            let jwks = std::fs::read(fixture("jwks.json")).expect("jwks");
+            let claims = ExternalClaims {
+                sub: &user,
+                iss: ISSUER,
+                aud: AUDIENCE,
+                iat: 0,
+                exp: i64::MAX / 2,
+            };
+            let mut header = Header::new(Algorithm::HS256);
+            header.kid = Some("test-key-1".into());
+            encode(&header, &claims, &EncodingKey::from_secret(&jwks)).expect("signs")
+        }),
+    ];
+    for (case, token) in rejected {
+        let (status, body) = log_meal(&server, &token);
+        assert_eq!(status, 401, "{case}: {body}");
+        assert_eq!(body["error"]["code"], "unauthorized", "{case}");
+    }
+    assert!(server.stop().success());
+}
+
+#[test]
+fn each_user_is_rate_limited_on_their_own() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data_dir = dir.path().to_string_lossy().into_owned();
+    let server = start(&["--data-dir", &data_dir, "--rate-limit", "1"]);
+    let register = |email: &str| -> String {
+        let body = format!(
+            r#"{{"email": "{email}", "password": "correct horse battery", "display_name": "R", "timezone": "UTC"}}"#
+        );
+        let (status, reply) = send(
+            &server.address,
+            "POST",
+            "/v1/auth/register",
+            &[("content-type", "application/json")],
+            Some(body.as_bytes()),
+        );
+        assert_eq!(status, 201, "{reply}");
+        let reply: Value = serde_json::from_str(&reply).expect("JSON");
+        reply["token"].as_str().expect("token").to_owned()
+    };
+    let busy = register("busy@example.com");
+    let quiet = register("quiet@example.com");
+
+    // One request per second per user: twenty back-to-back requests cannot all pass.
+    let statuses: Vec<u16> = (0..20)
+        .map(|_| {
+            let auth = format!("Bearer {busy}");
+            let (status, body) = send(
+                &server.address,
+                "GET",
+                "/v1/me/profile",
+                &[("authorization", &auth)],
+                None,
+            );
+            if status == 429 {
+                let body: Value = serde_json::from_str(&body).expect("JSON error");
+                assert_eq!(body["error"]["code"], "rate_limited");
+            }
+            status
+        })
+        .collect();
+    assert!(
+        statuses.contains(&429),
+        "no request was limited: {statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 429),
+        "{statuses:?}"
+    );
+
+    // The other user's budget is untouched.
+    let auth = format!("Bearer {quiet}");
+    let (status, body) = send(
+        &server.address,
+        "GET",
+        "/v1/me/profile",
+        &[("authorization", &auth)],
+        None,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(server.stop().success());
+}

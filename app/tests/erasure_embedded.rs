@@ -1,0 +1,280 @@
+//! Account erasure end to end on the embedded store, projectors running: a user asks
+//! for deletion in the middle of a burst of their own commands; afterwards nothing of
+//! them is left in any table or index, and a full replay brings nothing back.
+
+use commands::activity::RecordWorkout;
+use commands::goals::CreateGoal;
+use commands::identity::Register;
+use commands::nutrition::MealInput;
+use commands::sleep::RecordSleep;
+use commands::{CommandError, CommandMeta};
+use events_schema::events::goals::GoalKind;
+use events_schema::ids::UserId;
+use events_schema::time::Timestamp;
+use infra::Store;
+use infra::embedded::EmbeddedStore;
+use infra::feed::embedded::EmbeddedFeed;
+use infra::table::Table;
+use projectors::pipeline::Pipeline;
+use rust_decimal::Decimal;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use vitals::http::api::Api;
+use vitals::http::auth::{Auth, Verifier};
+
+fn at(day: u32, hour: u32) -> Timestamp {
+    Timestamp::parse(&format!("2026-11-{day:02}T{hour:02}:15:00.000Z")).expect("time")
+}
+
+fn register(email: &str) -> Register {
+    Register {
+        email: email.into(),
+        password: "correct horse battery".into(),
+        display_name: "Erin".into(),
+        timezone: "UTC".into(),
+        units: Default::default(),
+    }
+}
+
+/// One command of the burst, chosen by `n`: meals, workouts, sleep, goals, connects.
+async fn command(api: &Api, meta: &CommandMeta, n: usize) -> Result<(), CommandError> {
+    let day = 1 + (n % 28) as u32;
+    match n % 5 {
+        0 | 1 => api
+            .nutrition
+            .log_meal(
+                meta,
+                MealInput {
+                    name: format!("meal {n}"),
+                    eaten_at: at(day, 12),
+                    timezone: "UTC".into(),
+                    calories: Decimal::from(400 + n as i64),
+                    protein_g: Decimal::from(20),
+                    carbs_g: Decimal::from(50),
+                    fat_g: Decimal::from(10),
+                },
+            )
+            .await
+            .map(|_| ()),
+        2 => api
+            .activity
+            .record_workout(
+                meta,
+                RecordWorkout {
+                    sport: "run".into(),
+                    started_at: at(day, 7),
+                    timezone: "UTC".into(),
+                    duration_s: 1800,
+                    distance_m: Some(5000),
+                    calories: Some(300),
+                },
+            )
+            .await
+            .map(|_| ()),
+        3 => api
+            .sleep
+            .record_sleep(
+                meta,
+                RecordSleep {
+                    start: at(day, 0),
+                    end: at(day, 7),
+                    timezone: "UTC".into(),
+                    score: 80,
+                    stages: Default::default(),
+                },
+            )
+            .await
+            .map(|_| ()),
+        _ if n % 10 == 4 => api
+            .goals
+            .create_goal(
+                meta,
+                CreateGoal {
+                    kind: GoalKind::WeeklyWorkoutCount,
+                    target: Decimal::from(3),
+                    title: format!("goal {n}"),
+                },
+            )
+            .await
+            .map(|_| ()),
+        _ => api
+            .integrations
+            .start_connect(meta, "sandbox")
+            .await
+            .map(|_| ()),
+    }
+}
+
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn deletion_mid_burst_leaves_nothing_even_after_a_replay() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let embedded = Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
+    let store: Arc<dyn Store> = embedded.clone();
+    let pipeline = Pipeline::start(
+        store.clone(),
+        Arc::new(EmbeddedFeed::new(embedded.clone())),
+        projectors::registry::all(store.clone()),
+    );
+    let api = Arc::new(Api::new(
+        store.clone(),
+        Auth::new(b"secret", Verifier::Local, 1000),
+        "hook",
+    ));
+
+    let bystander_meta = CommandMeta::new(UserId::generate());
+    let bystander = api
+        .identity
+        .register(&bystander_meta, register("stays@example.com"))
+        .await
+        .expect("register")
+        .value;
+    let user = api
+        .identity
+        .register(
+            &CommandMeta::new(UserId::generate()),
+            register("leaves@example.com"),
+        )
+        .await
+        .expect("register")
+        .value;
+    let meta = CommandMeta::new(user.clone());
+    let bystander_meta = CommandMeta::new(bystander.clone());
+    for n in 0..20 {
+        command(&api, &bystander_meta, n)
+            .await
+            .expect("bystander command");
+    }
+
+    // The burst: the user's commands keep coming, before, during and after the request.
+    let stop = Arc::new(AtomicBool::new(false));
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let refused = Arc::new(AtomicUsize::new(0));
+    let burst = {
+        let (api, meta, stop, accepted, refused) = (
+            api.clone(),
+            meta.clone(),
+            stop.clone(),
+            accepted.clone(),
+            refused.clone(),
+        );
+        tokio::spawn(async move {
+            let mut n = 0;
+            while !stop.load(Ordering::SeqCst) {
+                match command(&api, &meta, n).await {
+                    Ok(()) => accepted.fetch_add(1, Ordering::SeqCst),
+                    Err(CommandError::AccountDeleted) => refused.fetch_add(1, Ordering::SeqCst),
+                    Err(other) => panic!("command {n} failed: {other}"),
+                };
+                n += 1;
+            }
+        })
+    };
+    eventually("the burst to get going", || async {
+        accepted.load(Ordering::SeqCst) >= 40
+    })
+    .await;
+    api.identity
+        .request_deletion(&meta)
+        .await
+        .expect("deletion requested");
+    assert!(
+        matches!(
+            api.identity
+                .login("leaves@example.com", "correct horse battery")
+                .await,
+            Err(CommandError::AccountDeleted)
+        ),
+        "login is refused while the deletion runs"
+    );
+    // Keep the burst going until every context refuses the user.
+    eventually("every context to refuse the user", || async {
+        refused.load(Ordering::SeqCst) >= 30
+    })
+    .await;
+    stop.store(true, Ordering::SeqCst);
+    burst.await.expect("burst task");
+
+    let identity = Table::new(store.clone());
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !projectors::erasure::is_complete(&identity, &user)
+        .await
+        .expect("tombstone")
+    {
+        if Instant::now() > deadline {
+            let key = commands::idempotency::erasure_key(&user);
+            for table in events_schema::Context::ALL {
+                let tombstone = store.get(table, &key, true).await.expect("read");
+                eprintln!("{table}: {tombstone:?}");
+            }
+            eprintln!("{:#?}", pipeline.stats().await.expect("stats"));
+            panic!("timed out waiting for the erasure to complete");
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    eventually("the projectors to catch up", || async {
+        pipeline.caught_up().await.expect("lag")
+    })
+    .await;
+
+    let left = vitals::residue::find(&*store, &user)
+        .await
+        .expect("residue");
+    assert!(left.is_empty(), "left of the user: {left:#?}");
+    let kept = vitals::residue::find(&*store, &bystander)
+        .await
+        .expect("residue");
+    assert!(
+        kept.len() > 20,
+        "the bystander's data is untouched ({} items)",
+        kept.len()
+    );
+
+    // A full replay of every projection, live workers still running, brings nothing back.
+    let replayed = projectors::replay::replay(
+        store.clone(),
+        &projectors::registry::projections(store.clone()),
+        None,
+        &projectors::replay::Quiet,
+    )
+    .await
+    .expect("replay");
+    assert!(
+        replayed.events > 20,
+        "the replay read the bystander's events"
+    );
+    let left = vitals::residue::find(&*store, &user)
+        .await
+        .expect("residue");
+    assert!(left.is_empty(), "left after a replay: {left:#?}");
+
+    // The email is free again.
+    assert!(matches!(
+        api.identity
+            .login("leaves@example.com", "correct horse battery")
+            .await,
+        Err(CommandError::InvalidCredentials)
+    ));
+    api.identity
+        .register(
+            &CommandMeta::new(UserId::generate()),
+            register("leaves@example.com"),
+        )
+        .await
+        .expect("the email registers again");
+
+    pipeline.stop().await;
+    embedded.close();
+}

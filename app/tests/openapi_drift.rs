@@ -1,0 +1,953 @@
+//! The committed OpenAPI document (`docs/openapi.json`) is exactly what the code
+//! generates, and it describes exactly the router: every route of `http::app` is in it,
+//! every operation in it is routed, and what the handlers really answer (statuses,
+//! content types, bodies) is what it documents.
+//!
+//! After changing a handler or a route, regenerate the document with
+//! `VITALS_WRITE_OPENAPI=1 cargo test -p vitals --test openapi_drift`.
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tower::ServiceExt as _;
+use vitals::http::auth::{Auth, Verifier};
+use vitals::http::{AppState, app, openapi};
+
+const REGENERATE: &str = "VITALS_WRITE_OPENAPI=1 cargo test -p vitals --test openapi_drift";
+
+const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
+
+fn committed_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/openapi.json")
+}
+
+fn generated() -> Value {
+    serde_json::from_str(&openapi::document()).expect("the document is JSON")
+}
+
+/// (method, path) of every operation in the document.
+fn documented() -> BTreeSet<(String, String)> {
+    let document = generated();
+    let paths = document["paths"].as_object().expect("paths");
+    paths
+        .iter()
+        .flat_map(|(path, item)| {
+            let item = item.as_object().expect("path item");
+            METHODS
+                .iter()
+                .filter(|m| item.contains_key(**m))
+                .map(|m| (m.to_string(), path.clone()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// (method, path) of every route in the router's source: each `.route("<path>", ...)`
+/// call of `http::app`, and the method routers (`get(...)`, `.patch(...)`) it is given.
+fn routed_in_source() -> BTreeSet<(String, String)> {
+    let source = include_str!("../src/http/mod.rs");
+    let mut routes = BTreeSet::new();
+    for call in source.split(".route(").skip(1) {
+        let path = call
+            .split('"')
+            .nth(1)
+            .expect("a route's first argument is a string literal");
+        // The call's arguments end at the first parenthesis that closes more than opened.
+        let mut depth = 0usize;
+        let end = call
+            .char_indices()
+            .find(|&(_, c)| match c {
+                '(' => {
+                    depth += 1;
+                    false
+                }
+                ')' if depth == 0 => true,
+                ')' => {
+                    depth -= 1;
+                    false
+                }
+                _ => false,
+            })
+            .map(|(i, _)| i)
+            .expect("the call closes");
+        let arguments = &call[..end];
+        for method in METHODS {
+            let pattern = format!("{method}(");
+            let found = arguments.match_indices(&pattern).any(|(i, _)| {
+                !arguments[..i]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_')
+            });
+            if found {
+                routes.insert((method.to_owned(), path.to_owned()));
+            }
+        }
+    }
+    routes
+}
+
+fn router() -> (axum::Router, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let store: Arc<dyn infra::Store> =
+        Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("opens"));
+    let auth = Auth::new(b"test-secret", Verifier::Local, 50);
+    let api = Arc::new(vitals::http::api::Api::new(
+        store.clone(),
+        auth,
+        "webhook-secret",
+    ));
+    let state = AppState {
+        store,
+        pipeline: None,
+        api,
+    };
+    (app(state), dir)
+}
+
+/// A concrete URI for a templated path.
+fn concrete(path: &str) -> String {
+    path.replace("{id}", "01JNM7Q3W8X9Y2Z4A5B6C7D8E9")
+        .replace("{provider}", "sandbox")
+}
+
+async fn status(router: &axum::Router, method: &str, path: &str) -> (StatusCode, String) {
+    let method = Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
+    let response = router
+        .clone()
+        .oneshot(
+            Request::builder()
+                .method(method)
+                .uri(concrete(path))
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await
+        .expect("infallible");
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .expect("body");
+    (status, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[test]
+fn the_committed_document_is_what_the_code_generates() {
+    let document = openapi::document();
+    let path = committed_path();
+    if std::env::var_os("VITALS_WRITE_OPENAPI").is_some() {
+        std::fs::write(&path, &document).expect("writes docs/openapi.json");
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    let first_difference = committed
+        .lines()
+        .zip(document.lines())
+        .position(|(a, b)| a != b)
+        .unwrap_or(committed.lines().count().min(document.lines().count()));
+    assert!(
+        committed == document,
+        "docs/openapi.json is not what the code generates (first difference at line {}); \
+         regenerate it with `{REGENERATE}` and commit the result",
+        first_difference + 1
+    );
+}
+
+#[test]
+fn the_document_has_exactly_the_routes_of_the_router() {
+    let routed = routed_in_source();
+    assert!(
+        routed.len() >= 24,
+        "reading the router's source found only {routed:?}"
+    );
+    let documented = documented();
+    let undocumented: Vec<_> = routed.difference(&documented).collect();
+    let unrouted: Vec<_> = documented.difference(&routed).collect();
+    assert!(
+        undocumented.is_empty() && unrouted.is_empty(),
+        "routes without a #[utoipa::path] in ApiDoc: {undocumented:?}; \
+         documented operations the router lacks: {unrouted:?}"
+    );
+}
+
+#[tokio::test]
+async fn every_documented_operation_is_routed_and_no_other_method_is() {
+    let (router, _dir) = router();
+    let documented = documented();
+    let paths: BTreeSet<&String> = documented.iter().map(|(_, path)| path).collect();
+    for path in paths {
+        for method in METHODS {
+            let (status, body) = status(&router, method, path).await;
+            if documented.contains(&(method.to_owned(), path.clone())) {
+                // Without a token, a body or parameters, a routed operation answers
+                // 401/400/415..., never the router's 404 or 405.
+                assert!(
+                    status != StatusCode::METHOD_NOT_ALLOWED
+                        && !(status == StatusCode::NOT_FOUND && body.contains("\"not_found\"")),
+                    "{method} {path} is documented but not routed: {status} {body}"
+                );
+            } else {
+                assert_eq!(
+                    status,
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "{method} {path} is routed but not documented"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_router_serves_the_document() {
+    let (router, _dir) = router();
+    let response = router
+        .oneshot(
+            Request::get("/openapi.json")
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await
+        .expect("infallible");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()["content-type"].to_str().ok(),
+        Some("application/json")
+    );
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .expect("body");
+    assert_eq!(bytes, openapi::document().as_bytes());
+}
+
+#[test]
+fn every_operation_under_v1_me_requires_a_bearer_token() {
+    let document = generated();
+    for (method, path) in documented() {
+        let operation = &document["paths"][&path][&method];
+        let bearer = operation["security"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(|r| r.get("bearer").is_some()));
+        let needs_token = path.starts_with("/v1/me") || path.ends_with("/connect");
+        assert_eq!(
+            bearer, needs_token,
+            "{method} {path}: bearer security is {bearer}, expected {needs_token}"
+        );
+        if needs_token {
+            assert!(
+                operation["responses"].get("401").is_some(),
+                "{method} {path} needs a token but does not document 401"
+            );
+        }
+    }
+    assert!(
+        document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer",
+        "the bearer scheme is registered"
+    );
+}
+
+/// Checks values against the document's schemas (the subset of JSON Schema it uses).
+/// Stricter than JSON Schema on purpose: an object may not carry a property its schema
+/// does not list, so an undocumented field fails too.
+struct Checker {
+    document: Value,
+}
+
+impl Checker {
+    fn resolve<'a>(&'a self, value: &'a Value) -> &'a Value {
+        match value.get("$ref").and_then(Value::as_str) {
+            Some(reference) => {
+                let pointer = reference.trim_start_matches('#');
+                self.resolve(self.document.pointer(pointer).expect("a $ref resolves"))
+            }
+            None => value,
+        }
+    }
+
+    fn check(&self, schema: &Value, value: &Value, at: &str, errors: &mut Vec<String>) {
+        let schema = self.resolve(schema);
+        if let Some(options) = schema.get("oneOf").and_then(Value::as_array) {
+            let matching = options
+                .iter()
+                .filter(|option| {
+                    let mut inner = Vec::new();
+                    self.check(option, value, at, &mut inner);
+                    inner.is_empty()
+                })
+                .count();
+            if matching != 1 {
+                errors.push(format!("{at}: {matching} of oneOf match {value}"));
+            }
+            return;
+        }
+        if let Some(types) = schema.get("type") {
+            let types: Vec<&str> = match types {
+                Value::String(t) => vec![t.as_str()],
+                Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+                _ => vec![],
+            };
+            let kind = match value {
+                Value::Null => "null",
+                Value::Bool(_) => "boolean",
+                Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+                Value::Number(_) => "number",
+                Value::String(_) => "string",
+                Value::Array(_) => "array",
+                Value::Object(_) => "object",
+            };
+            let fits = types.contains(&kind) || (kind == "integer" && types.contains(&"number"));
+            if !fits {
+                errors.push(format!("{at}: {value} is not {types:?}"));
+                return;
+            }
+        }
+        if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
+            && !allowed.contains(value)
+        {
+            errors.push(format!("{at}: {value} is not one of {allowed:?}"));
+        }
+        if let (Some(min), Some(n)) = (
+            schema.get("minimum").and_then(Value::as_f64),
+            value.as_f64(),
+        ) && n < min
+        {
+            errors.push(format!("{at}: {n} < {min}"));
+        }
+        if let (Some(format), Some(text)) =
+            (schema.get("format").and_then(Value::as_str), value.as_str())
+        {
+            let ok = match format {
+                "date-time" => events_schema::time::Timestamp::parse(text).is_ok(),
+                "date" => events_schema::time::Day::parse(text).is_ok(),
+                "decimal" => text.parse::<rust_decimal::Decimal>().is_ok(),
+                _ => true,
+            };
+            if !ok {
+                errors.push(format!("{at}: {text:?} is not a {format}"));
+            }
+        }
+        if let Some(object) = value.as_object() {
+            if let Some(required) = schema.get("required").and_then(Value::as_array) {
+                for name in required.iter().filter_map(Value::as_str) {
+                    if !object.contains_key(name) {
+                        errors.push(format!("{at}: missing required `{name}` in {value}"));
+                    }
+                }
+            }
+            if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                for (name, field) in object {
+                    match properties.get(name) {
+                        Some(property) => {
+                            self.check(property, field, &format!("{at}.{name}"), errors)
+                        }
+                        None => errors.push(format!("{at}: undocumented property `{name}`")),
+                    }
+                }
+            }
+        }
+        if let (Some(items), Some(array)) = (schema.get("items"), value.as_array()) {
+            for (i, item) in array.iter().enumerate() {
+                self.check(items, item, &format!("{at}[{i}]"), errors);
+            }
+        }
+    }
+
+    fn operation(&self, method: &str, template: &str) -> &Value {
+        let operation = &self.document["paths"][template][method];
+        assert!(
+            operation.is_object(),
+            "{method} {template} is not documented"
+        );
+        operation
+    }
+
+    /// The request body is what the operation documents.
+    fn request(&self, method: &str, template: &str, body: &Value) {
+        let schema = &self.operation(method, template)["requestBody"]["content"]["application/json"]
+            ["schema"];
+        assert!(
+            schema.is_object(),
+            "{method} {template} documents no JSON body"
+        );
+        let mut errors = Vec::new();
+        self.check(schema, body, "request", &mut errors);
+        assert!(errors.is_empty(), "{method} {template}: {errors:#?}");
+    }
+
+    /// The status is documented for the operation, and the content type and body are
+    /// the documented ones.
+    fn response(&self, method: &str, template: &str, reply: &Reply) {
+        let status = reply.status.as_u16().to_string();
+        let documented = self.resolve(&self.operation(method, template)["responses"][&status]);
+        assert!(
+            documented.is_object(),
+            "{method} {template} answered {status}, which it does not document: {}",
+            reply.text
+        );
+        let content = documented.get("content").and_then(Value::as_object);
+        let Some(content) = content else {
+            assert!(
+                reply.text.is_empty(),
+                "{method} {template} {status}: documented without a body, got {}",
+                reply.text
+            );
+            return;
+        };
+        let (media, media_type) = content.iter().next().expect("a media type");
+        assert_eq!(
+            reply.content_type.split(';').next(),
+            media.split(';').next(),
+            "{method} {template} {status}: content type"
+        );
+        if media == "application/json" {
+            let body: Value = serde_json::from_str(&reply.text).unwrap_or_else(|_| {
+                panic!("{method} {template} {status}: not JSON: {}", reply.text)
+            });
+            let mut errors = Vec::new();
+            self.check(&media_type["schema"], &body, "response", &mut errors);
+            assert!(
+                errors.is_empty(),
+                "{method} {template} {status}: {errors:#?}\n{body:#}"
+            );
+        }
+    }
+}
+
+struct Reply {
+    status: StatusCode,
+    content_type: String,
+    text: String,
+}
+
+impl Reply {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or(Value::Null)
+    }
+}
+
+/// Drives the router in-process, checking every exchange against the document.
+struct Client {
+    router: axum::Router,
+    checker: Checker,
+}
+
+struct Call<'a> {
+    method: &'a str,
+    template: &'a str,
+    uri: String,
+    token: Option<&'a str>,
+    headers: Vec<(&'a str, String)>,
+    body: Option<Vec<u8>>,
+    /// Whether the JSON body must be what the operation documents (false for requests
+    /// that are wrong on purpose).
+    check_body: bool,
+}
+
+impl<'a> Call<'a> {
+    fn new(method: &'a str, template: &'a str) -> Self {
+        Self {
+            method,
+            template,
+            uri: concrete(template),
+            token: None,
+            headers: vec![],
+            body: None,
+            check_body: true,
+        }
+    }
+
+    fn invalid(mut self) -> Self {
+        self.check_body = false;
+        self
+    }
+
+    fn uri(mut self, uri: impl Into<String>) -> Self {
+        self.uri = uri.into();
+        self
+    }
+
+    fn token(mut self, token: &'a str) -> Self {
+        self.token = Some(token);
+        self
+    }
+
+    fn header(mut self, name: &'a str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    fn json(mut self, body: Value) -> Self {
+        self.body = Some(body.to_string().into_bytes());
+        self.header("content-type", "application/json")
+    }
+
+    fn raw(mut self, body: impl Into<Vec<u8>>) -> Self {
+        self.body = Some(body.into());
+        self
+    }
+}
+
+impl Client {
+    async fn send(&self, call: Call<'_>) -> Reply {
+        if let Some(body) = &call.body
+            && call.check_body
+            && let Ok(json) = serde_json::from_slice::<Value>(body)
+        {
+            self.checker.request(call.method, call.template, &json);
+        }
+        let mut request = Request::builder()
+            .method(Method::from_bytes(call.method.to_uppercase().as_bytes()).expect("method"))
+            .uri(call.uri.as_str());
+        if let Some(token) = call.token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        for (name, value) in &call.headers {
+            request = request.header(*name, value.as_str());
+        }
+        let request = request
+            .body(Body::from(call.body.unwrap_or_default()))
+            .expect("request");
+        let response = self
+            .router
+            .clone()
+            .oneshot(request)
+            .await
+            .expect("infallible");
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        let reply = Reply {
+            status,
+            content_type,
+            text: String::from_utf8_lossy(&bytes).into_owned(),
+        };
+        self.checker.response(call.method, call.template, &reply);
+        reply
+    }
+
+    /// Retries a GET until `ok` holds (projections are asynchronous).
+    async fn eventually(
+        &self,
+        template: &str,
+        uri: &str,
+        token: &str,
+        ok: impl Fn(&Value) -> bool,
+    ) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let reply = self
+                .send(Call::new("get", template).uri(uri).token(token))
+                .await;
+            if reply.status == StatusCode::OK && ok(&reply.json()) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{uri} did not converge: {} {}",
+                reply.status,
+                reply.text
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn meal(calories: &str) -> Value {
+    serde_json::json!({"name": "Oats", "eaten_at": "2026-03-01T08:00:00.000Z", "calories": calories, "protein_g": "30", "carbs_g": "40", "fat_g": "5"})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_handlers_answer_is_what_the_document_says() {
+    use serde_json::json;
+
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let embedded = Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("opens"));
+    let store: Arc<dyn infra::Store> = embedded.clone();
+    let pipeline = Arc::new(projectors::pipeline::Pipeline::start(
+        store.clone(),
+        Arc::new(infra::feed::embedded::EmbeddedFeed::new(embedded)),
+        projectors::registry::all(store.clone()),
+    ));
+    let api = Arc::new(vitals::http::api::Api::new(
+        store.clone(),
+        Auth::new(b"test-secret", Verifier::Local, 10_000),
+        "hook-secret",
+    ));
+    let client = Client {
+        router: app(AppState {
+            store,
+            pipeline: Some(pipeline.clone()),
+            api: api.clone(),
+        }),
+        checker: Checker {
+            document: generated(),
+        },
+    };
+
+    // Operations.
+    client.send(Call::new("get", "/healthz")).await;
+    client.send(Call::new("get", "/metrics")).await;
+    client.send(Call::new("get", "/openapi.json")).await;
+
+    // Identity.
+    let register = json!({"email": "ana@example.com", "password": "correct horse battery", "display_name": "Ana", "timezone": "UTC"});
+    let reply = client
+        .send(Call::new("post", "/v1/auth/register").json(register.clone()))
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+    let token = reply.json()["token"].as_str().expect("token").to_owned();
+    let token = token.as_str();
+    let user = reply.json()["user_id"].as_str().expect("user").to_owned();
+    let taken = client
+        .send(Call::new("post", "/v1/auth/register").json(register))
+        .await;
+    assert_eq!(taken.status, StatusCode::CONFLICT);
+    let login = json!({"email": "ana@example.com", "password": "correct horse battery"});
+    let reply = client
+        .send(Call::new("post", "/v1/auth/login").json(login))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let wrong = json!({"email": "ana@example.com", "password": "wrong horse battery"});
+    let reply = client
+        .send(Call::new("post", "/v1/auth/login").json(wrong))
+        .await;
+    assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+
+    // Writes.
+    let reply = client
+        .send(
+            Call::new("post", "/v1/me/goals")
+                .token(token)
+                .json(json!({"kind": "daily_protein_grams", "target": "50", "title": "Protein"})),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+    let goal = reply.json()["goal_id"].as_str().expect("goal").to_owned();
+    let first = client
+        .send(
+            Call::new("post", "/v1/me/meals")
+                .token(token)
+                .header("idempotency-key", "meal-1")
+                .json(meal("400")),
+        )
+        .await;
+    assert_eq!(first.status, StatusCode::CREATED, "{}", first.text);
+    let retried = client
+        .send(
+            Call::new("post", "/v1/me/meals")
+                .token(token)
+                .header("idempotency-key", "meal-1")
+                .json(meal("400")),
+        )
+        .await;
+    assert_eq!(
+        (retried.status, retried.json()),
+        (first.status, first.json())
+    );
+    let reused = client
+        .send(
+            Call::new("post", "/v1/me/meals")
+                .token(token)
+                .header("idempotency-key", "meal-1")
+                .json(meal("999")),
+        )
+        .await;
+    assert_eq!(reused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let meal_id = first.json()["meal_id"].as_str().expect("meal").to_owned();
+    let reply = client
+        .send(
+            Call::new("put", "/v1/me/meals/{id}")
+                .uri(format!("/v1/me/meals/{meal_id}"))
+                .token(token)
+                .json(meal("450")),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    let second = client
+        .send(
+            Call::new("post", "/v1/me/meals")
+                .token(token)
+                .json(meal("100")),
+        )
+        .await;
+    let second = second.json()["meal_id"].as_str().expect("meal").to_owned();
+    let reply = client
+        .send(
+            Call::new("delete", "/v1/me/meals/{id}")
+                .uri(format!("/v1/me/meals/{second}"))
+                .token(token),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::NO_CONTENT, "{}", reply.text);
+    let reply = client
+        .send(Call::new("post", "/v1/me/workouts").token(token).json(
+            json!({"sport": "ride", "started_at": "2026-03-01T17:00:00.000Z", "duration_s": 3600, "distance_m": 30000}),
+        ))
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+    let reply = client
+        .send(Call::new("post", "/v1/me/sleep").token(token).json(
+            json!({"start": "2026-03-01T22:00:00.000Z", "end": "2026-03-02T06:00:00.000Z", "score": 80, "stages": {"awake_min": 10, "light_min": 250, "deep_min": 100, "rem_min": 120}}),
+        ))
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+    let meta =
+        commands::CommandMeta::new(events_schema::ids::UserId::parse(&user).expect("user id"));
+    let today = events_schema::time::Day::new(chrono::Utc::now().date_naive());
+    api.activity
+        .start_training_block(
+            &meta,
+            commands::activity::StartTrainingBlock {
+                start_day: today,
+                weeks: 4,
+                focus: "base".into(),
+            },
+        )
+        .await
+        .expect("a training block");
+
+    // A wearable.
+    let reply = client
+        .send(Call::new("post", "/v1/integrations/{provider}/connect").token(token))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    let state = reply.json()["state"].as_str().expect("state").to_owned();
+    let reply = client
+        .send(
+            Call::new("get", "/v1/integrations/{provider}/callback").uri(format!(
+                "/v1/integrations/sandbox/callback?state={state}&code=code-ana-watch"
+            )),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    let delivery = json!({"delivery_id": "d-1", "provider_user_id": "ana-watch",
+        "workouts": [{"external_id": "run-1", "sport": "run", "started_at": "2026-03-01T07:00:00.000Z", "duration_s": 2400, "distance_m": 8000, "calories": null}],
+        "sleep": []});
+    for _ in 0..2 {
+        let bytes = delivery.to_string().into_bytes();
+        let now = chrono::Utc::now().timestamp();
+        let signature = commands::integrations::sign(b"hook-secret", now, &bytes);
+        let reply = client
+            .send(
+                Call::new("post", "/v1/integrations/{provider}/webhook")
+                    .header("x-vitals-timestamp", now.to_string())
+                    .header("x-vitals-signature", signature)
+                    .header("content-type", "application/json")
+                    .raw(bytes),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::ACCEPTED, "{}", reply.text);
+    }
+    let reply = client
+        .send(
+            Call::new("post", "/v1/integrations/{provider}/webhook")
+                .header("x-vitals-timestamp", "1")
+                .header("x-vitals-signature", "00")
+                .raw(b"{}".to_vec())
+                .invalid(),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+
+    // Reads, once the projections have converged.
+    client
+        .eventually(
+            "/v1/me/dashboard",
+            "/v1/me/dashboard?date=2026-03-01",
+            token,
+            |d| {
+                let day = &d["day"];
+                day["nutrition"].is_object()
+                    && day["activity"]["workouts"] == 2
+                    && day["sleep"].is_object()
+                    && d["profile"].is_object()
+                    && d["recent_meals"].as_array().is_some_and(|m| m.len() == 1)
+                    && d["active_goals"].as_array().is_some_and(|g| g.len() == 1)
+                    && d["connections"].as_array().is_some_and(|c| c.len() == 1)
+            },
+        )
+        .await;
+    let progress = format!("/v1/me/goals/{goal}/progress");
+    client
+        .eventually("/v1/me/goals/{id}/progress", &progress, token, |p| {
+            p["progress"].as_array().is_some_and(|p| !p.is_empty())
+        })
+        .await;
+    client
+        .eventually("/v1/me/profile", "/v1/me/profile", token, |p| {
+            p["email"] == "ana@example.com"
+        })
+        .await;
+    for (template, uri) in [
+        ("/v1/me/workouts/latest", "/v1/me/workouts/latest"),
+        (
+            "/v1/me/training-block/current",
+            "/v1/me/training-block/current",
+        ),
+        (
+            "/v1/me/nutrition/daily",
+            "/v1/me/nutrition/daily?from=2026-03-01&to=2026-03-07",
+        ),
+        ("/v1/me/goals", "/v1/me/goals?status=active"),
+    ] {
+        let reply = client
+            .send(Call::new("get", template).uri(uri).token(token))
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{uri}: {}", reply.text);
+    }
+    let reply = client
+        .send(
+            Call::new("patch", "/v1/me/profile")
+                .token(token)
+                .json(json!({"display_name": "Ana B.", "units": "imperial"})),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    let reply = client
+        .send(
+            Call::new("patch", "/v1/me/goals/{id}")
+                .uri(format!("/v1/me/goals/{goal}"))
+                .token(token)
+                .json(json!({"status": "completed"})),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    let reply = client
+        .send(
+            Call::new("patch", "/v1/me/goals/{id}")
+                .uri(format!("/v1/me/goals/{goal}"))
+                .token(token)
+                .json(json!({"status": "active"})),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::CONFLICT, "{}", reply.text);
+
+    // Errors, each with its documented status and shape.
+    for (method, template, call) in [
+        ("get", "/v1/me/profile", Call::new("get", "/v1/me/profile")),
+        (
+            "get",
+            "/v1/me/profile",
+            Call::new("get", "/v1/me/profile").token("forged"),
+        ),
+        (
+            "post",
+            "/v1/me/meals",
+            Call::new("post", "/v1/me/meals")
+                .token(token)
+                .header("content-type", "application/json")
+                .raw(b"{not json".to_vec()),
+        ),
+        (
+            "post",
+            "/v1/me/meals",
+            Call::new("post", "/v1/me/meals")
+                .token(token)
+                .raw(meal("1").to_string().into_bytes()),
+        ),
+        (
+            "post",
+            "/v1/me/meals",
+            Call::new("post", "/v1/me/meals")
+                .token(token)
+                .invalid()
+                .json(json!({"name": "x".repeat(100_000)})),
+        ),
+        (
+            "post",
+            "/v1/me/meals",
+            Call::new("post", "/v1/me/meals")
+                .token(token)
+                .invalid()
+                .json(json!({"name": "Oats"})),
+        ),
+        (
+            "post",
+            "/v1/me/meals",
+            Call::new("post", "/v1/me/meals")
+                .token(token)
+                .json(meal("-5")),
+        ),
+        (
+            "delete",
+            "/v1/me/meals/{id}",
+            Call::new("delete", "/v1/me/meals/{id}")
+                .token(token)
+                .header("idempotency-key", "has#hash"),
+        ),
+        (
+            "get",
+            "/v1/me/nutrition/daily",
+            Call::new("get", "/v1/me/nutrition/daily")
+                .uri("/v1/me/nutrition/daily?from=2026-03-01")
+                .token(token),
+        ),
+        (
+            "get",
+            "/v1/me/nutrition/daily",
+            Call::new("get", "/v1/me/nutrition/daily")
+                .uri("/v1/me/nutrition/daily?from=2026-03-01&to=2026-05-01")
+                .token(token),
+        ),
+        (
+            "get",
+            "/v1/me/dashboard",
+            Call::new("get", "/v1/me/dashboard")
+                .uri("/v1/me/dashboard?date=March")
+                .token(token),
+        ),
+        (
+            "get",
+            "/v1/me/goals",
+            Call::new("get", "/v1/me/goals")
+                .uri("/v1/me/goals?status=paused")
+                .token(token),
+        ),
+        (
+            "get",
+            "/v1/me/goals/{id}/progress",
+            Call::new("get", "/v1/me/goals/{id}/progress").token(token),
+        ),
+        (
+            "post",
+            "/v1/integrations/{provider}/connect",
+            Call::new("post", "/v1/integrations/{provider}/connect")
+                .uri("/v1/integrations/nope/connect")
+                .token(token),
+        ),
+        (
+            "get",
+            "/v1/integrations/{provider}/callback",
+            Call::new("get", "/v1/integrations/{provider}/callback")
+                .uri("/v1/integrations/sandbox/callback?state=unknown&code=code-x"),
+        ),
+        (
+            "post",
+            "/v1/integrations/{provider}/webhook",
+            Call::new("post", "/v1/integrations/{provider}/webhook").raw(vec![b' '; 70 * 1024]),
+        ),
+    ] {
+        let reply = client.send(call).await;
+        assert!(
+            reply.status.is_client_error(),
+            "{method} {template}: {} {}",
+            reply.status,
+            reply.text
+        );
+    }
+
+    let reply = client
+        .send(Call::new("delete", "/v1/me").token(token))
+        .await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED, "{}", reply.text);
+    pipeline.stop().await;
+}

@@ -1,0 +1,321 @@
+//! Rebuilding read models from the outbox: every `EVT#` item of a subscription's
+//! source table, in key order (per user: event-id order, which is time order), applied
+//! through the same projector code as live. Projections are version-guarded, so a
+//! replay running next to the live workers converges with them, and applying an event
+//! twice changes nothing.
+//!
+//! Sources are replayed in dependency order (integrations first: the wearable
+//! projections publish activity and sleep events; goals last: its projections publish
+//! `GoalProgressed`), so events produced while replaying are replayed too. The scan
+//! position of each source is checkpointed after every page (`REPLAY#<subscription>` in
+//! each target table), so an interrupted replay resumes where it stopped; a finished
+//! one removes its checkpoints.
+
+use crate::projector::{ProjectionError, Projector};
+use events_schema::Context;
+use events_schema::envelope::{EventEnvelope, OUTBOX_ATTR};
+use events_schema::ids::UserId;
+use events_schema::keys::{PartitionKey, prefix};
+use infra::store::{Cursor, Item, Key, Page, Query, Scan, SortKeyCondition};
+use infra::{Store, StoreError};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tokio::task::JoinSet;
+
+/// The order sources are replayed in (see the module docs).
+const SOURCE_ORDER: [Context; 9] = [
+    Context::Integrations,
+    Context::Identity,
+    Context::Nutrition,
+    Context::Activity,
+    Context::Sleep,
+    Context::Environment,
+    Context::Insights,
+    Context::Goals,
+    Context::Dashboard,
+];
+
+/// Items read per page.
+const PAGE: usize = 500;
+
+/// What a replay reports as it goes.
+pub trait Progress: Send + Sync {
+    /// The number of events it is about to replay (counted first).
+    fn total(&self, events: u64);
+    /// `events` more were applied.
+    fn advance(&self, events: u64);
+}
+
+/// No reporting.
+pub struct Quiet;
+
+impl Progress for Quiet {
+    fn total(&self, _: u64) {}
+    fn advance(&self, _: u64) {}
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Replayed {
+    /// Events read from the sources.
+    pub events: u64,
+    /// Event applications (an event with n subscriptions counts n times).
+    pub applications: u64,
+    /// Events a projector refused (decode or validation); live would dead-letter them.
+    pub rejected: u64,
+}
+
+/// Replays `subscriptions` (from `registry::projections`), for one user or everyone.
+pub async fn replay(
+    store: Arc<dyn Store>,
+    subscriptions: &[Arc<dyn Projector>],
+    user: Option<&UserId>,
+    progress: &dyn Progress,
+) -> Result<Replayed, StoreError> {
+    let groups: Vec<(Context, Vec<Arc<dyn Projector>>)> = SOURCE_ORDER
+        .iter()
+        .map(|source| {
+            let group: Vec<_> = subscriptions
+                .iter()
+                .filter(|s| s.source() == *source)
+                .cloned()
+                .collect();
+            (*source, group)
+        })
+        .filter(|(_, group)| !group.is_empty())
+        .collect();
+    let mut total = 0;
+    for (source, _) in &groups {
+        total += count_events(&*store, *source, user).await?;
+    }
+    progress.total(total);
+
+    let mut replayed = Replayed::default();
+    for (source, group) in &groups {
+        let run = Run {
+            store: store.clone(),
+            source: *source,
+            group: group.clone(),
+            user: user.cloned(),
+        };
+        let checkpoint = run.checkpoint().await?;
+        if checkpoint.as_ref().is_some_and(|c| c.done) {
+            continue;
+        }
+        let mut cursor = checkpoint.and_then(|c| c.cursor);
+        loop {
+            let page = run.page(cursor.clone()).await?;
+            let events = outbox_events(&page.items);
+            let applied = run.apply(&events).await?;
+            replayed.events += events.len() as u64;
+            replayed.applications += applied.applications;
+            replayed.rejected += applied.rejected;
+            progress.advance(events.len() as u64);
+            cursor = page.cursor;
+            run.save_checkpoint(cursor.as_ref(), cursor.is_none())
+                .await?;
+            if cursor.is_none() {
+                break;
+            }
+        }
+    }
+    // Finished: the next replay starts from the beginning.
+    for (source, group) in &groups {
+        Run {
+            store: store.clone(),
+            source: *source,
+            group: group.clone(),
+            user: user.cloned(),
+        }
+        .clear_checkpoint()
+        .await?;
+    }
+    Ok(replayed)
+}
+
+/// How many outbox events a replay of `source` reads.
+async fn count_events(
+    store: &dyn Store,
+    source: Context,
+    user: Option<&UserId>,
+) -> Result<u64, StoreError> {
+    let mut count = 0;
+    let mut cursor = None;
+    loop {
+        let page = read_page(store, source, user, cursor).await?;
+        count += page.items.iter().filter(|i| is_outbox(i)).count() as u64;
+        match page.cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(count),
+        }
+    }
+}
+
+async fn read_page(
+    store: &dyn Store,
+    source: Context,
+    user: Option<&UserId>,
+    cursor: Option<Cursor>,
+) -> Result<Page, StoreError> {
+    match user {
+        Some(user) => {
+            let query = Query::partition(PartitionKey::User(user.clone()).to_string())
+                .sort_key(SortKeyCondition::BeginsWith(prefix::EVENT.to_owned()))
+                .limit(PAGE)
+                .consistent()
+                .after(cursor);
+            store.query(source, &query).await
+        }
+        None => {
+            let scan = Scan {
+                index: None,
+                limit: Some(PAGE),
+                cursor,
+            };
+            store.scan(source, &scan).await
+        }
+    }
+}
+
+fn is_outbox(item: &Item) -> bool {
+    item.get("sk")
+        .and_then(Value::as_str)
+        .is_some_and(|sk| sk.starts_with(prefix::EVENT))
+        && item.contains_key(OUTBOX_ATTR)
+}
+
+/// The events of a page's outbox items, grouped by partition (user), in key order.
+fn outbox_events(items: &[Item]) -> Vec<(String, EventEnvelope)> {
+    items
+        .iter()
+        .filter(|i| is_outbox(i))
+        .filter_map(|item| {
+            let pk = item.get("pk")?.as_str()?.to_owned();
+            let event = serde_json::from_value(item.get(OUTBOX_ATTR)?.clone()).ok()?;
+            Some((pk, event))
+        })
+        .collect()
+}
+
+struct Checkpoint {
+    cursor: Option<Cursor>,
+    done: bool,
+}
+
+#[derive(Default)]
+struct Applied {
+    applications: u64,
+    rejected: u64,
+}
+
+/// The replay of one source for its subscriptions.
+struct Run {
+    store: Arc<dyn Store>,
+    source: Context,
+    group: Vec<Arc<dyn Projector>>,
+    user: Option<UserId>,
+}
+
+impl Run {
+    async fn page(&self, cursor: Option<Cursor>) -> Result<Page, StoreError> {
+        read_page(&*self.store, self.source, self.user.as_ref(), cursor).await
+    }
+
+    /// Applies a page's events: partitions (users) concurrently, each user's events in
+    /// order, every subscription of the source in turn.
+    async fn apply(&self, events: &[(String, EventEnvelope)]) -> Result<Applied, StoreError> {
+        let mut by_partition: BTreeMap<&str, Vec<EventEnvelope>> = BTreeMap::new();
+        for (pk, event) in events {
+            by_partition.entry(pk).or_default().push(event.clone());
+        }
+        let mut tasks = JoinSet::new();
+        for (_, events) in by_partition {
+            let group = self.group.clone();
+            tasks.spawn(async move {
+                let mut applied = Applied::default();
+                for event in &events {
+                    for subscription in &group {
+                        match apply_with_retries(&**subscription, event).await {
+                            Ok(()) => applied.applications += 1,
+                            Err(ProjectionError::Store(e)) => return Err(e),
+                            Err(error) => {
+                                tracing::warn!(subscription = subscription.name(), event = %event.event_id, %error, "replay: event refused");
+                                applied.rejected += 1;
+                            }
+                        }
+                    }
+                }
+                Ok::<Applied, StoreError>(applied)
+            });
+        }
+        let mut total = Applied::default();
+        while let Some(done) = tasks.join_next().await {
+            let applied =
+                done.map_err(|e| StoreError::Backend(format!("replay task failed: {e}")))??;
+            total.applications += applied.applications;
+            total.rejected += applied.rejected;
+        }
+        Ok(total)
+    }
+
+    fn checkpoint_key(subscription: &dyn Projector, user: Option<&UserId>) -> Key {
+        // A user's replay is named by the digest of their id, so a checkpoint left by an
+        // interrupted replay holds no user id.
+        let scope = user.map_or_else(
+            || "all".to_owned(),
+            |u| format!("user-{}", events_schema::keys::ErasureDigest::of(u)),
+        );
+        Key::new(format!("REPLAY#{}", subscription.name()), scope)
+    }
+
+    async fn checkpoint(&self) -> Result<Option<Checkpoint>, StoreError> {
+        let Some(first) = self.group.first() else {
+            return Ok(None);
+        };
+        let key = Self::checkpoint_key(&**first, self.user.as_ref());
+        let item = self.store.get(first.target(), &key, true).await?;
+        Ok(item.map(|item| Checkpoint {
+            cursor: item
+                .get("cursor")
+                .and_then(Value::as_str)
+                .map(Cursor::from_text),
+            done: item.get("done").and_then(Value::as_bool).unwrap_or(false),
+        }))
+    }
+
+    async fn save_checkpoint(&self, cursor: Option<&Cursor>, done: bool) -> Result<(), StoreError> {
+        for subscription in &self.group {
+            let mut item = Self::checkpoint_key(&**subscription, self.user.as_ref()).to_item();
+            item.insert("cursor".into(), json!(cursor.map(Cursor::as_str)));
+            item.insert("done".into(), json!(done));
+            self.store.put(subscription.target(), item, None).await?;
+        }
+        Ok(())
+    }
+
+    async fn clear_checkpoint(&self) -> Result<(), StoreError> {
+        for subscription in &self.group {
+            let key = Self::checkpoint_key(&**subscription, self.user.as_ref());
+            self.store.delete(subscription.target(), &key, None).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Applies with a few retries on storage errors (throttling, contention), as live does.
+async fn apply_with_retries(
+    subscription: &dyn Projector,
+    event: &EventEnvelope,
+) -> Result<(), ProjectionError> {
+    let mut backoff = std::time::Duration::from_millis(20);
+    for attempt in 1.. {
+        match subscription.apply(event).await {
+            Err(ProjectionError::Store(_)) if attempt < 5 => {
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
+            }
+            other => return other,
+        }
+    }
+    Ok(())
+}
