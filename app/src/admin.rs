@@ -92,13 +92,28 @@ pub async fn replay(
     Ok(replayed)
 }
 
+/// What `vitals admin residue` found: the remnants, and the erasure's status in
+/// identity's tombstone (None when no erasure was ever requested for this id).
+pub struct Residue {
+    pub remnants: Vec<crate::residue::Remnant>,
+    pub erasure: Option<String>,
+}
+
 /// `vitals admin residue`: everything left of a user.
-pub async fn residue(args: &StoreArgs, user: &str) -> anyhow::Result<Vec<crate::residue::Remnant>> {
+pub async fn residue(args: &StoreArgs, user: &str) -> anyhow::Result<Residue> {
     let user = events_schema::ids::UserId::parse(user).context("not a user id")?;
     let storage = storage::open(args).await?;
     let remnants = crate::residue::find(&*storage.store, &user).await?;
+    let identity = Table::<infra::table::contexts::Identity>::new(storage.store.clone());
+    let erasure = commands::erasure::tombstone(&identity, &user)
+        .await?
+        .and_then(|t| {
+            t.get(commands::erasure::STATUS)
+                .and_then(|s| s.as_str())
+                .map(str::to_owned)
+        });
     if let Some(embedded) = &storage.embedded {
         embedded.close();
     }
-    Ok(remnants)
+    Ok(Residue { remnants, erasure })
 }

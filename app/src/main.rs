@@ -62,15 +62,19 @@ async fn main() -> anyhow::Result<()> {
         Command::Admin {
             command: AdminCommand::Residue { user, store },
         } => {
-            let remnants = vitals::admin::residue(&store, &user).await?;
-            for remnant in &remnants {
+            let residue = vitals::admin::residue(&store, &user).await?;
+            for remnant in &residue.remnants {
                 println!("{remnant}");
             }
-            if remnants.is_empty() {
+            match &residue.erasure {
+                Some(status) => println!("erasure of {user}: {status}"),
+                None => println!("no erasure is recorded for {user} (is it the right id?)"),
+            }
+            if residue.remnants.is_empty() {
                 println!("nothing left of {user}");
                 Ok(())
             } else {
-                println!("{} items left of {user}", remnants.len());
+                println!("{} items left of {user}", residue.remnants.len());
                 std::process::exit(1);
             }
         }

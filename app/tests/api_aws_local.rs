@@ -3,7 +3,10 @@
 //! `vitals bootstrap --kinesis --dlq-queues`, then `vitals work` (the projectors, on
 //! Kinesis) and `vitals serve --backend dynamodb` as child processes; then the mobile
 //! app's core flow: register, log two meals (one retried with its Idempotency-Key), see
-//! the dashboard converge, and another user gets 404 for the first user's meal.
+//! the dashboard converge, and another user gets 404 for the first user's meal. Then the
+//! first user deletes her account: login is refused at once, her email registers again
+//! once every context has drained her, `vitals admin residue` finds nothing of her (and
+//! the other user's data still there), and `vitals replay all` brings nothing back.
 //! With `VITALS_TEST_FORWARDING=bridge` (moto) `vitals work --bridge` forwards the table
 //! streams to Kinesis, as in `work_aws_local.rs`.
 
@@ -30,6 +33,7 @@ fn endpoint() -> String {
 struct Client {
     address: String,
     token: Option<String>,
+    user_id: String,
 }
 
 impl Client {
@@ -69,17 +73,51 @@ impl Client {
     }
 }
 
-fn register(address: &str, email: &str) -> Client {
-    let client = Client {
+fn anonymous(address: &str) -> Client {
+    Client {
         address: address.to_owned(),
         token: None,
-    };
-    let body = json!({"email": email, "password": "correct horse battery", "display_name": "Ana", "timezone": "UTC"});
-    let (status, reply) = client.call("POST", "/v1/auth/register", Some(body), &[]);
-    assert_eq!(status, 201, "{reply}");
+        user_id: String::new(),
+    }
+}
+
+fn registration(email: &str) -> Value {
+    json!({"email": email, "password": "correct horse battery", "display_name": "Ana", "timezone": "UTC"})
+}
+
+fn signed_in(address: &str, reply: &Value) -> Client {
     Client {
+        address: address.to_owned(),
         token: reply["token"].as_str().map(str::to_owned),
-        ..client
+        user_id: reply["user_id"].as_str().expect("user id").to_owned(),
+    }
+}
+
+fn register(address: &str, email: &str) -> Client {
+    let (status, reply) =
+        anonymous(address).call("POST", "/v1/auth/register", Some(registration(email)), &[]);
+    assert_eq!(status, 201, "{reply}");
+    signed_in(address, &reply)
+}
+
+/// Registers `email` as soon as it is free: 409 `email_taken` until the erasure of its
+/// previous holder is complete.
+fn register_once_free(address: &str, email: &str) -> Client {
+    let deadline = Instant::now() + CONVERGE_WITHIN;
+    loop {
+        let (status, reply) =
+            anonymous(address).call("POST", "/v1/auth/register", Some(registration(email)), &[]);
+        if status == 201 {
+            return signed_in(address, &reply);
+        }
+        assert_eq!(status, 409, "{reply}");
+        assert_eq!(reply["error"]["code"], "email_taken", "{reply}");
+        assert!(
+            Instant::now() < deadline,
+            "{email} was not free again within {CONVERGE_WITHIN:?}"
+        );
+        // Nothing to wait on over HTTP: ask again shortly.
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
@@ -185,9 +223,104 @@ fn the_mobile_app_flow_converges_through_kinesis_and_other_users_see_nothing() {
     let (status, bobs) = bob.call("GET", "/v1/me/dashboard?date=2026-03-01", None, &[]);
     assert_eq!(status, 200, "{bobs}");
     assert_eq!(bobs["recent_meals"], json!([]), "{bobs}");
+    let (status, logged) = bob.call(
+        "POST",
+        "/v1/me/meals",
+        Some(meal(300)),
+        &[("Idempotency-Key", "bob-1")],
+    );
+    assert_eq!(status, 201, "{logged}");
+
+    // Ana deletes her account; login is refused from the moment it is accepted.
+    let (status, reply) = ana.call("DELETE", "/v1/me", None, &[]);
+    assert_eq!(status, 202, "{reply}");
+    let login = json!({"email": "ana@example.com", "password": "correct horse battery"});
+    let (status, reply) = anonymous(&address).call("POST", "/v1/auth/login", Some(login), &[]);
+    assert_eq!(status, 401, "{reply}");
+    assert_eq!(reply["error"]["code"], "account_deleted", "{reply}");
+    // Her email is released only when every context has drained her data.
+    let newcomer = register_once_free(&address, "ana@example.com");
+    assert_ne!(newcomer.user_id, ana.user_id, "a new account, not Ana's");
+
+    let store: Vec<&str> = ["--backend", "dynamodb"]
+        .iter()
+        .chain(&aws)
+        .copied()
+        .collect();
+    // The email is released just before identity's own partition is drained, so allow
+    // that last step a moment.
+    let nothing = residue_eventually(&ana.user_id, &store);
+    assert!(
+        nothing.contains(&format!("nothing left of {}", ana.user_id)),
+        "{nothing}"
+    );
+    let (code, kept) = residue(&bob.user_id, &store);
+    assert_eq!(code, Some(1), "Bob's data is all there: {kept}");
+    assert!(
+        kept.contains(&format!("USER#{}", bob.user_id)) && kept.contains("items left of"),
+        "{kept}"
+    );
+
+    // A full replay, workers still running, rebuilds Bob's read models and brings
+    // nothing of Ana back.
+    let replay = Command::new(env!("CARGO_BIN_EXE_vitals"))
+        .args(["replay", "all"])
+        .args(&store)
+        .output()
+        .expect("vitals replay runs");
+    let replayed = String::from_utf8_lossy(&replay.stdout);
+    assert!(
+        replay.status.success(),
+        "replay failed: {replayed}{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    assert!(replayed.contains("replayed "), "{replayed}");
+    assert!(!replayed.contains("replayed 0 events"), "{replayed}");
+    let (code, left) = residue(&ana.user_id, &store);
+    assert_eq!(code, Some(0), "left of Ana after a replay: {left}");
+    let bobs = bob.eventually("/v1/me/dashboard?date=2026-03-01", |d| {
+        d["recent_meals"].as_array().is_some_and(|m| m.len() == 1)
+    });
+    assert_eq!(
+        bobs["day"]["nutrition"]["totals"]["calories"], "300",
+        "{bobs}"
+    );
 
     assert!(server.stop().success(), "vitals serve exits cleanly");
     stop(&mut worker);
+}
+
+/// `vitals admin residue <user> <store>`: its exit code and stdout.
+fn residue(user: &str, store: &[&str]) -> (Option<i32>, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_vitals"))
+        .args(["admin", "residue", user])
+        .args(store)
+        .output()
+        .expect("vitals admin residue runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+/// Runs `vitals admin residue` until it finds nothing (exit 0), with a deadline.
+fn residue_eventually(user: &str, store: &[&str]) -> String {
+    let deadline = Instant::now() + CONVERGE_WITHIN;
+    loop {
+        let (code, stdout) = residue(user, store);
+        if code == Some(0) {
+            return stdout;
+        }
+        assert_eq!(code, Some(1), "residue failed: {stdout}");
+        assert!(
+            Instant::now() < deadline,
+            "still left of {user} after its email was released: {stdout}"
+        );
+        eprintln!("residue of {user} not empty yet: {stdout}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// A running `vitals work`, killed if the test fails before stopping it.

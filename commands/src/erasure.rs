@@ -9,7 +9,7 @@ use events_schema::ids::{OAuthState, ProviderName, ProviderUserId, UserId};
 use events_schema::keys::{PartitionKey, SortKey, prefix};
 use events_schema::time::Timestamp;
 use infra::store::{Condition, Item, Key, Query, SortKeyCondition, StoreError, Update};
-use infra::table::{ContextTable, Table};
+use infra::table::{Action, ContextTable, Table, contexts};
 use serde_json::{Value, json};
 
 /// Tombstone attribute: `erasing` until the context's partition is drained, then
@@ -47,7 +47,7 @@ pub async fn tombstone<C: ContextTable>(
 pub async fn erase<C: ContextTable>(table: &Table<C>, user: &UserId) -> Result<u64, StoreError> {
     let pk = PartitionKey::User(user.clone()).to_string();
     let mut deleted = 0;
-    for key in owned_elsewhere(table, &pk, user).await? {
+    for key in owned_elsewhere(table, &pk).await? {
         if table.delete(&key, None).await?.is_some() {
             deleted += 1;
         }
@@ -61,65 +61,43 @@ pub async fn erase<C: ContextTable>(table: &Table<C>, user: &UserId) -> Result<u
     }
 }
 
-/// Items outside `USER#<id>` that hold the user: identity's email reservation, the
-/// integrations context's provider-user pointers and pending OAuth states. Read from
+/// Items outside `USER#<id>` that hold the user: the integrations context's
+/// provider-user pointers and pending OAuth states (identity's are handled by
+/// [`finish_identity`]). Read from
 /// the partition, so this runs before the drain (and finds nothing once it is done).
 async fn owned_elsewhere<C: ContextTable>(
     table: &Table<C>,
     pk: &str,
-    user: &UserId,
 ) -> Result<Vec<Key>, StoreError> {
     let mut keys = Vec::new();
-    match C::CONTEXT {
-        Context::Identity => {
-            let profile = table
-                .get(&Key::new(pk, SortKey::Profile.to_string()), true)
-                .await?;
-            if let Some(email) = profile
-                .as_ref()
-                .and_then(|p| p.get("email"))
-                .and_then(Value::as_str)
-            {
-                let reservation = Key::new(
-                    PartitionKey::Email(email.to_owned()).to_string(),
-                    SortKey::Email.to_string(),
-                );
-                // Only if it is still this user's: the email may belong to someone else.
-                let holder = table.get(&reservation, true).await?;
-                if holder.and_then(|h| h.get("user_id").cloned()) == Some(json!(user)) {
-                    keys.push(reservation);
-                }
-            }
+    if C::CONTEXT != Context::Integrations {
+        return Ok(keys);
+    }
+    for item in partition(table, pk, "CONNECTION#").await? {
+        let provider = item
+            .get("provider")
+            .and_then(Value::as_str)
+            .and_then(|p| ProviderName::parse(p).ok());
+        let provider_user = item
+            .get("provider_user_id")
+            .and_then(Value::as_str)
+            .and_then(|p| ProviderUserId::parse(p).ok());
+        if let (Some(provider), Some(provider_user)) = (provider, provider_user) {
+            keys.push(Key::new(
+                PartitionKey::ProviderUser(provider, provider_user).to_string(),
+                SortKey::ProviderUser.to_string(),
+            ));
         }
-        Context::Integrations => {
-            for item in partition(table, pk, "CONNECTION#").await? {
-                let provider = item
-                    .get("provider")
-                    .and_then(Value::as_str)
-                    .and_then(|p| ProviderName::parse(p).ok());
-                let provider_user = item
-                    .get("provider_user_id")
-                    .and_then(Value::as_str)
-                    .and_then(|p| ProviderUserId::parse(p).ok());
-                if let (Some(provider), Some(provider_user)) = (provider, provider_user) {
-                    keys.push(Key::new(
-                        PartitionKey::ProviderUser(provider, provider_user).to_string(),
-                        SortKey::ProviderUser.to_string(),
-                    ));
-                }
-            }
-            for item in partition(table, pk, prefix::OAUTH_STATE).await? {
-                let state = item
-                    .get("sk")
-                    .and_then(Value::as_str)
-                    .and_then(|sk| sk.strip_prefix(prefix::OAUTH_STATE))
-                    .and_then(|s| OAuthState::parse(s).ok());
-                if let Some(state) = state {
-                    keys.push(crate::integrations::oauth::state_key(&state));
-                }
-            }
+    }
+    for item in partition(table, pk, prefix::OAUTH_STATE).await? {
+        let state = item
+            .get("sk")
+            .and_then(Value::as_str)
+            .and_then(|sk| sk.strip_prefix(prefix::OAUTH_STATE))
+            .and_then(|s| OAuthState::parse(s).ok());
+        if let Some(state) = state {
+            keys.push(crate::integrations::oauth::state_key(&state));
         }
-        _ => {}
     }
     Ok(keys)
 }
@@ -132,10 +110,10 @@ async fn partition<C: ContextTable>(
     let mut items = Vec::new();
     let mut cursor = None;
     loop {
-        let query = Query::partition(pk)
-            .sort_key(SortKeyCondition::BeginsWith(sk_prefix.to_owned()))
-            .consistent()
-            .after(cursor);
+        let mut query = Query::partition(pk).consistent().after(cursor);
+        if !sk_prefix.is_empty() {
+            query = query.sort_key(SortKeyCondition::BeginsWith(sk_prefix.to_owned()));
+        }
         let page = table.query(&query).await?;
         items.extend(page.items);
         match page.cursor {
@@ -155,4 +133,65 @@ pub async fn mark<C: ContextTable>(
     table
         .update(&erasure_key(user), update, Some(Condition::ItemExists))
         .await
+}
+
+/// Identity's part, once every other context is drained: the registration's request
+/// records (kept under the email's partition), every item of the user's partition but
+/// the profile, and then in one transaction the profile, the email reservation and the
+/// tombstone's `complete`. The email becomes free exactly when the erasure is complete,
+/// and until then the profile (which names the email) survives any interruption.
+pub async fn finish_identity(
+    table: &Table<contexts::Identity>,
+    user: &UserId,
+) -> Result<(), StoreError> {
+    let pk = PartitionKey::User(user.clone()).to_string();
+    let profile_key = Key::new(&pk, SortKey::Profile.to_string());
+    let email = table
+        .get(&profile_key, true)
+        .await?
+        .and_then(|p| p.get("email").and_then(Value::as_str).map(str::to_owned));
+    let reservation = email.as_ref().map(|email| {
+        Key::new(
+            PartitionKey::Email(email.clone()).to_string(),
+            SortKey::Email.to_string(),
+        )
+    });
+    if let Some(reservation) = &reservation {
+        for record in partition(table, &reservation.pk, "IDEMPOTENCY#").await? {
+            if record.get("response") == Some(&json!(user)) {
+                table.delete(&Key::of(&record)?, None).await?;
+            }
+        }
+    }
+    for item in partition(table, &pk, "").await? {
+        let key = Key::of(&item)?;
+        if key != profile_key {
+            table.delete(&key, None).await?;
+        }
+    }
+    let mut actions = vec![
+        Action::Delete {
+            key: profile_key,
+            condition: None,
+        },
+        Action::Update {
+            key: erasure_key(user),
+            update: Update::default().set(STATUS, json!("complete")),
+            condition: Some(Condition::ItemExists),
+        },
+    ];
+    if let Some(reservation) = reservation {
+        // Only if it is still this user's: after an email change it may be someone else's.
+        if table
+            .get(&reservation, true)
+            .await?
+            .is_some_and(|r| r.get("user_id") == Some(&json!(user)))
+        {
+            actions.push(Action::Delete {
+                key: reservation,
+                condition: Some(Condition::AttributeEquals("user_id".into(), json!(user))),
+            });
+        }
+    }
+    table.transact(actions).await
 }

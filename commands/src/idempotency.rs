@@ -173,6 +173,12 @@ pub fn unexpected(reasons: &[CancelReason]) -> CommandError {
     }
 }
 
+/// The key of a user's erasure tombstone (the same in every context's table).
+pub fn erasure_key(user: &events_schema::ids::UserId) -> infra::store::Key {
+    let (pk, sk) = events_schema::keys::erased(user);
+    infra::store::Key::new(pk.to_string(), sk.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,10 +202,4 @@ mod tests {
             request_hash(&json!({"a": 2}))
         );
     }
-}
-
-/// The key of a user's erasure tombstone (the same in every context's table).
-pub fn erasure_key(user: &events_schema::ids::UserId) -> infra::store::Key {
-    let (pk, sk) = events_schema::keys::erased(user);
-    infra::store::Key::new(pk.to_string(), sk.to_string())
 }

@@ -142,11 +142,11 @@ impl<C: ContextTable> Eraser<C> {
                         .get("record")
                         .and_then(|r| r.get("pk"))
                         .and_then(Value::as_str);
-                    if about == Some(user_pk) {
-                        if let Ok(key) = Key::of(letter) {
-                            self.table.delete(&key, None).await?;
-                            deleted += 1;
-                        }
+                    if about == Some(user_pk)
+                        && let Ok(key) = Key::of(letter)
+                    {
+                        self.table.delete(&key, None).await?;
+                        deleted += 1;
                     }
                 }
                 match page.cursor {
@@ -286,16 +286,9 @@ impl Projector for Completer {
             .iter()
             .all(|c| tombstone.get(&drained_attr(*c)) == Some(&Value::Bool(true)));
         if all_drained {
-            // Email reservation and identity's partition go; the tombstone stays (it
-            // names no one) so late events and replays keep finding it.
-            erasure::erase(&self.table, &user).await?;
-            erasure::mark(
-                &self.table,
-                &user,
-                // No completion time: the row must not depend on which report came last.
-                Update::default().set(erasure::STATUS, json!("complete")),
-            )
-            .await?;
+            // Email reservation, profile and identity's partition go; the tombstone
+            // stays (it names no one) so late events and replays keep finding it.
+            erasure::finish_identity(&self.table, &user).await?;
             tracing::info!("account erasure complete");
         }
         Ok(())

@@ -37,7 +37,9 @@ const SOURCE_ORDER: [Context; 9] = [
 ];
 
 /// Items read per page.
-const PAGE: usize = 500;
+const PAGE: usize = 1000;
+/// Events applied between checkpoints (more when a page ends past it).
+const BATCH_EVENTS: usize = 16_384;
 
 /// What a replay reports as it goes.
 pub trait Progress: Send + Sync {
@@ -72,6 +74,18 @@ pub async fn replay(
     user: Option<&UserId>,
     progress: &dyn Progress,
 ) -> Result<Replayed, StoreError> {
+    replay_in_batches(store, subscriptions, user, progress, BATCH_EVENTS).await
+}
+
+/// [`replay`], checkpointing after every `batch_events` events (or the page that passes
+/// that many).
+pub async fn replay_in_batches(
+    store: Arc<dyn Store>,
+    subscriptions: &[Arc<dyn Projector>],
+    user: Option<&UserId>,
+    progress: &dyn Progress,
+    batch_events: usize,
+) -> Result<Replayed, StoreError> {
     let groups: Vec<(Context, Vec<Arc<dyn Projector>>)> = SOURCE_ORDER
         .iter()
         .map(|source| {
@@ -97,6 +111,7 @@ pub async fn replay(
             source: *source,
             group: group.clone(),
             user: user.cloned(),
+            page_size: PAGE.min(batch_events.max(1)),
         };
         let checkpoint = run.checkpoint().await?;
         if checkpoint.as_ref().is_some_and(|c| c.done) {
@@ -104,14 +119,23 @@ pub async fn replay(
         }
         let mut cursor = checkpoint.and_then(|c| c.cursor);
         loop {
-            let page = run.page(cursor.clone()).await?;
-            let events = outbox_events(&page.items);
+            // Read pages until a batch is large enough to keep many users' events in
+            // flight at once (concurrent writes share durable commits), then apply it
+            // and checkpoint after it.
+            let mut events = Vec::new();
+            loop {
+                let page = run.page(cursor.clone()).await?;
+                events.extend(outbox_events(&page.items));
+                cursor = page.cursor;
+                if cursor.is_none() || events.len() >= batch_events.max(1) {
+                    break;
+                }
+            }
             let applied = run.apply(&events).await?;
             replayed.events += events.len() as u64;
             replayed.applications += applied.applications;
             replayed.rejected += applied.rejected;
             progress.advance(events.len() as u64);
-            cursor = page.cursor;
             run.save_checkpoint(cursor.as_ref(), cursor.is_none())
                 .await?;
             if cursor.is_none() {
@@ -126,6 +150,7 @@ pub async fn replay(
             source: *source,
             group: group.clone(),
             user: user.cloned(),
+            page_size: PAGE,
         }
         .clear_checkpoint()
         .await?;
@@ -142,7 +167,7 @@ async fn count_events(
     let mut count = 0;
     let mut cursor = None;
     loop {
-        let page = read_page(store, source, user, cursor).await?;
+        let page = read_page(store, source, user, cursor, PAGE).await?;
         count += page.items.iter().filter(|i| is_outbox(i)).count() as u64;
         match page.cursor {
             Some(next) => cursor = Some(next),
@@ -156,12 +181,13 @@ async fn read_page(
     source: Context,
     user: Option<&UserId>,
     cursor: Option<Cursor>,
+    page: usize,
 ) -> Result<Page, StoreError> {
     match user {
         Some(user) => {
             let query = Query::partition(PartitionKey::User(user.clone()).to_string())
                 .sort_key(SortKeyCondition::BeginsWith(prefix::EVENT.to_owned()))
-                .limit(PAGE)
+                .limit(page)
                 .consistent()
                 .after(cursor);
             store.query(source, &query).await
@@ -169,7 +195,7 @@ async fn read_page(
         None => {
             let scan = Scan {
                 index: None,
-                limit: Some(PAGE),
+                limit: Some(page),
                 cursor,
             };
             store.scan(source, &scan).await
@@ -214,11 +240,19 @@ struct Run {
     source: Context,
     group: Vec<Arc<dyn Projector>>,
     user: Option<UserId>,
+    page_size: usize,
 }
 
 impl Run {
     async fn page(&self, cursor: Option<Cursor>) -> Result<Page, StoreError> {
-        read_page(&*self.store, self.source, self.user.as_ref(), cursor).await
+        read_page(
+            &*self.store,
+            self.source,
+            self.user.as_ref(),
+            cursor,
+            self.page_size,
+        )
+        .await
     }
 
     /// Applies a page's events: partitions (users) concurrently, each user's events in
@@ -228,14 +262,18 @@ impl Run {
         for (pk, event) in events {
             by_partition.entry(pk).or_default().push(event.clone());
         }
+        // One task per user and subscription: a user's events reach each subscription
+        // in order, and subscriptions of one source write rows of their own, so they
+        // need not wait for each other. More writers in flight share more commits.
         let mut tasks = JoinSet::new();
         for (_, events) in by_partition {
-            let group = self.group.clone();
-            tasks.spawn(async move {
-                let mut applied = Applied::default();
-                for event in &events {
-                    for subscription in &group {
-                        match apply_with_retries(&**subscription, event).await {
+            let events = Arc::new(events);
+            for subscription in &self.group {
+                let (subscription, events) = (subscription.clone(), events.clone());
+                tasks.spawn(async move {
+                    let mut applied = Applied::default();
+                    for event in events.iter() {
+                        match apply_with_retries(&*subscription, event).await {
                             Ok(()) => applied.applications += 1,
                             Err(ProjectionError::Store(e)) => return Err(e),
                             Err(error) => {
@@ -244,9 +282,9 @@ impl Run {
                             }
                         }
                     }
-                }
-                Ok::<Applied, StoreError>(applied)
-            });
+                    Ok::<Applied, StoreError>(applied)
+                });
+            }
         }
         let mut total = Applied::default();
         while let Some(done) = tasks.join_next().await {

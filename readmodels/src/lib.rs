@@ -17,6 +17,9 @@ use serde_json::Value;
 /// The longest range of daily summaries one request may ask for.
 pub const MAX_SUMMARY_DAYS: i64 = 31;
 
+/// How many recent meals and recent workouts the dashboard answers with.
+pub const RECENT_SHOWN: usize = 10;
+
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
     #[error("{field}: {reason}")]
@@ -69,7 +72,8 @@ impl ReadModels {
         }
     }
 
-    /// The dashboard for `day`: one Query of the user's (bounded) dashboard partition.
+    /// The dashboard for `day`: one Query of the user's dashboard partition (30-day
+    /// window), with the newest [`RECENT_SHOWN`] meals and workouts.
     pub async fn dashboard(&self, user: &UserId, day: Day) -> Result<DashboardView, QueryError> {
         let pk = PartitionKey::User(user.clone()).to_string();
         let page = self.dashboard.query(&Query::partition(&pk)).await?;
@@ -87,9 +91,12 @@ impl ReadModels {
                 _ => {}
             }
         }
-        // Newest first.
+        // Newest first, and only as many as the home screen shows: the window holds
+        // up to 30 days of them, and the answer should not grow with the user's habits.
         view.recent_meals.reverse();
+        view.recent_meals.truncate(RECENT_SHOWN);
         view.recent_workouts.reverse();
+        view.recent_workouts.truncate(RECENT_SHOWN);
         Ok(view)
     }
 

@@ -13,6 +13,7 @@ pub mod backends;
 pub mod commands;
 pub mod conformance;
 pub mod fixtures;
+pub mod workload;
 
 /// Expands to one test per command specification, each on a fresh backend from `$make`.
 #[macro_export]

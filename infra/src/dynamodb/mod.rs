@@ -393,12 +393,12 @@ impl Store for DynamoStore {
                 "a scan limit must be at least 1".to_owned(),
             ));
         }
-        if let Some(index) = &scan.index {
-            if tables::table(table).gsi(index).is_none() {
-                return Err(StoreError::Validation(format!(
-                    "table {table} has no index {index}"
-                )));
-            }
+        if let Some(index) = &scan.index
+            && tables::table(table).gsi(index).is_none()
+        {
+            return Err(StoreError::Validation(format!(
+                "table {table} has no index {index}"
+            )));
         }
         let start = match &scan.cursor {
             Some(cursor) => Some(marshal::from_string_key(cursor.to_key(&[PK, SK])?)),

@@ -275,7 +275,7 @@ pub(super) fn scan(
         .map_err(backend)?;
         let mut entries = range.peekable();
         let mut last = None;
-        while let Some(entry) = entries.next() {
+        for entry in entries.by_ref() {
             let (key, value) = entry.map_err(backend)?;
             let (pk, sk) = key.value();
             last = Some((pk.to_owned(), sk.to_owned()));
@@ -326,7 +326,7 @@ pub(super) fn scan(
     .map_err(backend)?;
     let mut entries = range.peekable();
     let mut last = None;
-    while let Some(entry) = entries.next() {
+    for entry in entries.by_ref() {
         let (key, _) = entry.map_err(backend)?;
         let (ipk, isk, pk, sk) = key.value();
         last = Some([ipk, isk, pk, sk].map(str::to_owned));

@@ -1,0 +1,411 @@
+//! The operator commands black-box on the embedded store, through the `vitals` binary:
+//! two users log meals through `vitals serve`, one deletes her account; with the server
+//! stopped (an embedded data directory has one process at a time), `vitals admin
+//! residue` finds nothing of her and all of the other user, `vitals replay` rebuilds the
+//! read models and brings nothing of her back, and bad arguments fail with a message,
+//! never a panic. Served again, the other user's dashboard is exactly as before.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Both `vitals serve` runs sign tokens with this, so tokens outlive the first one.
+const JWT_SECRET: &str = "admin-cli-test-jwt-secret";
+/// How long the in-process projectors may take.
+const CONVERGE_WITHIN: Duration = Duration::from_secs(60);
+const DAY: &str = "2026-03-01";
+
+struct Client {
+    address: String,
+    token: Option<String>,
+    user_id: String,
+}
+
+impl Client {
+    fn anonymous(address: &str) -> Self {
+        Self {
+            address: address.to_owned(),
+            token: None,
+            user_id: String::new(),
+        }
+    }
+
+    /// The same account, speaking to another server.
+    fn on(&self, address: &str) -> Self {
+        Self {
+            address: address.to_owned(),
+            token: self.token.clone(),
+            user_id: self.user_id.clone(),
+        }
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let mut headers: Vec<(&str, &str)> = vec![("Content-Type", "application/json")];
+        if let Some(auth) = &auth {
+            headers.push(("Authorization", auth));
+        }
+        let bytes = body.map(|b| b.to_string().into_bytes());
+        let (status, text) = support::send(&self.address, method, path, &headers, bytes.as_deref());
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    fn dashboard(&self) -> Value {
+        let (status, body) = self.call("GET", &format!("/v1/me/dashboard?date={DAY}"), None);
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// Asks for the dashboard until `ok` holds, with a deadline.
+    fn dashboard_eventually(&self, ok: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + CONVERGE_WITHIN;
+        loop {
+            let body = self.dashboard();
+            if ok(&body) {
+                return body;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the dashboard did not converge within {CONVERGE_WITHIN:?}: {body}"
+            );
+            // Nothing to wait on over HTTP: ask again shortly.
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn registration(email: &str) -> Value {
+    json!({"email": email, "password": "correct horse battery", "display_name": "Ana", "timezone": "UTC"})
+}
+
+fn signed_in(address: &str, reply: &Value) -> Client {
+    Client {
+        address: address.to_owned(),
+        token: reply["token"].as_str().map(str::to_owned),
+        user_id: reply["user_id"].as_str().expect("user id").to_owned(),
+    }
+}
+
+fn register(address: &str, email: &str) -> Client {
+    let (status, reply) =
+        Client::anonymous(address).call("POST", "/v1/auth/register", Some(registration(email)));
+    assert_eq!(status, 201, "{reply}");
+    signed_in(address, &reply)
+}
+
+/// Registers `email` as soon as it is free: 409 `email_taken` until the erasure of its
+/// previous holder is complete.
+fn register_once_free(address: &str, email: &str) -> Client {
+    let deadline = Instant::now() + CONVERGE_WITHIN;
+    loop {
+        let (status, reply) =
+            Client::anonymous(address).call("POST", "/v1/auth/register", Some(registration(email)));
+        if status == 201 {
+            return signed_in(address, &reply);
+        }
+        assert_eq!(
+            (status, &reply["error"]["code"]),
+            (409, &json!("email_taken")),
+            "{reply}"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "{email} was not free again within {CONVERGE_WITHIN:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits until every subscription of the in-process pipeline reports no lag.
+fn caught_up(address: &str) {
+    let deadline = Instant::now() + CONVERGE_WITHIN;
+    loop {
+        let (status, metrics) = support::request(address, "GET", "/metrics");
+        assert_eq!(status, 200, "{metrics}");
+        let lags: Vec<&str> = metrics
+            .lines()
+            .filter(|l| l.starts_with("vitals_projector_lag_records{"))
+            .collect();
+        assert!(!lags.is_empty(), "no lag series in {metrics}");
+        if lags.iter().all(|l| l.ends_with(" 0")) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the projectors did not catch up within {CONVERGE_WITHIN:?}: {lags:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn meal(name: &str, calories: u32) -> Value {
+    json!({"name": name, "eaten_at": format!("{DAY}T08:00:00.000Z"), "calories": calories.to_string(), "protein_g": "30", "carbs_g": "40", "fat_g": "5"})
+}
+
+/// What a `vitals` run printed, and how it ended.
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {:?}\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs `vitals <args>` to the end. Whatever it fails with, it must not panic.
+fn vitals(args: &[&str]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_vitals"))
+        .args(args)
+        .env("RUST_LOG", "warn")
+        // The error alone on stderr, without anyhow's backtrace.
+        .env("RUST_LIB_BACKTRACE", "0")
+        .output()
+        .expect("vitals runs");
+    let run = Run {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    assert!(
+        !run.stderr.contains("panicked"),
+        "vitals {args:?} panicked: {run}"
+    );
+    run
+}
+
+/// The events a `vitals replay` run reports: `replayed N events (M applications, ...)`.
+fn replayed(run: &Run) -> (u64, u64) {
+    let numbers: Vec<u64> = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("replayed "))
+        .unwrap_or_else(|| panic!("no replay summary: {run}"))
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    match numbers.as_slice() {
+        [events, applications, ..] => (*events, *applications),
+        _ => panic!("unexpected replay summary: {run}"),
+    }
+}
+
+#[test]
+fn residue_and_replay_after_an_erasure_leave_nothing_of_her_and_all_of_him() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let data_dir = dir.path().join("data");
+    let data = data_dir.to_str().expect("utf-8 path");
+    let serve = ["--data-dir", data, "--jwt-secret", JWT_SECRET];
+    let store = ["--data-dir", data];
+
+    // Given two users with meals, their dashboards converged.
+    let server = support::start(&serve);
+    let address = server.address.clone();
+    let ana = register(&address, "ana@example.com");
+    let bob = register(&address, "bob@example.com");
+    for (client, meals) in [
+        (&ana, &[("Oats", 400), ("Soup", 250), ("Apple", 100)][..]),
+        (&bob, &[("Eggs", 300), ("Pasta", 500)][..]),
+    ] {
+        for (name, calories) in meals {
+            let (status, reply) = client.call("POST", "/v1/me/meals", Some(meal(name, *calories)));
+            assert_eq!(status, 201, "{reply}");
+        }
+    }
+    let converged = |meals: u64, calories: &'static str| {
+        move |d: &Value| {
+            d["profile"].is_object()
+                && d["day"]["nutrition"]["meals"] == meals
+                && d["day"]["nutrition"]["totals"]["calories"] == calories
+                && d["recent_meals"]
+                    .as_array()
+                    .is_some_and(|m| m.len() as u64 == meals)
+        }
+    };
+    ana.dashboard_eventually(converged(3, "750"));
+    bob.dashboard_eventually(converged(2, "800"));
+
+    // When Ana deletes her account (her email is free again once the erasure is done).
+    let (status, reply) = ana.call("DELETE", "/v1/me", None);
+    assert_eq!(status, 202, "{reply}");
+    let newcomer = register_once_free(&address, "ana@example.com");
+    assert_ne!(newcomer.user_id, ana.user_id, "a new account, not Ana's");
+    caught_up(&address);
+    let bobs_before = bob.dashboard();
+    assert!(
+        converged(2, "800")(&bobs_before),
+        "Bob's dashboard is untouched by Ana's erasure: {bobs_before}"
+    );
+    let exit = server.stop();
+    assert!(exit.success(), "vitals serve exits cleanly: {exit:?}");
+
+    // Then nothing of Ana is left anywhere, and all of Bob is.
+    let residue = |user: &str| vitals(&[&["admin", "residue", user][..], &store].concat());
+    let nothing = residue(&ana.user_id);
+    assert_eq!(nothing.code, Some(0), "{nothing}");
+    assert!(
+        nothing
+            .stdout
+            .contains(&format!("nothing left of {}", ana.user_id)),
+        "{nothing}"
+    );
+    let kept = residue(&bob.user_id);
+    assert_eq!(kept.code, Some(1), "Bob's data is there: {kept}");
+    let bobs_partition = format!("USER#{}", bob.user_id);
+    for table in ["identity: ", "nutrition: ", "dashboard: "] {
+        assert!(
+            kept.stdout
+                .lines()
+                .any(|l| l.starts_with(table) && l.contains(&bobs_partition)),
+            "no {table}row of Bob's: {kept}"
+        );
+    }
+    assert!(
+        kept.stdout
+            .contains(&format!("items left of {}", bob.user_id)),
+        "{kept}"
+    );
+
+    // A full replay reads everyone's events and brings nothing of Ana back.
+    let all = vitals(&[&["replay", "all"][..], &store].concat());
+    assert_eq!(all.code, Some(0), "{all}");
+    let (events, applications) = replayed(&all);
+    assert!(events > 0 && applications > 0, "{all}");
+    let nothing = residue(&ana.user_id);
+    assert_eq!(
+        nothing.code,
+        Some(0),
+        "left of Ana after a replay: {nothing}"
+    );
+
+    // One projection, one user.
+    let bobs = vitals(
+        &[
+            &["replay", "dashboard-from-nutrition", "--user", &bob.user_id][..],
+            &store,
+        ]
+        .concat(),
+    );
+    assert_eq!(bobs.code, Some(0), "{bobs}");
+    let (events, _) = replayed(&bobs);
+    assert!(events >= 2, "Bob's two meals at least: {bobs}");
+
+    // Bad arguments fail with a message that says what is wrong.
+    let unknown = vitals(&[&["replay", "no-such-projection"][..], &store].concat());
+    assert_ne!(unknown.code, Some(0), "{unknown}");
+    for named in [
+        "no-such-projection",
+        "dashboard-from-nutrition",
+        "goals-from-activity",
+    ] {
+        assert!(
+            unknown.stderr.contains(named),
+            "{named} not named: {unknown}"
+        );
+    }
+    // Ids are free-form (an external identity provider's subject is one) but never hold
+    // the key delimiter `#`.
+    let not_an_id = residue("not#a-user-id");
+    assert_ne!(not_an_id.code, Some(0), "{not_an_id}");
+    assert!(not_an_id.stderr.contains("not a user id"), "{not_an_id}");
+    assert!(
+        not_an_id.stderr.contains("reserved character"),
+        "{not_an_id}"
+    );
+    let bad_user = vitals(&[&["replay", "all", "--user", "not#a-user-id"][..], &store].concat());
+    assert_ne!(bad_user.code, Some(0), "{bad_user}");
+    assert!(bad_user.stderr.contains("not a user id"), "{bad_user}");
+
+    // Served again: Bob's dashboard is exactly as before the replays; Ana's old token
+    // (still signed right) finds nothing and can write nothing.
+    let server = support::start(&serve);
+    let bob = bob.on(&server.address);
+    assert_eq!(
+        bob.dashboard(),
+        bobs_before,
+        "the replays changed what Bob sees"
+    );
+    let ana = ana.on(&server.address);
+    assert_eq!(
+        ana.dashboard(),
+        json!({"profile": null, "day": null, "recent_meals": [], "recent_workouts": [], "active_goals": [], "connections": []}),
+        "Ana's dashboard is empty"
+    );
+    let (status, reply) = ana.call("POST", "/v1/me/meals", Some(meal("Late", 1)));
+    assert_eq!(status, 401, "{reply}");
+    assert_eq!(reply["error"]["code"], "account_deleted", "{reply}");
+    caught_up(&server.address);
+    let exit = server.stop();
+    assert!(exit.success(), "vitals serve exits cleanly: {exit:?}");
+    let nothing = residue(&ana.user_id);
+    assert_eq!(
+        nothing.code,
+        Some(0),
+        "left of Ana after serving again: {nothing}"
+    );
+}
+
+/// Registering with an `Idempotency-Key` stores the response (the new user id) in
+/// identity's `EMAIL#<email>` partition: the erasure must remove it too, or a retried
+/// sign-up would hand back the erased account.
+#[test]
+fn a_registration_retried_after_the_erasure_is_a_new_account_and_leaves_nothing() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let data_dir = dir.path().join("data");
+    let data = data_dir.to_str().expect("utf-8 path");
+    let server = support::start(&["--data-dir", data, "--jwt-secret", JWT_SECRET]);
+    let address = server.address.clone();
+    let signup = |key: &str| {
+        let body = registration("eve@example.com").to_string().into_bytes();
+        let headers = [
+            ("Content-Type", "application/json"),
+            ("Idempotency-Key", key),
+        ];
+        let (status, text) =
+            support::send(&address, "POST", "/v1/auth/register", &headers, Some(&body));
+        (
+            status,
+            serde_json::from_str::<Value>(&text).unwrap_or(Value::Null),
+        )
+    };
+    let (status, reply) = signup("signup-1");
+    assert_eq!(status, 201, "{reply}");
+    let eve = signed_in(&address, &reply);
+    let (status, reply) = eve.call("DELETE", "/v1/me", None);
+    assert_eq!(status, 202, "{reply}");
+    // Her profile is drained last: login stops saying `account_deleted` then.
+    let deadline = Instant::now() + CONVERGE_WITHIN;
+    let login = json!({"email": "eve@example.com", "password": "correct horse battery"});
+    loop {
+        let (status, reply) =
+            Client::anonymous(&address).call("POST", "/v1/auth/login", Some(login.clone()));
+        assert_eq!(status, 401, "{reply}");
+        if reply["error"]["code"] == "invalid_credentials" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "Eve's profile is still there");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    caught_up(&address);
+
+    // The app retries its sign-up with the key it used before: a new account.
+    let (status, reply) = signup("signup-1");
+    assert_eq!(status, 201, "{reply}");
+    assert_ne!(
+        reply["user_id"].as_str(),
+        Some(eve.user_id.as_str()),
+        "the erased account came back from the idempotency record"
+    );
+    let exit = server.stop();
+    assert!(exit.success(), "vitals serve exits cleanly: {exit:?}");
+    let nothing = vitals(&["admin", "residue", &eve.user_id, "--data-dir", data]);
+    assert_eq!(nothing.code, Some(0), "{nothing}");
+}
