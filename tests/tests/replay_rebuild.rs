@@ -272,7 +272,10 @@ async fn an_interrupted_replay_resumes_where_it_stopped() {
     .await
     .expect("whole replay");
     let first_run = first.events.load(std::sync::atomic::Ordering::SeqCst);
-    assert!(first_run > 0, "the first run applied events before it was stopped");
+    assert!(
+        first_run > 0,
+        "the first run applied events before it was stopped"
+    );
     assert!(
         resumed.events < full.events && resumed.events + first_run >= full.events,
         "resumed {} + first {first_run} events, of {}",

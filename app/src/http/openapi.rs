@@ -160,11 +160,11 @@ pub mod responses {
     #[response(description = "`bad_header`: `Idempotency-Key` is not visible ASCII.")]
     pub struct BadHeader(pub ErrorBody);
 
-    /// A required query parameter is missing or repeated. This rejection comes from the
-    /// router before the handler runs, so it is plain text, not the JSON error body.
     #[derive(ToResponse)]
-    #[response(content_type = "text/plain")]
-    pub struct BadQuery(pub String);
+    #[response(
+        description = "`bad_query`: a required query parameter is missing, repeated or of the wrong type."
+    )]
+    pub struct BadQuery(pub ErrorBody);
 
     #[derive(ToResponse)]
     #[response(

@@ -4,11 +4,11 @@
 use crate::http::AppState;
 use crate::http::auth::AuthUser;
 use crate::http::error::{ApiError, ErrorBody};
-use crate::http::extract::meta;
+use crate::http::extract::{ApiBytes, ApiQuery, meta};
 use crate::http::openapi::{responses, schemas};
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -95,7 +95,7 @@ pub struct Connected {
 pub async fn callback(
     State(state): State<AppState>,
     Path(provider): Path<String>,
-    Query(callback): Query<Callback>,
+    ApiQuery(callback): ApiQuery<Callback>,
 ) -> Result<Json<Connected>, ApiError> {
     state
         .api
@@ -136,7 +136,7 @@ pub struct WebhookReceived {
         (status = 401, description = "`bad_signature`: the signature or timestamp does not verify.", body = ErrorBody),
         (status = 404, description = "`not_found`: no such provider, or no user connected as `provider_user_id`.", body = ErrorBody),
         (status = 409, response = responses::Conflict),
-        (status = 413, description = "The body is over 64 KiB. Rejected by the router before the handler runs, so plain text, not the JSON error body.", body = String, content_type = "text/plain"),
+        (status = 413, response = responses::PayloadTooLarge),
         (status = 422, description = "`validation`: the body is not a valid payload, or carries more than 90 items.", body = ErrorBody),
         (status = 429, response = responses::Throttled),
         (status = 500, response = responses::Internal),
@@ -146,7 +146,7 @@ pub async fn webhook(
     State(state): State<AppState>,
     Path(provider): Path<String>,
     headers: HeaderMap,
-    body: Bytes,
+    ApiBytes(body): ApiBytes,
 ) -> Result<(StatusCode, Json<WebhookReceived>), ApiError> {
     let header = |name: &str| {
         headers

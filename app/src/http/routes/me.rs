@@ -4,10 +4,10 @@
 use crate::http::AppState;
 use crate::http::auth::AuthUser;
 use crate::http::error::{ApiError, ErrorBody};
-use crate::http::extract::{ApiJson, meta};
+use crate::http::extract::{ApiJson, ApiQuery, meta};
 use crate::http::openapi::{responses, schemas};
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use commands::activity::RecordWorkout;
 use commands::goals::CreateGoal;
@@ -333,7 +333,7 @@ pub struct DailyNutrition {
 pub async fn daily_nutrition(
     State(state): State<AppState>,
     caller: AuthUser,
-    Query(range): Query<Range>,
+    ApiQuery(range): ApiQuery<Range>,
 ) -> Reply<DailyNutrition> {
     let days = state
         .api
@@ -662,7 +662,7 @@ pub struct GoalList {
 pub async fn list_goals(
     State(state): State<AppState>,
     caller: AuthUser,
-    Query(filter): Query<GoalFilter>,
+    ApiQuery(filter): ApiQuery<GoalFilter>,
 ) -> Reply<GoalList> {
     if filter.status.as_deref().is_some_and(|s| s != "active") {
         return Err(ApiError::new(
@@ -741,7 +741,7 @@ pub struct DashboardQuery {
 pub async fn dashboard(
     State(state): State<AppState>,
     caller: AuthUser,
-    Query(query): Query<DashboardQuery>,
+    ApiQuery(query): ApiQuery<DashboardQuery>,
 ) -> Reply {
     let view = state
         .api
