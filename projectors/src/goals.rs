@@ -10,7 +10,7 @@ use crate::rows::{is_tombstone, object, replace_newer, tombstone_newer};
 use async_trait::async_trait;
 use chrono::{Datelike, Duration};
 use events_schema::envelope::EventEnvelope;
-use events_schema::events::goals::{Goal, GoalKind, GoalProgressed};
+use events_schema::events::goals::{Goal, GoalCreated, GoalKind, GoalProgressed};
 use events_schema::keys::{SortKey, prefix};
 use events_schema::time::{Day, Timestamp};
 use infra::StoreError;
@@ -159,90 +159,125 @@ impl GoalRows {
         for row in goals {
             let goal: Goal = serde_json::from_value(row.into())
                 .map_err(|e| ProjectionError::Decode(e.to_string()))?;
-            if !kinds.contains(&goal.kind) {
-                continue;
-            }
-            let (period_start, value) = self.value(pk, &goal, day).await?;
-            let start = Timestamp::from_millis(
-                period_start
-                    .date()
-                    .and_hms_opt(0, 0, 0)
-                    .map(|t| t.and_utc().timestamp_millis())
-                    .unwrap_or(0),
-            )
-            .ok_or_else(|| ProjectionError::Decode("period start out of range".into()))?;
-            let key = Key::new(
-                pk,
-                SortKey::Progress(goal.goal_id.clone(), start).to_string(),
-            );
-            let previous = self.table.get(&key, true).await?;
-            let previous_value = previous
-                .as_ref()
-                .map(|row| decimal_of(row, &["value"]))
-                .unwrap_or_default();
-            if previous.is_some() && previous_value == value {
-                // Unchanged (a redelivery, or a fact that does not move this goal).
-                continue;
-            }
-            let met = value >= goal.target;
-            let mut item = object(
-                json!({"goal_id": goal.goal_id, "period_start": period_start, "value": value, "target": goal.target, "met": met}),
-            );
-            item.extend(key.to_item());
-            let progressed = GoalProgressed {
-                goal_id: goal.goal_id.clone(),
-                kind: goal.kind,
-                period_start,
-                previous_value,
-                value,
-                target: goal.target,
-                met,
-            };
-            let event = progress_event(pk, &progressed, start)?;
-            let outbox = events_schema::envelope::OUTBOX_ATTR;
-            let mut event_item = object(json!({"event_type": event.event_type, outbox: event}));
-            event_item
-                .extend(Key::new(pk, SortKey::Event(event.event_id.clone()).to_string()).to_item());
-            // The progress row and its event commit together.
-            let actions = vec![
-                Action::Put {
-                    item,
-                    condition: None,
-                },
-                Action::Put {
-                    item: event_item,
-                    condition: Some(Condition::ItemNotExists),
-                },
-            ];
-            match self.table.transact(actions).await {
-                Ok(()) => {}
-                // This very change is already published (the event id is derived from
-                // it): nothing more to do.
-                Err(StoreError::TransactionCanceled { reasons })
-                    if !reasons.contains(&CancelReason::Conflict) => {}
-                Err(e) => return Err(e.into()),
-            }
-            // The goal's current value is its latest period's: a later period replaces
-            // it, an earlier one arriving late does not.
-            let rank = period_start.date().num_days_from_ce().max(0) as u64;
-            let goal_key = Key::new(pk, SortKey::Goal(goal.goal_id.clone()).to_string());
-            let update = Update::default()
-                .set("current_value", json!(value))
-                .set("current_period_start", json!(period_start))
-                .set("current_period_rank", rank);
-            let newer = Condition::All(vec![
-                Condition::ItemExists,
-                Condition::Newer {
-                    attr: "current_period_rank".into(),
-                    version: rank + 1,
-                },
-            ]);
-            match self.table.update(&goal_key, update, Some(newer)).await {
-                Ok(_) | Err(StoreError::ConditionFailed { .. }) => {}
-                Err(e) => return Err(e.into()),
+            if kinds.contains(&goal.kind) {
+                self.goal_progress(pk, &goal, day).await?;
             }
         }
         Ok(())
+    }
+
+    /// Recomputes one goal's `PROGRESS#` row for the period of `day`, publishing
+    /// `GoalProgressed` when it changed, and its current value.
+    async fn goal_progress(&self, pk: &str, goal: &Goal, day: Day) -> Result<(), ProjectionError> {
+        let (period_start, value) = self.value(pk, goal, day).await?;
+        let start = Timestamp::from_millis(
+            period_start
+                .date()
+                .and_hms_opt(0, 0, 0)
+                .map(|t| t.and_utc().timestamp_millis())
+                .unwrap_or(0),
+        )
+        .ok_or_else(|| ProjectionError::Decode("period start out of range".into()))?;
+        let key = Key::new(
+            pk,
+            SortKey::Progress(goal.goal_id.clone(), start).to_string(),
+        );
+        let previous = self.table.get(&key, true).await?;
+        let previous_value = previous
+            .as_ref()
+            .map(|row| decimal_of(row, &["value"]))
+            .unwrap_or_default();
+        if previous.is_some() && previous_value == value {
+            // Unchanged (a redelivery, or a fact that does not move this goal).
+            return Ok(());
+        }
+        let met = value >= goal.target;
+        let mut item = object(
+            json!({"goal_id": goal.goal_id, "period_start": period_start, "value": value, "target": goal.target, "met": met}),
+        );
+        item.extend(key.to_item());
+        let progressed = GoalProgressed {
+            goal_id: goal.goal_id.clone(),
+            kind: goal.kind,
+            period_start,
+            previous_value,
+            value,
+            target: goal.target,
+            met,
+        };
+        let event = progress_event(pk, &progressed, start)?;
+        let outbox = events_schema::envelope::OUTBOX_ATTR;
+        let mut event_item = object(json!({"event_type": event.event_type, outbox: event}));
+        event_item
+            .extend(Key::new(pk, SortKey::Event(event.event_id.clone()).to_string()).to_item());
+        // The progress row and its event commit together.
+        let actions = vec![
+            Action::Put {
+                item,
+                condition: None,
+            },
+            Action::Put {
+                item: event_item,
+                condition: Some(Condition::ItemNotExists),
+            },
+        ];
+        match self.table.transact(actions).await {
+            Ok(()) => {}
+            // This very change is already published (the event id is derived from
+            // it): nothing more to do.
+            Err(StoreError::TransactionCanceled { reasons })
+                if !reasons.contains(&CancelReason::Conflict) => {}
+            Err(e) => return Err(e.into()),
+        }
+        // The goal's current value is its latest period's: a later period replaces
+        // it, an earlier one arriving late does not.
+        let rank = period_start.date().num_days_from_ce().max(0) as u64;
+        let goal_key = Key::new(pk, SortKey::Goal(goal.goal_id.clone()).to_string());
+        let update = Update::default()
+            .set("current_value", json!(value))
+            .set("current_period_start", json!(period_start))
+            .set("current_period_rank", rank);
+        let newer = Condition::All(vec![
+            Condition::ItemExists,
+            Condition::Newer {
+                attr: "current_period_rank".into(),
+                version: rank + 1,
+            },
+        ]);
+        match self.table.update(&goal_key, update, Some(newer)).await {
+            Ok(_) | Err(StoreError::ConditionFailed { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        Ok(())
+    }
+}
+
+/// A goal set after facts of its period were recorded starts from them: on
+/// `GoalCreated`, its progress is computed from the fact rows already in the table.
+pub struct GoalsFromGoals(pub GoalRows);
+
+#[async_trait]
+impl Projector for GoalsFromGoals {
+    subscription!("goals-from-goals", Goals -> Goals);
+
+    async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
+        if !event.is::<GoalCreated>() {
+            return Ok(());
+        }
+        let created: GoalCreated = crate::projector::decode(event)?;
+        let pk = user_pk(event)?;
+        let day = Day::new(
+            chrono::DateTime::from_timestamp_millis(event.occurred_at.millis())
+                .map(|t| t.date_naive())
+                .ok_or_else(|| ProjectionError::Decode("creation time out of range".into()))?,
+        );
+        // Nothing recorded yet in its first period: no progress row until a fact comes
+        // (as for a goal created before its facts).
+        let (_, value) = self.0.value(&pk, &created.goal, day).await?;
+        if value.is_zero() {
+            return Ok(());
+        }
+        self.0.goal_progress(&pk, &created.goal, day).await
     }
 }
 

@@ -6,7 +6,9 @@ use crate::dashboard::{
     DashboardFromNutrition, DashboardFromSleep, DashboardRows,
 };
 use crate::erasure::{self, Completer, Eraser, Guarded};
-use crate::goals::{GoalRows, GoalsFromActivity, GoalsFromNutrition, GoalsFromSleep};
+use crate::goals::{
+    GoalRows, GoalsFromActivity, GoalsFromGoals, GoalsFromNutrition, GoalsFromSleep,
+};
 use crate::insights::{InsightsFromActivity, InsightsFromNutrition, InsightsFromSleep};
 use crate::projector::Projector;
 use crate::wearables::{ActivityFromIntegrations, SleepFromIntegrations};
@@ -98,7 +100,8 @@ fn unguarded(store: Arc<dyn Store>) -> Vec<Arc<dyn Projector>> {
         Arc::new(DashboardFromIntegrations(dashboard)),
         Arc::new(GoalsFromActivity(goals.clone())),
         Arc::new(GoalsFromNutrition(goals.clone())),
-        Arc::new(GoalsFromSleep(goals)),
+        Arc::new(GoalsFromSleep(goals.clone())),
+        Arc::new(GoalsFromGoals(goals)),
         Arc::new(ActivityFromNutrition(Table::new(store.clone()))),
         Arc::new(NutritionFromActivity(Table::new(store.clone()))),
         Arc::new(ActivityFromIntegrations(ActivityCommands::new(Table::new(

@@ -6,7 +6,8 @@
 //!
 //! Sources are replayed in dependency order (integrations first: the wearable
 //! projections publish activity and sleep events; goals last: its projections publish
-//! `GoalProgressed`), so events produced while replaying are replayed too. The scan
+//! `GoalProgressed`), so events produced while replaying are replayed too. The event
+//! count shown up front is of the events there before the replay. The scan
 //! position of each source is checkpointed after every page (`REPLAY#<subscription>` in
 //! each target table), so an interrupted replay resumes where it stopped; a finished
 //! one removes its checkpoints.
@@ -86,20 +87,24 @@ pub async fn replay_in_batches(
     progress: &dyn Progress,
     batch_events: usize,
 ) -> Result<Replayed, StoreError> {
+    // Per source, the subscriptions that publish into the source's own table
+    // (goals-from-goals) run first, in a pass of their own, so the events they publish
+    // are there when the others read the table.
     let groups: Vec<(Context, Vec<Arc<dyn Projector>>)> = SOURCE_ORDER
         .iter()
-        .map(|source| {
-            let group: Vec<_> = subscriptions
+        .flat_map(|source| {
+            let (producers, consumers): (Vec<_>, Vec<_>) = subscriptions
                 .iter()
                 .filter(|s| s.source() == *source)
                 .cloned()
-                .collect();
-            (*source, group)
+                .partition(|s| s.target() == *source);
+            [(*source, producers), (*source, consumers)]
         })
         .filter(|(_, group)| !group.is_empty())
         .collect();
     let mut total = 0;
     for (source, _) in &groups {
+        // A source read by two passes is read twice.
         total += count_events(&*store, *source, user).await?;
     }
     progress.total(total);

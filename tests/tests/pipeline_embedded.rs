@@ -507,3 +507,56 @@ async fn nightly_readiness_scores_the_users_active_that_day_through_the_index() 
         "one index page, one week query per active user: {counts:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_goal_set_after_the_days_meals_starts_from_them() {
+    let (store, _dir) = open();
+    let pipeline = pipeline(&store);
+    let world = World::new(store.clone());
+    let pk = world.pk();
+    // Meals of today (the goal's current period), projected before the goal exists.
+    let now = events_schema::time::Timestamp::now();
+    let today = now.to_string()[..10].to_owned();
+    for (calories, protein) in [(400, 30), (600, 25)] {
+        world
+            .nutrition
+            .log_meal(&world.meta, meal(&now.to_string(), calories, protein))
+            .await
+            .expect("meal");
+    }
+    wait_for(
+        &store,
+        Context::Goals,
+        Key::new(&pk, format!("NUT_DAILY#{today}")),
+        |row| at(row, "meals") == 2,
+    )
+    .await;
+
+    let goal = world
+        .goals
+        .create_goal(
+            &world.meta,
+            CreateGoal {
+                kind: GoalKind::DailyProteinGrams,
+                target: Decimal::from(50),
+                title: "Protein".into(),
+            },
+        )
+        .await
+        .expect("goal")
+        .value;
+    let progress = Key::new(&pk, format!("PROGRESS#{goal}#{today}T00:00:00.000Z"));
+    let row = wait_for(&store, Context::Goals, progress, |row| {
+        at(row, "value") == "55"
+    })
+    .await;
+    assert_eq!(at(&row, "met"), true);
+    wait_for(
+        &store,
+        Context::Goals,
+        Key::new(&pk, format!("GOAL#{goal}")),
+        |row| at(row, "current_value") == "55",
+    )
+    .await;
+    pipeline.stop().await;
+}
