@@ -96,6 +96,8 @@ pub async fn replay(
 /// identity's tombstone (None when no erasure was ever requested for this id).
 pub struct Residue {
     pub remnants: Vec<crate::residue::Remnant>,
+    /// Change-log records holding the user (embedded store only).
+    pub logged: Vec<crate::residue::LoggedChange>,
     pub erasure: Option<String>,
 }
 
@@ -112,8 +114,16 @@ pub async fn residue(args: &StoreArgs, user: &str) -> anyhow::Result<Residue> {
                 .and_then(|s| s.as_str())
                 .map(str::to_owned)
         });
+    let logged = match &storage.embedded {
+        Some(embedded) => crate::residue::find_in_change_log(embedded, &user).await?,
+        None => Vec::new(),
+    };
     if let Some(embedded) = &storage.embedded {
         embedded.close();
     }
-    Ok(Residue { remnants, erasure })
+    Ok(Residue {
+        remnants,
+        logged,
+        erasure,
+    })
 }

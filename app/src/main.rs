@@ -66,15 +66,19 @@ async fn main() -> anyhow::Result<()> {
             for remnant in &residue.remnants {
                 println!("{remnant}");
             }
+            for change in &residue.logged {
+                println!("{change}");
+            }
             match &residue.erasure {
                 Some(status) => println!("erasure of {user}: {status}"),
                 None => println!("no erasure is recorded for {user} (is it the right id?)"),
             }
-            if residue.remnants.is_empty() {
+            let left = residue.remnants.len() + residue.logged.len();
+            if left == 0 {
                 println!("nothing left of {user}");
                 Ok(())
             } else {
-                println!("{} items left of {user}", residue.remnants.len());
+                println!("{left} items left of {user}");
                 std::process::exit(1);
             }
         }

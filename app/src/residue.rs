@@ -2,7 +2,8 @@
 //! table and every index is scanned in full; an item counts when it is in the user's
 //! partition or holds the user id in any attribute (email reservations, provider
 //! pointers, OAuth states, dead letters, events in flight). Erasure tombstones name the
-//! user only by a digest and are not residue.
+//! user only by a digest and are not residue. On the embedded store the change log (its
+//! stream) is searched too.
 
 use events_schema::Context;
 use events_schema::ids::UserId;
@@ -84,5 +85,57 @@ fn holds(value: &Value, needle: &str) -> bool {
             .iter()
             .any(|(k, v)| k.contains(needle) || holds(v, needle)),
         _ => false,
+    }
+}
+
+/// A change-log record (embedded store) whose key or images hold the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedChange {
+    pub seq: u64,
+    pub table: Context,
+    pub pk: String,
+    pub sk: String,
+}
+
+impl std::fmt::Display for LoggedChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "change log #{} ({}): {} {}",
+            self.seq, self.table, self.pk, self.sk
+        )
+    }
+}
+
+/// Searches the embedded store's change log for `user`.
+pub async fn find_in_change_log(
+    store: &infra::embedded::EmbeddedStore,
+    user: &UserId,
+) -> Result<Vec<LoggedChange>, StoreError> {
+    let partition = PartitionKey::User(user.clone()).to_string();
+    let id = user.to_string();
+    let mut found = Vec::new();
+    let mut after = 0;
+    loop {
+        let records = store.changes_after(after, 10_000).await?;
+        let Some(last) = records.last() else {
+            return Ok(found);
+        };
+        after = last.seq;
+        for record in &records {
+            let holds_user = |image: &Option<Item>| {
+                image
+                    .as_ref()
+                    .is_some_and(|i| holds(&Value::Object(i.clone()), &id))
+            };
+            if record.pk == partition || holds_user(&record.old) || holds_user(&record.new) {
+                found.push(LoggedChange {
+                    seq: record.seq,
+                    table: record.table,
+                    pk: record.pk.clone(),
+                    sk: record.sk.clone(),
+                });
+            }
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! Serving: bind, serve the router until the shutdown future resolves (in-flight
-//! requests finish first). On the embedded store it also runs every projector worker
-//! and the TTL purge in-process.
+//! requests finish first). On the embedded store it also runs every projector worker,
+//! the TTL purge and the trimming of processed change records in-process.
 
 use crate::http::{self, AppState};
 use crate::storage::Storage;
@@ -24,8 +24,14 @@ pub async fn run(
     api: Arc<crate::http::api::Api>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    let consumers: Vec<&'static str> = registry::all(storage.store.clone())
+        .iter()
+        .map(|p| p.name())
+        .collect();
     let purger = storage.embedded.clone().map(|store| {
+        let consumers = consumers.clone();
         tokio::spawn(async move {
+            let feed = EmbeddedFeed::new(store.clone());
             let mut tick = tokio::time::interval(PURGE_EVERY);
             loop {
                 tick.tick().await;
@@ -39,6 +45,11 @@ pub async fn run(
                             break;
                         }
                     }
+                }
+                // The change log keeps only what some subscription has yet to process
+                // (like a stream's retention), so erased data does not linger in it.
+                if let Err(error) = feed.trim_processed(&consumers).await {
+                    tracing::warn!(%error, "trimming the change log failed");
                 }
             }
         })
@@ -67,6 +78,13 @@ pub async fn run(
         pipeline.stop().await;
     }
     if let Some(embedded) = &storage.embedded {
+        // A last trim, so what the workers finished before stopping is not kept.
+        if let Err(error) = EmbeddedFeed::new(embedded.clone())
+            .trim_processed(&consumers)
+            .await
+        {
+            tracing::warn!(%error, "trimming the change log failed");
+        }
         embedded.close();
     }
     served?;

@@ -260,6 +260,32 @@ async fn deletion_mid_burst_leaves_nothing_even_after_a_replay() {
         .expect("residue");
     assert!(left.is_empty(), "left after a replay: {left:#?}");
 
+    // Once every subscription has processed them, the change log's records of the user
+    // (their items' old images included) are trimmed away as well.
+    eventually("the projectors to catch up", || async {
+        pipeline.caught_up().await.expect("lag")
+    })
+    .await;
+    let consumers: Vec<&str> = projectors::registry::all(store.clone())
+        .iter()
+        .map(|p| p.name())
+        .collect();
+    assert!(
+        !vitals::residue::find_in_change_log(&embedded, &user)
+            .await
+            .expect("log")
+            .is_empty(),
+        "before trimming, the log still holds the user's changes"
+    );
+    EmbeddedFeed::new(embedded.clone())
+        .trim_processed(&consumers)
+        .await
+        .expect("trim");
+    let logged = vitals::residue::find_in_change_log(&embedded, &user)
+        .await
+        .expect("log");
+    assert!(logged.is_empty(), "left in the change log: {logged:#?}");
+
     // The email is free again.
     assert!(matches!(
         api.identity

@@ -251,3 +251,48 @@ async fn concurrent_transactions_are_all_committed_in_order() {
         );
     }
 }
+
+#[tokio::test]
+async fn trimming_the_change_log_keeps_the_newest_record_and_its_numbering() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pk = fresh_pk();
+    {
+        let store = EmbeddedStore::open(dir.path()).expect("store");
+        for n in 0..10 {
+            store
+                .put(
+                    Context::Nutrition,
+                    item(json!({"pk": pk, "sk": format!("MEAL#{n}")})),
+                    None,
+                )
+                .await
+                .expect("put");
+        }
+        assert_eq!(store.last_sequence().await.expect("seq"), 10);
+        assert_eq!(store.trim_changes(4, 100).await.expect("trim"), 4);
+        let left = store.changes_after(0, 100).await.expect("changes");
+        assert_eq!(left.first().map(|r| r.seq), Some(5));
+        // Asked to trim everything, it keeps the newest record.
+        assert_eq!(
+            store.trim_changes(u64::MAX, 3).await.expect("trim"),
+            3,
+            "the limit holds"
+        );
+        store.trim_changes(u64::MAX, 100).await.expect("trim");
+        let left = store.changes_after(0, 100).await.expect("changes");
+        assert_eq!(left.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![10]);
+        store.close();
+    }
+    // Numbering goes on after a restart.
+    let store = EmbeddedStore::open(dir.path()).expect("reopen");
+    store
+        .put(
+            Context::Nutrition,
+            item(json!({"pk": pk, "sk": "MEAL#new"})),
+            None,
+        )
+        .await
+        .expect("put");
+    assert_eq!(store.last_sequence().await.expect("seq"), 11);
+    store.close();
+}

@@ -204,6 +204,17 @@ impl EmbeddedStore {
         }
     }
 
+    /// Deletes up to `limit` change records numbered `through` or less (the newest one
+    /// always stays); returns how many. Run with the lowest checkpoint of every
+    /// consumer, it keeps the log to what is still unprocessed, as a stream's retention
+    /// does: an erased user's old images do not outlive their processing.
+    pub async fn trim_changes(&self, through: u64, limit: usize) -> Result<usize, StoreError> {
+        match self.submit(WriteOp::TrimChanges { through, limit }).await? {
+            WriteOutcome::Deleted(n) => Ok(n),
+            _ => Err(StoreError::Backend("unexpected outcome".into())),
+        }
+    }
+
     /// Stops the writer after the requests already queued; waits for it.
     pub fn close(&self) {
         if let Ok(mut writer) = self.writer.lock() {

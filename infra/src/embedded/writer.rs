@@ -36,6 +36,12 @@ pub(super) enum WriteOp {
         consumer: String,
         seq: u64,
     },
+    /// Deletes up to `limit` change records numbered `through` or less; the newest
+    /// record always stays, so numbering continues after a restart.
+    TrimChanges {
+        through: u64,
+        limit: usize,
+    },
 }
 
 /// What a write request produced.
@@ -115,13 +121,19 @@ fn commit_group(db: &Database, names: &Names, group: Vec<Job>, next_seq: &mut u6
             results.push(write_checkpoint(&txn, consumer, *seq).map(|()| WriteOutcome::Done));
             continue;
         }
+        if let WriteOp::TrimChanges { through, limit } = &job.op {
+            let newest = seq.saturating_sub(1);
+            let through = (*through).min(newest.saturating_sub(1));
+            results.push(trim_changes(&txn, through, *limit).map(WriteOutcome::Deleted));
+            continue;
+        }
         let planned = match &job.op {
             WriteOp::Transact(actions) => apply::plan(&txn, names, actions),
             WriteOp::Drain { table, pk, limit } => {
                 apply::plan_drain(&txn, names, *table, pk, *limit)
             }
             WriteOp::Purge { now, limit } => apply::plan_purge(&txn, names, *now, *limit),
-            WriteOp::Checkpoint { .. } => Ok(Vec::new()),
+            WriteOp::Checkpoint { .. } | WriteOp::TrimChanges { .. } => Ok(Vec::new()),
         };
         let changes = match planned {
             Ok(changes) => changes,
@@ -165,6 +177,25 @@ fn write_checkpoint(
     Ok(())
 }
 
+fn trim_changes(
+    txn: &redb::WriteTransaction,
+    through: u64,
+    limit: usize,
+) -> Result<usize, StoreError> {
+    let mut log = txn.open_table(CHANGELOG).map_err(backend)?;
+    let doomed: Vec<u64> = log
+        .range(..=through)
+        .map_err(backend)?
+        .take(limit)
+        .map(|entry| entry.map(|(k, _)| k.value()))
+        .collect::<Result<_, _>>()
+        .map_err(backend)?;
+    for seq in &doomed {
+        log.remove(seq).map_err(backend)?;
+    }
+    Ok(doomed.len())
+}
+
 fn outcome(op: &WriteOp, changes: Vec<Change>) -> WriteOutcome {
     match op {
         WriteOp::Transact(_) => {
@@ -172,5 +203,6 @@ fn outcome(op: &WriteOp, changes: Vec<Change>) -> WriteOutcome {
         }
         WriteOp::Drain { .. } | WriteOp::Purge { .. } => WriteOutcome::Deleted(changes.len()),
         WriteOp::Checkpoint { .. } => WriteOutcome::Done,
+        WriteOp::TrimChanges { .. } => WriteOutcome::Deleted(0),
     }
 }

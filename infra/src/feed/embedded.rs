@@ -17,6 +17,26 @@ impl EmbeddedFeed {
     pub fn new(store: Arc<EmbeddedStore>) -> Self {
         Self { store }
     }
+
+    /// Deletes the change records every one of `consumers` has processed (see
+    /// `EmbeddedStore::trim_changes`); returns how many.
+    pub async fn trim_processed(&self, consumers: &[&str]) -> Result<usize, StoreError> {
+        let mut lowest = u64::MAX;
+        for consumer in consumers {
+            lowest = lowest.min(self.store.checkpoint(consumer).await?);
+        }
+        if consumers.is_empty() || lowest == 0 {
+            return Ok(0);
+        }
+        let mut trimmed = 0;
+        loop {
+            let n = self.store.trim_changes(lowest, 10_000).await?;
+            trimmed += n;
+            if n < 10_000 {
+                return Ok(trimmed);
+            }
+        }
+    }
 }
 
 #[async_trait]
