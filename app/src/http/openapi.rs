@@ -130,6 +130,50 @@ pub mod responses {
     use crate::http::error::ErrorBody;
     use utoipa::{IntoParams, ToResponse};
 
+    /// A set of error responses many operations share, as references to the named
+    /// responses below (`responses((status = 200, ...), ReadErrors)` in a path).
+    macro_rules! error_set {
+        ($(#[$doc:meta])* $name:ident: $($status:literal => $response:ident),+) => {
+            $(#[$doc])*
+            pub struct $name;
+
+            impl utoipa::IntoResponses for $name {
+                fn responses() -> std::collections::BTreeMap<
+                    String,
+                    utoipa::openapi::RefOr<utoipa::openapi::response::Response>,
+                > {
+                    [$(($status, stringify!($response))),+]
+                        .into_iter()
+                        .map(|(status, name)| {
+                            (
+                                status.to_string(),
+                                utoipa::openapi::RefOr::Ref(
+                                    utoipa::openapi::Ref::from_response_name(name),
+                                ),
+                            )
+                        })
+                        .collect()
+                }
+            }
+        };
+    }
+
+    error_set!(
+        /// Reads of the caller's own things.
+        ReadErrors: "401" => Unauthorized, "404" => NotFound, "429" => TooManyRequests, "500" => Internal
+    );
+    error_set!(
+        /// Reads with a query string.
+        QueryErrors: "400" => BadQuery, "401" => Unauthorized, "422" => Unprocessable,
+            "429" => TooManyRequests, "500" => Internal
+    );
+    error_set!(
+        /// Writes with a JSON body.
+        JsonWriteErrors: "400" => BadRequest, "401" => Unauthorized, "409" => Conflict,
+            "413" => PayloadTooLarge, "415" => UnsupportedMediaType, "422" => Unprocessable,
+            "429" => TooManyRequests, "500" => Internal
+    );
+
     /// The `Idempotency-Key` header of writes.
     #[derive(IntoParams)]
     #[into_params(parameter_in = Header)]

@@ -53,10 +53,7 @@ fn timezone(body: Option<String>, caller: &AuthUser) -> String {
     security(("bearer" = [])),
     responses(
         (status = 200, description = "The profile. Right after registering it may not be projected yet: 404.", body = schemas::ProfileRow),
-        (status = 401, response = responses::Unauthorized),
-        (status = 404, response = responses::NotFound),
-        (status = 429, response = responses::TooManyRequests),
-        (status = 500, response = responses::Internal),
+        responses::ReadErrors,
     ),
 )]
 pub async fn get_profile(State(state): State<AppState>, caller: AuthUser) -> Reply {
@@ -79,15 +76,8 @@ pub async fn get_profile(State(state): State<AppState>, caller: AuthUser) -> Rep
     request_body = schemas::UpdateProfile,
     responses(
         (status = 200, description = "The profile after the change.", body = schemas::ProfileState),
-        (status = 400, response = responses::BadRequest),
-        (status = 401, response = responses::Unauthorized),
         (status = 404, response = responses::NotFound),
-        (status = 409, response = responses::Conflict),
-        (status = 413, response = responses::PayloadTooLarge),
-        (status = 415, response = responses::UnsupportedMediaType),
-        (status = 422, response = responses::Unprocessable),
-        (status = 429, response = responses::TooManyRequests),
-        (status = 500, response = responses::Internal),
+        responses::JsonWriteErrors,
     ),
 )]
 pub async fn patch_profile(
@@ -118,12 +108,9 @@ pub async fn patch_profile(
     responses(
         (status = 202, description = "Deletion requested; it completes asynchronously."),
         (status = 400, response = responses::BadHeader),
-        (status = 401, response = responses::Unauthorized),
-        (status = 404, response = responses::NotFound),
         (status = 409, response = responses::Conflict),
         (status = 422, response = responses::Unprocessable),
-        (status = 429, response = responses::TooManyRequests),
-        (status = 500, response = responses::Internal),
+        responses::ReadErrors,
     ),
 )]
 pub async fn delete_me(
@@ -190,14 +177,7 @@ impl MealBody {
     request_body = MealBody,
     responses(
         (status = 201, description = "Logged (or, for a retried `Idempotency-Key`, the first response again).", body = MealReply),
-        (status = 400, response = responses::BadRequest),
-        (status = 401, response = responses::Unauthorized),
-        (status = 409, response = responses::Conflict),
-        (status = 413, response = responses::PayloadTooLarge),
-        (status = 415, response = responses::UnsupportedMediaType),
-        (status = 422, response = responses::Unprocessable),
-        (status = 429, response = responses::TooManyRequests),
-        (status = 500, response = responses::Internal),
+        responses::JsonWriteErrors,
     ),
 )]
 pub async fn log_meal(
@@ -228,15 +208,8 @@ pub async fn log_meal(
     request_body = MealBody,
     responses(
         (status = 200, description = "Edited.", body = MealReply),
-        (status = 400, response = responses::BadRequest),
-        (status = 401, response = responses::Unauthorized),
         (status = 404, response = responses::NotFound),
-        (status = 409, response = responses::Conflict),
-        (status = 413, response = responses::PayloadTooLarge),
-        (status = 415, response = responses::UnsupportedMediaType),
-        (status = 422, response = responses::Unprocessable),
-        (status = 429, response = responses::TooManyRequests),
-        (status = 500, response = responses::Internal),
+        responses::JsonWriteErrors,
     ),
 )]
 pub async fn edit_meal(
@@ -272,12 +245,9 @@ pub async fn edit_meal(
     responses(
         (status = 204, description = "Deleted."),
         (status = 400, response = responses::BadHeader),
-        (status = 401, response = responses::Unauthorized),
-        (status = 404, response = responses::NotFound),
         (status = 409, response = responses::Conflict),
         (status = 422, response = responses::Unprocessable),
-        (status = 429, response = responses::TooManyRequests),
-        (status = 500, response = responses::Internal),
+        responses::ReadErrors,
     ),
 )]
 pub async fn delete_meal(
@@ -323,11 +293,7 @@ pub struct DailyNutrition {
     params(Range),
     responses(
         (status = 200, description = "The summaries.", body = DailyNutrition),
-        (status = 400, response = responses::BadQuery),
-        (status = 401, response = responses::Unauthorized),
-        (status = 422, response = responses::Unprocessable),
-        (status = 429, response = responses::TooManyRequests),
-        (status = 500, response = responses::Internal),
+        responses::QueryErrors,
     ),
 )]
 pub async fn daily_nutrition(
@@ -380,14 +346,7 @@ pub struct WorkoutReply {
     request_body = WorkoutBody,
     responses(
         (status = 201, description = "Recorded.", body = WorkoutReply),
-        (status = 400, response = responses::BadRequest),
-        (status = 401, response = responses::Unauthorized),
-        (status = 409, response = responses::Conflict),
-        (status = 413, response = responses::PayloadTooLarge),
-        (status = 415, response = responses::UnsupportedMediaType),
-        (status = 422, response = responses::Unprocessable),
-        (status = 429, response = responses::TooManyRequests),
-        (status = 500, response = responses::Internal),
+        responses::JsonWriteErrors,
     ),
 )]
 pub async fn record_workout(
@@ -426,10 +385,7 @@ pub async fn record_workout(
     security(("bearer" = [])),
     responses(
         (status = 200, description = "The workout that started last.", body = schemas::WorkoutRow),
-        (status = 401, response = responses::Unauthorized),
-        (status = 404, response = responses::NotFound),
-        (status = 429, response = responses::TooManyRequests),
-        (status = 500, response = responses::Internal),
+        responses::ReadErrors,
     ),
 )]
 pub async fn latest_workout(State(state): State<AppState>, caller: AuthUser) -> Reply {
@@ -450,10 +406,7 @@ pub async fn latest_workout(State(state): State<AppState>, caller: AuthUser) -> 
     security(("bearer" = [])),
     responses(
         (status = 200, description = "The block.", body = schemas::TrainingBlockRow),
-        (status = 401, response = responses::Unauthorized),
-        (status = 404, response = responses::NotFound),
-        (status = 429, response = responses::TooManyRequests),
-        (status = 500, response = responses::Internal),
+        responses::ReadErrors,
     ),
 )]
 pub async fn current_training_block(State(state): State<AppState>, caller: AuthUser) -> Reply {
@@ -501,14 +454,7 @@ pub struct SleepReply {
     request_body = SleepBody,
     responses(
         (status = 201, description = "Recorded.", body = SleepReply),
-        (status = 400, response = responses::BadRequest),
-        (status = 401, response = responses::Unauthorized),
-        (status = 409, response = responses::Conflict),
-        (status = 413, response = responses::PayloadTooLarge),
-        (status = 415, response = responses::UnsupportedMediaType),
-        (status = 422, response = responses::Unprocessable),
-        (status = 429, response = responses::TooManyRequests),
-        (status = 500, response = responses::Internal),
+        responses::JsonWriteErrors,
     ),
 )]
 pub async fn record_sleep(
@@ -550,14 +496,7 @@ pub struct GoalReply {
     request_body = schemas::CreateGoal,
     responses(
         (status = 201, description = "Created.", body = GoalReply),
-        (status = 400, response = responses::BadRequest),
-        (status = 401, response = responses::Unauthorized),
-        (status = 409, response = responses::Conflict),
-        (status = 413, response = responses::PayloadTooLarge),
-        (status = 415, response = responses::UnsupportedMediaType),
-        (status = 422, response = responses::Unprocessable),
-        (status = 429, response = responses::TooManyRequests),
-        (status = 500, response = responses::Internal),
+        responses::JsonWriteErrors,
     ),
 )]
 pub async fn create_goal(
@@ -597,14 +536,11 @@ pub struct GoalPatch {
     responses(
         (status = 200, description = "The goal after the change.", body = schemas::Goal),
         (status = 400, response = responses::BadRequest),
-        (status = 401, response = responses::Unauthorized),
-        (status = 404, response = responses::NotFound),
         (status = 409, description = "`conflict`: the goal cannot move to that status (completed and abandoned goals are final); `contention`: too many concurrent changes, try again.", body = ErrorBody),
         (status = 413, response = responses::PayloadTooLarge),
         (status = 415, response = responses::UnsupportedMediaType),
         (status = 422, response = responses::Unprocessable),
-        (status = 429, response = responses::TooManyRequests),
-        (status = 500, response = responses::Internal),
+        responses::ReadErrors,
     ),
 )]
 pub async fn patch_goal(
@@ -652,11 +588,7 @@ pub struct GoalList {
     params(GoalFilter),
     responses(
         (status = 200, description = "The active goals.", body = GoalList),
-        (status = 400, response = responses::BadQuery),
-        (status = 401, response = responses::Unauthorized),
-        (status = 422, response = responses::Unprocessable),
-        (status = 429, response = responses::TooManyRequests),
-        (status = 500, response = responses::Internal),
+        responses::QueryErrors,
     ),
 )]
 pub async fn list_goals(
@@ -692,10 +624,7 @@ pub struct GoalProgress {
     params(("id" = String, Path, description = "The goal's id.")),
     responses(
         (status = 200, description = "The progress entries.", body = GoalProgress),
-        (status = 401, response = responses::Unauthorized),
-        (status = 404, response = responses::NotFound),
-        (status = 429, response = responses::TooManyRequests),
-        (status = 500, response = responses::Internal),
+        responses::ReadErrors,
     ),
 )]
 pub async fn goal_progress(
@@ -731,11 +660,7 @@ pub struct DashboardQuery {
     params(DashboardQuery),
     responses(
         (status = 200, description = "The dashboard.", body = schemas::DashboardView),
-        (status = 400, response = responses::BadQuery),
-        (status = 401, response = responses::Unauthorized),
-        (status = 422, response = responses::Unprocessable),
-        (status = 429, response = responses::TooManyRequests),
-        (status = 500, response = responses::Internal),
+        responses::QueryErrors,
     ),
 )]
 pub async fn dashboard(
