@@ -107,13 +107,7 @@ pub async fn residue(args: &StoreArgs, user: &str) -> anyhow::Result<Residue> {
     let storage = storage::open(args).await?;
     let remnants = crate::residue::find(&*storage.store, &user).await?;
     let identity = Table::<infra::table::contexts::Identity>::new(storage.store.clone());
-    let erasure = commands::erasure::tombstone(&identity, &user)
-        .await?
-        .and_then(|t| {
-            t.get(commands::erasure::STATUS)
-                .and_then(|s| s.as_str())
-                .map(str::to_owned)
-        });
+    let erasure = commands::erasure::status(&identity, &user).await?;
     let logged = match &storage.embedded {
         Some(embedded) => crate::residue::find_in_change_log(embedded, &user).await?,
         None => Vec::new(),

@@ -24,10 +24,8 @@ pub async fn run(
     api: Arc<crate::http::api::Api>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let consumers: Vec<&'static str> = registry::all(storage.store.clone())
-        .iter()
-        .map(|p| p.name())
-        .collect();
+    let subscriptions = registry::all(storage.store.clone());
+    let consumers: Vec<&'static str> = subscriptions.iter().map(|p| p.name()).collect();
     let purger = storage.embedded.clone().map(|store| {
         let consumers = consumers.clone();
         tokio::spawn(async move {
@@ -57,11 +55,7 @@ pub async fn run(
     // The embedded shape runs every projector in-process, fed by the store's change log.
     let pipeline = storage.embedded.clone().map(|store| {
         let feed = Arc::new(EmbeddedFeed::new(store));
-        Arc::new(Pipeline::start(
-            storage.store.clone(),
-            feed,
-            registry::all(storage.store.clone()),
-        ))
+        Arc::new(Pipeline::start(storage.store.clone(), feed, subscriptions))
     });
     let app = http::app(AppState {
         store: storage.store.clone(),

@@ -42,6 +42,17 @@ pub async fn tombstone<C: ContextTable>(
     table.get(&erasure_key(user), true).await
 }
 
+/// The erasure's status in this table's tombstone (`erasing`, `drained`, `complete`),
+/// or None when no erasure of `user` was ever requested here.
+pub async fn status<C: ContextTable>(
+    table: &Table<C>,
+    user: &UserId,
+) -> Result<Option<String>, StoreError> {
+    Ok(tombstone(table, user)
+        .await?
+        .and_then(|t| t.get(STATUS).and_then(Value::as_str).map(str::to_owned)))
+}
+
 /// Deletes what the context owns of `user` outside the user's partition, then drains
 /// the partition; returns how many items it deleted.
 pub async fn erase<C: ContextTable>(table: &Table<C>, user: &UserId) -> Result<u64, StoreError> {
@@ -52,13 +63,7 @@ pub async fn erase<C: ContextTable>(table: &Table<C>, user: &UserId) -> Result<u
             deleted += 1;
         }
     }
-    loop {
-        let page = table.drain_partition_page(&pk, 25).await?;
-        if page == 0 {
-            return Ok(deleted);
-        }
-        deleted += page as u64;
-    }
+    Ok(deleted + table.drain_partition(&pk).await? as u64)
 }
 
 /// Items outside `USER#<id>` that hold the user: the integrations context's

@@ -52,6 +52,35 @@ impl TableDlq {
     fn pk(subscription: &str) -> String {
         format!("DLQ#{subscription}")
     }
+
+    /// Removes a subscription's letters whose record is about partition `pk` (one
+    /// user's, when their account is erased); returns how many.
+    pub async fn remove_about(&self, subscription: &str, pk: &str) -> Result<u64, StoreError> {
+        let mut removed = 0;
+        let mut cursor = None;
+        loop {
+            let query = Query::partition(Self::pk(subscription))
+                .consistent()
+                .after(cursor);
+            let page = self.store.query(self.table, &query).await?;
+            for letter in &page.items {
+                let about = letter
+                    .get("record")
+                    .and_then(|r| r.get("pk"))
+                    .and_then(serde_json::Value::as_str);
+                if about == Some(pk) {
+                    self.store
+                        .delete(self.table, &Key::of(letter)?, None)
+                        .await?;
+                    removed += 1;
+                }
+            }
+            match page.cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(removed),
+            }
+        }
+    }
 }
 
 fn invalid(e: serde_json::Error) -> StoreError {

@@ -207,4 +207,10 @@ impl<C: ContextTable> Table<C> {
             .drain_partition_page(C::CONTEXT, pk, page_size)
             .await
     }
+
+    /// Deletes every item of a partition, page by page (see
+    /// [`crate::store::drain_partition`]); returns how many.
+    pub async fn drain_partition(&self, pk: &str) -> Result<usize, StoreError> {
+        crate::store::drain_partition(&*self.store, C::CONTEXT, pk).await
+    }
 }

@@ -25,6 +25,7 @@ use events_schema::events::identity::AccountDeletionRequested;
 use events_schema::ids::UserId;
 use events_schema::keys::{PartitionKey, erased};
 use events_schema::time::Timestamp;
+use infra::dlq::TableDlq;
 use infra::store::{Key, Update};
 use infra::table::{Action, ContextTable, Table};
 use infra::{Store, StoreError};
@@ -112,50 +113,20 @@ impl Projector for Guarded {
 pub struct Eraser<C: ContextTable> {
     table: Table<C>,
     name: &'static str,
-    /// The dead-letter partitions (`DLQ#<subscription>`) of this table, where letters
-    /// of the user may wait.
-    dead_letters: Vec<&'static str>,
+    /// This table's dead letters, and the subscriptions that keep letters there: letters
+    /// of the user may wait in any of them.
+    dead_letters: TableDlq,
+    subscriptions: Vec<&'static str>,
 }
 
 impl<C: ContextTable> Eraser<C> {
-    pub fn new(table: Table<C>, dead_letters: Vec<&'static str>) -> Self {
+    pub fn new(table: Table<C>, dead_letters: TableDlq, subscriptions: Vec<&'static str>) -> Self {
         Self {
             name: eraser_name(C::CONTEXT),
             table,
             dead_letters,
+            subscriptions,
         }
-    }
-
-    /// Removes the user's letters from this table's dead-letter partitions.
-    async fn erase_dead_letters(&self, user_pk: &str) -> Result<u64, StoreError> {
-        let mut deleted = 0;
-        for subscription in &self.dead_letters {
-            let pk = format!("DLQ#{subscription}");
-            let mut cursor = None;
-            loop {
-                let query = infra::store::Query::partition(&pk)
-                    .consistent()
-                    .after(cursor);
-                let page = self.table.query(&query).await?;
-                for letter in &page.items {
-                    let about = letter
-                        .get("record")
-                        .and_then(|r| r.get("pk"))
-                        .and_then(Value::as_str);
-                    if about == Some(user_pk)
-                        && let Ok(key) = Key::of(letter)
-                    {
-                        self.table.delete(&key, None).await?;
-                        deleted += 1;
-                    }
-                }
-                match page.cursor {
-                    Some(next) => cursor = Some(next),
-                    None => break,
-                }
-            }
-        }
-        Ok(deleted)
     }
 
     /// Publishes `PartitionDrained` from the `ERASED#` partition (the user's own is
@@ -220,7 +191,13 @@ impl<C: ContextTable> Projector for Eraser<C> {
             .ok_or_else(|| ProjectionError::Decode("deletion request without a user".into()))?;
         erasure::begin(&self.table, &user, event.occurred_at).await?;
         let user_pk = PartitionKey::User(user.clone()).to_string();
-        let mut deleted = self.erase_dead_letters(&user_pk).await?;
+        let mut deleted = 0;
+        for subscription in &self.subscriptions {
+            deleted += self
+                .dead_letters
+                .remove_about(subscription, &user_pk)
+                .await?;
+        }
         deleted += erasure::erase(&self.table, &user).await?;
         self.publish_drained(&user, deleted).await
     }
@@ -300,10 +277,7 @@ pub async fn is_complete(
     identity: &Table<infra::table::contexts::Identity>,
     user: &UserId,
 ) -> Result<bool, StoreError> {
-    Ok(erasure::tombstone(identity, user)
-        .await?
-        .and_then(|t| t.get(erasure::STATUS).cloned())
-        == Some(json!("complete")))
+    Ok(erasure::status(identity, user).await?.as_deref() == Some("complete"))
 }
 
 pub(crate) fn eraser_name(context: Context) -> &'static str {

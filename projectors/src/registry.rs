@@ -16,7 +16,8 @@ use commands::activity::ActivityCommands;
 use commands::sleep::SleepCommands;
 use events_schema::Context;
 use infra::Store;
-use infra::table::Table;
+use infra::dlq::TableDlq;
+use infra::table::{ContextTable, Table};
 use std::sync::Arc;
 
 /// Every subscription a pipeline runs: the projections (guarded against erased users)
@@ -49,43 +50,33 @@ fn erasure(store: Arc<dyn Store>, projections: &[Arc<dyn Projector>]) -> Vec<Arc
             .chain([erasure::eraser_name(context)])
             .collect()
     };
-    let t = || store.clone();
     let mut subscriptions: Vec<Arc<dyn Projector>> = vec![
-        Arc::new(Eraser::<contexts::Nutrition>::new(
-            Table::new(t()),
-            letters(Context::Nutrition),
-        )),
-        Arc::new(Eraser::<contexts::Activity>::new(
-            Table::new(t()),
-            letters(Context::Activity),
-        )),
-        Arc::new(Eraser::<contexts::Sleep>::new(
-            Table::new(t()),
-            letters(Context::Sleep),
-        )),
-        Arc::new(Eraser::<contexts::Goals>::new(
-            Table::new(t()),
-            letters(Context::Goals),
-        )),
-        Arc::new(Eraser::<contexts::Integrations>::new(
-            Table::new(t()),
-            letters(Context::Integrations),
-        )),
-        Arc::new(Eraser::<contexts::Insights>::new(
-            Table::new(t()),
-            letters(Context::Insights),
-        )),
-        Arc::new(Eraser::<contexts::Dashboard>::new(
-            Table::new(t()),
-            letters(Context::Dashboard),
-        )),
+        eraser::<contexts::Nutrition>(&store, letters(Context::Nutrition)),
+        eraser::<contexts::Activity>(&store, letters(Context::Activity)),
+        eraser::<contexts::Sleep>(&store, letters(Context::Sleep)),
+        eraser::<contexts::Goals>(&store, letters(Context::Goals)),
+        eraser::<contexts::Integrations>(&store, letters(Context::Integrations)),
+        eraser::<contexts::Insights>(&store, letters(Context::Insights)),
+        eraser::<contexts::Dashboard>(&store, letters(Context::Dashboard)),
     ];
     subscriptions.extend(
         erasure::DRAINING
             .iter()
-            .map(|c| Arc::new(Completer::new(Table::new(t()), *c)) as Arc<dyn Projector>),
+            .map(|c| Arc::new(Completer::new(Table::new(store.clone()), *c)) as Arc<dyn Projector>),
     );
     subscriptions
+}
+
+/// The eraser of context `C`, with its table's dead letters.
+fn eraser<C: ContextTable + 'static>(
+    store: &Arc<dyn Store>,
+    subscriptions: Vec<&'static str>,
+) -> Arc<dyn Projector> {
+    Arc::new(Eraser::<C>::new(
+        Table::new(store.clone()),
+        TableDlq::new(store.clone(), C::CONTEXT),
+        subscriptions,
+    ))
 }
 
 fn unguarded(store: Arc<dyn Store>) -> Vec<Arc<dyn Projector>> {

@@ -13,6 +13,7 @@
 //! one removes its checkpoints.
 
 use crate::projector::{ProjectionError, Projector};
+use crate::runtime::RetryPolicy;
 use events_schema::Context;
 use events_schema::envelope::{EventEnvelope, OUTBOX_ATTR};
 use events_schema::ids::UserId;
@@ -87,10 +88,11 @@ pub async fn replay_in_batches(
     progress: &dyn Progress,
     batch_events: usize,
 ) -> Result<Replayed, StoreError> {
+    let batch_events = batch_events.max(1);
     // Per source, the subscriptions that publish into the source's own table
     // (goals-from-goals) run first, in a pass of their own, so the events they publish
     // are there when the others read the table.
-    let groups: Vec<(Context, Vec<Arc<dyn Projector>>)> = SOURCE_ORDER
+    let runs: Vec<Run> = SOURCE_ORDER
         .iter()
         .flat_map(|source| {
             let (producers, consumers): (Vec<_>, Vec<_>) = subscriptions
@@ -101,23 +103,23 @@ pub async fn replay_in_batches(
             [(*source, producers), (*source, consumers)]
         })
         .filter(|(_, group)| !group.is_empty())
+        .map(|(source, group)| Run {
+            store: store.clone(),
+            source,
+            group,
+            user: user.cloned(),
+            page_size: PAGE.min(batch_events),
+        })
         .collect();
     let mut total = 0;
-    for (source, _) in &groups {
+    for run in &runs {
         // A source read by two passes is read twice.
-        total += count_events(&*store, *source, user).await?;
+        total += count_events(&*store, run.source, user).await?;
     }
     progress.total(total);
 
     let mut replayed = Replayed::default();
-    for (source, group) in &groups {
-        let run = Run {
-            store: store.clone(),
-            source: *source,
-            group: group.clone(),
-            user: user.cloned(),
-            page_size: PAGE.min(batch_events.max(1)),
-        };
+    for run in &runs {
         let checkpoint = run.checkpoint().await?;
         if checkpoint.as_ref().is_some_and(|c| c.done) {
             continue;
@@ -132,7 +134,7 @@ pub async fn replay_in_batches(
                 let page = run.page(cursor.clone()).await?;
                 events.extend(outbox_events(&page.items));
                 cursor = page.cursor;
-                if cursor.is_none() || events.len() >= batch_events.max(1) {
+                if cursor.is_none() || events.len() >= batch_events {
                     break;
                 }
             }
@@ -149,16 +151,8 @@ pub async fn replay_in_batches(
         }
     }
     // Finished: the next replay starts from the beginning.
-    for (source, group) in &groups {
-        Run {
-            store: store.clone(),
-            source: *source,
-            group: group.clone(),
-            user: user.cloned(),
-            page_size: PAGE,
-        }
-        .clear_checkpoint()
-        .await?;
+    for run in &runs {
+        run.clear_checkpoint().await?;
     }
     Ok(replayed)
 }
@@ -278,10 +272,15 @@ impl Run {
                 tasks.spawn(async move {
                     let mut applied = Applied::default();
                     for event in events.iter() {
-                        match apply_with_retries(&*subscription, event).await {
+                        // Retried as live retries; what live would dead-letter is
+                        // counted and reported instead.
+                        match RetryPolicy::default()
+                            .apply(&*subscription, event, |_, _| {})
+                            .await
+                        {
                             Ok(()) => applied.applications += 1,
-                            Err(ProjectionError::Store(e)) => return Err(e),
-                            Err(error) => {
+                            Err((ProjectionError::Store(e), _)) => return Err(e),
+                            Err((error, _)) => {
                                 tracing::warn!(subscription = subscription.name(), event = %event.event_id, %error, "replay: event refused");
                                 applied.rejected += 1;
                             }
@@ -343,22 +342,4 @@ impl Run {
         }
         Ok(())
     }
-}
-
-/// Applies with a few retries on storage errors (throttling, contention), as live does.
-async fn apply_with_retries(
-    subscription: &dyn Projector,
-    event: &EventEnvelope,
-) -> Result<(), ProjectionError> {
-    let mut backoff = std::time::Duration::from_millis(20);
-    for attempt in 1.. {
-        match subscription.apply(event).await {
-            Err(ProjectionError::Store(_)) if attempt < 5 => {
-                tokio::time::sleep(backoff).await;
-                backoff *= 2;
-            }
-            other => return other,
-        }
-    }
-    Ok(())
 }

@@ -4,6 +4,7 @@
 //! the batch. Also: metrics per subscription, and redrive of dead letters.
 
 use crate::projector::{ProjectionError, Projector};
+use events_schema::envelope::EventEnvelope;
 use infra::StoreError;
 use infra::dlq::{DeadLetter, DeadLetterQueue};
 use infra::feed::{ChangeFeed, FeedRecord};
@@ -20,6 +21,38 @@ pub struct RetryPolicy {
     pub attempts: u32,
     pub first_backoff: Duration,
     pub max_backoff: Duration,
+}
+
+impl RetryPolicy {
+    /// Applies `event`, retrying failures with exponential backoff; an event that does
+    /// not decode or that the projector rejects is not retried. `on_failure` sees every
+    /// failed attempt. On failure returns the last error and the attempts made.
+    pub async fn apply(
+        &self,
+        projector: &dyn Projector,
+        event: &EventEnvelope,
+        on_failure: impl Fn(u32, &ProjectionError),
+    ) -> Result<(), (ProjectionError, u32)> {
+        let mut backoff = self.first_backoff;
+        let mut attempt = 1;
+        loop {
+            let error = match projector.apply(event).await {
+                Ok(()) => return Ok(()),
+                Err(error) => error,
+            };
+            on_failure(attempt, &error);
+            let retryable = !matches!(
+                error,
+                ProjectionError::Decode(_) | ProjectionError::Rejected(_)
+            );
+            if !retryable || attempt >= self.attempts {
+                return Err((error, attempt));
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(self.max_backoff);
+            attempt += 1;
+        }
+    }
 }
 
 impl Default for RetryPolicy {
@@ -159,33 +192,20 @@ impl Handler {
             // Retrying cannot fix an undecodable record.
             Some(Err(error)) => return self.dead_letter(record, error, 1).await,
         };
-        let mut backoff = self.policy.first_backoff;
-        let mut last_error = String::new();
-        for attempt in 1..=self.policy.attempts {
-            match self.projector.apply(&event).await {
-                Ok(()) => {
-                    self.metrics.processed.fetch_add(1, Ordering::Relaxed);
-                    return Ok(());
-                }
-                Err(error) => {
-                    self.metrics.failed.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(subscription = self.projector.name(), event = %event.event_id, attempt, %error, "projection failed");
-                    last_error = error.to_string();
-                    if matches!(
-                        error,
-                        ProjectionError::Decode(_) | ProjectionError::Rejected(_)
-                    ) {
-                        return self.dead_letter(record, last_error, attempt).await;
-                    }
-                    if attempt < self.policy.attempts {
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(self.policy.max_backoff);
-                    }
-                }
+        let outcome = self
+            .policy
+            .apply(&*self.projector, &event, |attempt, error| {
+                self.metrics.failed.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(subscription = self.projector.name(), event = %event.event_id, attempt, %error, "projection failed");
+            })
+            .await;
+        match outcome {
+            Ok(()) => {
+                self.metrics.processed.fetch_add(1, Ordering::Relaxed);
+                Ok(())
             }
+            Err((error, attempts)) => self.dead_letter(record, error.to_string(), attempts).await,
         }
-        self.dead_letter(record, last_error, self.policy.attempts)
-            .await
     }
 
     async fn dead_letter(
