@@ -7,6 +7,8 @@
 
 mod support;
 
+use support::{Client, register, register_once_free, registration};
+
 use serde_json::{Value, json};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -17,43 +19,15 @@ const JWT_SECRET: &str = "admin-cli-test-jwt-secret";
 const CONVERGE_WITHIN: Duration = Duration::from_secs(60);
 const DAY: &str = "2026-03-01";
 
-struct Client {
-    address: String,
-    token: Option<String>,
-    user_id: String,
+/// The dashboard calls of this test.
+trait Dashboard {
+    fn dashboard(&self) -> Value;
+    fn dashboard_eventually(&self, ok: impl Fn(&Value) -> bool) -> Value;
 }
 
-impl Client {
-    fn anonymous(address: &str) -> Self {
-        Self {
-            address: address.to_owned(),
-            token: None,
-            user_id: String::new(),
-        }
-    }
-
-    /// The same account, speaking to another server.
-    fn on(&self, address: &str) -> Self {
-        Self {
-            address: address.to_owned(),
-            token: self.token.clone(),
-            user_id: self.user_id.clone(),
-        }
-    }
-
-    fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
-        let mut headers: Vec<(&str, &str)> = vec![("Content-Type", "application/json")];
-        if let Some(auth) = &auth {
-            headers.push(("Authorization", auth));
-        }
-        let bytes = body.map(|b| b.to_string().into_bytes());
-        let (status, text) = support::send(&self.address, method, path, &headers, bytes.as_deref());
-        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-    }
-
+impl Dashboard for Client {
     fn dashboard(&self) -> Value {
-        let (status, body) = self.call("GET", &format!("/v1/me/dashboard?date={DAY}"), None);
+        let (status, body) = self.call("GET", &format!("/v1/me/dashboard?date={DAY}"), None, &[]);
         assert_eq!(status, 200, "{body}");
         body
     }
@@ -73,48 +47,6 @@ impl Client {
             // Nothing to wait on over HTTP: ask again shortly.
             std::thread::sleep(Duration::from_millis(50));
         }
-    }
-}
-
-fn registration(email: &str) -> Value {
-    json!({"email": email, "password": "correct horse battery", "display_name": "Ana", "timezone": "UTC"})
-}
-
-fn signed_in(address: &str, reply: &Value) -> Client {
-    Client {
-        address: address.to_owned(),
-        token: reply["token"].as_str().map(str::to_owned),
-        user_id: reply["user_id"].as_str().expect("user id").to_owned(),
-    }
-}
-
-fn register(address: &str, email: &str) -> Client {
-    let (status, reply) =
-        Client::anonymous(address).call("POST", "/v1/auth/register", Some(registration(email)));
-    assert_eq!(status, 201, "{reply}");
-    signed_in(address, &reply)
-}
-
-/// Registers `email` as soon as it is free: 409 `email_taken` until the erasure of its
-/// previous holder is complete.
-fn register_once_free(address: &str, email: &str) -> Client {
-    let deadline = Instant::now() + CONVERGE_WITHIN;
-    loop {
-        let (status, reply) =
-            Client::anonymous(address).call("POST", "/v1/auth/register", Some(registration(email)));
-        if status == 201 {
-            return signed_in(address, &reply);
-        }
-        assert_eq!(
-            (status, &reply["error"]["code"]),
-            (409, &json!("email_taken")),
-            "{reply}"
-        );
-        assert!(
-            Instant::now() < deadline,
-            "{email} was not free again within {CONVERGE_WITHIN:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -216,7 +148,8 @@ fn residue_and_replay_after_an_erasure_leave_nothing_of_her_and_all_of_him() {
         (&bob, &[("Eggs", 300), ("Pasta", 500)][..]),
     ] {
         for (name, calories) in meals {
-            let (status, reply) = client.call("POST", "/v1/me/meals", Some(meal(name, *calories)));
+            let (status, reply) =
+                client.call("POST", "/v1/me/meals", Some(meal(name, *calories)), &[]);
             assert_eq!(status, 201, "{reply}");
         }
     }
@@ -234,9 +167,9 @@ fn residue_and_replay_after_an_erasure_leave_nothing_of_her_and_all_of_him() {
     bob.dashboard_eventually(converged(2, "800"));
 
     // When Ana deletes her account (her email is free again once the erasure is done).
-    let (status, reply) = ana.call("DELETE", "/v1/me", None);
+    let (status, reply) = ana.call("DELETE", "/v1/me", None, &[]);
     assert_eq!(status, 202, "{reply}");
-    let newcomer = register_once_free(&address, "ana@example.com");
+    let newcomer = register_once_free(&address, "ana@example.com", CONVERGE_WITHIN);
     assert_ne!(newcomer.user_id, ana.user_id, "a new account, not Ana's");
     caught_up(&address);
     let bobs_before = bob.dashboard();
@@ -339,7 +272,7 @@ fn residue_and_replay_after_an_erasure_leave_nothing_of_her_and_all_of_him() {
         json!({"profile": null, "day": null, "recent_meals": [], "recent_workouts": [], "active_goals": [], "connections": []}),
         "Ana's dashboard is empty"
     );
-    let (status, reply) = ana.call("POST", "/v1/me/meals", Some(meal("Late", 1)));
+    let (status, reply) = ana.call("POST", "/v1/me/meals", Some(meal("Late", 1)), &[]);
     assert_eq!(status, 401, "{reply}");
     assert_eq!(reply["error"]["code"], "account_deleted", "{reply}");
     caught_up(&server.address);
@@ -378,15 +311,15 @@ fn a_registration_retried_after_the_erasure_is_a_new_account_and_leaves_nothing(
     };
     let (status, reply) = signup("signup-1");
     assert_eq!(status, 201, "{reply}");
-    let eve = signed_in(&address, &reply);
-    let (status, reply) = eve.call("DELETE", "/v1/me", None);
+    let eve = Client::signed_in(&address, &reply);
+    let (status, reply) = eve.call("DELETE", "/v1/me", None, &[]);
     assert_eq!(status, 202, "{reply}");
     // Her profile is drained last: login stops saying `account_deleted` then.
     let deadline = Instant::now() + CONVERGE_WITHIN;
     let login = json!({"email": "eve@example.com", "password": "correct horse battery"});
     loop {
         let (status, reply) =
-            Client::anonymous(&address).call("POST", "/v1/auth/login", Some(login.clone()));
+            Client::anonymous(&address).call("POST", "/v1/auth/login", Some(login.clone()), &[]);
         assert_eq!(status, 401, "{reply}");
         if reply["error"]["code"] == "invalid_credentials" {
             break;

@@ -12,6 +12,8 @@
 
 mod support;
 
+use support::{Client, register, register_once_free};
+
 use events_schema::ids::UserId;
 use serde_json::{Value, json};
 use std::process::{Command, Stdio};
@@ -27,97 +29,6 @@ fn endpoint() -> String {
             "VITALS_TEST_DYNAMODB_ENDPOINT is not set: run `scripts/test-all`, or start an emulator \
              with `scripts/emulator.sh start` and export the URL it prints"
         ),
-    }
-}
-
-struct Client {
-    address: String,
-    token: Option<String>,
-    user_id: String,
-}
-
-impl Client {
-    fn call(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<Value>,
-        extra: &[(&str, &str)],
-    ) -> (u16, Value) {
-        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
-        let mut headers: Vec<(&str, &str)> = vec![("Content-Type", "application/json")];
-        if let Some(auth) = &auth {
-            headers.push(("Authorization", auth));
-        }
-        headers.extend_from_slice(extra);
-        let bytes = body.map(|b| b.to_string().into_bytes());
-        let (status, text) = support::send(&self.address, method, path, &headers, bytes.as_deref());
-        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-    }
-
-    /// Retries a GET until `ok` holds, with a deadline (projections are asynchronous).
-    fn eventually(&self, path: &str, ok: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + CONVERGE_WITHIN;
-        loop {
-            let (status, body) = self.call("GET", path, None, &[]);
-            if status == 200 && ok(&body) {
-                return body;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{path} did not converge within {CONVERGE_WITHIN:?}: {status} {body}"
-            );
-            // Nothing to wait on over HTTP: ask again shortly.
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-fn anonymous(address: &str) -> Client {
-    Client {
-        address: address.to_owned(),
-        token: None,
-        user_id: String::new(),
-    }
-}
-
-fn registration(email: &str) -> Value {
-    json!({"email": email, "password": "correct horse battery", "display_name": "Ana", "timezone": "UTC"})
-}
-
-fn signed_in(address: &str, reply: &Value) -> Client {
-    Client {
-        address: address.to_owned(),
-        token: reply["token"].as_str().map(str::to_owned),
-        user_id: reply["user_id"].as_str().expect("user id").to_owned(),
-    }
-}
-
-fn register(address: &str, email: &str) -> Client {
-    let (status, reply) =
-        anonymous(address).call("POST", "/v1/auth/register", Some(registration(email)), &[]);
-    assert_eq!(status, 201, "{reply}");
-    signed_in(address, &reply)
-}
-
-/// Registers `email` as soon as it is free: 409 `email_taken` until the erasure of its
-/// previous holder is complete.
-fn register_once_free(address: &str, email: &str) -> Client {
-    let deadline = Instant::now() + CONVERGE_WITHIN;
-    loop {
-        let (status, reply) =
-            anonymous(address).call("POST", "/v1/auth/register", Some(registration(email)), &[]);
-        if status == 201 {
-            return signed_in(address, &reply);
-        }
-        assert_eq!(status, 409, "{reply}");
-        assert_eq!(reply["error"]["code"], "email_taken", "{reply}");
-        assert!(
-            Instant::now() < deadline,
-            "{email} was not free again within {CONVERGE_WITHIN:?}"
-        );
-        // Nothing to wait on over HTTP: ask again shortly.
-        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
@@ -196,7 +107,7 @@ fn the_mobile_app_flow_converges_through_kinesis_and_other_users_see_nothing() {
     assert_ne!(second["meal_id"], first["meal_id"]);
 
     // The dashboard converges through the table streams, Kinesis and `vitals work`.
-    let dashboard = ana.eventually("/v1/me/dashboard?date=2026-03-01", |d| {
+    let dashboard = ana.eventually("/v1/me/dashboard?date=2026-03-01", CONVERGE_WITHIN, |d| {
         d["day"]["nutrition"]["meals"] == 2
             && d["recent_meals"].as_array().is_some_and(|m| m.len() == 2)
     });
@@ -235,11 +146,12 @@ fn the_mobile_app_flow_converges_through_kinesis_and_other_users_see_nothing() {
     let (status, reply) = ana.call("DELETE", "/v1/me", None, &[]);
     assert_eq!(status, 202, "{reply}");
     let login = json!({"email": "ana@example.com", "password": "correct horse battery"});
-    let (status, reply) = anonymous(&address).call("POST", "/v1/auth/login", Some(login), &[]);
+    let (status, reply) =
+        Client::anonymous(&address).call("POST", "/v1/auth/login", Some(login), &[]);
     assert_eq!(status, 401, "{reply}");
     assert_eq!(reply["error"]["code"], "account_deleted", "{reply}");
     // Her email is released only when every context has drained her data.
-    let newcomer = register_once_free(&address, "ana@example.com");
+    let newcomer = register_once_free(&address, "ana@example.com", CONVERGE_WITHIN);
     assert_ne!(newcomer.user_id, ana.user_id, "a new account, not Ana's");
 
     let store: Vec<&str> = ["--backend", "dynamodb"]
@@ -278,7 +190,7 @@ fn the_mobile_app_flow_converges_through_kinesis_and_other_users_see_nothing() {
     assert!(!replayed.contains("replayed 0 events"), "{replayed}");
     let (code, left) = residue(&ana.user_id, &store);
     assert_eq!(code, Some(0), "left of Ana after a replay: {left}");
-    let bobs = bob.eventually("/v1/me/dashboard?date=2026-03-01", |d| {
+    let bobs = bob.eventually("/v1/me/dashboard?date=2026-03-01", CONVERGE_WITHIN, |d| {
         d["recent_meals"].as_array().is_some_and(|m| m.len() == 1)
     });
     assert_eq!(

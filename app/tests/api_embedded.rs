@@ -5,63 +5,13 @@
 
 mod support;
 
+use support::{Client, register};
+
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-struct Client {
-    address: String,
-    token: Option<String>,
-}
-
-impl Client {
-    fn call(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<Value>,
-        extra: &[(&str, &str)],
-    ) -> (u16, Value) {
-        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
-        let mut headers: Vec<(&str, &str)> = vec![("Content-Type", "application/json")];
-        if let Some(auth) = &auth {
-            headers.push(("Authorization", auth));
-        }
-        headers.extend_from_slice(extra);
-        let bytes = body.map(|b| b.to_string().into_bytes());
-        let (status, text) = support::send(&self.address, method, path, &headers, bytes.as_deref());
-        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-    }
-
-    /// Retries a GET until `ok` holds, with a deadline (projections are asynchronous).
-    fn eventually(&self, path: &str, ok: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let (status, body) = self.call("GET", path, None, &[]);
-            if status == 200 && ok(&body) {
-                return body;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{path} did not converge: {status} {body}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-fn register(address: &str, email: &str) -> Client {
-    let client = Client {
-        address: address.to_owned(),
-        token: None,
-    };
-    let body = json!({"email": email, "password": "correct horse battery", "display_name": "Ana", "timezone": "UTC"});
-    let (status, reply) = client.call("POST", "/v1/auth/register", Some(body), &[]);
-    assert_eq!(status, 201, "{reply}");
-    Client {
-        token: reply["token"].as_str().map(str::to_owned),
-        ..client
-    }
-}
+/// How long the in-process projections may take.
+const CONVERGE_WITHIN: Duration = Duration::from_secs(30);
 
 fn meal(calories: u32) -> Value {
     json!({"name": "Oats", "eaten_at": "2026-03-01T08:00:00.000Z", "calories": calories.to_string(), "protein_g": "30", "carbs_g": "40", "fat_g": "5"})
@@ -83,10 +33,7 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
     let bob = register(&address, "bob@example.com");
 
     // Login gives a working token too.
-    let anon = Client {
-        address: address.clone(),
-        token: None,
-    };
+    let anon = Client::anonymous(&address);
     let (status, login) = anon.call(
         "POST",
         "/v1/auth/login",
@@ -186,7 +133,7 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
     assert_eq!(status, 401, "{forged}");
 
     // Everything converges on the read side.
-    let dashboard = ana.eventually("/v1/me/dashboard?date=2026-03-01", |d| {
+    let dashboard = ana.eventually("/v1/me/dashboard?date=2026-03-01", CONVERGE_WITHIN, |d| {
         d["day"]["nutrition"]["meals"] == 2
             && d["recent_workouts"]
                 .as_array()
@@ -195,11 +142,15 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
     });
     assert_eq!(dashboard["day"]["nutrition"]["totals"]["calories"], "650");
     assert_eq!(dashboard["day"]["activity"]["active_minutes"], 40);
-    let progress = ana.eventually(&format!("/v1/me/goals/{goal_id}/progress"), |p| {
-        p["progress"][0]["value"] == "60"
-    });
+    let progress = ana.eventually(
+        &format!("/v1/me/goals/{goal_id}/progress"),
+        CONVERGE_WITHIN,
+        |p| p["progress"][0]["value"] == "60",
+    );
     assert_eq!(progress["progress"][0]["met"], true);
-    ana.eventually("/v1/me/profile", |p| p["email"] == "ana@example.com");
+    ana.eventually("/v1/me/profile", CONVERGE_WITHIN, |p| {
+        p["email"] == "ana@example.com"
+    });
     let (status, latest) = ana.call("GET", "/v1/me/workouts/latest", None, &[]);
     assert_eq!((status, latest["duration_s"].clone()), (200, json!(2400)));
     let (status, days) = ana.call(
@@ -243,8 +194,8 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
         (401, Some("unauthorized"))
     );
     let forged = Client {
-        address: address.clone(),
         token: Some(format!("{}x", ana.token.clone().unwrap_or_default())),
+        ..Client::anonymous(&address)
     };
     assert_eq!(forged.call("GET", "/v1/me/profile", None, &[]).0, 401);
     let (status, _) = support::send(

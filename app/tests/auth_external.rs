@@ -186,19 +186,9 @@ fn each_user_is_rate_limited_on_their_own() {
     let data_dir = dir.path().to_string_lossy().into_owned();
     let server = start(&["--data-dir", &data_dir, "--rate-limit", "1"]);
     let register = |email: &str| -> String {
-        let body = format!(
-            r#"{{"email": "{email}", "password": "correct horse battery", "display_name": "R", "timezone": "UTC"}}"#
-        );
-        let (status, reply) = send(
-            &server.address,
-            "POST",
-            "/v1/auth/register",
-            &[("content-type", "application/json")],
-            Some(body.as_bytes()),
-        );
-        assert_eq!(status, 201, "{reply}");
-        let reply: Value = serde_json::from_str(&reply).expect("JSON");
-        reply["token"].as_str().expect("token").to_owned()
+        support::register(&server.address, email)
+            .token
+            .expect("token")
     };
     let busy = register("busy@example.com");
     let quiet = register("quiet@example.com");

@@ -137,3 +137,128 @@ impl Server {
         }
     }
 }
+
+/// A mobile-app client of the JSON API: an address, and the account it speaks for.
+pub struct Client {
+    pub address: String,
+    pub token: Option<String>,
+    /// Empty when signed out.
+    pub user_id: String,
+}
+
+impl Client {
+    pub fn anonymous(address: &str) -> Self {
+        Self {
+            address: address.to_owned(),
+            token: None,
+            user_id: String::new(),
+        }
+    }
+
+    /// The account a register or login reply names.
+    pub fn signed_in(address: &str, reply: &serde_json::Value) -> Self {
+        Self {
+            address: address.to_owned(),
+            token: reply["token"].as_str().map(str::to_owned),
+            user_id: reply["user_id"].as_str().expect("user id").to_owned(),
+        }
+    }
+
+    /// The same account, speaking to another server.
+    pub fn on(&self, address: &str) -> Self {
+        Self {
+            address: address.to_owned(),
+            token: self.token.clone(),
+            user_id: self.user_id.clone(),
+        }
+    }
+
+    /// One JSON request with the bearer token and `extra` headers; (status, JSON body,
+    /// or null when the body is not JSON).
+    pub fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<serde_json::Value>,
+        extra: &[(&str, &str)],
+    ) -> (u16, serde_json::Value) {
+        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let mut headers: Vec<(&str, &str)> = vec![("Content-Type", "application/json")];
+        if let Some(auth) = &auth {
+            headers.push(("Authorization", auth));
+        }
+        headers.extend_from_slice(extra);
+        let bytes = body.map(|b| b.to_string().into_bytes());
+        let (status, text) = send(&self.address, method, path, &headers, bytes.as_deref());
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(serde_json::Value::Null),
+        )
+    }
+
+    /// Retries a GET until it answers 200 and `ok` holds, failing after `within`
+    /// (projections are asynchronous; over HTTP there is nothing to wait on but asking).
+    pub fn eventually(
+        &self,
+        path: &str,
+        within: Duration,
+        ok: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let (status, body) = self.call("GET", path, None, &[]);
+            if status == 200 && ok(&body) {
+                return body;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{path} did not converge within {within:?}: {status} {body}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// A registration body for `email`.
+pub fn registration(email: &str) -> serde_json::Value {
+    serde_json::json!({"email": email, "password": "correct horse battery", "display_name": "Ana", "timezone": "UTC"})
+}
+
+/// Registers `email`; the new account's client.
+pub fn register(address: &str, email: &str) -> Client {
+    let (status, reply) = Client::anonymous(address).call(
+        "POST",
+        "/v1/auth/register",
+        Some(registration(email)),
+        &[],
+    );
+    assert_eq!(status, 201, "{reply}");
+    Client::signed_in(address, &reply)
+}
+
+/// Registers `email` as soon as it is free: 409 `email_taken` until the erasure of its
+/// previous holder is complete; fails after `within`.
+pub fn register_once_free(address: &str, email: &str, within: Duration) -> Client {
+    let deadline = Instant::now() + within;
+    loop {
+        let (status, reply) = Client::anonymous(address).call(
+            "POST",
+            "/v1/auth/register",
+            Some(registration(email)),
+            &[],
+        );
+        if status == 201 {
+            return Client::signed_in(address, &reply);
+        }
+        assert_eq!(
+            (status, &reply["error"]["code"]),
+            (409, &serde_json::json!("email_taken")),
+            "{reply}"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "{email} was not free again within {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
