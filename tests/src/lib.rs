@@ -8,11 +8,14 @@
 //! - [`fixtures`]: the projector fixture harness (`tests/fixtures/*.json`).
 //! - [`commands`]: the command handlers' specifications; [`commands_suite!`] expands
 //!   them per backend.
+//! - [`regressions`]: the defects a review found, each as a specification that must hold
+//!   on every backend; [`regressions_suite!`] expands them.
 
 pub mod backends;
 pub mod commands;
 pub mod conformance;
 pub mod fixtures;
+pub mod regressions;
 pub mod workload;
 
 /// Expands to one test per command specification, each on a fresh backend from `$make`.
@@ -124,5 +127,24 @@ macro_rules! conformance_tests {
                 $crate::conformance::$name(backend.store.clone()).await;
             }
         )*
+    };
+}
+
+/// Expands to one test per regression specification, each on a fresh backend from `$make`.
+#[macro_export]
+macro_rules! regressions_suite {
+    ($make:path) => {
+        $crate::spec_tests!($make, $crate::regressions;
+            goal_progress_follows_a_deleted_and_logged_again_meal,
+            a_corrected_synced_sleep_session_shows_in_every_delivery_order,
+            an_older_wearable_payload_never_overwrites_a_newer_one,
+            an_erased_users_redelivered_event_sweeps_what_a_crash_left,
+            an_unreadable_stored_pointer_is_an_internal_error,
+            a_stale_progress_recompute_never_lands_last,
+            a_stale_daily_activity_recompute_never_lands_last,
+            a_provider_identity_belongs_to_one_account_at_a_time,
+            erasing_an_account_never_deletes_anothers_pointer,
+            one_users_concurrent_meal_logs_all_succeed,
+        );
     };
 }

@@ -77,6 +77,47 @@ pub fn send(
     (status, body)
 }
 
+/// Sends one request with headers and an optional body; returns (status, response
+/// headers with lowercase names, body).
+pub fn exchange(
+    address: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+) -> (u16, std::collections::HashMap<String, String>, String) {
+    let mut stream = TcpStream::connect(address).expect("connects");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    let body = body.unwrap_or_default();
+    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    stream.write_all(head.as_bytes()).expect("writes");
+    stream.write_all(body).expect("writes");
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .map(|(h, b)| (h.to_owned(), b.to_owned()))
+        .unwrap_or_else(|| (response.clone(), String::new()));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {response:?}"));
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    (status, headers, body)
+}
+
 /// Sends one request and returns (status, body).
 pub fn request(address: &str, method: &str, path: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(address).expect("connects");

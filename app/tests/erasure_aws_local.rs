@@ -1,0 +1,216 @@
+//! Erasure covers every place Vitals keeps a user's data, SQS dead letters included, on
+//! the aws-local shape (emulator named by `VITALS_TEST_DYNAMODB_ENDPOINT`, required):
+//! `vitals work` dead-letters a wearable delivery it cannot apply into SQS, with the
+//! record's whole item image; `vitals admin residue` reports it; the account's erasure
+//! removes it, and residue is then clean.
+
+mod support;
+
+use commands::CommandMeta;
+use commands::identity::IdentityCommands;
+use commands::integrations::{
+    IntegrationCommands, Providers, SandboxProvider, Secret, WebhookPayload, sign,
+};
+use events_schema::ids::UserId;
+use infra::Store;
+use infra::aws_client::AwsSettings;
+use infra::dynamodb::DynamoStore;
+use infra::store::now_epoch_seconds;
+use infra::table::Table;
+use serde_json::json;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const SECRET: &str = "sandbox-webhook-secret-for-tests";
+
+fn endpoint() -> String {
+    match std::env::var("VITALS_TEST_DYNAMODB_ENDPOINT") {
+        Ok(url) if !url.trim().is_empty() => url,
+        _ => panic!(
+            "VITALS_TEST_DYNAMODB_ENDPOINT is not set: run `scripts/test-all`, or start an emulator with `scripts/emulator.sh start`"
+        ),
+    }
+}
+
+/// Messages of a queue that mention `needle`, read without hiding them.
+async fn letters_mentioning(sqs: &aws_sdk_sqs::Client, queue: &str, needle: &str) -> usize {
+    let url = sqs
+        .get_queue_url()
+        .queue_name(queue)
+        .send()
+        .await
+        .expect("queue exists")
+        .queue_url
+        .expect("url");
+    let mut found = std::collections::BTreeSet::new();
+    // Several receives: a queue hands out a sample per call.
+    for _ in 0..5 {
+        let received = sqs
+            .receive_message()
+            .queue_url(&url)
+            .max_number_of_messages(10)
+            .visibility_timeout(0)
+            .send()
+            .await
+            .expect("receive");
+        for message in received.messages.unwrap_or_default() {
+            if message.body().unwrap_or_default().contains(needle) {
+                found.insert(message.message_id().unwrap_or_default().to_owned());
+            }
+        }
+    }
+    found.len()
+}
+
+fn residue(args: &[&str], user: &UserId) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_vitals"))
+        .args(["admin", "residue", user.as_str(), "--backend", "dynamodb", "--dlq", "sqs"])
+        .args(args)
+        .output()
+        .expect("residue runs");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn erasure_removes_the_users_sqs_dead_letters() {
+    let endpoint = endpoint();
+    let prefix = format!("e{}-", UserId::generate().as_str().to_lowercase());
+    let args = [
+        "--endpoint-url",
+        endpoint.as_str(),
+        "--table-prefix",
+        prefix.as_str(),
+    ];
+    let bootstrap = Command::new(env!("CARGO_BIN_EXE_vitals"))
+        .arg("bootstrap")
+        .args(args)
+        .args(["--kinesis", "--dlq-queues"])
+        .output()
+        .expect("bootstrap runs");
+    assert!(
+        bootstrap.status.success(),
+        "{}",
+        String::from_utf8_lossy(&bootstrap.stderr)
+    );
+    let mut worker = Worker(
+        Command::new(env!("CARGO_BIN_EXE_vitals"))
+            .arg("work")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("vitals work starts"),
+    );
+
+    let settings = AwsSettings {
+        endpoint_url: Some(endpoint.clone()),
+        ..AwsSettings::default()
+    };
+    let config = infra::aws_client::load(&settings).await;
+    let sqs = aws_sdk_sqs::Client::new(&config);
+    let store: Arc<dyn Store> = Arc::new(DynamoStore::connect(&settings, &prefix).await);
+    let identity = IdentityCommands::new(Table::new(store.clone()));
+    let registered = identity
+        .register(
+            &CommandMeta::new(UserId::generate()),
+            serde_json::from_value(json!({"email": format!("{prefix}ana@example.com"), "password": "correct horse battery",
+                                         "display_name": "Ana", "timezone": "UTC"}))
+            .expect("input"),
+        )
+        .await
+        .expect("registered")
+        .value;
+    let meta = CommandMeta::new(registered.clone());
+    let providers = Providers::default().with(Arc::new(SandboxProvider::new(Secret::new(SECRET))));
+    let integrations = IntegrationCommands::new(Table::new(store.clone()), Arc::new(providers));
+    let started = integrations
+        .start_connect(&meta, "sandbox")
+        .await
+        .expect("connect")
+        .value;
+    let provider_user = format!("watch-{}", registered.as_str().to_lowercase());
+    integrations
+        .complete_connect(
+            "sandbox",
+            &started.state,
+            &SandboxProvider::code_for(&provider_user),
+        )
+        .await
+        .expect("connected");
+    // A workout the activity context refuses (no duration): dead-lettered, whole.
+    let payload: WebhookPayload = serde_json::from_value(json!({"delivery_id": "d-1", "provider_user_id": provider_user,
+        "workouts": [{"external_id": "bad-1", "sport": "run", "started_at": "2026-03-01T07:00:00.000Z",
+                      "duration_s": 0, "distance_m": null, "calories": null}]}))
+    .expect("payload");
+    let body = serde_json::to_vec(&payload).expect("json");
+    let now = now_epoch_seconds();
+    integrations
+        .receive_webhook(
+            "sandbox",
+            &now.to_string(),
+            &sign(SECRET.as_bytes(), now, &body),
+            &body,
+        )
+        .await
+        .expect("accepted");
+    let queue = format!("{prefix}activity-from-integrations-dlq");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while letters_mentioning(&sqs, &queue, registered.as_str()).await == 0 {
+        assert!(Instant::now() < deadline, "no dead letter in {queue}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (clean, report) = residue(&args, &registered);
+    assert!(!clean, "residue reports the dead letter: {report}");
+    assert!(report.contains("activity-from-integrations"), "{report}");
+
+    identity
+        .request_deletion(&meta)
+        .await
+        .expect("deletion requested");
+    let identity_table = Table::<infra::table::contexts::Identity>::new(store.clone());
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !projectors::erasure::is_complete(&identity_table, &registered)
+        .await
+        .expect("status")
+    {
+        assert!(Instant::now() < deadline, "erasure did not complete");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        letters_mentioning(&sqs, &queue, registered.as_str()).await,
+        0,
+        "the dead letter with the user's data is gone"
+    );
+    let (clean, report) = residue(&args, &registered);
+    assert!(clean, "nothing left: {report}");
+    stop(&mut worker).await;
+}
+
+struct Worker(std::process::Child);
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+async fn stop(worker: &mut Worker) {
+    let worker = &mut worker.0;
+    let pid = worker.id().to_string();
+    Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill runs");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while worker.try_wait().expect("wait").is_none() {
+        assert!(Instant::now() < deadline, "vitals work did not stop");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

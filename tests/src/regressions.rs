@@ -1,0 +1,573 @@
+//! Regression specifications for the defects a review found (issue 11), run on every
+//! backend (see `regressions_suite!`). Each case reproduces one defect through the real
+//! command handlers and projectors and states what must hold instead. Inputs are built
+//! from JSON, as a client would send them.
+
+use crate::commands::{World, items_of};
+use commands::CommandMeta;
+use commands::outbox::decode_event_item;
+use events_schema::Context;
+use events_schema::envelope::EventEnvelope;
+use events_schema::ids::{ProviderName, UserId};
+use infra::Store;
+use infra::store::{Item, Key};
+use projectors::Projector;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).expect("valid input")
+}
+
+/// Every outbox event of `user` in `table`, oldest first.
+pub async fn events_of(store: &dyn Store, table: Context, user: &UserId) -> Vec<EventEnvelope> {
+    let pk = format!("USER#{user}");
+    let mut events: Vec<EventEnvelope> = items_of(store, table, &pk, "EVT#")
+        .await
+        .iter()
+        .filter_map(decode_event_item)
+        .collect();
+    events.sort_by(|a, b| a.event_id.cmp(&b.event_id));
+    events
+}
+
+/// Applies `events` to the named subscriptions (those whose source is the event's).
+pub async fn deliver(store: &Arc<dyn Store>, names: &[&str], events: &[EventEnvelope]) {
+    let projectors: Vec<Arc<dyn Projector>> = names
+        .iter()
+        .map(|n| projectors::registry::find(store.clone(), n).expect("subscription"))
+        .collect();
+    for event in events {
+        for projector in projectors.iter().filter(|p| p.source() == event.context) {
+            projector
+                .apply(event)
+                .await
+                .unwrap_or_else(|e| panic!("{} on {}: {e}", projector.name(), event.event_type));
+        }
+    }
+}
+
+async fn row(store: &dyn Store, table: Context, pk: &str, sk: &str) -> Option<Item> {
+    store
+        .get(table, &Key::new(pk, sk), true)
+        .await
+        .expect("get")
+}
+
+fn meal(name: &str, protein: &str) -> Value {
+    json!({"name": name, "eaten_at": "2026-03-02T09:00:00.000Z", "timezone": "UTC",
+           "calories": "100", "protein_g": protein, "carbs_g": "0", "fat_g": "0"})
+}
+
+/// Defect 3: the `GoalProgressed` id repeated when the same (old, new) pair came twice,
+/// the transaction was cancelled as "already published" and progress stopped.
+pub async fn goal_progress_follows_a_deleted_and_logged_again_meal(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let goal = world
+        .goals
+        .create_goal(
+            &world.meta,
+            from_json(json!({"kind": "daily_protein_grams", "target": "100", "title": "Protein", "timezone": "UTC"})),
+        )
+        .await
+        .expect("goal")
+        .value;
+    let log = |m: Value| world.nutrition.log_meal(&world.meta, from_json(m));
+    log(meal("Eggs", "20")).await.expect("meal");
+    let ten = log(meal("Nuts", "10")).await.expect("meal").value;
+    world
+        .nutrition
+        .delete_meal(&world.meta, &ten)
+        .await
+        .expect("deleted");
+    log(meal("Nuts again", "10")).await.expect("meal");
+
+    let subscriptions = ["goals-from-nutrition", "goals-from-goals"];
+    let mut events = events_of(&*store, Context::Goals, &world.meta.user).await;
+    events.extend(events_of(&*store, Context::Nutrition, &world.meta.user).await);
+    deliver(&store, &subscriptions, &events).await;
+
+    let pk = world.pk();
+    let progress = items_of(&*store, Context::Goals, &pk, &format!("PROGRESS#{goal}#")).await;
+    let values: Vec<&Value> = progress.iter().map(|r| &r["value"]).collect();
+    assert_eq!(values, vec![&json!("30")], "one period, 20 + 10: {progress:?}");
+    let goal_row = row(&*store, Context::Goals, &pk, &format!("GOAL#{goal}"))
+        .await
+        .expect("goal item");
+    assert_eq!(goal_row["current_value"], json!("30"), "{goal_row:?}");
+}
+
+fn sleep(external: &str, end: &str, score: u8, updated_at: &str) -> Value {
+    json!({"external_id": external, "start": "2026-03-02T22:00:00.000Z", "end": end, "score": score,
+           "stages": {"awake_min": 0, "light_min": 0, "deep_min": 0, "rem_min": 0},
+           "updated_at": updated_at})
+}
+
+/// Defect 4: a synced session's version was its recording time, set to the session's
+/// start, so a provider's correction with the same start never showed (or, delivered
+/// first, was overwritten by the original).
+pub async fn a_corrected_synced_sleep_session_shows_in_every_delivery_order(
+    store: Arc<dyn Store>,
+) {
+    let world = World::new(store.clone());
+    let garmin = ProviderName::parse("garmin").expect("provider");
+    let first = sleep("night-1", "2026-03-03T04:00:00.000Z", 70, "2026-03-03T05:00:00.000Z");
+    let corrected = sleep("night-1", "2026-03-03T06:00:00.000Z", 85, "2026-03-03T07:00:00.000Z");
+    for payload in [first, corrected] {
+        world
+            .sleep
+            .sync_sleep(&world.meta, &garmin, "UTC", &from_json(payload))
+            .await
+            .expect("synced");
+    }
+    let events = events_of(&*store, Context::Sleep, &world.meta.user).await;
+    assert_eq!(events.len(), 2, "the session and its correction");
+    let subscriptions = ["dashboard-from-sleep", "goals-from-sleep"];
+    for order in [events.clone(), events.iter().rev().cloned().collect()] {
+        let fresh = World::new(store.clone());
+        let retargeted: Vec<EventEnvelope> = order
+            .iter()
+            .map(|e| EventEnvelope {
+                user_id: Some(fresh.meta.user.clone()),
+                ..e.clone()
+            })
+            .collect();
+        deliver(&store, &subscriptions, &retargeted).await;
+        let pk = fresh.pk();
+        let daily = row(&*store, Context::Dashboard, &pk, "DAILY#2026-03-02")
+            .await
+            .expect("daily row");
+        assert_eq!(daily["sleep"]["minutes"], json!(480), "{daily:?}");
+        assert_eq!(daily["sleep"]["score"], json!(85), "{daily:?}");
+        let night = row(&*store, Context::Goals, &pk, "SLEEP_NIGHT#2026-03-02")
+            .await
+            .expect("night row");
+        assert_eq!(night["minutes"], json!(480), "{night:?}");
+    }
+}
+
+fn workout(duration_s: u32, updated_at: &str) -> Value {
+    json!({"external_id": "run-1", "sport": "run", "started_at": "2026-03-02T07:00:00.000Z",
+           "duration_s": duration_s, "distance_m": 5000, "calories": null, "updated_at": updated_at})
+}
+
+/// Defect 5: an older payload delivered after a newer one (another shard, a redrive, a
+/// replay) became a new version.
+pub async fn an_older_wearable_payload_never_overwrites_a_newer_one(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let garmin = ProviderName::parse("garmin").expect("provider");
+    let newer = workout(3600, "2026-03-02T10:00:00.000Z");
+    let older = workout(1800, "2026-03-02T08:00:00.000Z");
+    for payload in [newer.clone(), older, newer] {
+        world
+            .activity
+            .sync_workout(&world.meta, &garmin, "UTC", &from_json(payload))
+            .await
+            .expect("synced");
+    }
+    let workouts = world.items(Context::Activity, "WORKOUT#").await;
+    assert_eq!(workouts.len(), 1);
+    assert_eq!(workouts[0]["duration_s"], json!(3600), "{workouts:?}");
+    assert_eq!(
+        world.event_types(Context::Activity).await,
+        vec!["WorkoutRecorded"],
+        "neither the stale payload nor the repeat made a version"
+    );
+}
+
+/// Defect 6: a process that died between a projection's write and the guard's second
+/// tombstone check left the row; the redelivered event found the tombstone and returned
+/// without sweeping.
+pub async fn an_erased_users_redelivered_event_sweeps_what_a_crash_left(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    world
+        .nutrition
+        .log_meal(&world.meta, from_json(meal("Eggs", "20")))
+        .await
+        .expect("meal");
+    let events = events_of(&*store, Context::Nutrition, &world.meta.user).await;
+    // The crash: the projection wrote its rows, the process died before the guard's
+    // second look, and meanwhile the account was erased from the dashboard.
+    let dashboard = projectors::dashboard::DashboardFromNutrition(
+        projectors::dashboard::DashboardRows::new(infra::table::Table::new(store.clone())),
+    );
+    dashboard.apply(&events[0]).await.expect("applies");
+    let table = infra::table::Table::<infra::table::contexts::Dashboard>::new(store.clone());
+    let requested = events_schema::time::Timestamp::parse("2026-03-02T10:00:00.000Z")
+        .expect("valid");
+    commands::erasure::begin(&table, &world.meta.user, requested)
+        .await
+        .expect("tombstone");
+    commands::erasure::erase(&table, &world.meta.user)
+        .await
+        .expect("drained");
+    // A late row written after the drain, as the crashed worker's was.
+    dashboard.apply(&events[0]).await.expect("applies");
+    assert!(
+        !items_of(&*store, Context::Dashboard, &world.pk(), "")
+            .await
+            .is_empty()
+    );
+    // The redelivery, through the guarded subscription.
+    deliver(&store, &["dashboard-from-nutrition"], &events).await;
+    let left = items_of(&*store, Context::Dashboard, &world.pk(), "").await;
+    assert!(left.is_empty(), "the erased user's rows stay: {left:?}");
+}
+
+/// Defect 15: internal failures were `Conflict` (409 with internal text).
+pub async fn an_unreadable_stored_pointer_is_an_internal_error(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let garmin = ProviderName::parse("garmin").expect("provider");
+    let pointer = json!({"pk": world.pk(), "sk": "EXTERNAL#garmin#run-1", "entity_id": "not#an#id",
+                         "target_sk": "WORKOUT#2026-03-02#x", "fingerprint": "f", "version": 1});
+    store
+        .put(Context::Activity, from_json(pointer), None)
+        .await
+        .expect("seeded");
+    let result = world
+        .activity
+        .sync_workout(
+            &world.meta,
+            &garmin,
+            "UTC",
+            &from_json(workout(3600, "2026-03-02T10:00:00.000Z")),
+        )
+        .await;
+    let error = format!("{result:?}");
+    assert!(
+        error.starts_with("Err(Internal("),
+        "an internal failure, not a conflict: {error}"
+    );
+}
+
+/// A store that holds the first write matching `paused` until `release` is notified,
+/// and signals `reached` when it gets there: two workers' writes interleave exactly as
+/// the test says.
+pub struct PausingStore {
+    inner: Arc<dyn Store>,
+    paused: fn(&infra::store::TransactAction) -> bool,
+    armed: std::sync::atomic::AtomicBool,
+    pub reached: tokio::sync::Notify,
+    pub release: tokio::sync::Notify,
+}
+
+impl PausingStore {
+    pub fn new(inner: Arc<dyn Store>, paused: fn(&infra::store::TransactAction) -> bool) -> Self {
+        Self {
+            inner,
+            paused,
+            armed: std::sync::atomic::AtomicBool::new(true),
+            reached: tokio::sync::Notify::new(),
+            release: tokio::sync::Notify::new(),
+        }
+    }
+
+    async fn gate(&self, actions: &[infra::store::TransactAction]) {
+        use std::sync::atomic::Ordering;
+        if actions.iter().any(self.paused) && self.armed.swap(false, Ordering::SeqCst) {
+            self.reached.notify_one();
+            self.release.notified().await;
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Store for PausingStore {
+    fn backend(&self) -> &'static str {
+        self.inner.backend()
+    }
+    async fn health(&self) -> Result<(), infra::StoreError> {
+        self.inner.health().await
+    }
+    async fn get(
+        &self,
+        table: Context,
+        key: &Key,
+        consistent: bool,
+    ) -> Result<Option<Item>, infra::StoreError> {
+        self.inner.get(table, key, consistent).await
+    }
+    async fn query(
+        &self,
+        table: Context,
+        query: &infra::store::Query,
+    ) -> Result<infra::store::Page, infra::StoreError> {
+        self.inner.query(table, query).await
+    }
+    async fn query_index(
+        &self,
+        table: Context,
+        query: &infra::store::IndexQuery,
+    ) -> Result<infra::store::Page, infra::StoreError> {
+        self.inner.query_index(table, query).await
+    }
+    async fn scan(
+        &self,
+        table: Context,
+        scan: &infra::store::Scan,
+    ) -> Result<infra::store::Page, infra::StoreError> {
+        self.inner.scan(table, scan).await
+    }
+    async fn put(
+        &self,
+        table: Context,
+        item: Item,
+        condition: Option<infra::store::Condition>,
+    ) -> Result<(), infra::StoreError> {
+        let action = infra::store::TransactAction::Put {
+            table,
+            item: item.clone(),
+            condition: condition.clone(),
+        };
+        self.gate(std::slice::from_ref(&action)).await;
+        self.inner.put(table, item, condition).await
+    }
+    async fn update(
+        &self,
+        table: Context,
+        key: &Key,
+        update: infra::store::Update,
+        condition: Option<infra::store::Condition>,
+    ) -> Result<Item, infra::StoreError> {
+        let action = infra::store::TransactAction::Update {
+            table,
+            key: key.clone(),
+            update: update.clone(),
+            condition: condition.clone(),
+        };
+        self.gate(std::slice::from_ref(&action)).await;
+        self.inner.update(table, key, update, condition).await
+    }
+    async fn delete(
+        &self,
+        table: Context,
+        key: &Key,
+        condition: Option<infra::store::Condition>,
+    ) -> Result<Option<Item>, infra::StoreError> {
+        self.inner.delete(table, key, condition).await
+    }
+    async fn transact(
+        &self,
+        actions: Vec<infra::store::TransactAction>,
+    ) -> Result<(), infra::StoreError> {
+        self.gate(&actions).await;
+        self.inner.transact(actions).await
+    }
+    async fn drain_partition_page(
+        &self,
+        table: Context,
+        pk: &str,
+        page_size: usize,
+    ) -> Result<usize, infra::StoreError> {
+        self.inner.drain_partition_page(table, pk, page_size).await
+    }
+}
+
+fn writes_sort_key(action: &infra::store::TransactAction, prefix: &str, attr: &str) -> bool {
+    use infra::store::TransactAction;
+    match action {
+        TransactAction::Put { item, .. } => {
+            item.get("sk")
+                .and_then(Value::as_str)
+                .is_some_and(|sk| sk.starts_with(prefix))
+                && (attr.is_empty() || item.contains_key(attr))
+        }
+        TransactAction::Update { key, update, .. } => {
+            key.sk.starts_with(prefix) && (attr.is_empty() || update.set.contains_key(attr))
+        }
+        _ => false,
+    }
+}
+
+/// Runs `first` until it reaches the paused write, runs `second` to the end, then lets
+/// `first` finish: the interleaving in which an unconditional recompute writes a staler
+/// result last.
+async fn interleave(
+    pausing: &Arc<PausingStore>,
+    first: impl std::future::Future<Output = ()> + Send + 'static,
+    second: impl std::future::Future<Output = ()>,
+) {
+    let reached = pausing.reached.notified();
+    let first = tokio::spawn(first);
+    reached.await;
+    second.await;
+    pausing.release.notify_one();
+    first.await.expect("first worker");
+}
+
+/// Defect 8, goals: two workers recomputing one goal's progress; the one that read the
+/// facts first wrote last, and the row kept its staler value.
+pub async fn a_stale_progress_recompute_never_lands_last(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    world
+        .goals
+        .create_goal(
+            &world.meta,
+            from_json(json!({"kind": "daily_protein_grams", "target": "100", "title": "Protein", "timezone": "UTC"})),
+        )
+        .await
+        .expect("goal");
+    for protein in ["20", "10"] {
+        world
+            .nutrition
+            .log_meal(&world.meta, from_json(meal("Eggs", protein)))
+            .await
+            .expect("meal");
+    }
+    let events = events_of(&*store, Context::Nutrition, &world.meta.user).await;
+    let pausing = Arc::new(PausingStore::new(store.clone(), |a| {
+        writes_sort_key(a, "PROGRESS#", "")
+    }));
+    let shared: Arc<dyn Store> = pausing.clone();
+    let (early, late) = (events[0].clone(), events[1].clone());
+    let first = {
+        let shared = shared.clone();
+        async move { deliver(&shared, &["goals-from-nutrition"], &[early]).await }
+    };
+    let late = [late];
+    let second = deliver(&shared, &["goals-from-nutrition"], &late);
+    interleave(&pausing, first, second).await;
+    let progress = items_of(&*store, Context::Goals, &world.pk(), "PROGRESS#").await;
+    let values: Vec<&Value> = progress.iter().map(|r| &r["value"]).collect();
+    assert_eq!(values, vec![&json!("30")], "{progress:?}");
+}
+
+/// Defect 8, dashboard: the day's activity group recomputed from workout rows, written
+/// without a condition.
+pub async fn a_stale_daily_activity_recompute_never_lands_last(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    for hour in ["07", "18"] {
+        world
+            .activity
+            .record_workout(
+                &world.meta,
+                from_json(json!({"sport": "run", "started_at": format!("2026-03-02T{hour}:00:00.000Z"),
+                                 "timezone": "UTC", "duration_s": 1800, "distance_m": null, "calories": null})),
+            )
+            .await
+            .expect("workout");
+    }
+    let events = events_of(&*store, Context::Activity, &world.meta.user).await;
+    let pausing = Arc::new(PausingStore::new(store.clone(), |a| {
+        writes_sort_key(a, "DAILY#", "activity")
+    }));
+    let shared: Arc<dyn Store> = pausing.clone();
+    let (early, late) = (events[0].clone(), events[1].clone());
+    let first = {
+        let shared = shared.clone();
+        async move { deliver(&shared, &["dashboard-from-activity"], &[early]).await }
+    };
+    let late = [late];
+    let second = deliver(&shared, &["dashboard-from-activity"], &late);
+    interleave(&pausing, first, second).await;
+    let daily = row(&*store, Context::Dashboard, &world.pk(), "DAILY#2026-03-02")
+        .await
+        .expect("daily row");
+    assert_eq!(daily["activity"]["workouts"], json!(2), "{daily:?}");
+    assert_eq!(daily["activity"]["active_minutes"], json!(60), "{daily:?}");
+}
+
+async fn connect_as(world: &World, provider_user: &str) -> Result<UserId, commands::CommandError> {
+    let started = world
+        .integrations
+        .start_connect(&world.meta, "sandbox")
+        .await
+        .expect("starts")
+        .value;
+    world
+        .integrations
+        .complete_connect(
+            "sandbox",
+            &started.state,
+            &commands::integrations::SandboxProvider::code_for(provider_user),
+        )
+        .await
+        .map(|o| o.value)
+}
+
+fn pointer_key(provider_user: &str) -> Key {
+    Key::new(format!("PROVIDER_USER#sandbox#{provider_user}"), "PROVIDER_USER")
+}
+
+/// Defect 2: `complete_connect` overwrote the provider-user pointer without a condition;
+/// a reconnect as another provider user left the old pointer routing webhooks.
+pub async fn a_provider_identity_belongs_to_one_account_at_a_time(store: Arc<dyn Store>) {
+    let ana = World::new(store.clone());
+    let bob = World::new(store.clone());
+    let watch = format!("watch-{}", ana.meta.user.as_str().to_lowercase());
+    connect_as(&ana, &watch).await.expect("ana connects");
+    let taken = connect_as(&bob, &watch).await;
+    assert!(taken.is_err(), "bob cannot take ana's provider identity: {taken:?}");
+    let pointer = row(&*store, Context::Integrations, &pointer_key(&watch).pk, "PROVIDER_USER")
+        .await
+        .expect("pointer");
+    assert_eq!(pointer["user_id"], json!(ana.meta.user));
+    // Ana moves to another watch: the old identity is released.
+    let other = format!("{watch}-2");
+    connect_as(&ana, &other).await.expect("ana reconnects");
+    assert!(
+        row(&*store, Context::Integrations, &pointer_key(&watch).pk, "PROVIDER_USER")
+            .await
+            .is_none(),
+        "the old pointer no longer routes webhooks to ana"
+    );
+    connect_as(&bob, &watch).await.expect("the freed identity is bob's now");
+}
+
+/// Defect 2, erasure: erasing one account deleted a pointer that named another.
+pub async fn erasing_an_account_never_deletes_anothers_pointer(store: Arc<dyn Store>) {
+    let ana = World::new(store.clone());
+    let bob = World::new(store.clone());
+    let watch = format!("watch-{}", ana.meta.user.as_str().to_lowercase());
+    connect_as(&ana, &watch).await.expect("ana connects");
+    // Bob's own connection names the same provider user (as a hijack left it before
+    // pointers were guarded), while the pointer is ana's.
+    let connection = json!({"pk": bob.pk(), "sk": "CONNECTION#sandbox", "provider": "sandbox",
+                            "provider_user_id": watch});
+    store
+        .put(Context::Integrations, from_json(connection), None)
+        .await
+        .expect("seeded");
+    let table = infra::table::Table::<infra::table::contexts::Integrations>::new(store.clone());
+    commands::erasure::erase(&table, &bob.meta.user)
+        .await
+        .expect("bob erased");
+    let pointer = row(&*store, Context::Integrations, &pointer_key(&watch).pk, "PROVIDER_USER")
+        .await;
+    assert_eq!(
+        pointer.as_ref().map(|p| p["user_id"].clone()),
+        Some(json!(ana.meta.user)),
+        "ana's pointer survives bob's erasure"
+    );
+}
+
+/// Defect 14: one user's concurrent writes (a phone flushing its offline queue) failed
+/// with `Contention` on about one request in ten.
+pub async fn one_users_concurrent_meal_logs_all_succeed(store: Arc<dyn Store>) {
+    let world = Arc::new(World::new(store.clone()));
+    for round in 0..5 {
+        let mut writers = tokio::task::JoinSet::new();
+        for n in 0..8 {
+            let world = world.clone();
+            writers.spawn(async move {
+                let input = from_json(meal(&format!("queued {round}.{n}"), "1"));
+                world.nutrition.log_meal(&world.meta, input).await
+            });
+        }
+        while let Some(done) = writers.join_next().await {
+            let logged = done.expect("writer");
+            assert!(logged.is_ok(), "round {round}: {logged:?}");
+        }
+    }
+    let summary = world
+        .nutrition
+        .summary(&world.meta, events_schema::time::Day::parse("2026-03-02").expect("day"))
+        .await
+        .expect("summary");
+    assert_eq!(summary.meals, 40);
+}
+
+/// The meta of a fresh user, for cases that need two accounts.
+pub fn another_user() -> CommandMeta {
+    CommandMeta::new(UserId::generate())
+}
