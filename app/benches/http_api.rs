@@ -216,6 +216,10 @@ async fn start_server(
         // High enough that the limiter is never what is measured.
         "--rate-limit",
         "1000000",
+        "--auth-rate-limit",
+        "1000000",
+        "--login-rate-limit",
+        "1000000",
     ])?;
     let Command::Serve(args) = cli.command else {
         bail!("`vitals serve` did not parse as serve");

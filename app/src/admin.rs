@@ -98,14 +98,27 @@ pub struct Residue {
     pub remnants: Vec<crate::residue::Remnant>,
     /// Change-log records holding the user (embedded store only).
     pub logged: Vec<crate::residue::LoggedChange>,
+    /// Dead letters about the user in SQS queues (with `--dlq sqs`).
+    pub dead_letters: Vec<crate::residue::QueuedLetters>,
     pub erasure: Option<String>,
 }
 
 /// `vitals admin residue`: everything left of a user.
-pub async fn residue(args: &StoreArgs, user: &str) -> anyhow::Result<Residue> {
+pub async fn residue(args: &StoreArgs, user: &str, dlq: DlqKind) -> anyhow::Result<Residue> {
     let user = events_schema::ids::UserId::parse(user).context("not a user id")?;
     let storage = storage::open(args).await?;
     let remnants = crate::residue::find(&*storage.store, &user).await?;
+    let dead_letters = match dlq {
+        // Table letters are rows: the scan above finds them.
+        DlqKind::Table => Vec::new(),
+        DlqKind::Sqs => {
+            let config = storage::aws_config(&args.aws).await;
+            let queues = SqsDlq::new(aws_sdk_sqs::Client::new(&config), &args.aws.table_prefix);
+            let subscriptions = projectors::registry::all(storage.store.clone());
+            let names: Vec<&str> = subscriptions.iter().map(|s| s.name()).collect();
+            crate::residue::find_in_queues(&queues, &names, &user).await?
+        }
+    };
     let identity = Table::<infra::table::contexts::Identity>::new(storage.store.clone());
     let erasure = commands::erasure::status(&identity, &user).await?;
     let logged = match &storage.embedded {
@@ -118,6 +131,7 @@ pub async fn residue(args: &StoreArgs, user: &str) -> anyhow::Result<Residue> {
     Ok(Residue {
         remnants,
         logged,
+        dead_letters,
         erasure,
     })
 }

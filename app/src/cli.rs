@@ -83,6 +83,10 @@ pub enum AdminCommand {
         user: String,
         #[command(flatten)]
         store: StoreArgs,
+        /// Where dead letters are kept: rows of the subscribers' tables (scanned with
+        /// them), or SQS queues (each is searched too).
+        #[arg(long, value_enum, default_value_t = DlqKind::Table)]
+        dlq: DlqKind,
     },
 }
 
@@ -187,6 +191,27 @@ pub struct ApiArgs {
     /// Requests per second allowed per user.
     #[arg(long, env = "VITALS_RATE_LIMIT", default_value_t = 50)]
     pub rate_limit: u32,
+    /// Register, login and OAuth callback requests per minute allowed per client
+    /// address.
+    #[arg(long, env = "VITALS_AUTH_RATE_LIMIT", default_value_t = 30)]
+    pub auth_rate_limit: u32,
+    /// Login and register attempts per minute allowed per account (email).
+    #[arg(long, env = "VITALS_LOGIN_RATE_LIMIT", default_value_t = 10)]
+    pub login_rate_limit: u32,
+    /// Webhook deliveries per second allowed per client address.
+    #[arg(long, env = "VITALS_WEBHOOK_RATE_LIMIT", default_value_t = 100)]
+    pub webhook_rate_limit: u32,
+}
+
+impl ApiArgs {
+    pub fn limits(&self) -> crate::http::limits::LimitSettings {
+        crate::http::limits::LimitSettings {
+            user_per_second: self.rate_limit,
+            auth_per_minute: self.auth_rate_limit,
+            account_per_minute: self.login_rate_limit,
+            webhook_per_second: self.webhook_rate_limit,
+        }
+    }
 }
 
 /// Which store a command works on.

@@ -60,11 +60,14 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Admin {
-            command: AdminCommand::Residue { user, store },
+            command: AdminCommand::Residue { user, store, dlq },
         } => {
-            let residue = vitals::admin::residue(&store, &user).await?;
+            let residue = vitals::admin::residue(&store, &user, dlq).await?;
             for remnant in &residue.remnants {
                 println!("{remnant}");
+            }
+            for letters in &residue.dead_letters {
+                println!("{letters}");
             }
             for change in &residue.logged {
                 println!("{change}");
@@ -73,7 +76,9 @@ async fn main() -> anyhow::Result<()> {
                 Some(status) => println!("erasure of {user}: {status}"),
                 None => println!("no erasure is recorded for {user} (is it the right id?)"),
             }
-            let left = residue.remnants.len() + residue.logged.len();
+            let left = residue.remnants.len()
+                + residue.logged.len()
+                + residue.dead_letters.iter().map(|d| d.letters).sum::<u64>() as usize;
             if left == 0 {
                 println!("nothing left of {user}");
                 Ok(())

@@ -3,7 +3,7 @@
 //! partition or holds the user id in any attribute (email reservations, provider
 //! pointers, OAuth states, dead letters, events in flight). Erasure tombstones name the
 //! user only by a digest and are not residue. On the embedded store the change log (its
-//! stream) is searched too.
+//! stream) is searched too; where dead letters are kept in SQS, every queue is.
 
 use events_schema::Context;
 use events_schema::ids::UserId;
@@ -30,6 +30,44 @@ impl std::fmt::Display for Remnant {
             None => write!(f, "{}: {} {}", self.table, self.pk, self.sk),
         }
     }
+}
+
+/// A subscription's dead letters about the user in a queue outside the tables (SQS).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedLetters {
+    pub subscription: String,
+    pub letters: u64,
+}
+
+impl std::fmt::Display for QueuedLetters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "dead letters of {}: {} about this user",
+            self.subscription, self.letters
+        )
+    }
+}
+
+/// Searches every subscription's queue for letters about `user` (each message is read
+/// once and put back).
+pub async fn find_in_queues(
+    queues: &dyn infra::dlq::DeadLetterQueue,
+    subscriptions: &[&str],
+    user: &UserId,
+) -> Result<Vec<QueuedLetters>, StoreError> {
+    let partition = PartitionKey::User(user.clone()).to_string();
+    let mut found = Vec::new();
+    for subscription in subscriptions {
+        let letters = queues.count_about(subscription, &partition).await?;
+        if letters > 0 {
+            found.push(QueuedLetters {
+                subscription: (*subscription).to_owned(),
+                letters,
+            });
+        }
+    }
+    Ok(found)
 }
 
 /// Scans every table and index for `user`.

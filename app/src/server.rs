@@ -62,9 +62,13 @@ pub async fn run(
         pipeline: pipeline.clone(),
         api,
     });
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await;
+    // The peer address of each connection reaches the handlers, for per-address limits.
+    let served = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await;
     if let Some(purger) = purger {
         purger.abort();
     }

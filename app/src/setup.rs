@@ -4,14 +4,21 @@
 use crate::cli::ApiArgs;
 use crate::http::api::Api;
 use crate::http::auth::{Auth, Verifier};
+use crate::http::limits::Limits;
 use anyhow::Context as _;
 use infra::Store;
 use jsonwebtoken::jwk::JwkSet;
 use std::sync::Arc;
 
 pub fn api(store: Arc<dyn Store>, args: &ApiArgs) -> anyhow::Result<Arc<Api>> {
-    let auth = Auth::new(&signing_secret(args), verifier(args)?, args.rate_limit);
-    Ok(Arc::new(Api::new(store, auth, &args.webhook_secret)))
+    let auth = Auth::new(&signing_secret(args), verifier(args)?);
+    let limits = Limits::new(args.limits());
+    Ok(Arc::new(Api::new(
+        store,
+        auth,
+        &args.webhook_secret,
+        limits,
+    )))
 }
 
 fn signing_secret(args: &ApiArgs) -> Vec<u8> {

@@ -6,7 +6,7 @@ use crate::cli::{AwsArgs, BootstrapArgs, DlqKind, WorkArgs};
 use crate::storage;
 use anyhow::Context as _;
 use infra::Store;
-use infra::dlq::{DeadLetterQueue, SqsDlq, TableDlq};
+use infra::dlq::{DeadLetterStore, SqsDlq};
 use infra::feed::ChangeFeed;
 use infra::feed::bridge::StreamBridge;
 use infra::feed::kinesis::{KinesisFeed, provision};
@@ -48,12 +48,12 @@ pub async fn bootstrap(args: &BootstrapArgs) -> anyhow::Result<()> {
 pub fn start(config: &aws_config::SdkConfig, aws: &AwsArgs, dlq: DlqKind) -> Pipeline {
     let store: Arc<dyn Store> = Arc::new(storage::dynamodb_on(config, aws));
     let kinesis = aws_sdk_kinesis::Client::new(config);
-    let sqs = SqsDlq::new(aws_sdk_sqs::Client::new(config), &aws.table_prefix);
+    let dead_letters = dead_letters(config, aws, dlq, &store);
     let prefix = aws.table_prefix.clone();
     let feed_store = store.clone();
-    let dlq_store = store.clone();
+    let queues = dead_letters.clone();
     Pipeline::start_with(
-        projectors::registry::all(store),
+        projectors::registry::all_with(store, &dead_letters),
         move |projector: &Arc<dyn Projector>| {
             Arc::new(KinesisFeed::new(
                 kinesis.clone(),
@@ -63,11 +63,24 @@ pub fn start(config: &aws_config::SdkConfig, aws: &AwsArgs, dlq: DlqKind) -> Pip
                 projector.target(),
             )) as Arc<dyn ChangeFeed>
         },
-        move |projector: &Arc<dyn Projector>| match dlq {
-            DlqKind::Sqs => Arc::new(sqs.clone()) as Arc<dyn DeadLetterQueue>,
-            DlqKind::Table => Arc::new(TableDlq::new(dlq_store.clone(), projector.target())),
-        },
+        move |projector: &Arc<dyn Projector>| queues.queue_for(projector.target()),
     )
+}
+
+/// Where dead letters are kept: SQS queues, or rows of the subscribers' tables.
+pub fn dead_letters(
+    config: &aws_config::SdkConfig,
+    aws: &AwsArgs,
+    dlq: DlqKind,
+    store: &Arc<dyn Store>,
+) -> DeadLetterStore {
+    match dlq {
+        DlqKind::Sqs => DeadLetterStore::Sqs(SqsDlq::new(
+            aws_sdk_sqs::Client::new(config),
+            &aws.table_prefix,
+        )),
+        DlqKind::Table => DeadLetterStore::Tables(store.clone()),
+    }
 }
 
 pub async fn work(args: &WorkArgs) -> anyhow::Result<()> {

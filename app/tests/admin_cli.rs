@@ -258,7 +258,7 @@ fn residue_and_replay_after_an_erasure_leave_nothing_of_her_and_all_of_him() {
     assert!(bad_user.stderr.contains("not a user id"), "{bad_user}");
 
     // Served again: Bob's dashboard is exactly as before the replays; Ana's old token
-    // (still signed right) finds nothing and can write nothing.
+    // (still signed right) reads nothing and can write nothing.
     let server = support::start(&serve);
     let bob = bob.on(&server.address);
     assert_eq!(
@@ -267,10 +267,11 @@ fn residue_and_replay_after_an_erasure_leave_nothing_of_her_and_all_of_him() {
         "the replays changed what Bob sees"
     );
     let ana = ana.on(&server.address);
+    let (status, reply) = ana.call("GET", &format!("/v1/me/dashboard?date={DAY}"), None, &[]);
     assert_eq!(
-        ana.dashboard(),
-        json!({"profile": null, "day": null, "recent_meals": [], "recent_workouts": [], "active_goals": [], "connections": []}),
-        "Ana's dashboard is empty"
+        (status, &reply["error"]["code"]),
+        (401, &json!("account_deleted")),
+        "Ana's token reads nothing: {reply}"
     );
     let (status, reply) = ana.call("POST", "/v1/me/meals", Some(meal("Late", 1)), &[]);
     assert_eq!(status, 401, "{reply}");

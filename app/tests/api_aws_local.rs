@@ -33,7 +33,7 @@ fn endpoint() -> String {
 }
 
 fn meal(calories: u32) -> Value {
-    json!({"name": "Oats", "eaten_at": "2026-03-01T08:00:00.000Z", "calories": calories.to_string(), "protein_g": "30", "carbs_g": "40", "fat_g": "5"})
+    json!({"name": "Oats", "eaten_at": format!("{today}T08:00:00.000Z", today = support::today()), "calories": calories.to_string(), "protein_g": "30", "carbs_g": "40", "fat_g": "5"})
 }
 
 #[test]
@@ -107,10 +107,14 @@ fn the_mobile_app_flow_converges_through_kinesis_and_other_users_see_nothing() {
     assert_ne!(second["meal_id"], first["meal_id"]);
 
     // The dashboard converges through the table streams, Kinesis and `vitals work`.
-    let dashboard = ana.eventually("/v1/me/dashboard?date=2026-03-01", CONVERGE_WITHIN, |d| {
-        d["day"]["nutrition"]["meals"] == 2
-            && d["recent_meals"].as_array().is_some_and(|m| m.len() == 2)
-    });
+    let dashboard = ana.eventually(
+        &format!("/v1/me/dashboard?date={today}", today = support::today()),
+        CONVERGE_WITHIN,
+        |d| {
+            d["day"]["nutrition"]["meals"] == 2
+                && d["recent_meals"].as_array().is_some_and(|m| m.len() == 2)
+        },
+    );
     assert_eq!(dashboard["day"]["nutrition"]["totals"]["calories"], "650");
     assert_eq!(dashboard["day"]["nutrition"]["totals"]["protein_g"], "60");
 
@@ -124,14 +128,22 @@ fn the_mobile_app_flow_converges_through_kinesis_and_other_users_see_nothing() {
     // Ana's day is untouched (her summary is written with the meals, no projection).
     let (status, days) = ana.call(
         "GET",
-        "/v1/me/nutrition/daily?from=2026-03-01&to=2026-03-01",
+        &format!(
+            "/v1/me/nutrition/daily?from={today}&to={today}",
+            today = support::today()
+        ),
         None,
         &[],
     );
     assert_eq!(status, 200, "{days}");
     assert_eq!(days["days"][0]["meals"], 2, "{days}");
     assert_eq!(days["days"][0]["totals"]["calories"], "650", "{days}");
-    let (status, bobs) = bob.call("GET", "/v1/me/dashboard?date=2026-03-01", None, &[]);
+    let (status, bobs) = bob.call(
+        "GET",
+        &format!("/v1/me/dashboard?date={today}", today = support::today()),
+        None,
+        &[],
+    );
     assert_eq!(status, 200, "{bobs}");
     assert_eq!(bobs["recent_meals"], json!([]), "{bobs}");
     let (status, logged) = bob.call(
@@ -190,9 +202,11 @@ fn the_mobile_app_flow_converges_through_kinesis_and_other_users_see_nothing() {
     assert!(!replayed.contains("replayed 0 events"), "{replayed}");
     let (code, left) = residue(&ana.user_id, &store);
     assert_eq!(code, Some(0), "left of Ana after a replay: {left}");
-    let bobs = bob.eventually("/v1/me/dashboard?date=2026-03-01", CONVERGE_WITHIN, |d| {
-        d["recent_meals"].as_array().is_some_and(|m| m.len() == 1)
-    });
+    let bobs = bob.eventually(
+        &format!("/v1/me/dashboard?date={today}", today = support::today()),
+        CONVERGE_WITHIN,
+        |d| d["recent_meals"].as_array().is_some_and(|m| m.len() == 1),
+    );
     assert_eq!(
         bobs["day"]["nutrition"]["totals"]["calories"], "300",
         "{bobs}"

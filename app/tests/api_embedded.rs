@@ -14,7 +14,7 @@ use std::time::Duration;
 const CONVERGE_WITHIN: Duration = Duration::from_secs(30);
 
 fn meal(calories: u32) -> Value {
-    json!({"name": "Oats", "eaten_at": "2026-03-01T08:00:00.000Z", "calories": calories.to_string(), "protein_g": "30", "carbs_g": "40", "fat_g": "5"})
+    json!({"name": "Oats", "eaten_at": format!("{today}T08:00:00.000Z", today = support::today()), "calories": calories.to_string(), "protein_g": "30", "carbs_g": "40", "fat_g": "5"})
 }
 
 #[test]
@@ -103,7 +103,7 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
         &[],
     );
     assert_eq!(status, 200);
-    let workout = json!({"delivery_id": "d-1", "provider_user_id": "ana-watch", "workouts": [{"external_id": "run-1", "sport": "run", "started_at": "2026-03-01T07:00:00.000Z", "duration_s": 2400, "distance_m": 8000, "calories": null}]});
+    let workout = json!({"delivery_id": "d-1", "provider_user_id": "ana-watch", "workouts": [{"external_id": "run-1", "sport": "run", "started_at": format!("{today}T07:00:00.000Z", today = support::today()), "duration_s": 2400, "distance_m": 8000, "calories": null}]});
     for delivery in ["d-1", "d-2"] {
         let mut body = workout.clone();
         body["delivery_id"] = json!(delivery);
@@ -133,13 +133,17 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
     assert_eq!(status, 401, "{forged}");
 
     // Everything converges on the read side.
-    let dashboard = ana.eventually("/v1/me/dashboard?date=2026-03-01", CONVERGE_WITHIN, |d| {
-        d["day"]["nutrition"]["meals"] == 2
-            && d["recent_workouts"]
-                .as_array()
-                .is_some_and(|w| w.len() == 1)
-            && d["active_goals"].as_array().is_some_and(|g| g.len() == 1)
-    });
+    let dashboard = ana.eventually(
+        &format!("/v1/me/dashboard?date={today}", today = support::today()),
+        CONVERGE_WITHIN,
+        |d| {
+            d["day"]["nutrition"]["meals"] == 2
+                && d["recent_workouts"]
+                    .as_array()
+                    .is_some_and(|w| w.len() == 1)
+                && d["active_goals"].as_array().is_some_and(|g| g.len() == 1)
+        },
+    );
     assert_eq!(dashboard["day"]["nutrition"]["totals"]["calories"], "650");
     assert_eq!(dashboard["day"]["activity"]["active_minutes"], 40);
     let progress = ana.eventually(
@@ -155,7 +159,11 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
     assert_eq!((status, latest["duration_s"].clone()), (200, json!(2400)));
     let (status, days) = ana.call(
         "GET",
-        "/v1/me/nutrition/daily?from=2026-03-01&to=2026-03-07",
+        &format!(
+            "/v1/me/nutrition/daily?from={today}&to={week_end}",
+            today = support::today(),
+            week_end = support::today()
+        ),
         None,
         &[],
     );
@@ -188,7 +196,12 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
     assert_eq!(status, 404);
 
     // Errors.
-    let (status, reply) = anon.call("GET", "/v1/me/dashboard?date=2026-03-01", None, &[]);
+    let (status, reply) = anon.call(
+        "GET",
+        &format!("/v1/me/dashboard?date={today}", today = support::today()),
+        None,
+        &[],
+    );
     assert_eq!(
         (status, reply["error"]["code"].as_str()),
         (401, Some("unauthorized"))
@@ -218,7 +231,7 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
         (status, reply["error"]["code"].as_str()),
         (413, Some("payload_too_large"))
     );
-    let (status, reply) = ana.call("POST", "/v1/me/meals", Some(json!({"name": "Oats", "eaten_at": "2026-03-01T08:00:00.000Z", "calories": "-5", "protein_g": "0", "carbs_g": "0", "fat_g": "0"})), &[]);
+    let (status, reply) = ana.call("POST", "/v1/me/meals", Some(json!({"name": "Oats", "eaten_at": format!("{today}T08:00:00.000Z", today = support::today()), "calories": "-5", "protein_g": "0", "carbs_g": "0", "fat_g": "0"})), &[]);
     assert_eq!(status, 422, "{reply}");
     assert!(
         reply["error"]["message"]

@@ -65,7 +65,15 @@ async fn letters_mentioning(sqs: &aws_sdk_sqs::Client, queue: &str, needle: &str
 
 fn residue(args: &[&str], user: &UserId) -> (bool, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_vitals"))
-        .args(["admin", "residue", user.as_str(), "--backend", "dynamodb", "--dlq", "sqs"])
+        .args([
+            "admin",
+            "residue",
+            user.as_str(),
+            "--backend",
+            "dynamodb",
+            "--dlq",
+            "sqs",
+        ])
         .args(args)
         .output()
         .expect("residue runs");

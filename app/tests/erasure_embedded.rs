@@ -94,6 +94,7 @@ async fn command(api: &Api, meta: &CommandMeta, n: usize) -> Result<(), CommandE
                     kind: GoalKind::WeeklyWorkoutCount,
                     target: Decimal::from(3),
                     title: format!("goal {n}"),
+                    timezone: None,
                 },
             )
             .await
@@ -130,8 +131,14 @@ async fn deletion_mid_burst_leaves_nothing_even_after_a_replay() {
     );
     let api = Arc::new(Api::new(
         store.clone(),
-        Auth::new(b"secret", Verifier::Local, 1000),
+        Auth::new(b"secret", Verifier::Local),
         "hook",
+        vitals::http::limits::Limits::new(vitals::http::limits::LimitSettings {
+            user_per_second: 1000,
+            auth_per_minute: 100_000,
+            account_per_minute: 100_000,
+            webhook_per_second: 100_000,
+        }),
     ));
 
     let bystander_meta = CommandMeta::new(UserId::generate());

@@ -94,6 +94,9 @@ async fn api_gateway_events_reach_the_router_and_come_back_as_responses() {
         jwt_audience: None,
         webhook_secret: "hook".into(),
         rate_limit: 100,
+        auth_rate_limit: 100,
+        login_rate_limit: 100,
+        webhook_rate_limit: 100,
     };
     let storage = vitals::storage::open(&store_args)
         .await

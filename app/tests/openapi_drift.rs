@@ -94,11 +94,17 @@ fn router() -> (axum::Router, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temporary directory");
     let store: Arc<dyn infra::Store> =
         Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("opens"));
-    let auth = Auth::new(b"test-secret", Verifier::Local, 50);
+    let auth = Auth::new(b"test-secret", Verifier::Local);
     let api = Arc::new(vitals::http::api::Api::new(
         store.clone(),
         auth,
         "webhook-secret",
+        vitals::http::limits::Limits::new(vitals::http::limits::LimitSettings {
+            user_per_second: 50,
+            auth_per_minute: 100_000,
+            account_per_minute: 100_000,
+            webhook_per_second: 100_000,
+        }),
     ));
     let state = AppState {
         store,
@@ -561,8 +567,13 @@ impl Client {
     }
 }
 
+/// Today (UTC): goals count from the day they are set, so the day's facts are today's.
+fn utc_today() -> String {
+    chrono::Utc::now().date_naive().to_string()
+}
+
 fn meal(calories: &str) -> Value {
-    serde_json::json!({"name": "Oats", "eaten_at": "2026-03-01T08:00:00.000Z", "calories": calories, "protein_g": "30", "carbs_g": "40", "fat_g": "5"})
+    serde_json::json!({"name": "Oats", "eaten_at": format!("{}T08:00:00.000Z", utc_today()), "calories": calories, "protein_g": "30", "carbs_g": "40", "fat_g": "5"})
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -579,8 +590,14 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
     ));
     let api = Arc::new(vitals::http::api::Api::new(
         store.clone(),
-        Auth::new(b"test-secret", Verifier::Local, 10_000),
+        Auth::new(b"test-secret", Verifier::Local),
         "hook-secret",
+        vitals::http::limits::Limits::new(vitals::http::limits::LimitSettings {
+            user_per_second: 10000,
+            auth_per_minute: 100_000,
+            account_per_minute: 100_000,
+            webhook_per_second: 100_000,
+        }),
     ));
     let client = Client {
         router: app(AppState {
@@ -690,13 +707,13 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
     assert_eq!(reply.status, StatusCode::NO_CONTENT, "{}", reply.text);
     let reply = client
         .send(Call::new("post", "/v1/me/workouts").token(token).json(
-            json!({"sport": "ride", "started_at": "2026-03-01T17:00:00.000Z", "duration_s": 3600, "distance_m": 30000}),
+            json!({"sport": "ride", "started_at": format!("{}T17:00:00.000Z", utc_today()), "duration_s": 3600, "distance_m": 30000}),
         ))
         .await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
     let reply = client
         .send(Call::new("post", "/v1/me/sleep").token(token).json(
-            json!({"start": "2026-03-01T22:00:00.000Z", "end": "2026-03-02T06:00:00.000Z", "score": 80, "stages": {"awake_min": 10, "light_min": 250, "deep_min": 100, "rem_min": 120}}),
+            json!({"start": format!("{}T00:00:00.000Z", utc_today()), "end": format!("{}T08:00:00.000Z", utc_today()), "score": 80, "stages": {"awake_min": 10, "light_min": 250, "deep_min": 100, "rem_min": 120}}),
         ))
         .await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
@@ -730,7 +747,7 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
     let delivery = json!({"delivery_id": "d-1", "provider_user_id": "ana-watch",
-        "workouts": [{"external_id": "run-1", "sport": "run", "started_at": "2026-03-01T07:00:00.000Z", "duration_s": 2400, "distance_m": 8000, "calories": null}],
+        "workouts": [{"external_id": "run-1", "sport": "run", "started_at": format!("{}T07:00:00.000Z", utc_today()), "duration_s": 2400, "distance_m": 8000, "calories": null}],
         "sleep": []});
     for _ in 0..2 {
         let bytes = delivery.to_string().into_bytes();
@@ -762,7 +779,7 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
     client
         .eventually(
             "/v1/me/dashboard",
-            "/v1/me/dashboard?date=2026-03-01",
+            &format!("/v1/me/dashboard?date={}", utc_today()),
             token,
             |d| {
                 let day = &d["day"];
@@ -795,7 +812,7 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
         ),
         (
             "/v1/me/nutrition/daily",
-            "/v1/me/nutrition/daily?from=2026-03-01&to=2026-03-07",
+            &format!("/v1/me/nutrition/daily?from={0}&to={0}", utc_today()),
         ),
         ("/v1/me/goals", "/v1/me/goals?status=active"),
     ] {

@@ -19,6 +19,8 @@ const GENEROUS: [(&str, &str); 3] = [
     ("VITALS_RATE_LIMIT", "100000"),
 ];
 
+/// `vitals serve` with `extra` and the binary's own defaults for everything else (the
+/// rate limits included, unless `extra` raises them).
 fn serve(dir: &tempfile::TempDir, extra: &[(&str, &str)]) -> Server {
     let data_dir = dir.path().join("data");
     let mut env = vec![
@@ -26,7 +28,7 @@ fn serve(dir: &tempfile::TempDir, extra: &[(&str, &str)]) -> Server {
         ("VITALS_WEBHOOK_SECRET", HOOK_SECRET),
     ];
     env.extend_from_slice(extra);
-    support::start_with_env(&["--data-dir", data_dir.to_str().expect("utf-8")], &env)
+    support::start_with_exact_env(&["--data-dir", data_dir.to_str().expect("utf-8")], &env)
 }
 
 fn register_with(address: &str, body: Value, key: Option<&str>) -> (u16, Value) {
@@ -129,7 +131,8 @@ fn a_wearable_identity_belongs_to_one_account_at_a_time() {
 fn processed(address: &str, subscription: &str) -> u64 {
     let (status, _, text) = support::exchange(address, "GET", "/metrics", &[], None);
     assert_eq!(status, 200);
-    let prefix = format!("vitals_projector_events_processed_total{{subscription=\"{subscription}\"}} ");
+    let prefix =
+        format!("vitals_projector_events_processed_total{{subscription=\"{subscription}\"}} ");
     text.lines()
         .find_map(|l| l.strip_prefix(&prefix))
         .and_then(|v| v.trim().parse().ok())
@@ -190,7 +193,10 @@ fn a_new_goal_starts_from_the_facts_of_the_users_own_day() {
         CONVERGE_WITHIN,
         |p| p.to_string().contains(&local_today),
     );
-    assert!(progress.to_string().contains("\"40\"") || progress.to_string().contains(":40"), "{progress}");
+    assert!(
+        progress.to_string().contains("\"40\"") || progress.to_string().contains(":40"),
+        "{progress}"
+    );
 }
 
 /// Defect 10: `X-Vitals-Timestamp: -9223372036854775808` overflowed `(now - ts).abs()`.
@@ -339,7 +345,10 @@ fn a_deleted_accounts_token_reads_nothing() {
     let routes = [
         ("GET", "/v1/me/profile"),
         ("GET", "/v1/me/dashboard?date=2026-03-01"),
-        ("GET", "/v1/me/nutrition/daily?from=2026-03-01&to=2026-03-01"),
+        (
+            "GET",
+            "/v1/me/nutrition/daily?from=2026-03-01&to=2026-03-01",
+        ),
         ("GET", "/v1/me/goals"),
         ("GET", "/v1/me/workouts/latest"),
         ("DELETE", "/v1/me"),
@@ -359,7 +368,10 @@ fn a_deleted_accounts_token_reads_nothing() {
             Some(json!({"name": "Oats", "eaten_at": "2026-03-01T08:00:00.000Z", "calories": "300", "protein_g": "10", "carbs_g": "50", "fat_g": "5"})),
             &[],
         );
-        assert_eq!((status, reply["error"]["code"].as_str()), (401, Some("account_deleted")));
+        assert_eq!(
+            (status, reply["error"]["code"].as_str()),
+            (401, Some("account_deleted"))
+        );
     };
     refused(&ana);
     // The email, free again once the erasure completes, makes a new account; the old

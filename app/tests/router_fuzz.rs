@@ -28,11 +28,21 @@ fn fixture() -> &'static Fixture {
         let dir = tempfile::tempdir().expect("temporary directory");
         let store: Arc<dyn infra::Store> =
             Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("store"));
-        let auth = Auth::new(b"fuzz-secret", Verifier::Local, 100_000);
+        let auth = Auth::new(b"fuzz-secret", Verifier::Local);
         let token = auth
             .issue(&events_schema::ids::UserId::generate(), Some("UTC"))
             .expect("token");
-        let api = Arc::new(vitals::http::api::Api::new(store.clone(), auth, "hook"));
+        let api = Arc::new(vitals::http::api::Api::new(
+            store.clone(),
+            auth,
+            "hook",
+            vitals::http::limits::Limits::new(vitals::http::limits::LimitSettings {
+                user_per_second: 100000,
+                auth_per_minute: 100_000,
+                account_per_minute: 100_000,
+                webhook_per_second: 100_000,
+            }),
+        ));
         Fixture {
             runtime,
             state: AppState {

@@ -51,12 +51,17 @@ async fn router_healthz_without_a_socket() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let store: Arc<dyn infra::Store> =
         Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("opens"));
-    let auth =
-        vitals::http::auth::Auth::new(b"test-secret", vitals::http::auth::Verifier::Local, 50);
+    let auth = vitals::http::auth::Auth::new(b"test-secret", vitals::http::auth::Verifier::Local);
     let api = Arc::new(vitals::http::api::Api::new(
         store.clone(),
         auth,
         "webhook-secret",
+        vitals::http::limits::Limits::new(vitals::http::limits::LimitSettings {
+            user_per_second: 50,
+            auth_per_minute: 100_000,
+            account_per_minute: 100_000,
+            webhook_per_second: 100_000,
+        }),
     ));
     let response = app(AppState {
         store,

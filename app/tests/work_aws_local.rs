@@ -97,13 +97,19 @@ async fn commands_reach_the_dashboard_through_kinesis_and_vitals_work() {
     let store: Arc<dyn Store> = Arc::new(DynamoStore::connect(&settings, &prefix).await);
     let meta = CommandMeta::new(UserId::generate());
     let pk = meta.user_pk();
+    // The goal is set on the day of the meals it counts.
+    let set_on = events_schema::time::Clock::manual(
+        Timestamp::parse("2026-03-01T20:00:00.000Z").expect("time"),
+    );
     let goal = GoalCommands::new(Table::new(store.clone()))
+        .with_clock(set_on)
         .create_goal(
             &meta,
             CreateGoal {
                 kind: GoalKind::DailyProteinGrams,
                 target: Decimal::from(30),
                 title: "Protein".into(),
+                timezone: None,
             },
         )
         .await

@@ -15,7 +15,7 @@ use events_schema::events::activity::{
 use events_schema::events::integrations::ProviderWorkout;
 use events_schema::ids::{ProviderName, TrainingBlockId, WorkoutId};
 use events_schema::keys::SortKey;
-use events_schema::time::{Day, Timestamp};
+use events_schema::time::{Clock, Day, Timestamp};
 use infra::store::Key;
 use infra::table::{Table, contexts::Activity};
 use serde::{Deserialize, Serialize};
@@ -47,6 +47,7 @@ struct ValidWorkout {
 }
 
 fn validate_workout(
+    now: Timestamp,
     sport: &str,
     started_at: Timestamp,
     timezone: &str,
@@ -55,7 +56,7 @@ fn validate_workout(
     calories: Option<u32>,
 ) -> Result<ValidWorkout, CommandError> {
     let sport = validate::text("sport", sport, 1, 40)?.to_lowercase();
-    let started_at = validate::instant("started_at", started_at)?;
+    let started_at = validate::instant("started_at", started_at, now)?;
     let tz = validate::timezone("timezone", timezone)?;
     if !(1..=86_400).contains(&duration_s) {
         return Err(CommandError::invalid(
@@ -106,11 +107,20 @@ fn workout_key(pk: &str, w: &Workout) -> Key {
 #[derive(Debug, Clone)]
 pub struct ActivityCommands {
     table: Table<Activity>,
+    clock: Clock,
 }
 
 impl ActivityCommands {
     pub fn new(table: Table<Activity>) -> Self {
-        Self { table }
+        Self {
+            table,
+            clock: Clock::System,
+        }
+    }
+
+    /// The same handlers, telling time by `clock`.
+    pub fn with_clock(self, clock: Clock) -> Self {
+        Self { clock, ..self }
     }
 
     /// Records a workout entered in the app.
@@ -120,6 +130,7 @@ impl ActivityCommands {
         input: RecordWorkout,
     ) -> Result<Outcome<WorkoutId>, CommandError> {
         let valid = validate_workout(
+            self.clock.now(),
             &input.sport,
             input.started_at,
             &input.timezone,
@@ -127,9 +138,15 @@ impl ActivityCommands {
             input.distance_m,
             input.calories,
         )?;
+        let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
         let w = workout(WorkoutId::generate(), &valid, Source::Manual, 1);
-        let event = envelope(meta, w.started_at, &WorkoutRecorded { workout: w.clone() })?;
+        let event = envelope(
+            meta,
+            &self.clock,
+            w.started_at,
+            &WorkoutRecorded { workout: w.clone() },
+        )?;
         idempotency::create(
             &self.table,
             meta,
@@ -151,6 +168,7 @@ impl ActivityCommands {
         input: &ProviderWorkout,
     ) -> Result<Outcome<WorkoutId>, CommandError> {
         let valid = validate_workout(
+            self.clock.now(),
             &input.sport,
             input.started_at,
             timezone,
@@ -158,22 +176,36 @@ impl ActivityCommands {
             input.distance_m,
             input.calories,
         )?;
+        let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
         let source = Source::Provider {
             provider: provider.clone(),
             external_id: input.external_id.clone(),
         };
-        let fingerprint = external_sync::fingerprint(&(input, timezone));
+        let content = ProviderWorkout {
+            updated_at: None,
+            ..input.clone()
+        };
+        let delivery = external_sync::Delivery {
+            revision: input.updated_at,
+            fingerprint: external_sync::fingerprint(&(content, timezone)),
+        };
         let build = |id: WorkoutId,
                      version: u64,
                      previous_sk: Option<&str>|
          -> Result<Written, CommandError> {
             let w = workout(id, &valid, source.clone(), version);
             let event = if version == 1 {
-                envelope(meta, w.started_at, &WorkoutRecorded { workout: w.clone() })?
+                envelope(
+                    meta,
+                    &self.clock,
+                    w.started_at,
+                    &WorkoutRecorded { workout: w.clone() },
+                )?
             } else {
                 envelope(
                     meta,
+                    &self.clock,
                     w.started_at,
                     &WorkoutUpdated {
                         workout: w.clone(),
@@ -191,7 +223,7 @@ impl ActivityCommands {
             meta,
             provider,
             &input.external_id,
-            fingerprint,
+            delivery,
             external_sync::entity_id(provider, &input.external_id, input.started_at)?,
             build,
         )
@@ -207,6 +239,7 @@ impl ActivityCommands {
         if !(1..=52).contains(&input.weeks) {
             return Err(CommandError::invalid("weeks", "must be 1 to 52"));
         }
+        let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
         let id = TrainingBlockId::generate();
         let payload = TrainingBlockStarted {
@@ -219,7 +252,7 @@ impl ActivityCommands {
             &pk,
             SortKey::TrainingBlock(input.start_day, id.clone()).to_string(),
         );
-        let event = envelope(meta, Timestamp::now(), &payload)?;
+        let event = envelope(meta, &self.clock, self.clock.now(), &payload)?;
         idempotency::create(
             &self.table,
             meta,

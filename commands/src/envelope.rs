@@ -13,6 +13,9 @@ pub struct CommandMeta {
     pub idempotency_key: Option<IdempotencyKey>,
     /// Shared by every event of one request.
     pub correlation_id: Option<String>,
+    /// The caller's IANA timezone, when known (the token carries it): it names the days
+    /// of what the command records without a timezone of its own.
+    pub timezone: Option<String>,
 }
 
 impl CommandMeta {
@@ -21,7 +24,14 @@ impl CommandMeta {
             user,
             idempotency_key: None,
             correlation_id: None,
+            timezone: None,
         }
+    }
+
+    /// With the caller's timezone.
+    pub fn in_timezone(mut self, timezone: Option<String>) -> Self {
+        self.timezone = timezone;
+        self
     }
 
     /// With an idempotency key given as text (validated).

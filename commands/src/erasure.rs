@@ -59,8 +59,13 @@ pub async fn erase<C: ContextTable>(table: &Table<C>, user: &UserId) -> Result<u
     let pk = PartitionKey::User(user.clone()).to_string();
     let mut deleted = 0;
     for key in owned_elsewhere(table, &pk).await? {
-        if table.delete(&key, None).await?.is_some() {
-            deleted += 1;
+        // Only if it is still this user's: another account may hold it now, and nothing
+        // another account owns is ever deleted here.
+        let still_theirs = Condition::AttributeEquals("user_id".into(), json!(user));
+        match table.delete(&key, Some(still_theirs)).await {
+            Ok(Some(_)) => deleted += 1,
+            Ok(None) | Err(StoreError::ConditionFailed { .. }) => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(deleted + table.drain_partition(&pk).await? as u64)

@@ -21,8 +21,21 @@ pub enum CommandError {
     #[error("account is being deleted")]
     AccountDeleted,
     /// The state does not allow this change (a completed goal cannot be resumed...).
+    /// The text is shown to the client: it names the state, never an internal cause.
     #[error("conflict: {0}")]
     Conflict(String),
+    /// The provider account is connected to another Vitals account: a provider
+    /// identity belongs to one account at a time.
+    #[error("this provider account is connected to another account")]
+    ProviderIdentityTaken,
+    /// The server is at capacity for this kind of work (password hashing); try again
+    /// after the given seconds. Nothing was written.
+    #[error("busy, try again in {retry_after_s} s")]
+    Busy { retry_after_s: u64 },
+    /// Something inside failed (a value that does not serialize, a stored item that does
+    /// not decode). The cause is for the log, never for the client.
+    #[error("internal failure: {0}")]
+    Internal(String),
     /// The idempotency key was used before with a different request.
     #[error("idempotency key reused with a different request")]
     IdempotencyKeyReused,

@@ -1,9 +1,15 @@
 //! Sync by external id, shared by workouts and sleep sessions. A pointer item
 //! `EXTERNAL#<provider>#<external-id>` commits together with the entity and its event,
 //! on condition that it does not exist. A retried sync is detected from that action's
-//! cancellation reason, which carries the pointer: same fingerprint -> the original id,
-//! nothing written, one request in all; changed fingerprint -> an update with the next
-//! version, guarded by the pointer's version.
+//! cancellation reason, which carries the pointer.
+//!
+//! Deliveries of one record arrive in any order (shards, redrives, replays), so each
+//! carries an order of its own: the provider's revision (its `updated_at`), then the
+//! fingerprint of the content as a tie-break. A delivery applies only if it is newer than
+//! the one the pointer records: an older or repeated one changes nothing (the original
+//! id, one request in all); a newer one with changed content is the next version of the
+//! entity, guarded by the pointer's version; a newer one with the same content only
+//! records its revision.
 
 use crate::CommandError;
 use crate::envelope::{CommandMeta, Outcome};
@@ -24,11 +30,44 @@ use std::str::FromStr;
 
 /// The stored pointer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Pointer {
+pub(crate) struct Pointer {
     pub entity_id: String,
     pub target_sk: String,
     pub fingerprint: String,
     pub version: u64,
+    /// The provider's revision (milliseconds of its `updated_at`) of the delivery
+    /// applied; absent when that delivery had none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<i64>,
+}
+
+impl Pointer {
+    /// Where the applied delivery stands in the record's order (see the module docs).
+    fn order(&self) -> (i64, &str) {
+        (self.revision.unwrap_or(i64::MIN), &self.fingerprint)
+    }
+}
+
+/// What a delivery of an external record carries for ordering it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// The provider's `updated_at`, if it sent one.
+    pub revision: Option<events_schema::time::Timestamp>,
+    /// A fingerprint of the content (see [`fingerprint`]), without the revision.
+    pub fingerprint: String,
+}
+
+impl Delivery {
+    fn revision_millis(&self) -> Option<i64> {
+        self.revision.map(events_schema::time::Timestamp::millis)
+    }
+
+    fn order(&self) -> (i64, &str) {
+        (
+            self.revision_millis().unwrap_or(i64::MIN),
+            &self.fingerprint,
+        )
+    }
 }
 
 /// What a sync writes for the entity: its item (keys included) and its event.
@@ -53,7 +92,7 @@ pub async fn sync<C, Id>(
     meta: &CommandMeta,
     provider: &ProviderName,
     external_id: &ExternalId,
-    fingerprint: String,
+    delivery: Delivery,
     new_id: Id,
     build: impl Fn(Id, u64, Option<&str>) -> Result<Written, CommandError>,
 ) -> Result<Outcome<Id>, CommandError>
@@ -63,14 +102,14 @@ where
 {
     let parse = |raw: &str| {
         Id::from_str(raw)
-            .map_err(|_| CommandError::Conflict(format!("stored id {raw:?} is not valid")))
+            .map_err(|_| CommandError::Internal(format!("stored id {raw:?} is not valid")))
     };
     let outcome = sync_ids(
         table,
         meta,
         provider,
         external_id,
-        fingerprint,
+        delivery,
         new_id.to_string(),
         |raw, version, previous| build(parse(raw)?, version, previous),
     )
@@ -86,7 +125,7 @@ async fn sync_ids<C: ContextTable>(
     meta: &CommandMeta,
     provider: &ProviderName,
     external_id: &ExternalId,
-    fingerprint: String,
+    delivery: Delivery,
     new_id: String,
     build: impl Fn(&str, u64, Option<&str>) -> Result<Written, CommandError>,
 ) -> Result<Outcome<String>, CommandError> {
@@ -95,8 +134,9 @@ async fn sync_ids<C: ContextTable>(
         &pk,
         SortKey::External(provider.clone(), external_id.clone()).to_string(),
     );
-    let request =
-        json!({"provider": provider, "external_id": external_id, "fingerprint": fingerprint});
+    let fingerprint = delivery.fingerprint.clone();
+    let request = json!({"provider": provider, "external_id": external_id,
+                         "fingerprint": fingerprint, "revision": delivery.revision_millis()});
 
     let first = canonical(build(&new_id, 1, None)?, provider, external_id, 1);
     let sk = sort_key_of(&first.item)?;
@@ -105,6 +145,7 @@ async fn sync_ids<C: ContextTable>(
         target_sk: sk,
         fingerprint: fingerprint.clone(),
         version: 1,
+        revision: delivery.revision_millis(),
     };
     let actions = vec![
         Action::Put {
@@ -124,8 +165,39 @@ async fn sync_ids<C: ContextTable>(
         };
     for attempt in 0..MAX_ATTEMPTS {
         crate::retry::backoff(attempt).await;
-        if existing.fingerprint == fingerprint {
+        // Stale or repeated: what is stored is at least as new.
+        if delivery.order() <= existing.order() {
             return Ok(Outcome::replayed(existing.entity_id));
+        }
+        if existing.fingerprint == fingerprint {
+            // Newer, same content: only the revision moves on.
+            let actions = vec![Action::Update {
+                key: pointer_key.clone(),
+                update: with_revision(Update::default(), delivery.revision_millis()),
+                condition: Some(Condition::All(vec![
+                    Condition::VersionEquals(existing.version),
+                    match existing.revision {
+                        Some(r) => Condition::AttributeEquals("revision".into(), json!(r)),
+                        None => Condition::AttributeNotExists("revision".into()),
+                    },
+                ])),
+            }];
+            match idempotency::commit(
+                table,
+                meta,
+                &pk,
+                &request,
+                actions,
+                existing.entity_id.clone(),
+            )
+            .await?
+            {
+                Committed::Done(outcome) => return Ok(Outcome::replayed(outcome.value)),
+                Committed::Cancelled(reasons) => {
+                    existing = pointer_from(table, &pointer_key, &reasons).await?;
+                    continue;
+                }
+            }
         }
         let version = existing.version + 1;
         let next = canonical(
@@ -137,10 +209,13 @@ async fn sync_ids<C: ContextTable>(
         let sk = sort_key_of(&next.item)?;
         let mut actions = vec![Action::Update {
             key: pointer_key.clone(),
-            update: Update::default()
-                .set("fingerprint", fingerprint.clone())
-                .set("version", version)
-                .set("target_sk", sk.clone()),
+            update: with_revision(
+                Update::default()
+                    .set("fingerprint", fingerprint.clone())
+                    .set("version", version)
+                    .set("target_sk", sk.clone()),
+                delivery.revision_millis(),
+            ),
             condition: Some(Condition::VersionEquals(existing.version)),
         }];
         // The entity's sort key holds its day: a changed start moves it.
@@ -174,11 +249,19 @@ async fn sync_ids<C: ContextTable>(
     Err(CommandError::Contention)
 }
 
+/// Records `revision` on the pointer (removes it when the delivery had none).
+fn with_revision(update: Update, revision: Option<i64>) -> Update {
+    match revision {
+        Some(revision) => update.set("revision", revision),
+        None => update.remove("revision"),
+    }
+}
+
 fn sort_key_of(item: &Item) -> Result<String, CommandError> {
     item.get("sk")
         .and_then(|v| v.as_str())
         .map(str::to_owned)
-        .ok_or_else(|| CommandError::Conflict("entity item has no sort key".into()))
+        .ok_or_else(|| CommandError::Internal("entity item has no sort key".into()))
 }
 
 /// The pointer returned by the pointer action's failed condition; after a transaction
@@ -223,7 +306,7 @@ pub fn entity_id<Id: FromStr>(
     start: events_schema::time::Timestamp,
 ) -> Result<Id, CommandError> {
     let raw = events_schema::ids::derived_ulid(&format!("{provider}|{external_id}"), start);
-    Id::from_str(&raw).map_err(|_| CommandError::Conflict("derived id is invalid".into()))
+    Id::from_str(&raw).map_err(|_| CommandError::Internal("derived id is invalid".into()))
 }
 
 /// Makes a synced entity's event content-addressed: its id comes from provider,

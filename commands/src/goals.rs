@@ -13,7 +13,7 @@ use events_schema::events::goals::{
 };
 use events_schema::ids::GoalId;
 use events_schema::keys::SortKey;
-use events_schema::time::Timestamp;
+use events_schema::time::Clock;
 use infra::store::{Condition, Item, Key, Update};
 use infra::table::{Action, Table, contexts::Goals};
 use rust_decimal::Decimal;
@@ -25,6 +25,10 @@ pub struct CreateGoal {
     pub kind: GoalKind,
     pub target: Decimal,
     pub title: String,
+    /// The user's IANA timezone: the goal counts from the period holding today there
+    /// (UTC when absent).
+    #[serde(default)]
+    pub timezone: Option<String>,
 }
 
 /// The period a kind is measured over, and the largest sensible target.
@@ -70,11 +74,20 @@ fn goal_item(pk: &str, goal: &Goal) -> Result<Item, CommandError> {
 #[derive(Debug, Clone)]
 pub struct GoalCommands {
     table: Table<Goals>,
+    clock: Clock,
 }
 
 impl GoalCommands {
     pub fn new(table: Table<Goals>) -> Self {
-        Self { table }
+        Self {
+            table,
+            clock: Clock::System,
+        }
+    }
+
+    /// The same handlers, telling time by `clock`.
+    pub fn with_clock(self, clock: Clock) -> Self {
+        Self { clock, ..self }
     }
 
     pub async fn create_goal(
@@ -85,7 +98,10 @@ impl GoalCommands {
         let title = validate::text("title", &input.title, 1, 80)?;
         let (period, max) = rules(input.kind);
         let target = validate::decimal("target", input.target, Decimal::new(1, 1), max, 1)?;
+        let timezone = validate::timezone("timezone", input.timezone.as_deref().unwrap_or("UTC"))?;
+        let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
+        let now = self.clock.now();
         let goal = Goal {
             goal_id: GoalId::generate(),
             kind: input.kind,
@@ -94,8 +110,9 @@ impl GoalCommands {
             status: GoalStatus::Active,
             title,
             version: 1,
+            created_on: Some(validate::day_in(now, timezone)),
         };
-        let event = envelope(meta, Timestamp::now(), &GoalCreated { goal: goal.clone() })?;
+        let event = envelope(meta, &self.clock, now, &GoalCreated { goal: goal.clone() })?;
         idempotency::create(
             &self.table,
             meta,
@@ -123,6 +140,7 @@ impl GoalCommands {
         id: &GoalId,
         to: GoalStatus,
     ) -> Result<Outcome<Goal>, CommandError> {
+        let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
         for attempt in 0..MAX_ATTEMPTS {
             crate::retry::backoff(attempt).await;
@@ -144,7 +162,8 @@ impl GoalCommands {
             };
             let event = envelope(
                 meta,
-                Timestamp::now(),
+                &self.clock,
+                self.clock.now(),
                 &GoalStatusChanged {
                     previous: current.status,
                     goal: next.clone(),

@@ -77,7 +77,7 @@ pub async fn commit<C: ContextTable, T: Serialize + DeserializeOwned>(
     let guarded = !actions.iter().any(|a| a.targets(&tombstone));
     if let Some(key) = &meta.idempotency_key {
         let stored = serde_json::to_value(&response)
-            .map_err(|e| CommandError::Conflict(format!("response does not serialize: {e}")))?;
+            .map_err(|e| CommandError::Internal(format!("response does not serialize: {e}")))?;
         let record: Item = match json!({
             "pk": record_pk, "sk": key.sort_key(), "request_hash": hash, "response": stored,
             "expires_at": now_epoch_seconds() + KEY_TTL_SECONDS,
@@ -124,7 +124,7 @@ fn replay<T: DeserializeOwned>(record: &Item, hash: &str) -> Result<Outcome<T>, 
     let response = record.get("response").cloned().unwrap_or(Value::Null);
     serde_json::from_value(response)
         .map(Outcome::replayed)
-        .map_err(|e| CommandError::Conflict(format!("stored response does not decode: {e}")))
+        .map_err(|e| CommandError::Internal(format!("stored response does not decode: {e}")))
 }
 
 /// The common shape of a command that creates one item: the item (which must not

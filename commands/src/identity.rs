@@ -9,21 +9,17 @@ use crate::idempotency::{self, Committed};
 use crate::items::{from_item, to_item};
 use crate::outbox::{envelope, event_action};
 use crate::retry::MAX_ATTEMPTS;
-use crate::{CommandError, validate};
-use argon2::Argon2;
-use argon2::password_hash::rand_core::OsRng;
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use crate::{CommandError, password, validate};
 use events_schema::events::identity::{
     AccountDeletionRequested, EmailChanged, ProfileState, ProfileUpdated, Units, UserRegistered,
 };
 use events_schema::ids::UserId;
 use events_schema::keys::{PartitionKey, SortKey};
-use events_schema::time::Timestamp;
-use infra::store::{CancelReason, Condition, IndexQuery, Key, Update};
+use events_schema::time::{Clock, Timestamp};
+use infra::store::{CancelReason, Condition, IndexQuery, Key, Query, SortKeyCondition, Update};
 use infra::table::{Action, Table, contexts::Identity};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use std::sync::OnceLock;
 
 /// Account status stored on the profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,54 +106,32 @@ fn validate_password(password: &str) -> Result<(), CommandError> {
     Ok(())
 }
 
-async fn hash_password(password: String) -> Result<String, CommandError> {
-    tokio::task::spawn_blocking(move || {
-        let salt = SaltString::generate(&mut OsRng);
-        Argon2::default()
-            .hash_password(password.as_bytes(), &salt)
-            .map(|hash| hash.to_string())
-            .map_err(|e| CommandError::Conflict(format!("password hashing failed: {e}")))
-    })
-    .await
-    .map_err(|e| CommandError::Conflict(format!("password hashing failed: {e}")))?
-}
-
-/// Verifies in constant time (argon2 compares the full hash output).
-async fn verify_password(password: String, hash: String) -> bool {
-    tokio::task::spawn_blocking(move || {
-        PasswordHash::new(&hash)
-            .map(|parsed| {
-                Argon2::default()
-                    .verify_password(password.as_bytes(), &parsed)
-                    .is_ok()
-            })
-            .unwrap_or(false)
-    })
-    .await
-    .unwrap_or(false)
-}
-
 /// A hash to verify against when the email is unknown, so an unknown email costs the
 /// same time as a wrong password and does not reveal which emails are registered.
-fn dummy_hash() -> &'static str {
-    static HASH: OnceLock<String> = OnceLock::new();
-    HASH.get_or_init(|| {
-        let salt = SaltString::generate(&mut OsRng);
-        Argon2::default()
-            .hash_password(b"not a real password", &salt)
-            .map(|hash| hash.to_string())
-            .unwrap_or_default()
-    })
+async fn dummy_hash() -> Result<&'static str, CommandError> {
+    static HASH: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    HASH.get_or_try_init(|| password::hash("not a real password".into()))
+        .await
+        .map(String::as_str)
 }
 
 #[derive(Debug, Clone)]
 pub struct IdentityCommands {
     table: Table<Identity>,
+    clock: Clock,
 }
 
 impl IdentityCommands {
     pub fn new(table: Table<Identity>) -> Self {
-        Self { table }
+        Self {
+            table,
+            clock: Clock::System,
+        }
+    }
+
+    /// The same handlers, telling time by `clock`.
+    pub fn with_clock(self, clock: Clock) -> Self {
+        Self { clock, ..self }
     }
 
     /// Creates an account: profile + email reservation + event in one transaction.
@@ -179,7 +153,7 @@ impl IdentityCommands {
             display_name,
             timezone: input.timezone.clone(),
             units: input.units,
-            password_hash: hash_password(input.password.clone()).await?,
+            password_hash: password::hash(input.password.clone()).await?,
             status: AccountStatus::Active,
             version: 1,
         };
@@ -189,7 +163,8 @@ impl IdentityCommands {
         };
         let event = envelope(
             &meta,
-            Timestamp::now(),
+            &self.clock,
+            self.clock.now(),
             &UserRegistered {
                 profile: profile.state(),
             },
@@ -209,6 +184,12 @@ impl IdentityCommands {
         match idempotency::commit(&self.table, &meta, &record_pk, &fingerprint, actions, user)
             .await?
         {
+            // A retry of an earlier sign-up signs in only with that sign-up's password:
+            // the record holds no secret, so it proves nothing on its own.
+            Committed::Done(outcome) if outcome.replayed => {
+                self.confirm_retry(&email, outcome.value, input.password)
+                    .await
+            }
             Committed::Done(outcome) => Ok(outcome),
             Committed::Cancelled(reasons)
                 if matches!(reasons.get(1), Some(CancelReason::ConditionFailed { .. })) =>
@@ -217,6 +198,38 @@ impl IdentityCommands {
             }
             Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
         }
+    }
+
+    /// The account an earlier sign-up with this key created, if it still has this email
+    /// and the password verifies; otherwise the email is simply taken.
+    async fn confirm_retry(
+        &self,
+        email: &str,
+        user: UserId,
+        password: String,
+    ) -> Result<Outcome<UserId>, CommandError> {
+        let profile = match self.profile(&user).await {
+            Ok(profile) => profile,
+            Err(CommandError::NotFound(_)) => return Err(CommandError::EmailTaken),
+            Err(e) => return Err(e),
+        };
+        if profile.email != email || profile.status != AccountStatus::Active {
+            return Err(CommandError::EmailTaken);
+        }
+        if !password::verify(password, profile.password_hash).await? {
+            return Err(CommandError::EmailTaken);
+        }
+        Ok(Outcome::replayed(user))
+    }
+
+    /// Whether `user` asked for their account's deletion (from the request on: the
+    /// identity tombstone is written with it). One strongly consistent read.
+    pub async fn is_deleted(&self, user: &UserId) -> Result<bool, CommandError> {
+        Ok(self
+            .table
+            .get(&crate::idempotency::erasure_key(user), true)
+            .await?
+            .is_some())
     }
 
     /// The user whose email and password these are. One index query.
@@ -228,11 +241,11 @@ impl IdentityCommands {
             .query_index(&IndexQuery::partition("by-email", &email).limit(1))
             .await?;
         let Some(item) = page.items.into_iter().next() else {
-            verify_password(password.to_owned(), dummy_hash().to_owned()).await;
+            password::verify(password.to_owned(), dummy_hash().await?.to_owned()).await?;
             return Err(CommandError::InvalidCredentials);
         };
         let profile: Profile = from_item(item)?;
-        if !verify_password(password.to_owned(), profile.password_hash.clone()).await {
+        if !password::verify(password.to_owned(), profile.password_hash.clone()).await? {
             return Err(CommandError::InvalidCredentials);
         }
         if profile.status != AccountStatus::Active {
@@ -258,12 +271,17 @@ impl IdentityCommands {
         new_email: &str,
     ) -> Result<Outcome<ProfileState>, CommandError> {
         let new_email = validate::email("email", new_email)?;
+        let _writer = crate::serial::user(&meta.user).await;
         for attempt in 0..MAX_ATTEMPTS {
             crate::retry::backoff(attempt).await;
             let current = self.profile(&meta.user).await?;
             if current.email == new_email {
                 return Ok(Outcome::replayed(current.state()));
             }
+            // The sign-up's request records live under the old email: they go with it.
+            let records = self
+                .registration_records(&current.email, &meta.user)
+                .await?;
             let next = Profile {
                 email: new_email.clone(),
                 email_pk: new_email.clone(),
@@ -272,13 +290,14 @@ impl IdentityCommands {
             };
             let event = envelope(
                 meta,
-                Timestamp::now(),
+                &self.clock,
+                self.clock.now(),
                 &EmailChanged {
                     old_email: current.email.clone(),
                     profile: next.state(),
                 },
             )?;
-            let actions = vec![
+            let mut actions = vec![
                 Action::Update {
                     key: profile_key(&meta.user),
                     update: Update::default()
@@ -297,6 +316,10 @@ impl IdentityCommands {
                 reservation(&new_email, &meta.user)?,
                 event_action(&meta.user_pk(), &event)?,
             ];
+            actions.extend(records.into_iter().map(|key| Action::Delete {
+                key,
+                condition: None,
+            }));
             match idempotency::commit(
                 &self.table,
                 meta,
@@ -323,6 +346,24 @@ impl IdentityCommands {
         Err(CommandError::Contention)
     }
 
+    /// The registration request records of `user` kept under `email`'s partition.
+    async fn registration_records(
+        &self,
+        email: &str,
+        user: &UserId,
+    ) -> Result<Vec<Key>, CommandError> {
+        let query = Query::partition(email_key(email).pk)
+            .sort_key(SortKeyCondition::BeginsWith("IDEMPOTENCY#".into()))
+            .consistent();
+        let page = self.table.query(&query).await?;
+        Ok(page
+            .items
+            .iter()
+            .filter(|record| record.get("response") == Some(&json!(user)))
+            .filter_map(|record| Key::of(record).ok())
+            .collect())
+    }
+
     /// Changes display name, timezone or units; no event when nothing changes.
     pub async fn update_profile(
         &self,
@@ -337,6 +378,7 @@ impl IdentityCommands {
         if let Some(tz) = &input.timezone {
             validate::timezone("timezone", tz)?;
         }
+        let _writer = crate::serial::user(&meta.user).await;
         for attempt in 0..MAX_ATTEMPTS {
             crate::retry::backoff(attempt).await;
             let current = self.profile(&meta.user).await?;
@@ -350,7 +392,8 @@ impl IdentityCommands {
             next.version += 1;
             let event = envelope(
                 meta,
-                Timestamp::now(),
+                &self.clock,
+                self.clock.now(),
                 &ProfileUpdated {
                     profile: next.state(),
                 },
@@ -390,6 +433,7 @@ impl IdentityCommands {
     /// Records the request to delete the account (the drain comes later). Login is
     /// refused from now on; asking again publishes nothing new.
     pub async fn request_deletion(&self, meta: &CommandMeta) -> Result<Outcome<()>, CommandError> {
+        let _writer = crate::serial::user(&meta.user).await;
         for attempt in 0..MAX_ATTEMPTS {
             crate::retry::backoff(attempt).await;
             let current = self.profile(&meta.user).await?;
@@ -398,7 +442,8 @@ impl IdentityCommands {
             }
             let event = envelope(
                 meta,
-                Timestamp::now(),
+                &self.clock,
+                self.clock.now(),
                 &AccountDeletionRequested {
                     email: current.email.clone(),
                 },
@@ -416,7 +461,7 @@ impl IdentityCommands {
                 // identity items, and the erasure's progress is recorded here (it holds
                 // no personal data, only which contexts are done).
                 Action::Put {
-                    item: erasure_tombstone(&meta.user),
+                    item: erasure_tombstone(&meta.user, self.clock.now()),
                     condition: None,
                 },
             ];
@@ -442,10 +487,10 @@ impl IdentityCommands {
 }
 
 /// A new erasure tombstone for `user`: `status` `erasing`, no context drained yet.
-fn erasure_tombstone(user: &UserId) -> infra::store::Item {
+fn erasure_tombstone(user: &UserId, now: Timestamp) -> infra::store::Item {
     let key = crate::idempotency::erasure_key(user);
     let mut item = key.to_item();
     item.insert("status".into(), json!("erasing"));
-    item.insert("requested_at".into(), json!(Timestamp::now()));
+    item.insert("requested_at".into(), json!(now));
     item
 }

@@ -11,12 +11,12 @@ pub fn to_item(key: &Key, value: &impl Serialize) -> Result<Item, CommandError> 
     let mut item = match serde_json::to_value(value) {
         Ok(Value::Object(map)) => map,
         Ok(_) => {
-            return Err(CommandError::Conflict(
+            return Err(CommandError::Internal(
                 "item must serialize to an object".into(),
             ));
         }
         Err(e) => {
-            return Err(CommandError::Conflict(format!(
+            return Err(CommandError::Internal(format!(
                 "item does not serialize: {e}"
             )));
         }

@@ -6,7 +6,8 @@
 //! Layout:
 //! - [`error`]: `CommandError`, the one error type of every handler.
 //! - [`envelope`]: what every command carries (the user, idempotency key, correlation).
-//! - [`outbox`], [`idempotency`], [`items`], [`validate`], [`retry`]: the shared mechanics.
+//! - [`outbox`], [`idempotency`], [`items`], [`validate`], [`retry`]: the shared mechanics;
+//!   `serial`: one writer per user inside a process; [`password`]: argon2 on a bounded pool.
 //! - [`identity`], [`nutrition`], [`activity`], [`sleep`], [`goals`], [`integrations`],
 //!   [`environment`]: the contexts.
 //! - [`external_sync`]: the idempotent "sync by external id" write shared by activity
@@ -25,7 +26,9 @@ pub mod integrations;
 pub mod items;
 pub mod nutrition;
 pub mod outbox;
+pub mod password;
 pub mod retry;
+mod serial;
 pub mod sleep;
 pub mod validate;
 

@@ -6,7 +6,7 @@ use crate::CommandError;
 use crate::envelope::CommandMeta;
 use events_schema::envelope::{EventEnvelope, EventPayload};
 use events_schema::keys::SortKey;
-use events_schema::time::Timestamp;
+use events_schema::time::{Clock, Timestamp};
 use infra::store::{Condition, Item};
 use infra::table::Action;
 use serde_json::Value;
@@ -14,22 +14,25 @@ use serde_json::Value;
 /// Attribute holding the envelope in an outbox item.
 pub use events_schema::envelope::OUTBOX_ATTR as ENVELOPE_ATTR;
 
-/// A new envelope for `payload`, stamped with the command's user and correlation.
+/// A new envelope for `payload`, stamped with the command's user and correlation and
+/// recorded at the handler's clock's now.
 pub fn envelope<P: EventPayload>(
     meta: &CommandMeta,
+    clock: &Clock,
     occurred_at: Timestamp,
     payload: &P,
 ) -> Result<EventEnvelope, CommandError> {
     let mut envelope = EventEnvelope::new(Some(meta.user.clone()), occurred_at, payload)
-        .map_err(|e| CommandError::Conflict(format!("event does not serialize: {e}")))?;
+        .map_err(|e| CommandError::Internal(format!("event does not serialize: {e}")))?;
     envelope.correlation_id = meta.correlation_id.clone();
+    envelope.recorded_at = clock.now();
     Ok(envelope)
 }
 
 /// The outbox item of an envelope, in partition `pk`.
 pub fn event_item(pk: &str, envelope: &EventEnvelope) -> Result<Item, CommandError> {
     let body = serde_json::to_value(envelope)
-        .map_err(|e| CommandError::Conflict(format!("event does not serialize: {e}")))?;
+        .map_err(|e| CommandError::Internal(format!("event does not serialize: {e}")))?;
     let mut item = Item::new();
     item.insert("pk".into(), Value::String(pk.to_owned()));
     item.insert(

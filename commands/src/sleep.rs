@@ -12,7 +12,7 @@ use events_schema::events::integrations::ProviderSleep;
 use events_schema::events::sleep::{SleepRecorded, SleepSession, SleepStages, SleepUpdated};
 use events_schema::ids::{ProviderName, SleepId};
 use events_schema::keys::SortKey;
-use events_schema::time::{Day, Timestamp};
+use events_schema::time::{Clock, Day, Timestamp};
 use infra::store::Key;
 use infra::table::{Table, contexts::Sleep};
 use serde::{Deserialize, Serialize};
@@ -36,14 +36,15 @@ struct ValidSleep {
 }
 
 fn validate_sleep(
+    now: Timestamp,
     start: Timestamp,
     end: Timestamp,
     timezone: &str,
     score: u8,
     stages: SleepStages,
 ) -> Result<ValidSleep, CommandError> {
-    let start = validate::instant("start", start)?;
-    let end = validate::instant("end", end)?;
+    let start = validate::instant("start", start, now)?;
+    let end = validate::instant("end", end, now)?;
     let tz = validate::timezone("timezone", timezone)?;
     let minutes = (end.millis() - start.millis()) / 60_000;
     if end <= start || minutes > 24 * 60 {
@@ -99,11 +100,20 @@ fn sleep_key(pk: &str, s: &SleepSession) -> Key {
 #[derive(Debug, Clone)]
 pub struct SleepCommands {
     table: Table<Sleep>,
+    clock: Clock,
 }
 
 impl SleepCommands {
     pub fn new(table: Table<Sleep>) -> Self {
-        Self { table }
+        Self {
+            table,
+            clock: Clock::System,
+        }
+    }
+
+    /// The same handlers, telling time by `clock`.
+    pub fn with_clock(self, clock: Clock) -> Self {
+        Self { clock, ..self }
     }
 
     pub async fn record_sleep(
@@ -112,15 +122,22 @@ impl SleepCommands {
         input: RecordSleep,
     ) -> Result<Outcome<SleepId>, CommandError> {
         let valid = validate_sleep(
+            self.clock.now(),
             input.start,
             input.end,
             &input.timezone,
             input.score,
             input.stages,
         )?;
+        let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
         let s = session(SleepId::generate(), &valid, Source::Manual, 1);
-        let event = envelope(meta, s.start, &SleepRecorded { session: s.clone() })?;
+        let event = envelope(
+            meta,
+            &self.clock,
+            s.start,
+            &SleepRecorded { session: s.clone() },
+        )?;
         idempotency::create(
             &self.table,
             meta,
@@ -140,23 +157,44 @@ impl SleepCommands {
         timezone: &str,
         input: &ProviderSleep,
     ) -> Result<Outcome<SleepId>, CommandError> {
-        let valid = validate_sleep(input.start, input.end, timezone, input.score, input.stages)?;
+        let valid = validate_sleep(
+            self.clock.now(),
+            input.start,
+            input.end,
+            timezone,
+            input.score,
+            input.stages,
+        )?;
+        let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
         let source = Source::Provider {
             provider: provider.clone(),
             external_id: input.external_id.clone(),
         };
-        let fingerprint = external_sync::fingerprint(&(input, timezone));
+        let content = ProviderSleep {
+            updated_at: None,
+            ..input.clone()
+        };
+        let delivery = external_sync::Delivery {
+            revision: input.updated_at,
+            fingerprint: external_sync::fingerprint(&(content, timezone)),
+        };
         let build = |id: SleepId,
                      version: u64,
                      previous_sk: Option<&str>|
          -> Result<Written, CommandError> {
             let s = session(id, &valid, source.clone(), version);
             let event = if version == 1 {
-                envelope(meta, s.start, &SleepRecorded { session: s.clone() })?
+                envelope(
+                    meta,
+                    &self.clock,
+                    s.start,
+                    &SleepRecorded { session: s.clone() },
+                )?
             } else {
                 envelope(
                     meta,
+                    &self.clock,
                     s.start,
                     &SleepUpdated {
                         session: s.clone(),
@@ -174,7 +212,7 @@ impl SleepCommands {
             meta,
             provider,
             &input.external_id,
-            fingerprint,
+            delivery,
             external_sync::entity_id(provider, &input.external_id, input.start)?,
             build,
         )

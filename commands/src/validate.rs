@@ -63,11 +63,15 @@ pub fn day_in(at: Timestamp, tz: Tz) -> Day {
     Day::new(at.datetime().with_timezone(&tz).date_naive())
 }
 
-/// An instant no earlier than 2000 and no later than a day from now.
-pub fn instant(field: &'static str, at: Timestamp) -> Result<Timestamp, CommandError> {
+/// An instant no earlier than 2000 and no later than a day after `now`.
+pub fn instant(
+    field: &'static str,
+    at: Timestamp,
+    now: Timestamp,
+) -> Result<Timestamp, CommandError> {
     let earliest = Timestamp::parse("2000-01-01T00:00:00.000Z")
         .map_err(|e| CommandError::invalid(field, e.to_string()))?;
-    let latest = Timestamp::now().millis() + 24 * 3600 * 1000;
+    let latest = now.millis() + 24 * 3600 * 1000;
     if at < earliest || at.millis() > latest {
         return Err(CommandError::invalid(
             field,

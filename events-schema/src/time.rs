@@ -146,6 +146,45 @@ impl From<Timestamp> for String {
     }
 }
 
+/// Where "now" comes from: the system clock, or a clock a test (or a simulation) sets and
+/// advances. Handlers hold one, so time-dependent rules of the domain (a meal may be at
+/// most a day in the future, a goal counts from the day it was set) can be tested at any
+/// moment. Transport and storage checks (a webhook's freshness, token expiry, TTLs) keep
+/// to real time.
+#[derive(Debug, Clone, Default)]
+pub enum Clock {
+    #[default]
+    System,
+    /// Milliseconds since the epoch, shared by every clone.
+    Manual(std::sync::Arc<std::sync::atomic::AtomicI64>),
+}
+
+impl Clock {
+    /// A manual clock showing `at`.
+    pub fn manual(at: Timestamp) -> Self {
+        Clock::Manual(std::sync::Arc::new(std::sync::atomic::AtomicI64::new(
+            at.millis(),
+        )))
+    }
+
+    pub fn now(&self) -> Timestamp {
+        match self {
+            Clock::System => Timestamp::now(),
+            Clock::Manual(millis) => {
+                Timestamp::from_millis(millis.load(std::sync::atomic::Ordering::SeqCst))
+                    .unwrap_or_else(Timestamp::now)
+            }
+        }
+    }
+
+    /// Sets a manual clock (a system clock ignores it).
+    pub fn set(&self, at: Timestamp) {
+        if let Clock::Manual(millis) = self {
+            millis.store(at.millis(), std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
 /// An hour bucket in UTC, written `YYYY-MM-DDTHH`, used by the environment cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Hour(DateTime<Utc>);

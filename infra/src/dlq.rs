@@ -30,6 +30,47 @@ pub trait DeadLetterQueue: Send + Sync {
     async fn list(&self, subscription: &str, limit: usize) -> Result<Vec<DeadLetter>, StoreError>;
     async fn remove(&self, subscription: &str, id: &str) -> Result<(), StoreError>;
     async fn depth(&self, subscription: &str) -> Result<usize, StoreError>;
+    /// Removes a subscription's letters whose record is about partition `pk` (one
+    /// user's, when their account is erased); returns how many.
+    async fn remove_about(&self, subscription: &str, pk: &str) -> Result<u64, StoreError>;
+    /// How many of a subscription's letters are about partition `pk` (operators' tools).
+    async fn count_about(&self, subscription: &str, pk: &str) -> Result<u64, StoreError>;
+}
+
+/// Where each subscriber's dead letters are kept: rows of its own table (the embedded
+/// shape, and DynamoDB without SQS), or one SQS queue per subscription (the AWS shape).
+#[derive(Clone)]
+pub enum DeadLetterStore {
+    Tables(Arc<dyn Store>),
+    Sqs(SqsDlq),
+}
+
+impl std::fmt::Debug for DeadLetterStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeadLetterStore::Tables(_) => f.write_str("DeadLetterStore::Tables"),
+            DeadLetterStore::Sqs(sqs) => write!(f, "DeadLetterStore::Sqs({})", sqs.prefix),
+        }
+    }
+}
+
+impl DeadLetterStore {
+    /// The queue of the subscriptions that write `target`'s table.
+    pub fn queue_for(&self, target: Context) -> Arc<dyn DeadLetterQueue> {
+        match self {
+            DeadLetterStore::Tables(store) => Arc::new(TableDlq::new(store.clone(), target)),
+            DeadLetterStore::Sqs(sqs) => Arc::new(sqs.clone()),
+        }
+    }
+}
+
+/// A letter's record is about `pk` (its item's partition).
+fn is_about(letter: &serde_json::Value, pk: &str) -> bool {
+    letter
+        .get("record")
+        .and_then(|r| r.get("pk"))
+        .and_then(serde_json::Value::as_str)
+        == Some(pk)
 }
 
 /// Letters as rows of a table (the subscriber's own).
@@ -53,10 +94,13 @@ impl TableDlq {
         format!("DLQ#{subscription}")
     }
 
-    /// Removes a subscription's letters whose record is about partition `pk` (one
-    /// user's, when their account is erased); returns how many.
-    pub async fn remove_about(&self, subscription: &str, pk: &str) -> Result<u64, StoreError> {
-        let mut removed = 0;
+    /// Applies `f` to every letter row of a subscription.
+    async fn each_letter(
+        &self,
+        subscription: &str,
+        mut f: impl FnMut(&Item) -> bool,
+    ) -> Result<Vec<Key>, StoreError> {
+        let mut chosen = Vec::new();
         let mut cursor = None;
         loop {
             let query = Query::partition(Self::pk(subscription))
@@ -64,20 +108,13 @@ impl TableDlq {
                 .after(cursor);
             let page = self.store.query(self.table, &query).await?;
             for letter in &page.items {
-                let about = letter
-                    .get("record")
-                    .and_then(|r| r.get("pk"))
-                    .and_then(serde_json::Value::as_str);
-                if about == Some(pk) {
-                    self.store
-                        .delete(self.table, &Key::of(letter)?, None)
-                        .await?;
-                    removed += 1;
+                if f(letter) {
+                    chosen.push(Key::of(letter)?);
                 }
             }
             match page.cursor {
                 Some(next) => cursor = Some(next),
-                None => return Ok(removed),
+                None => return Ok(chosen),
             }
         }
     }
@@ -120,19 +157,28 @@ impl DeadLetterQueue for TableDlq {
     }
 
     async fn depth(&self, subscription: &str) -> Result<usize, StoreError> {
-        let mut depth = 0;
-        let mut cursor = None;
-        loop {
-            let query = Query::partition(Self::pk(subscription))
-                .consistent()
-                .after(cursor);
-            let page = self.store.query(self.table, &query).await?;
-            depth += page.items.len();
-            match page.cursor {
-                Some(next) => cursor = Some(next),
-                None => return Ok(depth),
-            }
+        Ok(self.each_letter(subscription, |_| true).await?.len())
+    }
+
+    async fn remove_about(&self, subscription: &str, pk: &str) -> Result<u64, StoreError> {
+        let doomed = self
+            .each_letter(subscription, |letter| {
+                is_about(&serde_json::Value::Object(letter.clone()), pk)
+            })
+            .await?;
+        for key in &doomed {
+            self.store.delete(self.table, key, None).await?;
         }
+        Ok(doomed.len() as u64)
+    }
+
+    async fn count_about(&self, subscription: &str, pk: &str) -> Result<u64, StoreError> {
+        let about = self
+            .each_letter(subscription, |letter| {
+                is_about(&serde_json::Value::Object(letter.clone()), pk)
+            })
+            .await?;
+        Ok(about.len() as u64)
     }
 }
 
@@ -143,6 +189,9 @@ pub struct SqsDlq {
     client: aws_sdk_sqs::Client,
     prefix: String,
 }
+
+/// How long a sweep of a queue hides the messages it has read (see [`SqsDlq::sweep`]).
+const SWEEP_VISIBILITY_S: i32 = 60;
 
 fn sqs_error(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(format!("SQS: {e}"))
@@ -171,6 +220,60 @@ impl SqsDlq {
         let created =
             created.map_err(|e| sqs_error(aws_sdk_sqs::error::DisplayErrorContext(&e)))?;
         created.queue_url.ok_or_else(|| sqs_error("no queue URL"))
+    }
+
+    /// Reads every message of a subscription's queue once (each is hidden while the
+    /// sweep runs, so none is read twice), deletes those `doomed` picks and makes the
+    /// others visible again; returns how many it picked. SQS has no way to look at a
+    /// message without receiving it: this is how an operator's tool searches a queue.
+    async fn sweep(
+        &self,
+        subscription: &str,
+        doomed: impl Fn(&serde_json::Value) -> bool,
+        delete: bool,
+    ) -> Result<u64, StoreError> {
+        let url = self.url(subscription).await?;
+        let mut picked = 0;
+        let mut kept = Vec::new();
+        loop {
+            let received = self
+                .client
+                .receive_message()
+                .queue_url(&url)
+                .max_number_of_messages(10)
+                .visibility_timeout(SWEEP_VISIBILITY_S)
+                .send()
+                .await
+                .map_err(|e| sqs_error(aws_sdk_sqs::error::DisplayErrorContext(&e)))?;
+            let messages = received.messages.unwrap_or_default();
+            if messages.is_empty() {
+                break;
+            }
+            for message in messages {
+                let body: serde_json::Value =
+                    serde_json::from_str(message.body().unwrap_or_default()).unwrap_or_default();
+                let handle = message.receipt_handle().unwrap_or_default().to_owned();
+                if doomed(&body) {
+                    picked += 1;
+                    if delete {
+                        self.remove(subscription, &handle).await?;
+                        continue;
+                    }
+                }
+                kept.push(handle);
+            }
+        }
+        for handle in kept {
+            self.client
+                .change_message_visibility()
+                .queue_url(&url)
+                .receipt_handle(handle)
+                .visibility_timeout(0)
+                .send()
+                .await
+                .map_err(|e| sqs_error(aws_sdk_sqs::error::DisplayErrorContext(&e)))?;
+        }
+        Ok(picked)
     }
 
     async fn url(&self, subscription: &str) -> Result<String, StoreError> {
@@ -259,5 +362,15 @@ impl DeadLetterQueue for SqsDlq {
         };
         Ok(count(QueueAttributeName::ApproximateNumberOfMessages)
             + count(QueueAttributeName::ApproximateNumberOfMessagesNotVisible))
+    }
+
+    async fn remove_about(&self, subscription: &str, pk: &str) -> Result<u64, StoreError> {
+        self.sweep(subscription, |letter| is_about(letter, pk), true)
+            .await
+    }
+
+    async fn count_about(&self, subscription: &str, pk: &str) -> Result<u64, StoreError> {
+        self.sweep(subscription, |letter| is_about(letter, pk), false)
+            .await
     }
 }

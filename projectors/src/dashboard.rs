@@ -1,6 +1,7 @@
 //! The dashboard: one partition per user holding everything the app's home screen shows,
-//! read with one Query. Rows: `PROFILE`, `DAILY#<date>` (attribute groups `nutrition`,
-//! `activity`, `sleep`, each with its own version), `RECENT_MEAL#<date>#<id>`,
+//! read with one Query. Rows: `PROFILE`, `DAILY#<date>` (attribute groups: `nutrition`,
+//! the day's summary, guarded by its version; `activity` and `sleep`, each derived from a
+//! set of versioned entries, one per workout or session of the day), `RECENT_MEAL#<date>#<id>`,
 //! `RECENT_WORKOUT#<date>#<id>`, `ACTIVE_GOAL#<goal-id>`, `CONNECTION#<provider>`.
 //!
 //! The partition stays bounded: dated rows are kept for a rolling window of
@@ -10,7 +11,9 @@
 
 use crate::facts::{sleep_of, workout_of};
 use crate::projector::{ProjectionError, Projector, decode, subscription, user_pk};
-use crate::rows::{is_tombstone, object, replace_newer, tombstone_newer, upsert_newer};
+use crate::rows::{
+    Entry, live_entries, merge_group_entry, object, replace_newer, tombstone_newer, upsert_newer,
+};
 use async_trait::async_trait;
 use chrono::{Datelike as _, Duration};
 use events_schema::envelope::EventEnvelope;
@@ -22,7 +25,7 @@ use events_schema::events::nutrition::{DayTotals, Meal, MealDeleted, MealEdited,
 use events_schema::keys::{SortKey, prefix};
 use events_schema::time::Day;
 use infra::StoreError;
-use infra::store::{Key, Query, SortKeyCondition, Update};
+use infra::store::{Key, Query, SortKeyCondition};
 use infra::table::{Table, contexts};
 use serde_json::json;
 
@@ -128,6 +131,26 @@ impl DashboardRows {
         )
         .await
         .map(|_| ())
+    }
+
+    /// Merges one entry into a group of `DAILY#<day>` (see `rows::merge_group_entry`),
+    /// if the day is inside the window.
+    async fn daily_entry(
+        &self,
+        memo: &mut Admissions,
+        pk: &str,
+        (day, group): (Day, &str),
+        entry: Entry<'_>,
+        derive: fn(&serde_json::Map<String, serde_json::Value>) -> serde_json::Value,
+    ) -> Result<(), StoreError> {
+        if !self.admit(pk, day, memo).await? {
+            return Ok(());
+        }
+        let key = Key::new(pk, SortKey::Daily(day).to_string());
+        let also = object(json!({ "day": day }));
+        merge_group_entry(&self.table, &key, group, entry, derive, &also)
+            .await
+            .map(|_| ())
     }
 
     async fn dated_row(
@@ -268,42 +291,18 @@ impl Projector for DashboardFromNutrition {
     }
 }
 
-/// `RECENT_WORKOUT#` rows, and the `activity` group of `DAILY#` recomputed from them.
+/// `RECENT_WORKOUT#` rows, and the `activity` group of `DAILY#`: one entry per workout
+/// of the day (a moved workout leaves its old day as a deleted entry).
 pub struct DashboardFromActivity(pub DashboardRows);
 
-impl DashboardFromActivity {
-    /// Recomputes a day's activity totals from the workout rows the dashboard owns.
-    async fn recompute_day(
-        &self,
-        memo: &mut Admissions,
-        pk: &str,
-        day: Day,
-    ) -> Result<(), StoreError> {
-        let rows = &self.0;
-        if !rows.admit(pk, day, memo).await? {
-            return Ok(());
-        }
-        let on_day = SortKeyCondition::BeginsWith(prefix::on_day(prefix::RECENT_WORKOUT, day));
-        let page = rows
-            .table
-            .query(&Query::partition(pk).sort_key(on_day).consistent())
-            .await?;
-        let live: Vec<_> = page.items.iter().filter(|row| !is_tombstone(row)).collect();
-        let seconds: u64 = live
-            .iter()
-            .filter_map(|row| row.get("duration_s").and_then(|v| v.as_u64()))
-            .sum();
-        let update = Update::default().set("day", json!(day)).set(
-            "activity",
-            json!({"workouts": live.len(), "active_minutes": seconds / 60}),
-        );
-        // Only this subscription writes the `activity` group, one event at a time, and
-        // the value is a function of owned rows: a plain write converges.
-        rows.table
-            .update(&Key::new(pk, SortKey::Daily(day).to_string()), update, None)
-            .await?;
-        Ok(())
-    }
+/// A day's activity from its workout entries.
+pub fn activity_of(entries: &serde_json::Map<String, serde_json::Value>) -> serde_json::Value {
+    let live: Vec<&serde_json::Value> = live_entries(entries).map(|(_, e)| e).collect();
+    let seconds: u64 = live
+        .iter()
+        .filter_map(|e| e.get("duration_s").and_then(|v| v.as_u64()))
+        .sum();
+    json!({"workouts": live.len(), "active_minutes": seconds / 60})
 }
 
 fn workout_row(w: &Workout) -> serde_json::Value {
@@ -321,12 +320,21 @@ impl Projector for DashboardFromActivity {
             return Ok(());
         };
         let pk = user_pk(event)?;
+        let id = workout.workout_id.to_string();
         if let Some(previous) = previous_day {
             let old = SortKey::RecentWorkout(previous, workout.workout_id.clone()).to_string();
             self.0
                 .dated_tombstone(&mut memo, &pk, previous, old, workout.version)
                 .await?;
-            self.recompute_day(&mut memo, &pk, previous).await?;
+            let gone = Entry {
+                id: &id,
+                value: json!({}),
+                version: workout.version,
+                deleted: true,
+            };
+            self.0
+                .daily_entry(&mut memo, &pk, (previous, "activity"), gone, activity_of)
+                .await?;
         }
         let sk = SortKey::RecentWorkout(workout.day, workout.workout_id.clone()).to_string();
         self.0
@@ -339,13 +347,47 @@ impl Projector for DashboardFromActivity {
                 workout.version,
             )
             .await?;
-        self.recompute_day(&mut memo, &pk, workout.day).await?;
+        let entry = Entry {
+            id: &id,
+            value: json!({"duration_s": workout.duration_s}),
+            version: workout.version,
+            deleted: false,
+        };
+        self.0
+            .daily_entry(
+                &mut memo,
+                &pk,
+                (workout.day, "activity"),
+                entry,
+                activity_of,
+            )
+            .await?;
         Ok(())
     }
 }
 
-/// The `sleep` group of `DAILY#<night>`: the most recently recorded session wins.
+/// The `sleep` group of `DAILY#<night>`: one entry per session of the night (a moved
+/// session leaves its old night as a deleted entry).
 pub struct DashboardFromSleep(pub DashboardRows);
+
+/// A night's sleep from its session entries: how many sessions, their minutes in all,
+/// and the score and stages of the main (longest) session.
+pub fn sleep_of_night(entries: &serde_json::Map<String, serde_json::Value>) -> serde_json::Value {
+    let live: Vec<(&String, &serde_json::Value)> = live_entries(entries).collect();
+    let minutes: u64 = live
+        .iter()
+        .filter_map(|(_, e)| e.get("minutes").and_then(|v| v.as_u64()))
+        .sum();
+    let main = live.iter().max_by(|(a_id, a), (b_id, b)| {
+        let length = |e: &serde_json::Value| e.get("minutes").and_then(|v| v.as_u64());
+        length(a).cmp(&length(b)).then_with(|| a_id.cmp(b_id))
+    });
+    match main {
+        None => json!({"sessions": 0, "minutes": 0}),
+        Some((id, e)) => json!({"sessions": live.len(), "minutes": minutes, "sleep_id": id,
+                                "score": e.get("score"), "stages": e.get("stages")}),
+    }
+}
 
 #[async_trait]
 impl Projector for DashboardFromSleep {
@@ -353,16 +395,37 @@ impl Projector for DashboardFromSleep {
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let mut memo = Admissions::default();
-        let Some((session, _)) = sleep_of(event)? else {
+        let Some((session, previous)) = sleep_of(event)? else {
             return Ok(());
         };
         let pk = user_pk(event)?;
-        let minutes = (session.end.millis() - session.start.millis()) / 60_000;
-        let value = json!({"sleep_id": session.sleep_id, "minutes": minutes, "score": session.score, "stages": session.stages});
-        // Recording time orders sessions of one night; it is the same on every delivery.
-        let version = event.recorded_at.millis().max(0) as u64;
+        let id = session.sleep_id.to_string();
+        if let Some(previous) = previous {
+            let gone = Entry {
+                id: &id,
+                value: json!({}),
+                version: session.version,
+                deleted: true,
+            };
+            self.0
+                .daily_entry(&mut memo, &pk, (previous, "sleep"), gone, sleep_of_night)
+                .await?;
+        }
+        let minutes = ((session.end.millis() - session.start.millis()) / 60_000).max(0);
+        let entry = Entry {
+            id: &id,
+            value: json!({"minutes": minutes, "score": session.score, "stages": session.stages}),
+            version: session.version,
+            deleted: false,
+        };
         self.0
-            .daily_group(&mut memo, &pk, "sleep", session.night, value, version)
+            .daily_entry(
+                &mut memo,
+                &pk,
+                (session.night, "sleep"),
+                entry,
+                sleep_of_night,
+            )
             .await?;
         Ok(())
     }
@@ -403,24 +466,31 @@ impl Projector for DashboardFromIntegrations {
     subscription!("dashboard-from-integrations", Integrations -> Dashboard);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
-        let (provider, attrs) = match event.event_type.as_str() {
+        let (provider, attrs, version) = match event.event_type.as_str() {
             "ProviderConnected" => {
                 let connected: ProviderConnected = decode(event)?;
                 let attrs = json!({"provider": connected.provider, "connected": true, "connected_at": connected.connected_at, "scopes": connected.scopes});
-                (connected.provider, attrs)
+                (connected.provider, attrs, connected.version)
             }
             "ProviderDisconnected" => {
                 let disconnected: ProviderDisconnected = decode(event)?;
                 (
                     disconnected.provider.clone(),
                     json!({"provider": disconnected.provider, "connected": false}),
+                    disconnected.version,
                 )
             }
             _ => return Ok(()),
         };
         let pk = user_pk(event)?;
         let key = Key::new(&pk, SortKey::Connection(provider).to_string());
-        let version = event.recorded_at.millis().max(0) as u64;
+        // Events written before connections carried a version are ordered by their
+        // recording time, on the same scale (milliseconds).
+        let version = if version > 0 {
+            version
+        } else {
+            event.recorded_at.millis().max(0) as u64
+        };
         replace_newer(&self.0.table, &key, object(attrs), VERSION, version).await?;
         Ok(())
     }

@@ -8,10 +8,12 @@
 //!   identity's tombstone; whichever sees the last one deletes the email reservation,
 //!   drains identity's partition and marks the erasure `complete`.
 //! - [`Guarded`]: wraps every projection so nothing of an erased user comes back: an
-//!   event of a user with a tombstone in the target table is skipped, and a write that
-//!   raced the tombstone is swept away right after (the tombstone is checked again once
-//!   the event is applied; any write that landed after the eraser's drain passed is
-//!   therefore seen and drained).
+//!   event of a user with a tombstone in the target table is not applied, and sweeps the
+//!   user's partition instead (a worker that died between its write and its second look
+//!   may have left a row: the redelivery removes it); a write that raced the tombstone is
+//!   swept away right after (the tombstone is checked again once the event is applied;
+//!   any write that landed after the eraser's drain passed is therefore seen and
+//!   drained).
 
 use crate::projector::{ProjectionError, Projector};
 use async_trait::async_trait;
@@ -25,7 +27,7 @@ use events_schema::events::identity::AccountDeletionRequested;
 use events_schema::ids::UserId;
 use events_schema::keys::{PartitionKey, erased};
 use events_schema::time::Timestamp;
-use infra::dlq::TableDlq;
+use infra::dlq::DeadLetterQueue;
 use infra::store::{Key, Update};
 use infra::table::{Action, ContextTable, Table};
 use infra::{Store, StoreError};
@@ -96,6 +98,7 @@ impl Projector for Guarded {
             return self.inner.apply(event).await;
         };
         if self.erased(user).await? {
+            self.sweep(user).await?;
             return Ok(());
         }
         let applied = self.inner.apply(event).await;
@@ -113,14 +116,19 @@ impl Projector for Guarded {
 pub struct Eraser<C: ContextTable> {
     table: Table<C>,
     name: &'static str,
-    /// This table's dead letters, and the subscriptions that keep letters there: letters
-    /// of the user may wait in any of them.
-    dead_letters: TableDlq,
+    /// The dead letters of the subscriptions writing this table (rows of it, or their
+    /// SQS queues), and those subscriptions: letters of the user may wait in any of them,
+    /// with whole item images.
+    dead_letters: Arc<dyn DeadLetterQueue>,
     subscriptions: Vec<&'static str>,
 }
 
 impl<C: ContextTable> Eraser<C> {
-    pub fn new(table: Table<C>, dead_letters: TableDlq, subscriptions: Vec<&'static str>) -> Self {
+    pub fn new(
+        table: Table<C>,
+        dead_letters: Arc<dyn DeadLetterQueue>,
+        subscriptions: Vec<&'static str>,
+    ) -> Self {
         Self {
             name: eraser_name(C::CONTEXT),
             table,

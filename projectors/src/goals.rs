@@ -1,57 +1,73 @@
 //! The goals context's projections: the facts goal progress is computed from, copied
 //! into the goals table (`ACT_WORKOUT#<date>#<workout-id>`, `NUT_DAILY#<date>`,
-//! `SLEEP_NIGHT#<date>`), and `PROGRESS#<goal-id>#<period-start>` rows recomputed from
-//! those owned rows only. One progress row per goal and period, rewritten from the same
-//! rows whatever the delivery order, so progress converges.
+//! `SLEEP_NIGHT#<date>`), and each goal's progress computed from those owned rows only.
+//!
+//! Progress is a function of the facts, not of the order they arrived in:
+//! - a goal has a `PROGRESS#<goal-id>#<period-start>` row for every period, from the one
+//!   holding the day it was set (`created_on`), whose value is not zero (a period whose
+//!   value falls back to zero loses its row);
+//! - its `current_value` is the value of the latest such period;
+//! - every goal counts, whatever its status: a status says what the user intends, not
+//!   what they did, and reading it at delivery time would make progress depend on when
+//!   an event happened to be applied.
+//!
+//! Every change of a goal's progress goes through one compare-and-set on the goal item's
+//! `progress_rev`: the goal is read first, then the facts, then the write applies only if
+//! no other worker changed that goal's progress in between (else it reads again). The
+//! `GoalProgressed` event of a change is named by that revision, so it is unique per
+//! change and commits with it.
 
 use crate::facts::{day_totals, sleep_of, workout_of};
 use crate::projector::{ProjectionError, Projector, subscription, user_pk};
-use crate::rows::{is_tombstone, object, replace_newer, tombstone_newer};
+use crate::rows::{
+    is_tombstone, live_entries, merge_entry, object, replace_newer, tombstone_newer,
+};
 use async_trait::async_trait;
 use chrono::{Datelike, Duration};
-use events_schema::envelope::EventEnvelope;
-use events_schema::events::goals::{Goal, GoalCreated, GoalKind, GoalProgressed};
+use events_schema::envelope::{EventEnvelope, OUTBOX_ATTR};
+use events_schema::events::goals::{Goal, GoalCreated, GoalKind, GoalPeriod, GoalProgressed};
 use events_schema::keys::{SortKey, prefix};
 use events_schema::time::{Day, Timestamp};
 use infra::StoreError;
-use infra::store::{
-    CancelReason, Condition, IndexQuery, Item, Key, Query, SortKeyCondition, Update,
-};
+use infra::store::{CancelReason, Condition, Item, Key, Query, SortKeyCondition, Update};
 use infra::table::Action;
 use infra::table::{Table, contexts};
 use rust_decimal::Decimal;
-use serde_json::json;
+use serde_json::{Value, json};
 
 const VERSION: &str = "version";
+/// The goal item's count of progress changes: the compare-and-set guard.
+const PROGRESS_REV: &str = "progress_rev";
+/// How many times a recompute reads again after losing its compare-and-set.
+const MAX_ATTEMPTS: usize = 64;
 
 #[derive(Clone)]
 pub struct GoalRows {
     table: Table<contexts::Goals>,
 }
 
-/// The `GoalProgressed` event of one change, with an id derived from the change (goal,
-/// period, old and new value), so a redelivered fact cannot publish it twice.
-fn progress_event(
-    pk: &str,
-    progressed: &GoalProgressed,
-    period: Timestamp,
-) -> Result<EventEnvelope, ProjectionError> {
-    let user = pk
-        .strip_prefix("USER#")
-        .and_then(|u| events_schema::ids::UserId::parse(u).ok());
-    let mut event = EventEnvelope::new(user, period, progressed)
-        .map_err(|e| ProjectionError::Decode(e.to_string()))?;
-    let seed = format!(
-        "{}|{}|{}|{}",
-        progressed.goal_id, period, progressed.previous_value, progressed.value
-    );
-    event.event_id = events_schema::ids::EventId::derived(&seed, period);
-    Ok(event)
-}
-
 /// Monday of the ISO week holding `day`.
 pub fn week_start(day: Day) -> Day {
     Day::new(day.date() - Duration::days(i64::from(day.date().weekday().num_days_from_monday())))
+}
+
+/// The first day of the period of `period` holding `day`.
+pub fn period_start(period: GoalPeriod, day: Day) -> Day {
+    match period {
+        GoalPeriod::Daily => day,
+        GoalPeriod::Weekly => week_start(day),
+    }
+}
+
+/// The sort-key prefix of the fact rows a kind of goal is computed from.
+fn fact_prefix(kind: GoalKind) -> &'static str {
+    match kind {
+        GoalKind::WeeklyWorkoutCount
+        | GoalKind::WeeklyActiveMinutes
+        | GoalKind::WeeklyDistanceKm => prefix::ACT_WORKOUT,
+        GoalKind::DailyProteinGrams => "NUT_DAILY#",
+        GoalKind::NightlySleepHours => "SLEEP_NIGHT#",
+    }
 }
 
 fn decimal_of(row: &Item, path: &[&str]) -> Decimal {
@@ -60,10 +76,93 @@ fn decimal_of(row: &Item, path: &[&str]) -> Decimal {
         value = value.and_then(|v| v.get(*part));
     }
     match value {
-        Some(serde_json::Value::String(s)) => s.parse().unwrap_or_default(),
-        Some(serde_json::Value::Number(n)) => n.to_string().parse().unwrap_or_default(),
+        Some(Value::String(s)) => s.parse().unwrap_or_default(),
+        Some(Value::Number(n)) => n.to_string().parse().unwrap_or_default(),
         _ => Decimal::ZERO,
     }
+}
+
+/// A goal's value over one period, from its fact rows (live ones only).
+pub fn value_of(kind: GoalKind, facts: &[Item]) -> Decimal {
+    let sum = |path: &[&str]| -> Decimal { facts.iter().map(|r| decimal_of(r, path)).sum() };
+    match kind {
+        GoalKind::WeeklyWorkoutCount => Decimal::from(facts.len()),
+        GoalKind::WeeklyActiveMinutes => (sum(&["duration_s"]) / Decimal::from(60)).round_dp(1),
+        GoalKind::WeeklyDistanceKm => (sum(&["distance_m"]) / Decimal::from(1000)).round_dp(2),
+        GoalKind::DailyProteinGrams => sum(&["totals", "protein_g"]),
+        GoalKind::NightlySleepHours => (sum(&["minutes"]) / Decimal::from(60)).round_dp(2),
+    }
+    .normalize()
+}
+
+/// The goal item as the projection reads it: the goal, and its progress bookkeeping.
+struct GoalState {
+    goal: Goal,
+    revision: Option<u64>,
+    current: Option<Day>,
+}
+
+impl GoalState {
+    fn of(row: Item) -> Result<Self, ProjectionError> {
+        let revision = row.get(PROGRESS_REV).and_then(Value::as_u64);
+        let current = row
+            .get("current_period_start")
+            .and_then(Value::as_str)
+            .and_then(|d| Day::parse(d).ok());
+        let goal: Goal = serde_json::from_value(Value::Object(row))
+            .map_err(|e| ProjectionError::Decode(e.to_string()))?;
+        Ok(Self {
+            goal,
+            revision,
+            current,
+        })
+    }
+
+    /// The first period the goal counts, if it records the day it was set.
+    fn first_period(&self) -> Option<Day> {
+        self.goal
+            .created_on
+            .map(|day| period_start(self.goal.period, day))
+    }
+}
+
+/// What a change of one period does to the goal's current value.
+enum Current {
+    Keep,
+    Set(Day, Decimal),
+    /// No period is above zero any more.
+    Clear,
+}
+
+/// The key of a goal's progress row for the period starting on `start`.
+fn progress_key(pk: &str, goal: &Goal, start: Day) -> Result<Key, ProjectionError> {
+    let at = start
+        .date()
+        .and_hms_opt(0, 0, 0)
+        .map(|t| t.and_utc().timestamp_millis())
+        .and_then(Timestamp::from_millis)
+        .ok_or_else(|| ProjectionError::Decode("period start out of range".into()))?;
+    Ok(Key::new(
+        pk,
+        SortKey::Progress(goal.goal_id.clone(), at).to_string(),
+    ))
+}
+
+/// The `GoalProgressed` event of change number `revision` of a goal's progress.
+fn progress_event(
+    pk: &str,
+    progressed: &GoalProgressed,
+    revision: u64,
+) -> Result<EventEnvelope, ProjectionError> {
+    let user = pk
+        .strip_prefix("USER#")
+        .and_then(|u| events_schema::ids::UserId::parse(u).ok());
+    let at = Timestamp::now();
+    let mut event = EventEnvelope::new(user, at, progressed)
+        .map_err(|e| ProjectionError::Decode(e.to_string()))?;
+    let seed = format!("{}|progress|{revision}", progressed.goal_id);
+    event.event_id = events_schema::ids::EventId::derived(&seed, at);
+    Ok(event)
 }
 
 impl GoalRows {
@@ -92,168 +191,220 @@ impl GoalRows {
         }
     }
 
-    /// The goal's value over the period holding `day`, from owned rows only.
-    async fn value(&self, pk: &str, goal: &Goal, day: Day) -> Result<(Day, Decimal), StoreError> {
-        let weekly = |kind_prefix: &str| {
-            let monday = week_start(day);
-            let sunday = Day::new(monday.date() + Duration::days(6));
-            SortKeyCondition::Between(
-                format!("{kind_prefix}{monday}"),
-                format!("{kind_prefix}{sunday}#\u{10FFFF}"),
-            )
+    /// The live fact rows of `kind` in the period starting on `start`.
+    async fn facts(&self, pk: &str, goal: &Goal, start: Day) -> Result<Vec<Item>, StoreError> {
+        let kind_prefix = fact_prefix(goal.kind);
+        let last = match goal.period {
+            GoalPeriod::Daily => start,
+            GoalPeriod::Weekly => Day::new(start.date() + Duration::days(6)),
         };
-        Ok(match goal.kind {
-            GoalKind::WeeklyWorkoutCount => (
-                week_start(day),
-                Decimal::from(self.rows(pk, weekly(prefix::ACT_WORKOUT)).await?.len()),
-            ),
-            GoalKind::WeeklyActiveMinutes => {
-                let rows = self.rows(pk, weekly(prefix::ACT_WORKOUT)).await?;
-                let seconds: Decimal = rows.iter().map(|r| decimal_of(r, &["duration_s"])).sum();
-                (week_start(day), (seconds / Decimal::from(60)).round_dp(1))
-            }
-            GoalKind::WeeklyDistanceKm => {
-                let rows = self.rows(pk, weekly(prefix::ACT_WORKOUT)).await?;
-                let metres: Decimal = rows.iter().map(|r| decimal_of(r, &["distance_m"])).sum();
-                (week_start(day), (metres / Decimal::from(1000)).round_dp(2))
-            }
-            GoalKind::DailyProteinGrams => {
-                let rows = self
-                    .rows(
-                        pk,
-                        SortKeyCondition::Equals(SortKey::NutDaily(day).to_string()),
-                    )
-                    .await?;
-                (
-                    day,
-                    rows.first()
-                        .map(|r| decimal_of(r, &["totals", "protein_g"]))
-                        .unwrap_or_default(),
-                )
-            }
-            GoalKind::NightlySleepHours => {
-                let rows = self
-                    .rows(
-                        pk,
-                        SortKeyCondition::Equals(SortKey::SleepNight(day).to_string()),
-                    )
-                    .await?;
-                let minutes = rows
-                    .first()
-                    .map(|r| decimal_of(r, &["minutes"]))
-                    .unwrap_or_default();
-                (day, (minutes / Decimal::from(60)).round_dp(2))
-            }
-        })
+        let range = SortKeyCondition::Between(
+            format!("{kind_prefix}{start}"),
+            format!("{kind_prefix}{last}#\u{10FFFF}"),
+        );
+        self.rows(pk, range).await
     }
 
-    /// Recomputes `PROGRESS#` of the user's active goals of `kinds` for the period of `day`.
+    /// Every goal of the user (any status) of one of `kinds`: one Query.
+    async fn goals(&self, pk: &str, kinds: &[GoalKind]) -> Result<Vec<Goal>, ProjectionError> {
+        let mut goals = Vec::new();
+        for row in self
+            .rows(pk, SortKeyCondition::BeginsWith(prefix::GOAL.to_owned()))
+            .await?
+        {
+            let state = GoalState::of(row)?;
+            if kinds.contains(&state.goal.kind) {
+                goals.push(state.goal);
+            }
+        }
+        Ok(goals)
+    }
+
+    /// Recomputes the progress of the user's goals of `kinds` for the periods holding
+    /// `day`.
     async fn progress(
         &self,
         pk: &str,
         kinds: &[GoalKind],
         day: Day,
     ) -> Result<(), ProjectionError> {
-        let active = IndexQuery::partition("by-status", format!("{pk}#STATUS#active"));
-        let goals = self.table.query_index(&active).await?.items;
-        for row in goals {
-            let goal: Goal = serde_json::from_value(row.into())
-                .map_err(|e| ProjectionError::Decode(e.to_string()))?;
-            if kinds.contains(&goal.kind) {
-                self.goal_progress(pk, &goal, day).await?;
-            }
+        for goal in self.goals(pk, kinds).await? {
+            self.recompute(pk, &goal, period_start(goal.period, day))
+                .await?;
         }
         Ok(())
     }
 
-    /// Recomputes one goal's `PROGRESS#` row for the period of `day`, publishing
-    /// `GoalProgressed` when it changed, and its current value.
-    async fn goal_progress(&self, pk: &str, goal: &Goal, day: Day) -> Result<(), ProjectionError> {
-        let (period_start, value) = self.value(pk, goal, day).await?;
-        let start = Timestamp::from_millis(
-            period_start
-                .date()
-                .and_hms_opt(0, 0, 0)
-                .map(|t| t.and_utc().timestamp_millis())
-                .unwrap_or(0),
-        )
-        .ok_or_else(|| ProjectionError::Decode("period start out of range".into()))?;
-        let key = Key::new(
-            pk,
-            SortKey::Progress(goal.goal_id.clone(), start).to_string(),
-        );
-        let previous = self.table.get(&key, true).await?;
-        let previous_value = previous
-            .as_ref()
-            .map(|row| decimal_of(row, &["value"]))
-            .unwrap_or_default();
-        if previous.is_some() && previous_value == value {
-            // Unchanged (a redelivery, or a fact that does not move this goal).
-            return Ok(());
+    /// Recomputes one goal's progress for the period starting on `start` (see the module
+    /// docs for the compare-and-set).
+    async fn recompute(&self, pk: &str, goal: &Goal, start: Day) -> Result<(), ProjectionError> {
+        let goal_key = Key::new(pk, SortKey::Goal(goal.goal_id.clone()).to_string());
+        let key = progress_key(pk, goal, start)?;
+        for _ in 0..MAX_ATTEMPTS {
+            // The goal first: whatever changed its progress after this read also makes
+            // the write below fail.
+            let Some(row) = self.table.get(&goal_key, true).await? else {
+                return Ok(());
+            };
+            let state = GoalState::of(row)?;
+            if state.first_period().is_some_and(|first| start < first) {
+                return Ok(());
+            }
+            let value = value_of(goal.kind, &self.facts(pk, goal, start).await?);
+            let previous = self
+                .table
+                .get(&key, true)
+                .await?
+                .filter(|row| !is_tombstone(row))
+                .map(|row| decimal_of(&row, &["value"]))
+                .unwrap_or_default();
+            if previous == value {
+                return Ok(());
+            }
+            let revision = state.revision.unwrap_or(0) + 1;
+            let current = self.current_after(pk, &state, start, value).await?;
+            let actions = self.change(pk, &state, (start, previous, value), revision, current)?;
+            match self.table.transact(actions).await {
+                Ok(()) => return Ok(()),
+                // Another worker changed this goal's progress: read again.
+                Err(StoreError::TransactionCanceled { reasons })
+                    if reasons.iter().any(|r| {
+                        matches!(
+                            r,
+                            CancelReason::ConditionFailed { .. } | CancelReason::Conflict
+                        )
+                    }) =>
+                {
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
+        Err(StoreError::Backend(format!("progress of goal {} kept changing", goal.goal_id)).into())
+    }
+
+    /// How the goal's current value (its latest non-zero period's) changes once the
+    /// period starting on `start` has `value`.
+    async fn current_after(
+        &self,
+        pk: &str,
+        state: &GoalState,
+        start: Day,
+        value: Decimal,
+    ) -> Result<Current, ProjectionError> {
+        if !value.is_zero() {
+            return Ok(match state.current {
+                Some(current) if current > start => Current::Keep,
+                _ => Current::Set(start, value),
+            });
+        }
+        if state.current != Some(start) {
+            return Ok(Current::Keep);
+        }
+        // The latest period falls to zero: the one before it that is not zero, if any.
+        let rows = self
+            .rows(
+                pk,
+                SortKeyCondition::BeginsWith(prefix::progress_of(&state.goal.goal_id)),
+            )
+            .await?;
+        let earlier = rows
+            .iter()
+            .filter_map(|row| {
+                let day = row
+                    .get("period_start")
+                    .and_then(Value::as_str)
+                    .and_then(|d| Day::parse(d).ok())?;
+                (day < start).then(|| (day, decimal_of(row, &["value"])))
+            })
+            .filter(|(_, value)| !value.is_zero())
+            .max_by_key(|(day, _)| *day);
+        Ok(earlier.map_or(Current::Clear, |(day, value)| Current::Set(day, value)))
+    }
+
+    /// The transaction of one change: the goal's revision (and current value), the
+    /// progress row (or its tombstone) and the `GoalProgressed` event.
+    fn change(
+        &self,
+        pk: &str,
+        state: &GoalState,
+        (start, previous, value): (Day, Decimal, Decimal),
+        revision: u64,
+        current: Current,
+    ) -> Result<Vec<Action>, ProjectionError> {
+        let goal = &state.goal;
         let met = value >= goal.target;
-        let mut item = object(
-            json!({"goal_id": goal.goal_id, "period_start": period_start, "value": value, "target": goal.target, "met": met}),
-        );
-        item.extend(key.to_item());
+        let mut update = Update::default().set(PROGRESS_REV, revision);
+        match current {
+            Current::Clear => {
+                update = update
+                    .remove("current_value")
+                    .remove("current_period_start")
+                    .remove("current_period_rank");
+            }
+            Current::Set(day, value) => {
+                update = update
+                    .set("current_value", json!(value))
+                    .set("current_period_start", json!(day))
+                    .set(
+                        "current_period_rank",
+                        day.date().num_days_from_ce().max(0) as u64,
+                    );
+            }
+            Current::Keep => {}
+        }
+        let guard = match state.revision {
+            Some(rev) => Condition::AttributeEquals(PROGRESS_REV.into(), rev.into()),
+            None => Condition::AttributeNotExists(PROGRESS_REV.into()),
+        };
+        let key = progress_key(pk, goal, start)?;
+        // A period back to zero has no row: which rows exist is then a function of the
+        // facts alone (the goal's revision, not the row, orders the changes).
+        let row = if value.is_zero() {
+            Action::Delete {
+                key,
+                condition: None,
+            }
+        } else {
+            let mut row = object(json!({"goal_id": goal.goal_id, "period_start": start,
+                                        "value": value, "target": goal.target, "met": met}));
+            row.extend(key.to_item());
+            Action::Put {
+                item: row,
+                condition: None,
+            }
+        };
         let progressed = GoalProgressed {
             goal_id: goal.goal_id.clone(),
             kind: goal.kind,
-            period_start,
-            previous_value,
+            period_start: start,
+            previous_value: previous,
             value,
             target: goal.target,
             met,
         };
-        let event = progress_event(pk, &progressed, start)?;
-        let outbox = events_schema::envelope::OUTBOX_ATTR;
-        let mut event_item = object(json!({"event_type": event.event_type, outbox: event}));
+        let event = progress_event(pk, &progressed, revision)?;
+        let mut event_item = object(json!({"event_type": event.event_type, OUTBOX_ATTR: event}));
         event_item
             .extend(Key::new(pk, SortKey::Event(event.event_id.clone()).to_string()).to_item());
-        // The progress row and its event commit together.
-        let actions = vec![
-            Action::Put {
-                item,
-                condition: None,
+        Ok(vec![
+            Action::Update {
+                key: Key::new(pk, SortKey::Goal(goal.goal_id.clone()).to_string()),
+                update,
+                condition: Some(Condition::All(vec![Condition::ItemExists, guard])),
             },
+            row,
             Action::Put {
                 item: event_item,
                 condition: Some(Condition::ItemNotExists),
             },
-        ];
-        match self.table.transact(actions).await {
-            Ok(()) => {}
-            // This very change is already published (the event id is derived from
-            // it): nothing more to do.
-            Err(StoreError::TransactionCanceled { reasons })
-                if !reasons.contains(&CancelReason::Conflict) => {}
-            Err(e) => return Err(e.into()),
-        }
-        // The goal's current value is its latest period's: a later period replaces
-        // it, an earlier one arriving late does not.
-        let rank = period_start.date().num_days_from_ce().max(0) as u64;
-        let goal_key = Key::new(pk, SortKey::Goal(goal.goal_id.clone()).to_string());
-        let update = Update::default()
-            .set("current_value", json!(value))
-            .set("current_period_start", json!(period_start))
-            .set("current_period_rank", rank);
-        let newer = Condition::All(vec![
-            Condition::ItemExists,
-            Condition::Newer {
-                attr: "current_period_rank".into(),
-                version: rank + 1,
-            },
-        ]);
-        match self.table.update(&goal_key, update, Some(newer)).await {
-            Ok(_) | Err(StoreError::ConditionFailed { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
-        Ok(())
+        ])
     }
 }
 
-/// A goal set after facts of its period were recorded starts from them: on
-/// `GoalCreated`, its progress is computed from the fact rows already in the table.
+/// A goal set after facts of its periods were recorded starts from them: on
+/// `GoalCreated`, its progress is computed for every period (from the one holding the
+/// day it was set) that has facts.
 pub struct GoalsFromGoals(pub GoalRows);
 
 #[async_trait]
@@ -265,19 +416,33 @@ impl Projector for GoalsFromGoals {
             return Ok(());
         }
         let created: GoalCreated = crate::projector::decode(event)?;
+        let goal = created.goal;
         let pk = user_pk(event)?;
-        let day = Day::new(
-            chrono::DateTime::from_timestamp_millis(event.occurred_at.millis())
-                .map(|t| t.date_naive())
-                .ok_or_else(|| ProjectionError::Decode("creation time out of range".into()))?,
-        );
-        // Nothing recorded yet in its first period: no progress row until a fact comes
-        // (as for a goal created before its facts).
-        let (_, value) = self.0.value(&pk, &created.goal, day).await?;
-        if value.is_zero() {
-            return Ok(());
+        let kind_prefix = fact_prefix(goal.kind);
+        let from = goal
+            .created_on
+            .map(|day| format!("{kind_prefix}{}", period_start(goal.period, day)))
+            .unwrap_or_else(|| kind_prefix.to_owned());
+        let facts = self
+            .0
+            .rows(
+                &pk,
+                SortKeyCondition::Between(from, format!("{kind_prefix}\u{10FFFF}")),
+            )
+            .await?;
+        let mut periods: Vec<Day> = facts
+            .iter()
+            .filter_map(|row| row.get("day").or_else(|| row.get("night")))
+            .filter_map(Value::as_str)
+            .filter_map(|d| Day::parse(d).ok())
+            .map(|day| period_start(goal.period, day))
+            .collect();
+        periods.sort();
+        periods.dedup();
+        for start in periods {
+            self.0.recompute(&pk, &goal, start).await?;
         }
-        self.0.goal_progress(&pk, &created.goal, day).await
+        Ok(())
     }
 }
 
@@ -343,8 +508,18 @@ impl Projector for GoalsFromNutrition {
     }
 }
 
-/// `SLEEP_NIGHT#` rows (the most recently recorded session of a night) and nightly
-/// sleep goals' progress.
+/// A night's sleep from its session entries: sessions and their minutes in all.
+fn night_of(entries: &serde_json::Map<String, Value>) -> Item {
+    let live: Vec<&Value> = live_entries(entries).map(|(_, e)| e).collect();
+    let minutes: u64 = live
+        .iter()
+        .filter_map(|e| e.get("minutes").and_then(Value::as_u64))
+        .sum();
+    object(json!({"sessions": live.len(), "minutes": minutes}))
+}
+
+/// `SLEEP_NIGHT#` rows (one entry per session of the night; a moved session leaves its
+/// old night) and nightly sleep goals' progress.
 pub struct GoalsFromSleep(pub GoalRows);
 
 #[async_trait]
@@ -352,18 +527,46 @@ impl Projector for GoalsFromSleep {
     subscription!("goals-from-sleep", Sleep -> Goals);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
-        // A session of one night: the most recently recorded one wins (see the version).
-        let Some((session, _)) = sleep_of(event)? else {
+        let Some((session, previous)) = sleep_of(event)? else {
             return Ok(());
         };
         let pk = user_pk(event)?;
+        let id = session.sleep_id.to_string();
+        let night_row = |night: Day| {
+            move |entries: &serde_json::Map<String, Value>| {
+                let mut item = night_of(entries);
+                item.insert("night".into(), json!(night));
+                item
+            }
+        };
+        if let Some(previous) = previous {
+            let key = Key::new(&pk, SortKey::SleepNight(previous).to_string());
+            merge_entry(
+                &self.0.table,
+                &key,
+                &id,
+                json!({}),
+                session.version,
+                true,
+                night_row(previous),
+            )
+            .await?;
+            self.0
+                .progress(&pk, &[GoalKind::NightlySleepHours], previous)
+                .await?;
+        }
         let key = Key::new(&pk, SortKey::SleepNight(session.night).to_string());
-        let minutes = (session.end.millis() - session.start.millis()) / 60_000;
-        let attrs = object(
-            json!({"night": session.night, "sleep_id": session.sleep_id, "minutes": minutes}),
-        );
-        let version = event.recorded_at.millis().max(0) as u64;
-        replace_newer(&self.0.table, &key, attrs, VERSION, version).await?;
+        let minutes = ((session.end.millis() - session.start.millis()) / 60_000).max(0);
+        merge_entry(
+            &self.0.table,
+            &key,
+            &id,
+            json!({"minutes": minutes}),
+            session.version,
+            false,
+            night_row(session.night),
+        )
+        .await?;
         self.0
             .progress(&pk, &[GoalKind::NightlySleepHours], session.night)
             .await

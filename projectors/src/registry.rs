@@ -14,18 +14,25 @@ use crate::projector::Projector;
 use crate::wearables::{ActivityFromIntegrations, SleepFromIntegrations};
 use commands::activity::ActivityCommands;
 use commands::sleep::SleepCommands;
-use events_schema::Context;
 use infra::Store;
-use infra::dlq::TableDlq;
+use infra::dlq::DeadLetterStore;
 use infra::table::{ContextTable, Table};
 use std::sync::Arc;
 
-/// Every subscription a pipeline runs: the projections (guarded against erased users)
-/// and the erasure subscriptions.
+/// Every subscription of a pipeline that keeps dead letters in the subscribers' tables
+/// (the embedded shape): see [`all_with`].
 pub fn all(store: Arc<dyn Store>) -> Vec<Arc<dyn Projector>> {
+    let dead_letters = DeadLetterStore::Tables(store.clone());
+    all_with(store, &dead_letters)
+}
+
+/// Every subscription a pipeline runs: the projections (guarded against erased users)
+/// and the erasure subscriptions, whose erasers clear the user's letters from
+/// `dead_letters`, wherever the pipeline keeps them.
+pub fn all_with(store: Arc<dyn Store>, dead_letters: &DeadLetterStore) -> Vec<Arc<dyn Projector>> {
     let projections = projections(store.clone());
     let mut subscriptions = projections.clone();
-    subscriptions.extend(erasure(store, &projections));
+    subscriptions.extend(erasure(store, dead_letters, &projections));
     subscriptions
 }
 
@@ -39,25 +46,20 @@ pub fn projections(store: Arc<dyn Store>) -> Vec<Arc<dyn Projector>> {
 }
 
 /// The erasers of every context but identity, and identity's completers.
-fn erasure(store: Arc<dyn Store>, projections: &[Arc<dyn Projector>]) -> Vec<Arc<dyn Projector>> {
+fn erasure(
+    store: Arc<dyn Store>,
+    dead_letters: &DeadLetterStore,
+    projections: &[Arc<dyn Projector>],
+) -> Vec<Arc<dyn Projector>> {
     use infra::table::contexts;
-    // Letters of a user may wait in any dead-letter partition of the table.
-    let letters = |context: Context| -> Vec<&'static str> {
-        projections
-            .iter()
-            .filter(|p| p.target() == context)
-            .map(|p| p.name())
-            .chain([erasure::eraser_name(context)])
-            .collect()
-    };
     let mut subscriptions: Vec<Arc<dyn Projector>> = vec![
-        eraser::<contexts::Nutrition>(&store, letters(Context::Nutrition)),
-        eraser::<contexts::Activity>(&store, letters(Context::Activity)),
-        eraser::<contexts::Sleep>(&store, letters(Context::Sleep)),
-        eraser::<contexts::Goals>(&store, letters(Context::Goals)),
-        eraser::<contexts::Integrations>(&store, letters(Context::Integrations)),
-        eraser::<contexts::Insights>(&store, letters(Context::Insights)),
-        eraser::<contexts::Dashboard>(&store, letters(Context::Dashboard)),
+        eraser::<contexts::Nutrition>(&store, dead_letters, projections),
+        eraser::<contexts::Activity>(&store, dead_letters, projections),
+        eraser::<contexts::Sleep>(&store, dead_letters, projections),
+        eraser::<contexts::Goals>(&store, dead_letters, projections),
+        eraser::<contexts::Integrations>(&store, dead_letters, projections),
+        eraser::<contexts::Insights>(&store, dead_letters, projections),
+        eraser::<contexts::Dashboard>(&store, dead_letters, projections),
     ];
     subscriptions.extend(
         erasure::DRAINING
@@ -67,14 +69,22 @@ fn erasure(store: Arc<dyn Store>, projections: &[Arc<dyn Projector>]) -> Vec<Arc
     subscriptions
 }
 
-/// The eraser of context `C`, with its table's dead letters.
+/// The eraser of context `C`, with the dead letters of the subscriptions that write its
+/// table: letters of the user may wait in any of them.
 fn eraser<C: ContextTable + 'static>(
     store: &Arc<dyn Store>,
-    subscriptions: Vec<&'static str>,
+    dead_letters: &DeadLetterStore,
+    projections: &[Arc<dyn Projector>],
 ) -> Arc<dyn Projector> {
+    let subscriptions = projections
+        .iter()
+        .filter(|p| p.target() == C::CONTEXT)
+        .map(|p| p.name())
+        .chain([erasure::eraser_name(C::CONTEXT)])
+        .collect();
     Arc::new(Eraser::<C>::new(
         Table::new(store.clone()),
-        TableDlq::new(store.clone(), C::CONTEXT),
+        dead_letters.queue_for(C::CONTEXT),
         subscriptions,
     ))
 }
@@ -107,7 +117,19 @@ fn unguarded(store: Arc<dyn Store>) -> Vec<Arc<dyn Projector>> {
     ]
 }
 
-/// The subscription named `name`.
+/// The subscription named `name`, its erasers clearing letters from `dead_letters`.
+pub fn find_with(
+    store: Arc<dyn Store>,
+    dead_letters: &DeadLetterStore,
+    name: &str,
+) -> Option<Arc<dyn Projector>> {
+    all_with(store, dead_letters)
+        .into_iter()
+        .find(|p| p.name() == name)
+}
+
+/// The subscription named `name`, dead letters kept in its table.
 pub fn find(store: Arc<dyn Store>, name: &str) -> Option<Arc<dyn Projector>> {
-    all(store).into_iter().find(|p| p.name() == name)
+    let dead_letters = DeadLetterStore::Tables(store.clone());
+    find_with(store, &dead_letters, name)
 }

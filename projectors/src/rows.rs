@@ -160,6 +160,89 @@ pub async fn merge_entry<C: ContextTable>(
     )))
 }
 
+/// One versioned member of a set: a workout of a day, a session of a night.
+#[derive(Debug, Clone)]
+pub struct Entry<'a> {
+    pub id: &'a str,
+    pub value: Value,
+    pub version: u64,
+    /// A deleted member stays as a versioned tombstone, so an older fact cannot bring it
+    /// back.
+    pub deleted: bool,
+}
+
+/// Merges one versioned entry into the group `group` of a row that holds other groups
+/// too (`DAILY#`): the entries live in `<group>_entries`, the revision in `<group>_rev`,
+/// and `group` is set to `derive(entries)`; the row's other attributes stay as they are.
+/// Like [`merge_entry`], the result depends only on the set of facts seen, and every
+/// write is guarded by the revision read, so two workers never leave a staler value.
+/// `also` is set on the row with the group (the row's own fixed attributes, such as its
+/// day). Returns whether the row changed.
+pub async fn merge_group_entry<C: ContextTable>(
+    table: &Table<C>,
+    key: &Key,
+    group: &str,
+    entry: Entry<'_>,
+    derive: impl Fn(&serde_json::Map<String, Value>) -> Value,
+    also: &Item,
+) -> Result<bool, StoreError> {
+    let Entry {
+        id,
+        value,
+        version,
+        deleted,
+    } = entry;
+    let entries_attr = format!("{group}_entries");
+    let revision_attr = format!("{group}_rev");
+    for _ in 0..32 {
+        let row = table.get(key, true).await?;
+        let revision = row
+            .as_ref()
+            .and_then(|r| r.get(&revision_attr))
+            .and_then(Value::as_u64);
+        let mut entries = row
+            .as_ref()
+            .and_then(|r| r.get(&entries_attr))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let stored = entries
+            .get(id)
+            .and_then(|e| e.get("version"))
+            .and_then(Value::as_u64);
+        if stored.is_some_and(|v| v >= version) {
+            return Ok(false);
+        }
+        let mut entry = match value.clone() {
+            Value::Object(map) => map,
+            other => serde_json::Map::from_iter([("value".to_owned(), other)]),
+        };
+        entry.insert("version".into(), version.into());
+        entry.insert(DELETED.into(), Value::Bool(deleted));
+        entries.insert(id.to_owned(), Value::Object(entry));
+        let mut update = Update::default()
+            .set(group, derive(&entries))
+            .set(revision_attr.clone(), revision_of(&entries))
+            .set(entries_attr.clone(), Value::Object(entries));
+        for (name, value) in also {
+            update = update.set(name.clone(), value.clone());
+        }
+        let condition = match revision {
+            Some(rev) => Condition::AttributeEquals(revision_attr.clone(), rev.into()),
+            None => Condition::AttributeNotExists(revision_attr.clone()),
+        };
+        match table.update(key, update, Some(condition)).await {
+            Ok(_) => return Ok(true),
+            Err(StoreError::ConditionFailed { .. }) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(StoreError::Backend(format!(
+        "group {group} of {} {} kept changing",
+        key.pk, key.sk
+    )))
+}
+
 /// The live (not deleted) entries of a set row.
 pub fn live_entries(
     entries: &serde_json::Map<String, Value>,

@@ -12,9 +12,9 @@ use commands::{CommandError, CommandMeta};
 use events_schema::envelope::EventEnvelope;
 use events_schema::events::integrations::{WearableSleepReceived, WearableWorkoutReceived};
 
-/// Providers send times in UTC; the day of a synced entity is its UTC day until
-/// providers' local offsets are carried through.
-const PROVIDER_TIMEZONE: &str = "UTC";
+/// The day of a synced entity is named in the user's timezone when they connected the
+/// provider (the event carries it); events written before it was recorded use UTC.
+const FALLBACK_TIMEZONE: &str = "UTC";
 
 fn meta(event: &EventEnvelope) -> Result<CommandMeta, ProjectionError> {
     let user = event
@@ -27,6 +27,10 @@ fn meta(event: &EventEnvelope) -> Result<CommandMeta, ProjectionError> {
 fn rejected(error: CommandError) -> ProjectionError {
     match error {
         CommandError::Store(e) => ProjectionError::Store(e),
+        // Worth another try: the retry policy backs off and applies it again.
+        CommandError::Contention | CommandError::Busy { .. } => {
+            ProjectionError::Store(infra::StoreError::Throttled)
+        }
         other => ProjectionError::Rejected(other.to_string()),
     }
 }
@@ -46,7 +50,7 @@ impl Projector for ActivityFromIntegrations {
             .sync_workout(
                 &meta(event)?,
                 &received.provider,
-                PROVIDER_TIMEZONE,
+                received.timezone.as_deref().unwrap_or(FALLBACK_TIMEZONE),
                 &received.workout,
             )
             .await
@@ -70,7 +74,7 @@ impl Projector for SleepFromIntegrations {
             .sync_sleep(
                 &meta(event)?,
                 &received.provider,
-                PROVIDER_TIMEZONE,
+                received.timezone.as_deref().unwrap_or(FALLBACK_TIMEZONE),
                 &received.sleep,
             )
             .await

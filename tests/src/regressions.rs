@@ -54,6 +54,13 @@ async fn row(store: &dyn Store, table: Context, pk: &str, sk: &str) -> Option<It
         .expect("get")
 }
 
+/// A world whose clock shows the morning of 2026-03-02 (UTC), the day the cases log
+/// their meals and set their goals.
+fn on_the_day(store: &Arc<dyn Store>) -> World {
+    let morning = events_schema::time::Timestamp::parse("2026-03-02T08:00:00.000Z").expect("time");
+    World::with_clock(store.clone(), events_schema::time::Clock::manual(morning))
+}
+
 fn meal(name: &str, protein: &str) -> Value {
     json!({"name": name, "eaten_at": "2026-03-02T09:00:00.000Z", "timezone": "UTC",
            "calories": "100", "protein_g": protein, "carbs_g": "0", "fat_g": "0"})
@@ -62,7 +69,7 @@ fn meal(name: &str, protein: &str) -> Value {
 /// Defect 3: the `GoalProgressed` id repeated when the same (old, new) pair came twice,
 /// the transaction was cancelled as "already published" and progress stopped.
 pub async fn goal_progress_follows_a_deleted_and_logged_again_meal(store: Arc<dyn Store>) {
-    let world = World::new(store.clone());
+    let world = on_the_day(&store);
     let goal = world
         .goals
         .create_goal(
@@ -90,7 +97,11 @@ pub async fn goal_progress_follows_a_deleted_and_logged_again_meal(store: Arc<dy
     let pk = world.pk();
     let progress = items_of(&*store, Context::Goals, &pk, &format!("PROGRESS#{goal}#")).await;
     let values: Vec<&Value> = progress.iter().map(|r| &r["value"]).collect();
-    assert_eq!(values, vec![&json!("30")], "one period, 20 + 10: {progress:?}");
+    assert_eq!(
+        values,
+        vec![&json!("30")],
+        "one period, 20 + 10: {progress:?}"
+    );
     let goal_row = row(&*store, Context::Goals, &pk, &format!("GOAL#{goal}"))
         .await
         .expect("goal item");
@@ -106,13 +117,21 @@ fn sleep(external: &str, end: &str, score: u8, updated_at: &str) -> Value {
 /// Defect 4: a synced session's version was its recording time, set to the session's
 /// start, so a provider's correction with the same start never showed (or, delivered
 /// first, was overwritten by the original).
-pub async fn a_corrected_synced_sleep_session_shows_in_every_delivery_order(
-    store: Arc<dyn Store>,
-) {
+pub async fn a_corrected_synced_sleep_session_shows_in_every_delivery_order(store: Arc<dyn Store>) {
     let world = World::new(store.clone());
     let garmin = ProviderName::parse("garmin").expect("provider");
-    let first = sleep("night-1", "2026-03-03T04:00:00.000Z", 70, "2026-03-03T05:00:00.000Z");
-    let corrected = sleep("night-1", "2026-03-03T06:00:00.000Z", 85, "2026-03-03T07:00:00.000Z");
+    let first = sleep(
+        "night-1",
+        "2026-03-03T04:00:00.000Z",
+        70,
+        "2026-03-03T05:00:00.000Z",
+    );
+    let corrected = sleep(
+        "night-1",
+        "2026-03-03T06:00:00.000Z",
+        85,
+        "2026-03-03T07:00:00.000Z",
+    );
     for payload in [first, corrected] {
         world
             .sleep
@@ -193,8 +212,8 @@ pub async fn an_erased_users_redelivered_event_sweeps_what_a_crash_left(store: A
     );
     dashboard.apply(&events[0]).await.expect("applies");
     let table = infra::table::Table::<infra::table::contexts::Dashboard>::new(store.clone());
-    let requested = events_schema::time::Timestamp::parse("2026-03-02T10:00:00.000Z")
-        .expect("valid");
+    let requested =
+        events_schema::time::Timestamp::parse("2026-03-02T10:00:00.000Z").expect("valid");
     commands::erasure::begin(&table, &world.meta.user, requested)
         .await
         .expect("tombstone");
@@ -389,7 +408,9 @@ async fn interleave(
 ) {
     let reached = pausing.reached.notified();
     let first = tokio::spawn(first);
-    reached.await;
+    tokio::time::timeout(std::time::Duration::from_secs(30), reached)
+        .await
+        .expect("the first worker reaches the write it is held at");
     second.await;
     pausing.release.notify_one();
     first.await.expect("first worker");
@@ -398,7 +419,7 @@ async fn interleave(
 /// Defect 8, goals: two workers recomputing one goal's progress; the one that read the
 /// facts first wrote last, and the row kept its staler value.
 pub async fn a_stale_progress_recompute_never_lands_last(store: Arc<dyn Store>) {
-    let world = World::new(store.clone());
+    let world = on_the_day(&store);
     world
         .goals
         .create_goal(
@@ -486,7 +507,10 @@ async fn connect_as(world: &World, provider_user: &str) -> Result<UserId, comman
 }
 
 fn pointer_key(provider_user: &str) -> Key {
-    Key::new(format!("PROVIDER_USER#sandbox#{provider_user}"), "PROVIDER_USER")
+    Key::new(
+        format!("PROVIDER_USER#sandbox#{provider_user}"),
+        "PROVIDER_USER",
+    )
 }
 
 /// Defect 2: `complete_connect` overwrote the provider-user pointer without a condition;
@@ -497,21 +521,37 @@ pub async fn a_provider_identity_belongs_to_one_account_at_a_time(store: Arc<dyn
     let watch = format!("watch-{}", ana.meta.user.as_str().to_lowercase());
     connect_as(&ana, &watch).await.expect("ana connects");
     let taken = connect_as(&bob, &watch).await;
-    assert!(taken.is_err(), "bob cannot take ana's provider identity: {taken:?}");
-    let pointer = row(&*store, Context::Integrations, &pointer_key(&watch).pk, "PROVIDER_USER")
-        .await
-        .expect("pointer");
+    assert!(
+        taken.is_err(),
+        "bob cannot take ana's provider identity: {taken:?}"
+    );
+    let pointer = row(
+        &*store,
+        Context::Integrations,
+        &pointer_key(&watch).pk,
+        "PROVIDER_USER",
+    )
+    .await
+    .expect("pointer");
     assert_eq!(pointer["user_id"], json!(ana.meta.user));
     // Ana moves to another watch: the old identity is released.
     let other = format!("{watch}-2");
     connect_as(&ana, &other).await.expect("ana reconnects");
     assert!(
-        row(&*store, Context::Integrations, &pointer_key(&watch).pk, "PROVIDER_USER")
-            .await
-            .is_none(),
+        row(
+            &*store,
+            Context::Integrations,
+            &pointer_key(&watch).pk,
+            "PROVIDER_USER"
+        )
+        .await
+        .is_none(),
         "the old pointer no longer routes webhooks to ana"
     );
-    connect_as(&bob, &watch).await.expect("the freed identity is bob's now");
+    // Bob authorizes again (a fresh code for the same provider account).
+    connect_as(&bob, &format!("{watch}.again"))
+        .await
+        .expect("the freed identity is bob's now");
 }
 
 /// Defect 2, erasure: erasing one account deleted a pointer that named another.
@@ -532,8 +572,13 @@ pub async fn erasing_an_account_never_deletes_anothers_pointer(store: Arc<dyn St
     commands::erasure::erase(&table, &bob.meta.user)
         .await
         .expect("bob erased");
-    let pointer = row(&*store, Context::Integrations, &pointer_key(&watch).pk, "PROVIDER_USER")
-        .await;
+    let pointer = row(
+        &*store,
+        Context::Integrations,
+        &pointer_key(&watch).pk,
+        "PROVIDER_USER",
+    )
+    .await;
     assert_eq!(
         pointer.as_ref().map(|p| p["user_id"].clone()),
         Some(json!(ana.meta.user)),
@@ -561,7 +606,10 @@ pub async fn one_users_concurrent_meal_logs_all_succeed(store: Arc<dyn Store>) {
     }
     let summary = world
         .nutrition
-        .summary(&world.meta, events_schema::time::Day::parse("2026-03-02").expect("day"))
+        .summary(
+            &world.meta,
+            events_schema::time::Day::parse("2026-03-02").expect("day"),
+        )
         .await
         .expect("summary");
     assert_eq!(summary.meals, 40);

@@ -63,6 +63,7 @@ async fn user_workload(store: Arc<dyn Store>, u: usize) -> UserId {
                     kind,
                     target: Decimal::from(target),
                     title: format!("{kind:?}"),
+                    timezone: None,
                 },
             )
             .await

@@ -169,11 +169,11 @@ proptest! {
         f.runtime.block_on(async {
             let workout = RecordWorkout { sport: sport.clone(), started_at: start, timezone: tz.clone(), duration_s: duration, distance_m: distance, calories };
             acceptable(w.activity.record_workout(&w.meta, workout).await);
-            let synced = ProviderWorkout { external_id: external.clone(), sport, started_at: start, duration_s: duration, distance_m: distance, calories };
+            let synced = ProviderWorkout { external_id: external.clone(), sport, started_at: start, duration_s: duration, distance_m: distance, calories, updated_at: None };
             acceptable(w.activity.sync_workout(&w.meta, &provider, &tz, &synced).await);
             acceptable(w.activity.start_training_block(&w.meta, StartTrainingBlock { start_day: day, weeks, focus }).await);
             acceptable(w.sleep.record_sleep(&w.meta, RecordSleep { start, end, timezone: tz.clone(), score, stages }).await);
-            let night = ProviderSleep { external_id: external, start, end, score, stages };
+            let night = ProviderSleep { external_id: external, start, end, score, stages, updated_at: None };
             acceptable(w.sleep.sync_sleep(&w.meta, &provider, &tz, &night).await);
         });
     }
@@ -187,7 +187,7 @@ proptest! {
         let f = fixture();
         let w = &f.world;
         f.runtime.block_on(async {
-            acceptable(w.goals.create_goal(&w.meta, CreateGoal { kind, target, title }).await);
+            acceptable(w.goals.create_goal(&w.meta, CreateGoal { kind, target, title, timezone: None }).await);
             acceptable(w.goals.change_status(&w.meta, &GoalId::generate(), GoalStatus::Paused).await);
             // Registration only hashes a password once every field is valid.
             let registration = Register { email: email.clone(), password: password.clone(), display_name: name.clone(), timezone: tz.clone(), units: Units::Metric };

@@ -9,7 +9,7 @@ use commands::integrations::{SandboxProvider, WebhookPayload, sign};
 use events_schema::Context;
 use events_schema::envelope::EventEnvelope;
 use events_schema::events::goals::GoalKind;
-use events_schema::time::Day;
+use events_schema::time::{Clock, Day, Timestamp};
 use infra::Store;
 use infra::dlq::{DeadLetterQueue, TableDlq};
 use infra::embedded::EmbeddedStore;
@@ -92,7 +92,9 @@ fn meal(at: &str, calories: i64, protein: i64) -> commands::nutrition::MealInput
 async fn commands_reach_the_dashboard_goals_and_insights() {
     let (store, _dir) = open();
     let pipeline = pipeline(&store);
-    let world = World::new(store.clone());
+    // The evening of 2026-03-01: the goal counts that day's meals.
+    let evening = Timestamp::parse("2026-03-01T20:00:00.000Z").expect("time");
+    let world = World::with_clock(store.clone(), Clock::manual(evening));
     let pk = world.pk();
 
     let goal = world
@@ -103,6 +105,7 @@ async fn commands_reach_the_dashboard_goals_and_insights() {
                 kind: GoalKind::DailyProteinGrams,
                 target: Decimal::from(50),
                 title: "Protein".into(),
+                timezone: None,
             },
         )
         .await
@@ -540,6 +543,7 @@ async fn a_goal_set_after_the_days_meals_starts_from_them() {
                 kind: GoalKind::DailyProteinGrams,
                 target: Decimal::from(50),
                 title: "Protein".into(),
+                timezone: None,
             },
         )
         .await

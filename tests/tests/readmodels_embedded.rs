@@ -34,7 +34,9 @@ async fn every_query_is_one_request_on_projection_or_summary_rows() {
         Arc::new(EmbeddedFeed::new(store.clone())),
         projectors::registry::all(shared.clone()),
     );
-    let world = World::new(shared.clone());
+    // The evening of 2026-03-01: the goal counts from that day.
+    let evening = Timestamp::parse("2026-03-01T20:00:00.000Z").expect("time");
+    let world = World::with_clock(shared.clone(), events_schema::time::Clock::manual(evening));
     let user = world.meta.user.clone();
     let goal = world
         .goals
@@ -44,6 +46,7 @@ async fn every_query_is_one_request_on_projection_or_summary_rows() {
                 kind: GoalKind::DailyProteinGrams,
                 target: Decimal::from(40),
                 title: "Protein".into(),
+                timezone: None,
             },
         )
         .await

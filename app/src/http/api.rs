@@ -2,6 +2,7 @@
 //! handlers, and authentication. Built once from a store.
 
 use super::auth::Auth;
+use super::limits::Limits;
 use commands::activity::ActivityCommands;
 use commands::goals::GoalCommands;
 use commands::identity::IdentityCommands;
@@ -22,6 +23,7 @@ pub struct Api {
     pub integrations: IntegrationCommands,
     pub reads: ReadModels,
     pub auth: Auth,
+    pub limits: Limits,
 }
 
 impl std::fmt::Debug for Api {
@@ -32,7 +34,7 @@ impl std::fmt::Debug for Api {
 
 impl Api {
     /// `webhook_secret` signs the sandbox provider's webhooks.
-    pub fn new(store: Arc<dyn Store>, auth: Auth, webhook_secret: &str) -> Self {
+    pub fn new(store: Arc<dyn Store>, auth: Auth, webhook_secret: &str, limits: Limits) -> Self {
         let providers =
             Providers::default().with(Arc::new(SandboxProvider::new(Secret::new(webhook_secret))));
         Self {
@@ -49,6 +51,7 @@ impl Api {
                 Table::new(store.clone()),
             ),
             auth,
+            limits,
         }
     }
 }

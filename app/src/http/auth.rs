@@ -1,21 +1,19 @@
 //! Bearer tokens. Register and login issue HS256 JWTs signed with the configured secret;
 //! a verifier for an external identity provider (RS256, keys from a JWKS document) can
 //! be configured instead. The user is the token's subject; missing, expired or forged
-//! tokens are 401. Each user is also rate limited here.
+//! tokens are 401, and so is the token of an account whose deletion was requested
+//! (`account_deleted`, from the request on). Each user is also rate limited here.
 
 use super::AppState;
 use super::error::ApiError;
 use axum::extract::FromRequestParts;
-use axum::http::StatusCode;
 use axum::http::request::Parts;
 use events_schema::ids::UserId;
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{
     Algorithm, DecodingKey, EncodingKey, Header, Validation, decode, decode_header, encode,
 };
 use serde::{Deserialize, Serialize};
-use std::num::NonZeroU32;
 
 /// How long an issued token is valid.
 pub const TOKEN_SECONDS: i64 = 3600;
@@ -45,7 +43,6 @@ pub enum Verifier {
 pub struct Auth {
     secret: Vec<u8>,
     verifier: Verifier,
-    limiter: DefaultKeyedRateLimiter<String>,
 }
 
 impl std::fmt::Debug for Auth {
@@ -55,13 +52,10 @@ impl std::fmt::Debug for Auth {
 }
 
 impl Auth {
-    /// `per_second` requests per user (with a burst of as many).
-    pub fn new(secret: &[u8], verifier: Verifier, per_second: u32) -> Self {
-        let rate = NonZeroU32::new(per_second.max(1)).unwrap_or(NonZeroU32::MIN);
+    pub fn new(secret: &[u8], verifier: Verifier) -> Self {
         Self {
             secret: secret.to_vec(),
             verifier,
-            limiter: RateLimiter::keyed(Quota::per_second(rate)),
         }
     }
 
@@ -133,12 +127,11 @@ impl FromRequestParts<AppState> for AuthUser {
             .ok_or_else(ApiError::unauthorized)?;
         let claims = state.api.auth.verify(token.trim())?;
         let user = UserId::parse(&claims.sub).map_err(|_| ApiError::unauthorized())?;
-        if state.api.auth.limiter.check_key(&claims.sub).is_err() {
-            return Err(ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "rate_limited",
-                "too many requests, slow down",
-            ));
+        state.api.limits.user(&claims.sub)?;
+        // A token outlives nothing: once the account's deletion is requested, it reads
+        // and writes nothing, whatever its expiry says.
+        if state.api.identity.is_deleted(&user).await? {
+            return Err(ApiError::from(commands::CommandError::AccountDeleted));
         }
         Ok(AuthUser {
             user,

@@ -30,6 +30,9 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
+    /// Seconds the client should wait before trying again (`Retry-After`), for 429 and
+    /// 503.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -38,7 +41,24 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            retry_after: None,
         }
+    }
+
+    /// With a `Retry-After` of `seconds` (at least one).
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds.max(1));
+        self
+    }
+
+    /// 429 `rate_limited`, to be tried again after `seconds`.
+    pub fn rate_limited(seconds: u64) -> Self {
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            "too many requests, slow down",
+        )
+        .retry_after(seconds)
     }
 
     pub fn not_found() -> Self {
@@ -71,7 +91,13 @@ impl IntoResponse for ApiError {
                 message: self.message,
             },
         };
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
+        response
     }
 }
 
@@ -101,6 +127,18 @@ impl From<CommandError> for ApiError {
                 "this account is being deleted",
             ),
             Conflict(reason) => Self::new(StatusCode::CONFLICT, "conflict", reason),
+            ProviderIdentityTaken => Self::new(
+                StatusCode::CONFLICT,
+                "provider_account_taken",
+                "this provider account is connected to another account",
+            ),
+            Busy { retry_after_s } => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "busy",
+                "the server is busy, try again shortly",
+            )
+            .retry_after(retry_after_s),
+            Internal(cause) => Self::internal(cause),
             IdempotencyKeyReused => Self::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "idempotency_key_reused",
@@ -128,7 +166,8 @@ impl From<CommandError> for ApiError {
                 StatusCode::TOO_MANY_REQUESTS,
                 "throttled",
                 "try again shortly",
-            ),
+            )
+            .retry_after(1),
             Store(cause) => Self::internal(cause),
         }
     }

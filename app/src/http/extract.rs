@@ -87,7 +87,7 @@ impl<S: Send + Sync> FromRequest<S> for ApiBytes {
 
 /// The command envelope of a request: the caller, and its `Idempotency-Key` if any.
 pub fn meta(caller: &AuthUser, headers: &HeaderMap) -> Result<CommandMeta, ApiError> {
-    let meta = CommandMeta::new(caller.user.clone());
+    let meta = CommandMeta::new(caller.user.clone()).in_timezone(caller.timezone.clone());
     match headers.get("idempotency-key") {
         None => Ok(meta),
         Some(value) => {

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod error;
 mod extract;
 mod health;
+pub mod limits;
 mod metrics;
 pub mod openapi;
 mod routes;

@@ -18,8 +18,25 @@ pub fn start(args: &[&str]) -> Server {
     start_with_env(args, &[])
 }
 
-/// Like `start`, with environment variables.
+/// Rate limits high enough that a test's many sign-ups from one address are not what it
+/// measures (the tests of the limits themselves use `start_with_exact_env`).
+const GENEROUS_LIMITS: [(&str, &str); 3] = [
+    ("VITALS_AUTH_RATE_LIMIT", "100000"),
+    ("VITALS_LOGIN_RATE_LIMIT", "100000"),
+    ("VITALS_RATE_LIMIT", "100000"),
+];
+
+/// Like `start`, with environment variables (and generous rate limits unless `env` sets
+/// them).
 pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
+    let mut all: Vec<(&str, &str)> = GENEROUS_LIMITS.to_vec();
+    all.extend_from_slice(env);
+    start_with_exact_env(args, &all)
+}
+
+/// Like `start`, with exactly these environment variables (the binary's own defaults
+/// for everything else).
+pub fn start_with_exact_env(args: &[&str], env: &[(&str, &str)]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_vitals"))
         .arg("serve")
         .args(["--listen", "127.0.0.1:0"])
@@ -258,6 +275,12 @@ impl Client {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// Today's date in UTC (`YYYY-MM-DD`): goals count from the day they are set, so tests
+/// against a running server log what they count today.
+pub fn today() -> String {
+    chrono::Utc::now().date_naive().to_string()
 }
 
 /// A registration body for `email`.

@@ -1,10 +1,12 @@
 //! Integrations: OAuth connections to wearable providers and their signed webhooks.
 //!
 //! Items: `OAUTH_STATE#<state>` (256 random bits, TTL minutes, single use),
-//! `USER#<id>/CONNECTION#<provider>`, `PROVIDER_USER#<provider>#<provider-user-id>`
-//! (who a webhook is about), `USER#<id>/DELIVERY#<provider>#<delivery-id>` (a webhook
-//! delivery, recorded once). Received workouts and sleep are published as events for the
-//! activity and sleep contexts to sync.
+//! `USER#<id>/CONNECTION#<provider>` (connected or disconnected, with a version that
+//! orders its changes; provider tokens are not kept: data arrives by signed webhooks),
+//! `PROVIDER_USER#<provider>#<provider-user-id>` (who a webhook is about: one account at
+//! a time), `USER#<id>/DELIVERY#<provider>#<delivery-id>` (a webhook delivery, recorded
+//! once). Received workouts and sleep are published as events for the activity and sleep
+//! contexts to sync.
 
 pub mod oauth;
 mod provider;
@@ -16,6 +18,7 @@ pub use provider::{ProviderGrant, Providers, Secret, WearableProvider};
 pub use sandbox::SandboxProvider;
 pub use webhook::{SIGNATURE_TOLERANCE_SECONDS, WebhookPayload, sign};
 
+use events_schema::time::Clock;
 use infra::table::{Table, contexts::Integrations};
 use std::sync::Arc;
 
@@ -23,6 +26,7 @@ use std::sync::Arc;
 pub struct IntegrationCommands {
     table: Table<Integrations>,
     providers: Arc<Providers>,
+    clock: Clock,
 }
 
 impl std::fmt::Debug for IntegrationCommands {
@@ -35,6 +39,15 @@ impl std::fmt::Debug for IntegrationCommands {
 
 impl IntegrationCommands {
     pub fn new(table: Table<Integrations>, providers: Arc<Providers>) -> Self {
-        Self { table, providers }
+        Self {
+            table,
+            providers,
+            clock: Clock::System,
+        }
+    }
+
+    /// The same handlers, telling time by `clock`.
+    pub fn with_clock(self, clock: Clock) -> Self {
+        Self { clock, ..self }
     }
 }

@@ -1,5 +1,6 @@
 //! OAuth connect: start (a single-use state with 256 random bits and a TTL of minutes),
-//! complete (state consumed in the same transaction that records the connection), and
+//! complete (state consumed in the same transaction that records the connection and
+//! claims the provider identity, which belongs to one account at a time), and
 //! disconnect.
 
 use super::IntegrationCommands;
@@ -12,7 +13,7 @@ use events_schema::events::integrations::{ProviderConnected, ProviderDisconnecte
 use events_schema::ids::{OAuthState, ProviderName, ProviderUserId, UserId};
 use events_schema::keys::{PartitionKey, SortKey};
 use events_schema::time::Timestamp;
-use infra::store::{Condition, Key, now_epoch_seconds};
+use infra::store::{CancelReason, Condition, Key, now_epoch_seconds};
 use infra::table::Action;
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
@@ -60,37 +61,61 @@ fn unknown_state() -> CommandError {
     CommandError::invalid("state", "unknown, expired or already used")
 }
 
+/// The connection item as stored.
+#[derive(Debug, Clone, Default, Deserialize)]
+struct StoredConnection {
+    #[serde(default)]
+    provider_user_id: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    version: u64,
+}
+
+impl StoredConnection {
+    fn connected(&self) -> bool {
+        // Items written before the status was recorded were deleted on disconnect.
+        self.status.as_deref() != Some("disconnected")
+    }
+}
+
+/// The next version of a connection: now in milliseconds, past the previous version, so
+/// every change orders after the ones before it (and after events that carry only their
+/// recording time).
+fn next_version(previous: u64, now: Timestamp) -> u64 {
+    (now.millis().max(0) as u64).max(previous + 1)
+}
+
 impl IntegrationCommands {
     /// Starts connecting `provider`: stores a fresh state and returns the provider's
-    /// authorize URL carrying it.
+    /// authorize URL carrying it. The state remembers the caller's timezone, which names
+    /// the days of the data the provider will send.
     pub async fn start_connect(
         &self,
         meta: &CommandMeta,
         provider: &str,
     ) -> Result<Outcome<ConnectStarted>, CommandError> {
         let provider = self.providers.get(provider)?.clone();
+        let timezone = meta.timezone.clone().unwrap_or_else(|| "UTC".to_owned());
+        crate::validate::timezone("timezone", &timezone)?;
         let mut bytes = [0u8; 32];
         rand::rngs::OsRng.fill_bytes(&mut bytes);
         let state = OAuthState::parse(&hex::encode(bytes))
-            .map_err(|e| CommandError::Conflict(e.to_string()))?;
+            .map_err(|e| CommandError::Internal(e.to_string()))?;
+        // The store expires items by its own (real) clock, whatever the handlers' clock.
+        let expires_at = now_epoch_seconds() + STATE_TTL_SECONDS;
         let mut item = to_item(
             &state_key(&state),
-            &json!({"user_id": meta.user, "provider": provider.name()}),
+            &json!({"user_id": meta.user, "provider": provider.name(), "timezone": timezone}),
         )?;
-        item.insert(
-            "expires_at".into(),
-            json!(now_epoch_seconds() + STATE_TTL_SECONDS),
-        );
+        item.insert("expires_at".into(), json!(expires_at));
         let started = ConnectStarted {
             authorize_url: provider.authorize_url(state.as_str()),
             state: state.to_string(),
         };
         // A pointer in the user's partition, so erasing the account finds the state.
         let mut pointer = to_item(&state_ref_key(&meta.user_pk(), &state), &json!({}))?;
-        pointer.insert(
-            "expires_at".into(),
-            json!(now_epoch_seconds() + STATE_TTL_SECONDS),
-        );
+        pointer.insert("expires_at".into(), json!(expires_at));
         let actions = vec![
             Action::Put {
                 item,
@@ -117,7 +142,10 @@ impl IntegrationCommands {
     }
 
     /// Completes a connect from the provider's callback. The state is single-use: it is
-    /// deleted in the transaction that records the connection.
+    /// deleted in the transaction that records the connection. A provider identity
+    /// belongs to one account at a time: if another account holds it, the connect is
+    /// refused (`ProviderIdentityTaken`) and nothing changes; a reconnect as another
+    /// provider user releases the identity held before.
     pub async fn complete_connect(
         &self,
         provider: &str,
@@ -140,113 +168,190 @@ impl IntegrationCommands {
             .and_then(Value::as_str)
             .and_then(|u| UserId::parse(u).ok())
             .ok_or_else(unknown_state)?;
+        let timezone = stored
+            .get("timezone")
+            .and_then(Value::as_str)
+            .unwrap_or("UTC")
+            .to_owned();
         let grant = provider.exchange_code(code).await?;
+        let identity = provider_user_key(provider.name(), &grant.provider_user_id)?;
         let meta = CommandMeta::new(user.clone());
+        let _writer = crate::serial::user(&user).await;
         let pk = meta.user_pk();
-        let connected_at = Timestamp::now();
-        let connection = json!({
-            "provider": provider.name(), "provider_user_id": grant.provider_user_id, "scopes": grant.scopes,
-            "connected_at": connected_at, "access_token": grant.access_token, "refresh_token": grant.refresh_token,
-        });
-        let event = envelope(
-            &meta,
-            connected_at,
-            &ProviderConnected {
-                provider: provider.name().clone(),
-                connected_at,
-                scopes: grant.scopes.clone(),
-            },
-        )?;
-        let actions = vec![
-            Action::Delete {
-                key: state_key(&state),
-                condition: Some(Condition::ItemExists),
-            },
-            Action::Delete {
-                key: state_ref_key(&pk, &state),
-                condition: None,
-            },
-            Action::Put {
-                item: to_item(&connection_key(&pk, provider.name()), &connection)?,
-                condition: None,
-            },
-            Action::Put {
-                item: to_item(
-                    &provider_user_key(provider.name(), &grant.provider_user_id)?,
-                    &json!({"user_id": user}),
-                )?,
-                condition: None,
-            },
-            event_action(&pk, &event)?,
-        ];
-        match idempotency::commit(&self.table, &meta, &pk, &json!({}), actions, user).await? {
-            Committed::Done(outcome) => Ok(outcome),
-            Committed::Cancelled(reasons)
-                if matches!(
-                    reasons.first(),
-                    Some(infra::store::CancelReason::ConditionFailed { .. })
-                ) =>
-            {
-                Err(unknown_state())
+        for attempt in 0..crate::retry::MAX_ATTEMPTS {
+            crate::retry::backoff(attempt).await;
+            let connection_key = connection_key(&pk, provider.name());
+            let existing: Option<StoredConnection> = self
+                .table
+                .get(&connection_key, true)
+                .await?
+                .map(crate::items::from_item)
+                .transpose()?;
+            let holder = self.identity_holder(&identity).await?;
+            if holder.as_ref().is_some_and(|holder| holder != &user) {
+                return Err(CommandError::ProviderIdentityTaken);
             }
-            Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
+            let version =
+                next_version(existing.as_ref().map_or(0, |c| c.version), self.clock.now());
+            let connected_at = self.clock.now();
+            let connection = json!({
+                "provider": provider.name(), "provider_user_id": grant.provider_user_id,
+                "scopes": grant.scopes, "connected_at": connected_at, "status": "connected",
+                "version": version, "timezone": timezone,
+            });
+            let event = envelope(
+                &meta,
+                &self.clock,
+                connected_at,
+                &ProviderConnected {
+                    provider: provider.name().clone(),
+                    connected_at,
+                    scopes: grant.scopes.clone(),
+                    version,
+                },
+            )?;
+            let mut actions = vec![
+                Action::Delete {
+                    key: state_key(&state),
+                    condition: Some(Condition::ItemExists),
+                },
+                Action::Delete {
+                    key: state_ref_key(&pk, &state),
+                    condition: None,
+                },
+                Action::Put {
+                    item: to_item(&connection_key, &connection)?,
+                    condition: Some(match &existing {
+                        Some(c) => Condition::AttributeEquals("version".into(), json!(c.version)),
+                        None => Condition::ItemNotExists,
+                    }),
+                },
+                Action::Put {
+                    item: to_item(&identity, &json!({"user_id": user, "timezone": timezone}))?,
+                    condition: Some(match holder {
+                        Some(_) => Condition::AttributeEquals("user_id".into(), json!(user)),
+                        None => Condition::ItemNotExists,
+                    }),
+                },
+                event_action(&pk, &event)?,
+            ];
+            // The identity held before, if it is another one, is released.
+            if let Some(previous) = existing
+                .as_ref()
+                .filter(|c| c.connected())
+                .and_then(|c| c.provider_user_id.as_deref())
+                .filter(|previous| *previous != grant.provider_user_id)
+            {
+                let previous = provider_user_key(provider.name(), previous)?;
+                if self.identity_holder(&previous).await?.as_ref() == Some(&user) {
+                    actions.push(Action::Delete {
+                        key: previous,
+                        condition: Some(Condition::AttributeEquals("user_id".into(), json!(user))),
+                    });
+                }
+            }
+            match idempotency::commit(&self.table, &meta, &pk, &json!({}), actions, user.clone())
+                .await?
+            {
+                Committed::Done(outcome) => return Ok(outcome),
+                Committed::Cancelled(reasons) => match reasons.first() {
+                    Some(CancelReason::ConditionFailed { .. }) => return Err(unknown_state()),
+                    // The connection or an identity changed meanwhile: look again.
+                    _ if idempotency::lost_race(&reasons) => continue,
+                    _ => return Err(idempotency::unexpected(&reasons)),
+                },
+            }
         }
+        Err(CommandError::Contention)
     }
 
-    /// Removes a connection; disconnecting what is not connected changes nothing.
+    /// The account a provider identity routes to, if any.
+    async fn identity_holder(&self, identity: &Key) -> Result<Option<UserId>, CommandError> {
+        Ok(self
+            .table
+            .get(identity, true)
+            .await?
+            .and_then(|p| p.get("user_id").and_then(Value::as_str).map(str::to_owned))
+            .and_then(|u| UserId::parse(&u).ok()))
+    }
+
+    /// Disconnects a provider: the connection is kept as disconnected (its version goes
+    /// on ordering later changes), the provider identity is released. Disconnecting what
+    /// is not connected changes nothing.
     pub async fn disconnect(
         &self,
         meta: &CommandMeta,
         provider: &str,
     ) -> Result<Outcome<()>, CommandError> {
         let provider = self.providers.get(provider)?.clone();
+        let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
-        let Some(connection) = self
-            .table
-            .get(&connection_key(&pk, provider.name()), true)
+        let key = connection_key(&pk, provider.name());
+        for attempt in 0..crate::retry::MAX_ATTEMPTS {
+            crate::retry::backoff(attempt).await;
+            let Some(existing) = self
+                .table
+                .get(&key, true)
+                .await?
+                .map(crate::items::from_item::<StoredConnection>)
+                .transpose()?
+                .filter(StoredConnection::connected)
+            else {
+                return Ok(Outcome::replayed(()));
+            };
+            let version = next_version(existing.version, self.clock.now());
+            let event = envelope(
+                meta,
+                &self.clock,
+                self.clock.now(),
+                &ProviderDisconnected {
+                    provider: provider.name().clone(),
+                    version,
+                },
+            )?;
+            let mut actions = vec![
+                Action::Put {
+                    item: to_item(
+                        &key,
+                        &json!({"provider": provider.name(), "status": "disconnected", "version": version}),
+                    )?,
+                    condition: Some(Condition::AttributeEquals(
+                        "version".into(),
+                        json!(existing.version),
+                    )),
+                },
+                event_action(&pk, &event)?,
+            ];
+            if let Some(identity) = existing
+                .provider_user_id
+                .as_deref()
+                .map(|u| provider_user_key(provider.name(), u))
+                .transpose()?
+                && self.identity_holder(&identity).await?.as_ref() == Some(&meta.user)
+            {
+                actions.push(Action::Delete {
+                    key: identity,
+                    condition: Some(Condition::AttributeEquals(
+                        "user_id".into(),
+                        json!(meta.user),
+                    )),
+                });
+            }
+            match idempotency::commit(
+                &self.table,
+                meta,
+                &pk,
+                &json!({"disconnect": provider.name()}),
+                actions,
+                (),
+            )
             .await?
-        else {
-            return Ok(Outcome::replayed(()));
-        };
-        let provider_user_id = connection
-            .get("provider_user_id")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let event = envelope(
-            meta,
-            Timestamp::now(),
-            &ProviderDisconnected {
-                provider: provider.name().clone(),
-            },
-        )?;
-        let mut actions = vec![Action::Delete {
-            key: connection_key(&pk, provider.name()),
-            condition: Some(Condition::ItemExists),
-        }];
-        if !provider_user_id.is_empty() {
-            actions.push(Action::Delete {
-                key: provider_user_key(provider.name(), &provider_user_id)?,
-                condition: Some(Condition::AttributeEquals(
-                    "user_id".into(),
-                    json!(meta.user),
-                )),
-            });
+            {
+                Committed::Done(outcome) => return Ok(outcome),
+                Committed::Cancelled(reasons) if idempotency::lost_race(&reasons) => continue,
+                Committed::Cancelled(reasons) => return Err(idempotency::unexpected(&reasons)),
+            }
         }
-        actions.push(event_action(&pk, &event)?);
-        match idempotency::commit(
-            &self.table,
-            meta,
-            &pk,
-            &json!({"disconnect": provider.name()}),
-            actions,
-            (),
-        )
-        .await?
-        {
-            Committed::Done(outcome) => Ok(outcome),
-            // Disconnected concurrently (or reconnected by another account): nothing to do.
-            Committed::Cancelled(_) => Ok(Outcome::replayed(())),
-        }
+        Err(CommandError::Contention)
     }
 }

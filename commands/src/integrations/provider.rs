@@ -29,7 +29,8 @@ impl std::fmt::Debug for Secret {
     }
 }
 
-/// What a code exchange grants.
+/// What a code exchange grants. The tokens are not stored: data arrives by signed
+/// webhooks, and a token kept at rest is a secret to lose.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProviderGrant {
     pub provider_user_id: String,

@@ -1,6 +1,8 @@
 //! The sandbox provider: behaves like a real wearable platform (authorize URL with
 //! state, one-time codes exchanged for tokens, HMAC-signed webhooks) but runs in-process,
-//! so everything works offline. A code is `code-<provider-user-id>`.
+//! so everything works offline. A code is `code-<provider-user-id>`, optionally followed
+//! by `.<anything>` to make another single-use code for the same provider user (as the
+//! provider would issue on a second authorization).
 
 use super::provider::{ProviderGrant, Secret, WearableProvider};
 use crate::CommandError;
@@ -42,14 +44,19 @@ impl WearableProvider for SandboxProvider {
     }
 
     async fn exchange_code(&self, code: &str) -> Result<ProviderGrant, CommandError> {
-        let user = code
-            .strip_prefix("code-")
-            .filter(|u| {
-                !u.is_empty()
-                    && u.len() <= 64
-                    && u.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-            })
-            .ok_or_else(|| CommandError::Provider("invalid authorization code".into()))?;
+        // A code the provider refuses is the client's mistake (a 4xx), not the
+        // provider failing.
+        let refused = || CommandError::invalid("code", "unknown, expired or already used");
+        let word = |s: &str| {
+            !s.is_empty()
+                && s.len() <= 64
+                && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        };
+        let rest = code.strip_prefix("code-").ok_or_else(refused)?;
+        let (user, nonce) = rest.split_once('.').unwrap_or((rest, "x"));
+        if !word(user) || !word(nonce) {
+            return Err(refused());
+        }
         // Codes are single-use, as with a real provider.
         let fresh = self
             .used_codes
@@ -57,9 +64,7 @@ impl WearableProvider for SandboxProvider {
             .map(|mut used| used.insert(code.to_owned()))
             .unwrap_or(false);
         if !fresh {
-            return Err(CommandError::Provider(
-                "authorization code already used".into(),
-            ));
+            return Err(refused());
         }
         let token = |kind: &str| {
             Secret::new(hex::encode(Sha256::digest(format!(

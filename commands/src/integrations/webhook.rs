@@ -16,7 +16,6 @@ use events_schema::events::integrations::{
 };
 use events_schema::ids::{DeliveryId, UserId};
 use events_schema::keys::SortKey;
-use events_schema::time::Timestamp;
 use hmac::{Hmac, Mac};
 use infra::store::{CancelReason, Condition, Key};
 use infra::table::Action;
@@ -65,7 +64,8 @@ fn verify(
         .trim()
         .parse()
         .map_err(|_| CommandError::BadSignature)?;
-    if (now - timestamp).abs() > SIGNATURE_TOLERANCE_SECONDS {
+    // Any i64 may arrive here: `abs_diff` cannot overflow where `(now - ts).abs()` did.
+    if now.abs_diff(timestamp) > SIGNATURE_TOLERANCE_SECONDS as u64 {
         return Err(CommandError::BadSignature);
     }
     let signature = hex::decode(signature.trim()).map_err(|_| CommandError::BadSignature)?;
@@ -91,7 +91,9 @@ impl IntegrationCommands {
             timestamp,
             signature,
             body,
-            Timestamp::now().millis() / 1000,
+            // Freshness is a transport check against replays: real time, whatever the
+            // handlers' clock says.
+            infra::store::now_epoch_seconds(),
         )?;
         let payload: WebhookPayload = serde_json::from_slice(body)
             .map_err(|e| CommandError::invalid("body", e.to_string()))?;
@@ -118,6 +120,11 @@ impl IntegrationCommands {
             .and_then(Value::as_str)
             .and_then(|u| UserId::parse(u).ok())
             .ok_or(CommandError::NotFound("connection"))?;
+        // The user's timezone when they connected names the days of what arrives.
+        let timezone = pointer
+            .get("timezone")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let meta = CommandMeta::new(user);
         let pk = meta.user_pk();
         let delivery_key = Key::new(
@@ -127,7 +134,7 @@ impl IntegrationCommands {
         let mut actions = vec![Action::Put {
             item: to_item(
                 &delivery_key,
-                &json!({"received_at": Timestamp::now(), "items": count}),
+                &json!({"received_at": self.clock.now(), "items": count}),
             )?,
             condition: Some(Condition::ItemNotExists),
         }];
@@ -136,10 +143,11 @@ impl IntegrationCommands {
                 provider: provider.name().clone(),
                 delivery_id: delivery_id.clone(),
                 workout: workout.clone(),
+                timezone: timezone.clone(),
             };
             actions.push(event_action(
                 &pk,
-                &envelope(&meta, workout.started_at, &received)?,
+                &envelope(&meta, &self.clock, workout.started_at, &received)?,
             )?);
         }
         for sleep in &payload.sleep {
@@ -147,10 +155,11 @@ impl IntegrationCommands {
                 provider: provider.name().clone(),
                 delivery_id: delivery_id.clone(),
                 sleep: sleep.clone(),
+                timezone: timezone.clone(),
             };
             actions.push(event_action(
                 &pk,
-                &envelope(&meta, sleep.start, &received)?,
+                &envelope(&meta, &self.clock, sleep.start, &received)?,
             )?);
         }
         match idempotency::commit(&self.table, &meta, &pk, &json!({}), actions, count).await? {
@@ -192,6 +201,10 @@ mod tests {
             .is_err()
         );
         assert!(verify(secret, "soon", &signature, body, now).is_err());
+        for extreme in [i64::MIN, i64::MAX] {
+            assert!(verify(secret, &extreme.to_string(), &signature, body, now).is_err());
+            assert!(verify(secret, &now.to_string(), &signature, body, extreme).is_err());
+        }
     }
 
     proptest! {

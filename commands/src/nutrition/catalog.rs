@@ -11,7 +11,6 @@ use events_schema::envelope::EventEnvelope;
 use events_schema::events::nutrition::{MealPlanCurated, Nutrients, RecipeCurated};
 use events_schema::ids::{MealPlanId, RecipeId};
 use events_schema::keys::{PartitionKey, SortKey};
-use events_schema::time::Timestamp;
 use infra::store::{Condition, Cursor, IndexQuery, Item, Key, Page};
 use infra::table::Action;
 use serde::{Deserialize, Serialize};
@@ -105,11 +104,12 @@ impl NutritionCommands {
     }
 
     fn catalog_event<P: events_schema::envelope::EventPayload>(
+        &self,
         payload: &P,
     ) -> Result<EventEnvelope, CommandError> {
         // Catalog events belong to no user.
-        EventEnvelope::new(None, Timestamp::now(), payload)
-            .map_err(|e| CommandError::Conflict(format!("event does not serialize: {e}")))
+        EventEnvelope::new(None, self.clock.now(), payload)
+            .map_err(|e| CommandError::Internal(format!("event does not serialize: {e}")))
     }
 
     pub async fn curate_recipe(
@@ -134,7 +134,7 @@ impl NutritionCommands {
             &name,
             id.as_str(),
         );
-        let event = Self::catalog_event(&payload)?;
+        let event = self.catalog_event(&payload)?;
         self.curate(
             meta,
             &input,
@@ -177,7 +177,7 @@ impl NutritionCommands {
             &name,
             id.as_str(),
         );
-        let event = Self::catalog_event(&payload)?;
+        let event = self.catalog_event(&payload)?;
         self.curate(
             meta,
             &input,

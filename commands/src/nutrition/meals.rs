@@ -92,9 +92,9 @@ struct ValidMeal {
     nutrients: Nutrients,
 }
 
-fn validate_meal(input: &MealInput) -> Result<ValidMeal, CommandError> {
+fn validate_meal(input: &MealInput, now: Timestamp) -> Result<ValidMeal, CommandError> {
     let name = validate::text("name", &input.name, 1, 120)?;
-    let eaten_at = validate::instant("eaten_at", input.eaten_at)?;
+    let eaten_at = validate::instant("eaten_at", input.eaten_at, now)?;
     let tz = validate::timezone("timezone", &input.timezone)?;
     let grams =
         |field, value| validate::decimal(field, value, Decimal::ZERO, Decimal::from(1000), 1);
@@ -192,7 +192,8 @@ impl NutritionCommands {
         meta: &CommandMeta,
         input: LogMeal,
     ) -> Result<Outcome<MealId>, CommandError> {
-        let meal = validate_meal(&input)?;
+        let meal = validate_meal(&input, self.clock.now())?;
+        let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
         let meal_id = MealId::generate();
         let record = MealRecord {
@@ -212,6 +213,7 @@ impl NutritionCommands {
             let next = with_meal(&summary, record.nutrients, true);
             let event = envelope(
                 meta,
+                &self.clock,
                 record.eaten_at,
                 &MealLogged {
                     meal: meal_event(&record),
@@ -276,7 +278,8 @@ impl NutritionCommands {
         meta: &CommandMeta,
         input: EditMeal,
     ) -> Result<Outcome<MealId>, CommandError> {
-        let meal = validate_meal(&input.meal)?;
+        let meal = validate_meal(&input.meal, self.clock.now())?;
+        let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
         for attempt in 0..MAX_ATTEMPTS {
             crate::retry::backoff(attempt).await;
@@ -337,6 +340,7 @@ impl NutritionCommands {
             }
             let event = envelope(
                 meta,
+                &self.clock,
                 next.eaten_at,
                 &MealEdited {
                     meal: meal_event(&next),
@@ -372,6 +376,7 @@ impl NutritionCommands {
         meta: &CommandMeta,
         meal_id: &MealId,
     ) -> Result<Outcome<()>, CommandError> {
+        let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
         for attempt in 0..MAX_ATTEMPTS {
             crate::retry::backoff(attempt).await;
@@ -390,7 +395,8 @@ impl NutritionCommands {
             let next = with_meal(&summary, current.nutrients, false);
             let event = envelope(
                 meta,
-                Timestamp::now(),
+                &self.clock,
+                self.clock.now(),
                 &MealDeleted {
                     meal_id: meal_id.clone(),
                     day: current.day,

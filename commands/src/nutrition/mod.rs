@@ -13,15 +13,25 @@ pub use catalog::{CatalogKind, CurateMealPlan, CurateRecipe};
 pub use meals::{EditMeal, LogMeal, MealInput, MealRecord, SummaryRecord};
 pub use scheduled::ScheduleMeal;
 
+use events_schema::time::Clock;
 use infra::table::{Table, contexts::Nutrition};
 
 #[derive(Debug, Clone)]
 pub struct NutritionCommands {
     table: Table<Nutrition>,
+    clock: Clock,
 }
 
 impl NutritionCommands {
     pub fn new(table: Table<Nutrition>) -> Self {
-        Self { table }
+        Self {
+            table,
+            clock: Clock::System,
+        }
+    }
+
+    /// The same handlers, telling time by `clock`.
+    pub fn with_clock(self, clock: Clock) -> Self {
+        Self { clock, ..self }
     }
 }

@@ -9,7 +9,7 @@ use crate::{CommandError, validate};
 use events_schema::events::nutrition::MealScheduled;
 use events_schema::ids::{RecipeId, ScheduledMealId};
 use events_schema::keys::SortKey;
-use events_schema::time::{Day, Timestamp};
+use events_schema::time::Day;
 use infra::store::Key;
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +27,7 @@ impl NutritionCommands {
         input: ScheduleMeal,
     ) -> Result<Outcome<ScheduledMealId>, CommandError> {
         let name = validate::text("name", &input.name, 1, 120)?;
+        let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
         let id = ScheduledMealId::generate();
         let payload = MealScheduled {
@@ -39,7 +40,7 @@ impl NutritionCommands {
             &pk,
             SortKey::ScheduledMeal(input.day, id.clone()).to_string(),
         );
-        let event = envelope(meta, Timestamp::now(), &payload)?;
+        let event = envelope(meta, &self.clock, self.clock.now(), &payload)?;
         idempotency::create(
             &self.table,
             meta,

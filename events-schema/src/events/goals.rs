@@ -52,6 +52,10 @@ pub struct Goal {
     pub status: GoalStatus,
     pub title: String,
     pub version: u64,
+    /// The user's calendar day when the goal was set: progress counts the periods from
+    /// the one holding it. Absent on goals set before it was recorded (no lower bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_on: Option<crate::time::Day>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -29,6 +29,7 @@ pub fn provider_workout(external: &str, start: &str, duration_s: u32) -> Provide
         duration_s,
         distance_m: Some(10_000),
         calories: Some(600),
+        updated_at: None,
     }
 }
 
@@ -280,6 +281,7 @@ pub async fn sleep_sessions_recorded_and_synced_idempotently(store: Arc<dyn Stor
         end: ts("2026-05-03T05:00:00.000Z"),
         score: 75,
         stages,
+        updated_at: None,
     };
     let first = world
         .sleep

@@ -29,6 +29,7 @@ fn weekly_runs() -> CreateGoal {
         kind: GoalKind::WeeklyWorkoutCount,
         target: Decimal::from(4),
         title: "Run 4x a week".into(),
+        timezone: None,
     }
 }
 
@@ -62,6 +63,7 @@ pub async fn created_goal_is_active_and_in_the_index(store: Arc<dyn Store>) {
         kind: GoalKind::NightlySleepHours,
         target: Decimal::from(17),
         title: "Sleep".into(),
+        timezone: None,
     };
     assert_invalid(world.goals.create_goal(&world.meta, sleep).await, "target");
     assert_invalid(

@@ -236,6 +236,8 @@ pub async fn signed_webhooks_are_recorded_once(store: Arc<dyn Store>) {
     );
 }
 
+/// A disconnect keeps the connection as disconnected (its version orders what comes
+/// next), with no tokens, and releases the provider identity.
 pub async fn disconnect_removes_the_connection_once(store: Arc<dyn Store>) {
     let world = World::new(store.clone());
     let pu = provider_user();
@@ -256,11 +258,14 @@ pub async fn disconnect_removes_the_connection_once(store: Arc<dyn Store>) {
             .expect("again")
             .replayed
     );
+    let connections = world.items(Context::Integrations, "CONNECTION#").await;
+    assert_eq!(connections.len(), 1);
+    assert_eq!(connections[0]["status"], "disconnected", "{connections:?}");
     assert!(
-        world
-            .items(Context::Integrations, "CONNECTION#")
-            .await
-            .is_empty()
+        !serde_json::to_string(&connections[0])
+            .expect("json")
+            .contains("token"),
+        "no provider token at rest: {connections:?}"
     );
     assert!(
         items_of(

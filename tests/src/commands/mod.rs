@@ -19,6 +19,7 @@ use commands::sleep::SleepCommands;
 use events_schema::Context;
 use events_schema::envelope::EventEnvelope;
 use events_schema::ids::UserId;
+use events_schema::time::Clock;
 use infra::Store;
 use infra::counting::CountingStore;
 use infra::store::{Item, Query, SortKeyCondition};
@@ -43,18 +44,25 @@ pub struct World {
 
 impl World {
     pub fn new(store: Arc<dyn Store>) -> Self {
+        Self::with_clock(store, Clock::System)
+    }
+
+    /// A world whose handlers tell time by `clock` (a manual one makes "now" whatever
+    /// the case needs).
+    pub fn with_clock(store: Arc<dyn Store>, clock: Clock) -> Self {
         let store = Arc::new(CountingStore::new(store));
         let shared: Arc<dyn Store> = store.clone();
         let providers =
             Providers::default().with(Arc::new(SandboxProvider::new(Secret::new(WEBHOOK_SECRET))));
         Self {
             meta: CommandMeta::new(UserId::generate()),
-            identity: IdentityCommands::new(Table::new(shared.clone())),
-            nutrition: NutritionCommands::new(Table::new(shared.clone())),
-            activity: ActivityCommands::new(Table::new(shared.clone())),
-            sleep: SleepCommands::new(Table::new(shared.clone())),
-            goals: GoalCommands::new(Table::new(shared.clone())),
-            integrations: IntegrationCommands::new(Table::new(shared.clone()), Arc::new(providers)),
+            identity: IdentityCommands::new(Table::new(shared.clone())).with_clock(clock.clone()),
+            nutrition: NutritionCommands::new(Table::new(shared.clone())).with_clock(clock.clone()),
+            activity: ActivityCommands::new(Table::new(shared.clone())).with_clock(clock.clone()),
+            sleep: SleepCommands::new(Table::new(shared.clone())).with_clock(clock.clone()),
+            goals: GoalCommands::new(Table::new(shared.clone())).with_clock(clock.clone()),
+            integrations: IntegrationCommands::new(Table::new(shared.clone()), Arc::new(providers))
+                .with_clock(clock),
             environment: EnvironmentCommands::new(Table::new(shared), Arc::new(SandboxEnvironment)),
             store,
         }

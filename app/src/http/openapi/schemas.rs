@@ -193,6 +193,9 @@ pub struct CreateGoal {
     pub target: Decimal,
     /// 1 to 80 characters.
     pub title: String,
+    /// IANA timezone: the goal counts from the period holding today there; the token's
+    /// timezone (or UTC) if absent.
+    pub timezone: Option<String>,
 }
 
 /// A goal.
@@ -205,6 +208,8 @@ pub struct Goal {
     pub status: GoalStatus,
     pub title: String,
     pub version: u64,
+    /// The user's day when the goal was set: progress counts from its period.
+    pub created_on: Option<Day>,
 }
 
 /// A goal as the goals context stores it (`GOAL#<goal-id>`), with its index keys and,
@@ -235,6 +240,12 @@ pub struct GoalRow {
     /// Orders periods; clients should ignore it.
     #[schema(required = false)]
     pub current_period_rank: u64,
+    /// The user's day when the goal was set: progress counts from its period.
+    #[schema(required = false)]
+    pub created_on: Day,
+    /// Counts changes of the goal's progress; clients should ignore it.
+    #[schema(required = false)]
+    pub progress_rev: u64,
 }
 
 /// A goal's value for one period (`PROGRESS#<goal-id>#<period-start>`).
@@ -292,11 +303,25 @@ pub struct DashboardDayRow {
     pub nutrition_version: u64,
     #[schema(required = false)]
     pub activity: DayActivity,
+    /// The workouts the activity group is made of; clients should ignore it.
+    #[schema(required = false)]
+    pub activity_entries: Object,
+    /// Orders changes of the activity group; clients should ignore it.
+    #[schema(required = false)]
+    pub activity_rev: u64,
     #[schema(required = false)]
     pub sleep: DaySleep,
+    /// The sessions the sleep group is made of; clients should ignore it.
     #[schema(required = false)]
-    pub sleep_version: u64,
+    pub sleep_entries: Object,
+    /// Orders changes of the sleep group; clients should ignore it.
+    #[schema(required = false)]
+    pub sleep_rev: u64,
 }
+
+/// A JSON object.
+#[derive(ToSchema)]
+pub struct Object {}
 
 #[derive(ToSchema)]
 pub struct DayNutrition {
@@ -310,12 +335,17 @@ pub struct DayActivity {
     pub active_minutes: u64,
 }
 
-/// The night's most recently recorded session.
+/// The night's sessions: how many, their minutes in all, and the score and stages of
+/// the longest.
 #[derive(ToSchema)]
 pub struct DaySleep {
-    pub sleep_id: Id,
+    pub sessions: u32,
     pub minutes: i64,
+    #[schema(required = false)]
+    pub sleep_id: Id,
+    #[schema(required = false)]
     pub score: u8,
+    #[schema(required = false)]
     pub stages: SleepStages,
 }
 
@@ -416,6 +446,9 @@ pub struct ProviderWorkout {
     pub duration_s: u32,
     pub distance_m: Option<u32>,
     pub calories: Option<u32>,
+    /// When the provider last changed this record: an older delivery of it changes
+    /// nothing.
+    pub updated_at: Option<Timestamp>,
 }
 
 /// A sleep session as a provider describes it.
@@ -426,6 +459,9 @@ pub struct ProviderSleep {
     pub end: Timestamp,
     pub score: u8,
     pub stages: SleepStages,
+    /// When the provider last changed this record: an older delivery of it changes
+    /// nothing.
+    pub updated_at: Option<Timestamp>,
 }
 
 #[cfg(test)]
@@ -564,6 +600,7 @@ mod tests {
             status: GoalStatus::Active,
             title: "Protein".into(),
             version: 1,
+            created_on: Some(day()),
         }
     }
 
@@ -607,6 +644,7 @@ mod tests {
                 kind: GoalKind::WeeklyWorkoutCount,
                 target: Decimal::from(3),
                 title: "Move".into(),
+                timezone: None,
             },
             &[],
         );
@@ -618,6 +656,7 @@ mod tests {
             duration_s: 60,
             distance_m: None,
             calories: None,
+            updated_at: Some(at()),
         };
         let sleep = ProviderSleep {
             external_id: external_id(),
@@ -625,6 +664,7 @@ mod tests {
             end: at(),
             score: 80,
             stages: stages(),
+            updated_at: Some(at()),
         };
         same_fields("ProviderWorkout", &workout, &[]);
         same_fields("ProviderSleep", &sleep, &[]);
@@ -664,6 +704,7 @@ mod tests {
             "current_value",
             "current_period_start",
             "current_period_rank",
+            "progress_rev",
         ];
         same_fields("GoalRow", goal(), &goal_row);
         let nutrients = Nutrients {

@@ -3,6 +3,7 @@
 use crate::http::AppState;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
+use crate::http::limits::ClientAddress;
 use crate::http::openapi::{responses, schemas};
 use axum::Json;
 use axum::extract::State;
@@ -41,9 +42,12 @@ pub struct TokenReply {
 )]
 pub async fn register(
     State(state): State<AppState>,
+    client: ClientAddress,
     headers: HeaderMap,
     ApiJson(body): ApiJson<Register>,
 ) -> Result<(StatusCode, Json<TokenReply>), ApiError> {
+    state.api.limits.unauthenticated(client)?;
+    state.api.limits.account(&body.email)?;
     // The account does not exist yet; the command assigns the user id.
     let mut meta = CommandMeta::new(UserId::generate());
     if let Some(key) = headers.get("idempotency-key").and_then(|v| v.to_str().ok()) {
@@ -90,8 +94,11 @@ pub struct Login {
 )]
 pub async fn login(
     State(state): State<AppState>,
+    client: ClientAddress,
     ApiJson(body): ApiJson<Login>,
 ) -> Result<Json<TokenReply>, ApiError> {
+    state.api.limits.unauthenticated(client)?;
+    state.api.limits.account(&body.email)?;
     let user = state
         .api
         .identity

@@ -5,6 +5,7 @@ use crate::http::AppState;
 use crate::http::auth::AuthUser;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::{ApiBytes, ApiQuery, meta};
+use crate::http::limits::ClientAddress;
 use crate::http::openapi::{responses, schemas};
 use axum::Json;
 
@@ -94,9 +95,11 @@ pub struct Connected {
 )]
 pub async fn callback(
     State(state): State<AppState>,
+    client: ClientAddress,
     Path(provider): Path<String>,
     ApiQuery(callback): ApiQuery<Callback>,
 ) -> Result<Json<Connected>, ApiError> {
+    state.api.limits.unauthenticated(client)?;
     state
         .api
         .integrations
@@ -144,10 +147,12 @@ pub struct WebhookReceived {
 )]
 pub async fn webhook(
     State(state): State<AppState>,
+    client: ClientAddress,
     Path(provider): Path<String>,
     headers: HeaderMap,
     ApiBytes(body): ApiBytes,
 ) -> Result<(StatusCode, Json<WebhookReceived>), ApiError> {
+    state.api.limits.webhook(client)?;
     let header = |name: &str| {
         headers
             .get(name)

@@ -503,8 +503,9 @@ pub async fn create_goal(
     State(state): State<AppState>,
     caller: AuthUser,
     headers: HeaderMap,
-    ApiJson(body): ApiJson<CreateGoal>,
+    ApiJson(mut body): ApiJson<CreateGoal>,
 ) -> Created<GoalReply> {
+    body.timezone = Some(timezone(body.timezone, &caller));
     let goal = state
         .api
         .goals

@@ -1,0 +1,186 @@
+//! Rate limits, answered with `429 rate_limited` and a `Retry-After`:
+//! - authenticated requests, per user (the token's subject);
+//! - the unauthenticated routes (register, login, the OAuth callback), per client
+//!   address, and login and register also per account (the normalized email), so a
+//!   password can be guessed neither quickly from one address nor from many at once;
+//! - provider webhooks, per client address, with a higher allowance (providers send in
+//!   bursts from few addresses).
+//!
+//! The client address is the socket's peer, or behind API Gateway the `sourceIp` of the
+//! request context. Keyed state is pruned as it goes, so a flood of addresses does not
+//! grow memory without bound.
+
+use super::error::ApiError;
+use axum::extract::ConnectInfo;
+use axum::http::request::Parts;
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The allowances, from the command line.
+#[derive(Debug, Clone, Copy)]
+pub struct LimitSettings {
+    /// Requests per second per user.
+    pub user_per_second: u32,
+    /// Register, login and callback requests per minute per client address.
+    pub auth_per_minute: u32,
+    /// Login and register attempts per minute per account.
+    pub account_per_minute: u32,
+    /// Webhook deliveries per second per client address.
+    pub webhook_per_second: u32,
+}
+
+impl Default for LimitSettings {
+    fn default() -> Self {
+        Self {
+            user_per_second: 50,
+            auth_per_minute: 30,
+            account_per_minute: 10,
+            webhook_per_second: 100,
+        }
+    }
+}
+
+/// One keyed limiter.
+struct Limiter<K: std::hash::Hash + Eq + Clone> {
+    limiter: DefaultKeyedRateLimiter<K>,
+    checks: AtomicU64,
+}
+
+/// How often (in checks) a limiter forgets keys whose allowance is full again.
+const PRUNE_EVERY: u64 = 1024;
+
+impl<K: std::hash::Hash + Eq + Clone> Limiter<K> {
+    fn new(quota: Quota) -> Self {
+        Self {
+            limiter: RateLimiter::keyed(quota),
+            checks: AtomicU64::new(0),
+        }
+    }
+
+    fn check(&self, key: &K) -> Result<(), ApiError> {
+        if self.checks.fetch_add(1, Ordering::Relaxed) % PRUNE_EVERY == PRUNE_EVERY - 1 {
+            self.limiter.retain_recent();
+            self.limiter.shrink_to_fit();
+        }
+        self.limiter.check_key(key).map_err(|not_until| {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            // Whole seconds, rounded up: a client that waits that long gets through.
+            ApiError::rate_limited(wait.as_secs() + u64::from(wait.subsec_nanos() > 0))
+        })
+    }
+}
+
+fn non_zero(n: u32) -> NonZeroU32 {
+    NonZeroU32::new(n.max(1)).unwrap_or(NonZeroU32::MIN)
+}
+
+/// Every limiter of the API.
+pub struct Limits {
+    per_user: Limiter<String>,
+    per_address: Limiter<IpAddr>,
+    per_account: Limiter<String>,
+    webhooks: Limiter<IpAddr>,
+}
+
+impl std::fmt::Debug for Limits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Limits")
+    }
+}
+
+impl Limits {
+    pub fn new(settings: LimitSettings) -> Self {
+        Self {
+            per_user: Limiter::new(Quota::per_second(non_zero(settings.user_per_second))),
+            per_address: Limiter::new(Quota::per_minute(non_zero(settings.auth_per_minute))),
+            per_account: Limiter::new(Quota::per_minute(non_zero(settings.account_per_minute))),
+            webhooks: Limiter::new(Quota::per_second(non_zero(settings.webhook_per_second))),
+        }
+    }
+
+    pub fn user(&self, subject: &str) -> Result<(), ApiError> {
+        self.per_user.check(&subject.to_owned())
+    }
+
+    /// An unauthenticated request (register, login, callback) from `client`.
+    pub fn unauthenticated(&self, client: ClientAddress) -> Result<(), ApiError> {
+        self.per_address.check(&client.0)
+    }
+
+    /// A sign-in or sign-up attempt for `email` (compared as the identity context
+    /// normalizes it).
+    pub fn account(&self, email: &str) -> Result<(), ApiError> {
+        self.per_account.check(&email.trim().to_lowercase())
+    }
+
+    pub fn webhook(&self, client: ClientAddress) -> Result<(), ApiError> {
+        self.webhooks.check(&client.0)
+    }
+}
+
+/// The address a request came from (unspecified when the transport does not say).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAddress(pub IpAddr);
+
+impl ClientAddress {
+    pub fn of(parts: &Parts) -> Self {
+        if let Some(ConnectInfo(peer)) = parts.extensions.get::<ConnectInfo<SocketAddr>>() {
+            return Self(peer.ip());
+        }
+        use lambda_http::request::RequestContext;
+        let source = match parts.extensions.get::<RequestContext>() {
+            Some(RequestContext::ApiGatewayV2(context)) => context.http.source_ip.clone(),
+            Some(RequestContext::ApiGatewayV1(context)) => context.identity.source_ip.clone(),
+            _ => None,
+        };
+        Self(
+            source
+                .and_then(|ip| ip.parse().ok())
+                .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+        )
+    }
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for ClientAddress {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self::of(parts))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_exhausted_allowance_says_when_to_come_back() {
+        let limits = Limits::new(LimitSettings {
+            account_per_minute: 2,
+            ..LimitSettings::default()
+        });
+        assert!(limits.account("Ana@Example.com").is_ok());
+        assert!(limits.account("ana@example.com ").is_ok());
+        let refused = limits.account("ana@example.com").expect_err("third try");
+        assert_eq!(refused.status, axum::http::StatusCode::TOO_MANY_REQUESTS);
+        let wait = refused.retry_after.expect("Retry-After");
+        assert!((1..=60).contains(&wait), "{wait}");
+        assert!(limits.account("bob@example.com").is_ok(), "per account");
+    }
+
+    #[test]
+    fn addresses_are_limited_apart() {
+        let limits = Limits::new(LimitSettings {
+            auth_per_minute: 1,
+            ..LimitSettings::default()
+        });
+        let a = ClientAddress("10.0.0.1".parse().expect("ip"));
+        let b = ClientAddress("10.0.0.2".parse().expect("ip"));
+        assert!(limits.unauthenticated(a).is_ok());
+        assert!(limits.unauthenticated(a).is_err());
+        assert!(limits.unauthenticated(b).is_ok());
+    }
+}
