@@ -8,6 +8,8 @@
 //! - [`fixtures`]: the projector fixture harness (`tests/fixtures/*.json`).
 //! - [`commands`]: the command handlers' specifications; [`commands_suite!`] expands
 //!   them per backend.
+//! - [`model`]: the model-based test: random histories through the real handlers and
+//!   projectors, compared with a reference model.
 //! - [`regressions`]: the defects a review found, each as a specification that must hold
 //!   on every backend; [`regressions_suite!`] expands them.
 
@@ -15,6 +17,7 @@ pub mod backends;
 pub mod commands;
 pub mod conformance;
 pub mod fixtures;
+pub mod model;
 pub mod regressions;
 pub mod workload;
 

@@ -1,0 +1,107 @@
+//! Delivers committed events to every subscription, the way a change feed might: in
+//! order, every event twice, shuffled, or a batch that fails halfway and comes again;
+//! or rebuilds the projections by replay. Events the subscriptions publish while they
+//! apply (synced workouts, progress, drained partitions) are delivered the same way,
+//! round after round, until nothing new is committed.
+
+use super::capture::CapturingStore;
+use events_schema::Context;
+use events_schema::envelope::EventEnvelope;
+use infra::Store;
+use projectors::Projector;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use std::sync::Arc;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    InOrder,
+    EveryEventTwice,
+    Shuffled,
+    /// The first half of each round is applied, the batch "fails", and the whole round
+    /// is delivered again.
+    FailedBatchRetried,
+    /// The projections are rebuilt by `vitals replay`'s code from the outboxes, then
+    /// the erasure subscriptions get the deletion requests.
+    Replay,
+}
+
+impl Delivery {
+    pub const ALL: [Delivery; 5] = [
+        Delivery::InOrder,
+        Delivery::EveryEventTwice,
+        Delivery::Shuffled,
+        Delivery::FailedBatchRetried,
+        Delivery::Replay,
+    ];
+
+    fn order(self, events: Vec<EventEnvelope>, rng: &mut StdRng) -> Vec<EventEnvelope> {
+        match self {
+            Delivery::InOrder | Delivery::Replay => events,
+            Delivery::EveryEventTwice => events.into_iter().flat_map(|e| [e.clone(), e]).collect(),
+            Delivery::Shuffled => {
+                let mut events = events;
+                events.shuffle(rng);
+                events
+            }
+            Delivery::FailedBatchRetried => {
+                let mut delivered = events[..events.len() / 2].to_vec();
+                delivered.extend(events);
+                delivered
+            }
+        }
+    }
+}
+
+/// Applies `event` to every subscription of its source; a failure is the system's.
+async fn apply(seed: u64, subscriptions: &[Arc<dyn Projector>], event: &EventEnvelope) {
+    for subscription in subscriptions.iter().filter(|s| s.source() == event.context) {
+        if let Err(error) = subscription.apply(event).await {
+            panic!(
+                "seed {seed}: {} refused {} {}: {error}",
+                subscription.name(),
+                event.event_type,
+                event.event_id
+            );
+        }
+    }
+}
+
+/// Delivers `first` (the events the history committed) and then whatever the
+/// subscriptions commit, round after round, in the order `delivery` says.
+pub async fn deliver(
+    seed: u64,
+    capture: &Arc<CapturingStore>,
+    delivery: Delivery,
+    first: Vec<EventEnvelope>,
+) {
+    let store: Arc<dyn Store> = capture.clone();
+    let subscriptions = projectors::registry::all(store.clone());
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
+    let mut round = first;
+    if delivery == Delivery::Replay {
+        projectors::replay::replay(
+            store,
+            &projectors::registry::projections(capture.clone()),
+            None,
+            &projectors::replay::Quiet,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("seed {seed}: replay: {e}"));
+        // What the replay published is in the outboxes it read; the erasure
+        // subscriptions (not a read model) get the deletion requests.
+        capture.take();
+        round.retain(|e| e.context == Context::Identity);
+    }
+    for _ in 0..64 {
+        if round.is_empty() {
+            return;
+        }
+        for event in delivery.order(round, &mut rng) {
+            apply(seed, &subscriptions, &event).await;
+        }
+        round = capture.take();
+    }
+    panic!("seed {seed}: the subscriptions kept publishing for 64 rounds");
+}

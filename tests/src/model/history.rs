@@ -1,0 +1,254 @@
+//! Random per-user histories: what a few users do over some weeks, as a phone would ask
+//! it. Generated from a seed, so a failing case is reproduced from the seed alone.
+//! Indices into "the user's meals" or "their goals" are resolved when the history runs
+//! (modulo how many there are then), so every generated history is runnable.
+
+use events_schema::events::goals::{GoalKind, GoalStatus};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// Timezones far enough apart that a user's day is often not the UTC day.
+pub const TIMEZONES: [&str; 5] = [
+    "UTC",
+    "Pacific/Kiritimati",
+    "Pacific/Pago_Pago",
+    "Asia/Kolkata",
+    "America/New_York",
+];
+
+const KINDS: [GoalKind; 5] = [
+    GoalKind::WeeklyWorkoutCount,
+    GoalKind::WeeklyActiveMinutes,
+    GoalKind::DailyProteinGrams,
+    GoalKind::WeeklyDistanceKm,
+    GoalKind::NightlySleepHours,
+];
+
+/// When a fact happened, relative to the history's "now": that many days back, at that
+/// minute of the (UTC) day.
+#[derive(Debug, Clone, Copy)]
+pub struct When {
+    pub days_ago: i64,
+    pub minute: i64,
+}
+
+/// What a provider says about one of its records, at one of its revisions.
+#[derive(Debug, Clone)]
+pub enum Synced {
+    Workout {
+        when: When,
+        duration_s: u32,
+        distance_m: Option<u32>,
+    },
+    Sleep {
+        when: When,
+        minutes: i64,
+        score: u8,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// Time passes.
+    Advance {
+        minutes: i64,
+    },
+    LogMeal {
+        when: When,
+        tz: usize,
+        protein: u32,
+        calories: u32,
+    },
+    EditMeal {
+        meal: usize,
+        when: When,
+        tz: usize,
+        protein: u32,
+        calories: u32,
+    },
+    DeleteMeal {
+        meal: usize,
+    },
+    RecordWorkout {
+        when: When,
+        duration_s: u32,
+        distance_m: Option<u32>,
+    },
+    RecordSleep {
+        when: When,
+        minutes: i64,
+        score: u8,
+    },
+    /// Connects the sandbox provider as the user's watch number `watch` (0 or 1).
+    Connect {
+        watch: usize,
+    },
+    Disconnect,
+    /// A webhook delivery of revision `revision` of provider record `record` (the
+    /// user's, by number); `record` decides workout or sleep.
+    Deliver {
+        record: usize,
+        revision: usize,
+    },
+    CreateGoal {
+        kind: GoalKind,
+        target: u32,
+    },
+    ChangeGoal {
+        goal: usize,
+        status: GoalStatus,
+    },
+    ChangeTimezone {
+        tz: usize,
+    },
+    /// The account's deletion; the user does nothing after it.
+    DeleteAccount,
+}
+
+/// One user's provider records: for each, its revisions in the order the provider made
+/// them (revision i has updated_at = i + 1 minutes into the history).
+#[derive(Debug, Clone)]
+pub struct ProviderRecords {
+    pub records: Vec<Vec<Synced>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub user: usize,
+    pub op: Op,
+}
+
+#[derive(Debug, Clone)]
+pub struct History {
+    pub seed: u64,
+    pub users: usize,
+    /// Each user's timezone at registration.
+    pub timezones: Vec<usize>,
+    pub provider: Vec<ProviderRecords>,
+    pub steps: Vec<Step>,
+}
+
+fn when(rng: &mut StdRng) -> When {
+    When {
+        days_ago: rng.gen_range(0..12),
+        minute: rng.gen_range(0..24 * 60),
+    }
+}
+
+fn synced(rng: &mut StdRng, workout: bool) -> Synced {
+    if workout {
+        Synced::Workout {
+            when: when(rng),
+            duration_s: rng.gen_range(1..=7200),
+            distance_m: rng.gen_bool(0.7).then(|| rng.gen_range(0..40_000)),
+        }
+    } else {
+        Synced::Sleep {
+            when: when(rng),
+            minutes: rng.gen_range(1..=720),
+            score: rng.gen_range(0..=100),
+        }
+    }
+}
+
+impl History {
+    /// A history of `users` users and about `steps` steps.
+    pub fn generate(seed: u64, users: usize, steps: usize) -> Self {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let timezones = (0..users)
+            .map(|_| rng.gen_range(0..TIMEZONES.len()))
+            .collect();
+        // Each user's provider records: a few, each with 1 to 4 revisions (a later
+        // revision may move the record to another day).
+        let provider = (0..users)
+            .map(|_| ProviderRecords {
+                records: (0..rng.gen_range(1..=4))
+                    .map(|r| {
+                        let workout = r % 2 == 0;
+                        (0..rng.gen_range(1..=4))
+                            .map(|_| synced(&mut rng, workout))
+                            .collect()
+                    })
+                    .collect(),
+            })
+            .collect();
+        let mut generated = Vec::with_capacity(steps);
+        let mut deleted = vec![false; users];
+        while generated.len() < steps && !deleted.iter().all(|d| *d) {
+            let user = rng.gen_range(0..users);
+            if deleted[user] {
+                continue;
+            }
+            let op = next_op(&mut rng);
+            if matches!(op, Op::DeleteAccount) {
+                deleted[user] = true;
+            }
+            generated.push(Step { user, op });
+        }
+        Self {
+            seed,
+            users,
+            timezones,
+            provider,
+            steps: generated,
+        }
+    }
+}
+
+fn next_op(rng: &mut StdRng) -> Op {
+    let tz = rng.gen_range(0..TIMEZONES.len());
+    match rng.gen_range(0..100) {
+        0..=9 => Op::Advance {
+            minutes: rng.gen_range(1..=7 * 24 * 60),
+        },
+        10..=29 => Op::LogMeal {
+            when: when(rng),
+            tz: if rng.gen_bool(0.7) { usize::MAX } else { tz },
+            protein: rng.gen_range(0..=80),
+            calories: rng.gen_range(0..=1500),
+        },
+        30..=36 => Op::EditMeal {
+            meal: rng.gen_range(0..100),
+            when: when(rng),
+            tz,
+            protein: rng.gen_range(0..=80),
+            calories: rng.gen_range(0..=1500),
+        },
+        37..=41 => Op::DeleteMeal {
+            meal: rng.gen_range(0..100),
+        },
+        42..=49 => Op::RecordWorkout {
+            when: when(rng),
+            duration_s: rng.gen_range(1..=7200),
+            distance_m: rng.gen_bool(0.6).then(|| rng.gen_range(0..30_000)),
+        },
+        50..=55 => Op::RecordSleep {
+            when: when(rng),
+            minutes: rng.gen_range(1..=720),
+            score: rng.gen_range(0..=100),
+        },
+        56..=60 => Op::Connect {
+            watch: rng.gen_range(0..2),
+        },
+        61..=62 => Op::Disconnect,
+        63..=77 => Op::Deliver {
+            record: rng.gen_range(0..4),
+            revision: rng.gen_range(0..4),
+        },
+        78..=87 => Op::CreateGoal {
+            kind: KINDS[rng.gen_range(0..KINDS.len())],
+            target: rng.gen_range(1..=20),
+        },
+        88..=93 => Op::ChangeGoal {
+            goal: rng.gen_range(0..100),
+            status: [
+                GoalStatus::Active,
+                GoalStatus::Paused,
+                GoalStatus::Completed,
+                GoalStatus::Abandoned,
+            ][rng.gen_range(0..4)],
+        },
+        94..=97 => Op::ChangeTimezone { tz },
+        _ => Op::DeleteAccount,
+    }
+}
