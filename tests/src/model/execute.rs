@@ -75,7 +75,8 @@ pub fn instant(now: Timestamp, when: When) -> Timestamp {
 struct Runner {
     world: World,
     timezone: String,
-    meals: Vec<MealId>,
+    meals: Vec<(MealId, MealInput)>,
+    deleted_meals: Vec<MealInput>,
     goals: Vec<GoalId>,
     watch: Option<(String, String)>,
     connects: usize,
@@ -120,6 +121,7 @@ pub async fn run(history: &History, store: Arc<dyn Store>, start: Timestamp) -> 
             world,
             timezone,
             meals: Vec::new(),
+            deleted_meals: Vec::new(),
             goals: Vec::new(),
             watch: None,
             connects: 0,
@@ -199,10 +201,18 @@ impl Runner {
                 calories,
             } => {
                 let input = meal_input(now, *when, &self.zone(*tz), *protein, *calories);
-                if let Some(logged) =
-                    expected(seed, what, world.nutrition.log_meal(&meta, input).await)
-                {
-                    self.meals.push(logged.value);
+                let logged = world.nutrition.log_meal(&meta, input.clone()).await;
+                if let Some(logged) = expected(seed, what, logged) {
+                    self.meals.push((logged.value, input));
+                }
+            }
+            Op::LogAgain { meal } => {
+                let Some(input) = pick(&self.deleted_meals, *meal) else {
+                    return;
+                };
+                let logged = world.nutrition.log_meal(&meta, input.clone()).await;
+                if let Some(logged) = expected(seed, what, logged) {
+                    self.meals.push((logged.value, input));
                 }
             }
             Op::EditMeal {
@@ -212,21 +222,29 @@ impl Runner {
                 protein,
                 calories,
             } => {
-                let Some(id) = pick(&self.meals, *meal) else {
+                let Some((id, _)) = pick(&self.meals, *meal) else {
                     return;
                 };
+                let edited = meal_input(now, *when, &self.zone(*tz), *protein, *calories);
                 let input = EditMeal {
-                    meal_id: id,
-                    meal: meal_input(now, *when, &self.zone(*tz), *protein, *calories),
+                    meal_id: id.clone(),
+                    meal: edited.clone(),
                 };
-                expected(seed, what, world.nutrition.edit_meal(&meta, input).await);
+                if expected(seed, what, world.nutrition.edit_meal(&meta, input).await).is_some() {
+                    for (known, as_logged) in &mut self.meals {
+                        if *known == id {
+                            *as_logged = edited.clone();
+                        }
+                    }
+                }
             }
             Op::DeleteMeal { meal } => {
-                let Some(id) = pick(&self.meals, *meal) else {
+                let Some((id, input)) = pick(&self.meals, *meal) else {
                     return;
                 };
                 if expected(seed, what, world.nutrition.delete_meal(&meta, &id).await).is_some() {
-                    self.meals.retain(|m| *m != id);
+                    self.meals.retain(|(m, _)| *m != id);
+                    self.deleted_meals.push(input);
                 }
             }
             Op::RecordWorkout {

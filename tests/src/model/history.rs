@@ -47,6 +47,16 @@ pub enum Synced {
     },
 }
 
+impl Synced {
+    fn keep_start_of(&mut self, previous: &Synced) {
+        match (self, previous) {
+            (Synced::Workout { when, .. }, Synced::Workout { when: before, .. })
+            | (Synced::Sleep { when, .. }, Synced::Sleep { when: before, .. }) => *when = *before,
+            _ => {}
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub enum Op {
     /// Time passes.
@@ -67,6 +77,10 @@ pub enum Op {
         calories: u32,
     },
     DeleteMeal {
+        meal: usize,
+    },
+    /// Logs a deleted meal again, as it was (deleted by mistake).
+    LogAgain {
         meal: usize,
     },
     RecordWorkout {
@@ -128,9 +142,15 @@ pub struct History {
     pub steps: Vec<Step>,
 }
 
+/// Mostly today or the last days (what a goal set recently counts), sometimes weeks back.
 fn when(rng: &mut StdRng) -> When {
+    let days_ago = match rng.gen_range(0..100) {
+        0..=59 => 0,
+        60..=84 => rng.gen_range(1..=2),
+        _ => rng.gen_range(3..=12),
+    };
     When {
-        days_ago: rng.gen_range(0..12),
+        days_ago,
         minute: rng.gen_range(0..24 * 60),
     }
 }
@@ -165,25 +185,55 @@ impl History {
                 records: (0..rng.gen_range(1..=4))
                     .map(|r| {
                         let workout = r % 2 == 0;
-                        (0..rng.gen_range(1..=4))
-                            .map(|_| synced(&mut rng, workout))
-                            .collect()
+                        let mut revisions: Vec<Synced> = Vec::new();
+                        for _ in 0..rng.gen_range(1..=4) {
+                            let mut next = synced(&mut rng, workout);
+                            // Half the later revisions correct the record in place (same
+                            // start, other fields); the others move it.
+                            if let Some(previous) = revisions.last()
+                                && rng.gen_bool(0.5)
+                            {
+                                next.keep_start_of(previous);
+                            }
+                            revisions.push(next);
+                        }
+                        revisions
                     })
                     .collect(),
             })
             .collect();
         let mut generated = Vec::with_capacity(steps);
-        let mut deleted = vec![false; users];
-        while generated.len() < steps && !deleted.iter().all(|d| *d) {
+        // Goals first, for most users: the facts that follow count towards them.
+        for user in 0..users {
+            for _ in 0..rng.gen_range(0..=3) {
+                generated.push(Step {
+                    user,
+                    op: Op::CreateGoal {
+                        kind: KINDS[rng.gen_range(0..KINDS.len())],
+                        target: rng.gen_range(1..=20),
+                    },
+                });
+            }
+        }
+        while generated.len() < steps {
             let user = rng.gen_range(0..users);
-            if deleted[user] {
-                continue;
-            }
-            let op = next_op(&mut rng);
-            if matches!(op, Op::DeleteAccount) {
-                deleted[user] = true;
-            }
-            generated.push(Step { user, op });
+            generated.push(Step {
+                user,
+                op: next_op(&mut rng),
+            });
+        }
+        // In half the histories the first user deletes their account late on (and
+        // does nothing after): the others' rows must not notice, and nothing of theirs
+        // may remain.
+        if rng.gen_bool(0.5) {
+            let at = rng.gen_range(generated.len() * 2 / 3..=generated.len());
+            generated.insert(
+                at,
+                Step {
+                    user: 0,
+                    op: Op::DeleteAccount,
+                },
+            );
         }
         Self {
             seed,
@@ -198,23 +248,33 @@ impl History {
 fn next_op(rng: &mut StdRng) -> Op {
     let tz = rng.gen_range(0..TIMEZONES.len());
     match rng.gen_range(0..100) {
-        0..=9 => Op::Advance {
-            minutes: rng.gen_range(1..=7 * 24 * 60),
+        // Mostly hours, sometimes a week or more (past the dashboard's window).
+        0..=4 => Op::Advance {
+            minutes: if rng.gen_bool(0.75) {
+                rng.gen_range(30..=24 * 60)
+            } else {
+                rng.gen_range(3 * 24 * 60..=10 * 24 * 60)
+            },
         },
+        5..=9 => Op::LogAgain {
+            meal: rng.gen_range(0..100),
+        },
+        // Round quantities, as people log them: the same totals come back often (a
+        // meal deleted and logged again), which is what once stopped progress.
         10..=29 => Op::LogMeal {
             when: when(rng),
             tz: if rng.gen_bool(0.7) { usize::MAX } else { tz },
-            protein: rng.gen_range(0..=80),
-            calories: rng.gen_range(0..=1500),
+            protein: 10 * rng.gen_range(0..=6),
+            calories: 100 * rng.gen_range(0..=12),
         },
         30..=36 => Op::EditMeal {
             meal: rng.gen_range(0..100),
             when: when(rng),
             tz,
-            protein: rng.gen_range(0..=80),
-            calories: rng.gen_range(0..=1500),
+            protein: 10 * rng.gen_range(0..=6),
+            calories: 100 * rng.gen_range(0..=12),
         },
-        37..=41 => Op::DeleteMeal {
+        37..=40 => Op::DeleteMeal {
             meal: rng.gen_range(0..100),
         },
         42..=49 => Op::RecordWorkout {
@@ -248,7 +308,6 @@ fn next_op(rng: &mut StdRng) -> Op {
                 GoalStatus::Abandoned,
             ][rng.gen_range(0..4)],
         },
-        94..=97 => Op::ChangeTimezone { tz },
-        _ => Op::DeleteAccount,
+        _ => Op::ChangeTimezone { tz },
     }
 }
