@@ -266,6 +266,30 @@ fn password_guessing_is_throttled_with_retry_after() {
     assert!(limited, "registration is throttled per client address");
 }
 
+/// Defect 11, the OAuth callback: an unauthenticated route, limited per address.
+#[test]
+fn oauth_callbacks_are_throttled_per_address() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let server = serve(&dir, &[]);
+    let mut statuses = Vec::new();
+    for n in 0..40 {
+        let path = format!("/v1/integrations/sandbox/callback?state=s{n}&code=code-x");
+        let (status, headers, body) = support::exchange(&server.address, "GET", &path, &[], None);
+        if status == 429 {
+            assert!(headers.contains_key("retry-after"), "{body}");
+        }
+        statuses.push(status);
+    }
+    assert!(
+        statuses.contains(&422),
+        "bad states are refused: {statuses:?}"
+    );
+    assert!(
+        statuses.contains(&429),
+        "and guessing them is throttled: {statuses:?}"
+    );
+}
+
 fn peak_rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
     status

@@ -148,6 +148,7 @@ macro_rules! regressions_suite {
             a_provider_identity_belongs_to_one_account_at_a_time,
             erasing_an_account_never_deletes_anothers_pointer,
             one_users_concurrent_meal_logs_all_succeed,
+            a_sign_up_record_goes_with_the_email,
         );
     };
 }

@@ -615,6 +615,56 @@ pub async fn one_users_concurrent_meal_logs_all_succeed(store: Arc<dyn Store>) {
     assert_eq!(summary.meals, 40);
 }
 
+/// Defect 1, records: a sign-up's request record lives under the email, so it must go
+/// when the email does (changed here; erased, in the erasure tests).
+pub async fn a_sign_up_record_goes_with_the_email(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let email = format!("{}@example.com", world.meta.user.as_str().to_lowercase());
+    let keyed = world.keyed("sign-up-1");
+    let registration = json!({"email": email, "password": "correct horse battery",
+                              "display_name": "Ana", "timezone": "UTC"});
+    let user = world
+        .identity
+        .register(&keyed, from_json(registration.clone()))
+        .await
+        .expect("registered")
+        .value;
+    let records = |email: String| {
+        let store = store.clone();
+        async move {
+            items_of(
+                &*store,
+                Context::Identity,
+                &format!("EMAIL#{email}"),
+                "IDEMPOTENCY#",
+            )
+            .await
+        }
+    };
+    assert_eq!(
+        records(email.clone()).await.len(),
+        1,
+        "the sign-up is recorded"
+    );
+    let moved = format!("moved-{email}");
+    world
+        .identity
+        .change_email(&CommandMeta::new(user), &moved)
+        .await
+        .expect("email changed");
+    assert!(
+        records(email.clone()).await.is_empty(),
+        "the record went with the old email"
+    );
+    // The old email is free, and a new sign-up with the old key is a new account.
+    let again = world
+        .identity
+        .register(&keyed, from_json(registration))
+        .await
+        .expect("a new account");
+    assert!(!again.replayed);
+}
+
 /// The meta of a fresh user, for cases that need two accounts.
 pub fn another_user() -> CommandMeta {
     CommandMeta::new(UserId::generate())
