@@ -322,7 +322,7 @@ impl Api {
                 StatusCode::CREATED,
             )
             .await?;
-        let token = reply["token"]
+        let token = reply["access_token"]
             .as_str()
             .with_context(|| format!("no token in {reply}"))?;
         Ok(User {

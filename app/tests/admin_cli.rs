@@ -153,7 +153,7 @@ fn residue_and_replay_after_an_erasure_leave_nothing_of_her_and_all_of_him() {
             assert_eq!(status, 201, "{reply}");
         }
     }
-    let converged = |meals: u64, calories: &'static str| {
+    let converged = |meals: u64, calories: u64| {
         move |d: &Value| {
             d["profile"].is_object()
                 && d["day"]["nutrition"]["meals"] == meals
@@ -163,8 +163,8 @@ fn residue_and_replay_after_an_erasure_leave_nothing_of_her_and_all_of_him() {
                     .is_some_and(|m| m.len() as u64 == meals)
         }
     };
-    ana.dashboard_eventually(converged(3, "750"));
-    bob.dashboard_eventually(converged(2, "800"));
+    ana.dashboard_eventually(converged(3, 750));
+    bob.dashboard_eventually(converged(2, 800));
 
     // When Ana deletes her account (her email is free again once the erasure is done).
     let (status, reply) = ana.call("DELETE", "/v1/me", None, &[]);
@@ -174,7 +174,7 @@ fn residue_and_replay_after_an_erasure_leave_nothing_of_her_and_all_of_him() {
     caught_up(&address);
     let bobs_before = bob.dashboard();
     assert!(
-        converged(2, "800")(&bobs_before),
+        converged(2, 800)(&bobs_before),
         "Bob's dashboard is untouched by Ana's erasure: {bobs_before}"
     );
     let exit = server.stop();

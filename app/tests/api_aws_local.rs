@@ -115,8 +115,8 @@ fn the_mobile_app_flow_converges_through_kinesis_and_other_users_see_nothing() {
                 && d["recent_meals"].as_array().is_some_and(|m| m.len() == 2)
         },
     );
-    assert_eq!(dashboard["day"]["nutrition"]["totals"]["calories"], "650");
-    assert_eq!(dashboard["day"]["nutrition"]["totals"]["protein_g"], "60");
+    assert_eq!(dashboard["day"]["nutrition"]["totals"]["calories"], 650);
+    assert_eq!(dashboard["day"]["nutrition"]["totals"]["protein_g"], 60);
 
     // Bob cannot touch Ana's meal, and does not learn that it exists.
     for (method, body) in [("PUT", Some(meal(1))), ("DELETE", None)] {
@@ -137,7 +137,7 @@ fn the_mobile_app_flow_converges_through_kinesis_and_other_users_see_nothing() {
     );
     assert_eq!(status, 200, "{days}");
     assert_eq!(days["days"][0]["meals"], 2, "{days}");
-    assert_eq!(days["days"][0]["totals"]["calories"], "650", "{days}");
+    assert_eq!(days["days"][0]["totals"]["calories"], 650, "{days}");
     let (status, bobs) = bob.call(
         "GET",
         &format!("/v1/me/dashboard?date={today}", today = support::today()),
@@ -208,7 +208,7 @@ fn the_mobile_app_flow_converges_through_kinesis_and_other_users_see_nothing() {
         |d| d["recent_meals"].as_array().is_some_and(|m| m.len() == 1),
     );
     assert_eq!(
-        bobs["day"]["nutrition"]["totals"]["calories"], "300",
+        bobs["day"]["nutrition"]["totals"]["calories"], 300,
         "{bobs}"
     );
 

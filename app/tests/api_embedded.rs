@@ -144,14 +144,14 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
                 && d["active_goals"].as_array().is_some_and(|g| g.len() == 1)
         },
     );
-    assert_eq!(dashboard["day"]["nutrition"]["totals"]["calories"], "650");
+    assert_eq!(dashboard["day"]["nutrition"]["totals"]["calories"], 650);
     assert_eq!(dashboard["day"]["activity"]["active_minutes"], 40);
     let progress = ana.eventually(
         &format!("/v1/me/goals/{goal_id}/progress"),
         CONVERGE_WITHIN,
-        |p| p["progress"][0]["value"] == "60",
+        |p| p["items"][0]["value"] == 60,
     );
-    assert_eq!(progress["progress"][0]["met"], true);
+    assert_eq!(progress["items"][0]["met"], true);
     ana.eventually("/v1/me/profile", CONVERGE_WITHIN, |p| {
         p["email"] == "ana@example.com"
     });

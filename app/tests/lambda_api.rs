@@ -118,7 +118,7 @@ async fn api_gateway_events_reach_the_router_and_come_back_as_responses() {
     )
     .await;
     assert_eq!(status, 201, "{body}");
-    let token = body["token"].as_str().expect("a token").to_owned();
+    let token = body["access_token"].as_str().expect("a token").to_owned();
 
     // A command, then a read of the summary row it wrote (no projector runs here).
     let (status, body) = invoke(
@@ -147,7 +147,7 @@ async fn api_gateway_events_reach_the_router_and_come_back_as_responses() {
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["days"][0]["totals"]["calories"], "350", "{body}");
+    assert_eq!(body["days"][0]["totals"]["calories"], 350, "{body}");
 
     let (status, body) = invoke(&router, event("GET", "/v1/me/profile", None, None)).await;
     assert_eq!(status, 401);

@@ -48,7 +48,19 @@ fn documented() -> BTreeSet<(String, String)> {
 /// (method, path) of every route in the router's source: each `.route("<path>", ...)`
 /// call of `http::app`, and the method routers (`get(...)`, `.patch(...)`) it is given.
 fn routed_in_source() -> BTreeSet<(String, String)> {
-    let source = include_str!("../src/http/mod.rs");
+    // The app's router and every context's `router()`.
+    let source = [
+        include_str!("../src/http/mod.rs"),
+        include_str!("../src/http/routes/identity.rs"),
+        include_str!("../src/http/routes/profile.rs"),
+        include_str!("../src/http/routes/nutrition.rs"),
+        include_str!("../src/http/routes/activity.rs"),
+        include_str!("../src/http/routes/sleep.rs"),
+        include_str!("../src/http/routes/goals.rs"),
+        include_str!("../src/http/routes/dashboard.rs"),
+        include_str!("../src/http/routes/integrations.rs"),
+    ]
+    .join("\n");
     let mut routes = BTreeSet::new();
     for call in source.split(".route(").skip(1) {
         let path = call
@@ -229,14 +241,16 @@ async fn the_router_serves_the_document() {
 }
 
 #[test]
-fn every_operation_under_v1_me_requires_a_bearer_token() {
+fn every_operation_under_v1_me_and_the_connections_requires_a_bearer_token() {
     let document = generated();
     for (method, path) in documented() {
         let operation = &document["paths"][&path][&method];
         let bearer = operation["security"]
             .as_array()
             .is_some_and(|s| s.iter().any(|r| r.get("bearer").is_some()));
-        let needs_token = path.starts_with("/v1/me") || path.ends_with("/connect");
+        let needs_token = path.starts_with("/v1/me")
+            || path.ends_with("/connect")
+            || path.ends_with("/disconnect");
         assert_eq!(
             bearer, needs_token,
             "{method} {path}: bearer security is {bearer}, expected {needs_token}"
@@ -325,7 +339,11 @@ impl Checker {
             (schema.get("format").and_then(Value::as_str), value.as_str())
         {
             let ok = match format {
-                "date-time" => events_schema::time::Timestamp::parse(text).is_ok(),
+                // Any RFC 3339 date-time is read; the API always answers in one form.
+                "date-time" if at.starts_with("response") => {
+                    events_schema::time::Timestamp::parse(text).is_ok()
+                }
+                "date-time" => events_schema::time::Timestamp::parse_rfc3339(text).is_ok(),
                 "date" => events_schema::time::Day::parse(text).is_ok(),
                 "decimal" => text.parse::<rust_decimal::Decimal>().is_ok(),
                 _ => true,
@@ -433,10 +451,59 @@ impl Reply {
     }
 }
 
-/// Drives the router in-process, checking every exchange against the document.
+/// Drives the router in-process, checking every exchange against the document, and
+/// remembering which operations answered with a success.
 struct Client {
     router: axum::Router,
     checker: Checker,
+    answered: std::sync::Mutex<BTreeSet<(String, String)>>,
+}
+
+/// Attributes of storage rows that no response may show: keys, index keys, versions,
+/// tombstones, TTLs and projector bookkeeping.
+fn storage_attribute(name: &str) -> bool {
+    matches!(
+        name,
+        "pk" | "sk"
+            | "status_pk"
+            | "status_sk"
+            | "email_pk"
+            | "catalog_pk"
+            | "catalog_sk"
+            | "active_day_pk"
+            | "active_day_sk"
+            | "version"
+            | "deleted"
+            | "expires_at"
+            | "entries"
+            | "rev"
+            | "hwm"
+            | "password_hash"
+            | "secret_hash"
+            | "current_period_rank"
+            | "progress_rev"
+    ) || name.ends_with("_version")
+        || name.ends_with("_rev")
+        || name.ends_with("_entries")
+}
+
+fn storage_attributes_in(value: &Value, path: &str, found: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (name, inner) in map {
+                if storage_attribute(name) {
+                    found.push(format!("{path}.{name}"));
+                }
+                storage_attributes_in(inner, &format!("{path}.{name}"), found);
+            }
+        }
+        Value::Array(items) => {
+            for (i, inner) in items.iter().enumerate() {
+                storage_attributes_in(inner, &format!("{path}[{i}]"), found);
+            }
+        }
+        _ => {}
+    }
 }
 
 struct Call<'a> {
@@ -537,6 +604,23 @@ impl Client {
             text: String::from_utf8_lossy(&bytes).into_owned(),
         };
         self.checker.response(call.method, call.template, &reply);
+        let mut leaked = Vec::new();
+        // The API's own answers (`/healthz` names the server's version) are not rows.
+        if call.template.starts_with("/v1/") {
+            storage_attributes_in(&reply.json(), "response", &mut leaked);
+        }
+        assert!(
+            leaked.is_empty(),
+            "{} {} shows storage attributes {leaked:?}: {}",
+            call.method,
+            call.template,
+            reply.text
+        );
+        if (status.is_success() || status == StatusCode::NOT_MODIFIED)
+            && let Ok(mut answered) = self.answered.lock()
+        {
+            answered.insert((call.method.to_owned(), call.template.to_owned()));
+        }
         reply
     }
 
@@ -572,8 +656,9 @@ fn utc_today() -> String {
     chrono::Utc::now().date_naive().to_string()
 }
 
-fn meal(calories: &str) -> Value {
-    serde_json::json!({"name": "Oats", "eaten_at": format!("{}T08:00:00.000Z", utc_today()), "calories": calories, "protein_g": "30", "carbs_g": "40", "fat_g": "5"})
+/// A meal as a phone sends it: an RFC 3339 time with an offset, quantities as numbers.
+fn meal(calories: i64) -> Value {
+    serde_json::json!({"name": "Oats", "eaten_at": format!("{}T09:00:00+01:00", utc_today()), "calories": calories, "protein_g": 30, "carbs_g": 40.5, "fat_g": 5})
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -608,6 +693,7 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
         checker: Checker {
             document: generated(),
         },
+        answered: Default::default(),
     };
 
     // Operations.
@@ -621,7 +707,10 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
         .send(Call::new("post", "/v1/auth/register").json(register.clone()))
         .await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
-    let token = reply.json()["token"].as_str().expect("token").to_owned();
+    let token = reply.json()["access_token"]
+        .as_str()
+        .expect("token")
+        .to_owned();
     let token = token.as_str();
     let user = reply.json()["user_id"].as_str().expect("user").to_owned();
     let taken = client
@@ -644,7 +733,7 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
         .send(
             Call::new("post", "/v1/me/goals")
                 .token(token)
-                .json(json!({"kind": "daily_protein_grams", "target": "50", "title": "Protein"})),
+                .json(json!({"kind": "daily_protein_grams", "target": 50, "title": "Protein"})),
         )
         .await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
@@ -654,7 +743,7 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
             Call::new("post", "/v1/me/meals")
                 .token(token)
                 .header("idempotency-key", "meal-1")
-                .json(meal("400")),
+                .json(meal(400)),
         )
         .await;
     assert_eq!(first.status, StatusCode::CREATED, "{}", first.text);
@@ -663,7 +752,7 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
             Call::new("post", "/v1/me/meals")
                 .token(token)
                 .header("idempotency-key", "meal-1")
-                .json(meal("400")),
+                .json(meal(400)),
         )
         .await;
     assert_eq!(
@@ -675,7 +764,7 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
             Call::new("post", "/v1/me/meals")
                 .token(token)
                 .header("idempotency-key", "meal-1")
-                .json(meal("999")),
+                .json(meal(999)),
         )
         .await;
     assert_eq!(reused.status, StatusCode::UNPROCESSABLE_ENTITY);
@@ -685,7 +774,7 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
             Call::new("put", "/v1/me/meals/{id}")
                 .uri(format!("/v1/me/meals/{meal_id}"))
                 .token(token)
-                .json(meal("450")),
+                .json(meal(450)),
         )
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
@@ -693,7 +782,7 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
         .send(
             Call::new("post", "/v1/me/meals")
                 .token(token)
-                .json(meal("100")),
+                .json(meal(100)),
         )
         .await;
     let second = second.json()["meal_id"].as_str().expect("meal").to_owned();
@@ -796,9 +885,53 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
     let progress = format!("/v1/me/goals/{goal}/progress");
     client
         .eventually("/v1/me/goals/{id}/progress", &progress, token, |p| {
-            p["progress"].as_array().is_some_and(|p| !p.is_empty())
+            p["items"].as_array().is_some_and(|p| !p.is_empty())
         })
         .await;
+    let today = utc_today();
+    for (template, uri) in [
+        ("/v1/me/meals", format!("/v1/me/meals?date={today}")),
+        (
+            "/v1/me/workouts",
+            format!("/v1/me/workouts?from={today}&to={today}&limit=1"),
+        ),
+        (
+            "/v1/me/sleep",
+            format!("/v1/me/sleep?from={today}&to={today}"),
+        ),
+        ("/v1/me/goals/{id}", format!("/v1/me/goals/{goal}")),
+    ] {
+        let reply = client
+            .send(Call::new("get", template).uri(uri.clone()).token(token))
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{uri}: {}", reply.text);
+    }
+    // Polling with the tag the last answer carried: 304, no body.
+    let etag = {
+        let response = client
+            .router
+            .clone()
+            .oneshot(
+                Request::get("/v1/me/profile")
+                    .header("authorization", format!("Bearer {token}"))
+                    .body(Body::empty())
+                    .expect("request"),
+            )
+            .await
+            .expect("infallible");
+        response.headers()["etag"]
+            .to_str()
+            .expect("etag")
+            .to_owned()
+    };
+    let reply = client
+        .send(
+            Call::new("get", "/v1/me/profile")
+                .token(token)
+                .header("if-none-match", etag),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::NOT_MODIFIED, "{}", reply.text);
     client
         .eventually("/v1/me/profile", "/v1/me/profile", token, |p| {
             p["email"] == "ana@example.com"
@@ -869,7 +1002,7 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
             "/v1/me/meals",
             Call::new("post", "/v1/me/meals")
                 .token(token)
-                .raw(meal("1").to_string().into_bytes()),
+                .raw(meal(1).to_string().into_bytes()),
         ),
         (
             "post",
@@ -892,7 +1025,8 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
             "/v1/me/meals",
             Call::new("post", "/v1/me/meals")
                 .token(token)
-                .json(meal("-5")),
+                .invalid()
+                .json(meal(-5)),
         ),
         (
             "delete",
@@ -926,7 +1060,7 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
             "get",
             "/v1/me/goals",
             Call::new("get", "/v1/me/goals")
-                .uri("/v1/me/goals?status=paused")
+                .uri("/v1/me/goals?status=bogus")
                 .token(token),
         ),
         (
@@ -962,9 +1096,78 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
         );
     }
 
+    // Sessions: a refresh token works once; logout ends a session; a password change
+    // ends them all.
+    let signed_in = client
+        .send(
+            Call::new("post", "/v1/auth/login")
+                .json(json!({"email": "ana@example.com", "password": "correct horse battery"})),
+        )
+        .await;
+    let refresh = signed_in.json()["refresh_token"]
+        .as_str()
+        .expect("refresh")
+        .to_owned();
+    let renewed = client
+        .send(Call::new("post", "/v1/auth/refresh").json(json!({"refresh_token": refresh})))
+        .await;
+    assert_eq!(renewed.status, StatusCode::OK, "{}", renewed.text);
+    let again = client
+        .send(Call::new("post", "/v1/auth/refresh").json(json!({"refresh_token": refresh})))
+        .await;
+    assert_eq!(again.status, StatusCode::UNAUTHORIZED, "{}", again.text);
+    let next = renewed.json()["refresh_token"]
+        .as_str()
+        .expect("refresh")
+        .to_owned();
+    let reply = client
+        .send(Call::new("post", "/v1/auth/refresh").json(json!({"refresh_token": next})))
+        .await;
+    assert_eq!(
+        reply.status,
+        StatusCode::UNAUTHORIZED,
+        "the reuse ended the session: {}",
+        reply.text
+    );
+    let other = client
+        .send(
+            Call::new("post", "/v1/auth/login")
+                .json(json!({"email": "ana@example.com", "password": "correct horse battery"})),
+        )
+        .await;
+    let other = other.json()["refresh_token"]
+        .as_str()
+        .expect("refresh")
+        .to_owned();
+    let reply = client
+        .send(Call::new("post", "/v1/auth/logout").json(json!({"refresh_token": other})))
+        .await;
+    assert_eq!(reply.status, StatusCode::NO_CONTENT, "{}", reply.text);
+    let reply = client
+        .send(
+            Call::new("post", "/v1/me/password")
+                .token(token)
+                .json(json!({"current_password": "correct horse battery", "new_password": "a brand new passphrase"})),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::NO_CONTENT, "{}", reply.text);
+    let reply = client
+        .send(
+            Call::new("post", "/v1/integrations/{provider}/disconnect")
+                .uri("/v1/integrations/sandbox/disconnect")
+                .token(token),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::NO_CONTENT, "{}", reply.text);
+
     let reply = client
         .send(Call::new("delete", "/v1/me").token(token))
         .await;
     assert_eq!(reply.status, StatusCode::ACCEPTED, "{}", reply.text);
     pipeline.stop().await;
+
+    // Every documented operation answered with a success at least once.
+    let answered = client.answered.lock().expect("answered").clone();
+    let missing: Vec<_> = documented().difference(&answered).cloned().collect();
+    assert!(missing.is_empty(), "operations never walked: {missing:?}");
 }

@@ -114,7 +114,8 @@ async fn commands_reach_the_dashboard_through_kinesis_and_vitals_work() {
         )
         .await
         .expect("goal")
-        .value;
+        .value
+        .goal_id;
     let nutrition = NutritionCommands::new(Table::new(store.clone()));
     nutrition
         .log_meal(&meta, meal_input(450))

@@ -128,7 +128,7 @@ impl ActivityCommands {
         &self,
         meta: &CommandMeta,
         input: RecordWorkout,
-    ) -> Result<Outcome<WorkoutId>, CommandError> {
+    ) -> Result<Outcome<Workout>, CommandError> {
         let valid = validate_workout(
             self.clock.now(),
             &input.sport,
@@ -153,7 +153,7 @@ impl ActivityCommands {
             to_item(&workout_key(&pk, &w), &w)?,
             &event,
             &input,
-            w.workout_id.clone(),
+            w.clone(),
         )
         .await
     }
@@ -234,7 +234,7 @@ impl ActivityCommands {
         &self,
         meta: &CommandMeta,
         input: StartTrainingBlock,
-    ) -> Result<Outcome<TrainingBlockId>, CommandError> {
+    ) -> Result<Outcome<TrainingBlockStarted>, CommandError> {
         let focus = validate::text("focus", &input.focus, 1, 80)?;
         if !(1..=52).contains(&input.weeks) {
             return Err(CommandError::invalid("weeks", "must be 1 to 52"));
@@ -259,7 +259,7 @@ impl ActivityCommands {
             to_item(&key, &payload)?,
             &event,
             &input,
-            id,
+            payload.clone(),
         )
         .await
     }

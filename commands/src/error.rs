@@ -17,6 +17,10 @@ pub enum CommandError {
     /// Email and password do not match an account.
     #[error("invalid credentials")]
     InvalidCredentials,
+    /// The refresh token is not a session's current one (unknown, ended, expired, or
+    /// already used: a used one ends its session).
+    #[error("invalid refresh token")]
+    InvalidSession,
     /// The account is being deleted.
     #[error("account is being deleted")]
     AccountDeleted,

@@ -94,7 +94,7 @@ impl GoalCommands {
         &self,
         meta: &CommandMeta,
         input: CreateGoal,
-    ) -> Result<Outcome<GoalId>, CommandError> {
+    ) -> Result<Outcome<Goal>, CommandError> {
         let title = validate::text("title", &input.title, 1, 80)?;
         let (period, max) = rules(input.kind);
         let target = validate::decimal("target", input.target, Decimal::new(1, 1), max, 1)?;
@@ -119,7 +119,7 @@ impl GoalCommands {
             goal_item(&pk, &goal)?,
             &event,
             &input,
-            goal.goal_id.clone(),
+            goal.clone(),
         )
         .await
     }

@@ -19,9 +19,15 @@ use sha2::{Digest, Sha256};
 /// How long a key is remembered. This is a request record, not user data.
 pub const KEY_TTL_SECONDS: i64 = 24 * 3600;
 
-/// A client's `Idempotency-Key`: 1 to 128 visible ASCII characters, no `#`.
+/// A client's `Idempotency-Key`: 1 to 128 visible ASCII characters, no `#`; with the
+/// operation it was sent to, when the caller names one (the HTTP API does): a key is the
+/// caller's for that operation only, so the same key on another operation is another
+/// request, never the replay of this one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IdempotencyKey(RequestKey);
+pub struct IdempotencyKey {
+    key: RequestKey,
+    operation: Option<events_schema::ids::ConsumerName>,
+}
 
 impl IdempotencyKey {
     pub fn parse(raw: &str) -> Result<Self, CommandError> {
@@ -29,7 +35,10 @@ impl IdempotencyKey {
             && raw.len() <= 128
             && raw.bytes().all(|b| b.is_ascii_graphic() && b != b'#');
         match RequestKey::parse(raw) {
-            Ok(key) if ok => Ok(Self(key)),
+            Ok(key) if ok => Ok(Self {
+                key,
+                operation: None,
+            }),
             _ => Err(CommandError::invalid(
                 "idempotency_key",
                 "must be 1 to 128 visible ASCII characters without '#'",
@@ -37,8 +46,22 @@ impl IdempotencyKey {
         }
     }
 
+    /// The key, for `operation` only.
+    pub fn for_operation(mut self, operation: &str) -> Result<Self, CommandError> {
+        self.operation = Some(
+            events_schema::ids::ConsumerName::parse(operation)
+                .map_err(|e| CommandError::Internal(e.to_string()))?,
+        );
+        Ok(self)
+    }
+
     pub fn sort_key(&self) -> String {
-        SortKey::Idempotency(self.0.clone()).to_string()
+        match &self.operation {
+            Some(operation) => {
+                SortKey::ScopedIdempotency(operation.clone(), self.key.clone()).to_string()
+            }
+            None => SortKey::Idempotency(self.key.clone()).to_string(),
+        }
     }
 }
 

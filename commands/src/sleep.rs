@@ -120,7 +120,7 @@ impl SleepCommands {
         &self,
         meta: &CommandMeta,
         input: RecordSleep,
-    ) -> Result<Outcome<SleepId>, CommandError> {
+    ) -> Result<Outcome<SleepSession>, CommandError> {
         let valid = validate_sleep(
             self.clock.now(),
             input.start,
@@ -144,7 +144,7 @@ impl SleepCommands {
             to_item(&sleep_key(&pk, &s), &s)?,
             &event,
             &input,
-            s.sleep_id.clone(),
+            s.clone(),
         )
         .await
     }

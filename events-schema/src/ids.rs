@@ -49,8 +49,15 @@ pub fn derived_ulid(seed: &str, at: crate::time::Timestamp) -> String {
 macro_rules! define_id {
     ($(#[$meta:meta])* $name:ident, $kind:literal) => {
         $(#[$meta])*
+        ///
+        /// 1 to 128 bytes, never `#` or a control character; the ids Vitals makes are ULIDs.
         #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
         #[serde(try_from = "String", into = "String")]
+        #[cfg_attr(
+            feature = "openapi",
+            derive(utoipa::ToSchema),
+            schema(value_type = String, example = "01JNM7Q3W8X9Y2Z4A5B6C7D8E9")
+        )]
         pub struct $name(String);
 
         impl $name {
@@ -140,6 +147,8 @@ define_id!(/// A webhook delivery's id, as the provider numbers deliveries.
     DeliveryId, "delivery id");
 define_id!(/// A user's id at a provider (who a webhook is about).
     ProviderUserId, "provider user id");
+define_id!(/// A signed-in session (a chain of refresh tokens).
+    SessionId, "session id");
 
 #[cfg(test)]
 mod tests {

@@ -8,8 +8,8 @@
 
 use crate::ids::{
     ConsumerName, DeliveryId, EventId, ExternalId, Geohash, GoalId, IdError, MealId, MealPlanId,
-    OAuthState, ProviderName, ProviderUserId, RecipeId, RequestKey, ScheduledMealId, SleepId,
-    TrainingBlockId, UserId, WorkoutId,
+    OAuthState, ProviderName, ProviderUserId, RecipeId, RequestKey, ScheduledMealId, SessionId,
+    SleepId, TrainingBlockId, UserId, WorkoutId,
 };
 use crate::time::{Day, Hour, TimeFormatError, Timestamp};
 use std::fmt;
@@ -144,6 +144,9 @@ pub enum SortKey {
     MealRef(MealId),
     /// `IDEMPOTENCY#<key>`: a request recorded under its idempotency key.
     Idempotency(RequestKey),
+    /// `IDEMPOTENCY#<operation>#<key>`: a request recorded under its idempotency key,
+    /// which is the caller's for that operation only.
+    ScopedIdempotency(ConsumerName, RequestKey),
     /// `DELIVERY#<provider>#<delivery-id>`: a webhook delivery, recorded once.
     Delivery(ProviderName, DeliveryId),
     /// The single item of a `PROVIDER_USER#` partition.
@@ -153,6 +156,16 @@ pub enum SortKey {
     /// `OAUTH_STATE#<state>` in a user's partition: points at a pending connect's state
     /// item, so erasing the account finds it.
     OAuthStateRef(OAuthState),
+    /// `SESSION#<session-id>`: a signed-in session's current refresh token (its hash).
+    Session(SessionId),
+    /// `~MEAL#<date>#<id>`: the meal history (dashboard table). History kinds start with
+    /// `~`, after every other kind of the dashboard partition, so the home screen reads
+    /// `sk < "~"`: one Query whose cost does not grow with the history.
+    MealLog(Day, MealId),
+    /// `~WORKOUT#<date>#<id>`: the workout history (dashboard table).
+    WorkoutLog(Day, WorkoutId),
+    /// `~SLEEP#<night>#<id>`: the sleep history (dashboard table).
+    SleepLog(Day, SleepId),
 }
 
 /// Sort-key prefixes for `begins_with` queries. Each ends with the delimiter, so
@@ -176,6 +189,12 @@ pub mod prefix {
     pub const EVENT: &str = "EVT#";
     pub const DEDUP: &str = "DEDUP#";
     pub const OAUTH_STATE: &str = "OAUTH_STATE#";
+    pub const SESSION: &str = "SESSION#";
+    pub const MEAL_LOG: &str = "~MEAL#";
+    pub const WORKOUT_LOG: &str = "~WORKOUT#";
+    pub const SLEEP_LOG: &str = "~SLEEP#";
+    /// Every history row sorts at or after this; every dashboard row before it.
+    pub const HISTORY: &str = "~";
 
     /// `<kind>#<day>#`: the items of one kind on one day.
     pub fn on_day(kind_prefix: &str, day: Day) -> String {
@@ -241,10 +260,17 @@ impl fmt::Display for SortKey {
             SortKey::Air => f.write_str("AIR"),
             SortKey::MealRef(id) => write!(f, "MEAL_REF#{id}"),
             SortKey::Idempotency(key) => write!(f, "IDEMPOTENCY#{key}"),
+            SortKey::ScopedIdempotency(operation, key) => {
+                write!(f, "IDEMPOTENCY#{operation}#{key}")
+            }
             SortKey::Delivery(provider, id) => write!(f, "DELIVERY#{provider}#{id}"),
             SortKey::ProviderUser => f.write_str("PROVIDER_USER"),
             SortKey::Tombstone => f.write_str("TOMBSTONE"),
             SortKey::OAuthStateRef(state) => write!(f, "OAUTH_STATE#{state}"),
+            SortKey::Session(id) => write!(f, "SESSION#{id}"),
+            SortKey::MealLog(day, id) => write!(f, "~MEAL#{day}#{id}"),
+            SortKey::WorkoutLog(day, id) => write!(f, "~WORKOUT#{day}#{id}"),
+            SortKey::SleepLog(day, id) => write!(f, "~SLEEP#{day}#{id}"),
         }
     }
 }
@@ -340,6 +366,11 @@ impl FromStr for SortKey {
             "PROVIDER_USER" => unit(SortKey::ProviderUser)?,
             "TOMBSTONE" => unit(SortKey::Tombstone)?,
             "MEAL_REF" => SortKey::MealRef(one()?.parse()?),
+            "SESSION" => SortKey::Session(one()?.parse()?),
+            "IDEMPOTENCY" if rest.contains(DELIMITER) => {
+                let [operation, key] = two()?;
+                SortKey::ScopedIdempotency(operation.parse()?, key.parse()?)
+            }
             "IDEMPOTENCY" => SortKey::Idempotency(one()?.parse()?),
             "DELIVERY" => {
                 let [provider, id] = two()?;
@@ -363,6 +394,9 @@ impl FromStr for SortKey {
             "RECENT_MEAL" => {
                 day_and().and_then(|(d, id)| Ok(SortKey::RecentMeal(d, id.parse()?)))?
             }
+            "~MEAL" => day_and().and_then(|(d, id)| Ok(SortKey::MealLog(d, id.parse()?)))?,
+            "~WORKOUT" => day_and().and_then(|(d, id)| Ok(SortKey::WorkoutLog(d, id.parse()?)))?,
+            "~SLEEP" => day_and().and_then(|(d, id)| Ok(SortKey::SleepLog(d, id.parse()?)))?,
             "DAILY_SUMMARY" => SortKey::DailySummary(Day::parse(one()?)?),
             "TRAINING_LOAD" => SortKey::TrainingLoad(Day::parse(one()?)?),
             "INTAKE" => SortKey::Intake(Day::parse(one()?)?),
@@ -437,10 +471,18 @@ mod tests {
             SortKey::Air,
             SortKey::MealRef(MealId::generate()),
             SortKey::Idempotency("req-1".parse().expect("id")),
+            SortKey::ScopedIdempotency(
+                "log_meal".parse().expect("op"),
+                "req-1".parse().expect("id"),
+            ),
             SortKey::Delivery("garmin".parse().expect("id"), "d-1".parse().expect("id")),
             SortKey::ProviderUser,
             SortKey::Tombstone,
             SortKey::OAuthStateRef("ab12".parse().expect("state")),
+            SortKey::MealLog(d, MealId::generate()),
+            SortKey::WorkoutLog(d, WorkoutId::generate()),
+            SortKey::SleepLog(d, SleepId::generate()),
+            SortKey::Session(SessionId::generate()),
         ]
     }
 
@@ -530,6 +572,26 @@ mod tests {
             "EMAIL#nobody".parse::<PartitionKey>(),
             Err(KeyError::Email(_))
         ));
+    }
+
+    #[test]
+    fn history_rows_sort_after_every_other_row() {
+        let history = [
+            SortKey::MealLog(day("2026-01-01"), MealId::generate()),
+            SortKey::WorkoutLog(day("2026-01-01"), WorkoutId::generate()),
+            SortKey::SleepLog(day("2026-01-01"), SleepId::generate()),
+        ];
+        for key in every_sort_key() {
+            let text = key.to_string();
+            if history
+                .iter()
+                .any(|h| std::mem::discriminant(h) == std::mem::discriminant(&key))
+            {
+                assert!(text.as_str() >= prefix::HISTORY, "{text}");
+            } else {
+                assert!(text.as_str() < prefix::HISTORY, "{text}");
+            }
+        }
     }
 
     #[test]

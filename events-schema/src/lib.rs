@@ -9,6 +9,7 @@
 //! - [`tables`]: the nine context tables as data (keys, GSIs with their justification,
 //!   TTL attribute, stream) and the access-pattern document generated from them.
 //! - [`envelope`]: the versioned event envelope every outbox item carries.
+//! - [`rows`]: the projection rows, one type each, shared by their writer and reader.
 //! - [`events`]: the typed, versioned events of each context.
 
 pub mod context;
@@ -16,6 +17,7 @@ pub mod envelope;
 pub mod events;
 pub mod ids;
 pub mod keys;
+pub mod rows;
 pub mod tables;
 pub mod time;
 

@@ -8,16 +8,23 @@ use std::str::FromStr;
 
 /// Why a calendar value did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{what} {raw:?} is not in the form {form}")]
+#[error("{raw:?} is {}", if *.real_shape { format!("not a real {what}") } else { format!("not a {what} ({form})") })]
 pub struct TimeFormatError {
     pub what: &'static str,
     pub form: &'static str,
     pub raw: String,
+    /// The text has the right shape but names no such day or instant (`2026-02-30`).
+    pub real_shape: bool,
 }
 
 /// A calendar day in the user's timezone, written `YYYY-MM-DD`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(value_type = String, format = Date, example = "2026-03-01")
+)]
 pub struct Day(NaiveDate);
 
 impl Day {
@@ -31,20 +38,26 @@ impl Day {
 
     pub fn parse(raw: &str) -> Result<Self, TimeFormatError> {
         // chrono accepts years of any width; keys need exactly ten characters.
-        let err = || TimeFormatError {
-            what: "day",
+        let err = |real_shape| TimeFormatError {
+            what: "date",
             form: "YYYY-MM-DD",
             raw: raw.to_owned(),
+            real_shape,
         };
-        if raw.len() != 10 {
-            return Err(err());
+        let shaped = raw.len() == 10
+            && raw.bytes().enumerate().all(|(i, b)| match i {
+                4 | 7 => b == b'-',
+                _ => b.is_ascii_digit(),
+            });
+        if !shaped {
+            return Err(err(false));
         }
         // Only the canonical form is accepted, so text and value are one to one.
         NaiveDate::parse_from_str(raw, "%Y-%m-%d")
             .map(Self)
             .ok()
             .filter(|day| day.to_string() == raw)
-            .ok_or_else(err)
+            .ok_or_else(|| err(true))
     }
 }
 
@@ -74,9 +87,17 @@ impl From<Day> for String {
     }
 }
 
-/// An instant in UTC with millisecond precision, written `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+/// An instant, stored in UTC to the millisecond and always written
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` (the form keys sort by). Read from any RFC 3339 date-time
+/// (an offset or `Z`, with or without fractional seconds; digits past the millisecond
+/// are dropped).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
+#[cfg_attr(
+    feature = "openapi",
+    derive(utoipa::ToSchema),
+    schema(value_type = String, format = DateTime, example = "2026-03-01T08:00:00.000Z")
+)]
 pub struct Timestamp(DateTime<Utc>);
 
 impl Timestamp {
@@ -102,11 +123,14 @@ impl Timestamp {
         self.0.timestamp_millis()
     }
 
+    /// The canonical form only (`YYYY-MM-DDTHH:MM:SS.mmmZ`): keys hold it, and a key
+    /// must parse back to the very same text.
     pub fn parse(raw: &str) -> Result<Self, TimeFormatError> {
         let err = || TimeFormatError {
             what: "timestamp",
             form: "YYYY-MM-DDTHH:MM:SS.mmmZ",
             raw: raw.to_owned(),
+            real_shape: false,
         };
         if raw.len() != 24 || !raw.ends_with('Z') {
             return Err(err());
@@ -117,6 +141,20 @@ impl Timestamp {
             .ok()
             .filter(|ts| ts.to_string() == raw)
             .ok_or_else(err)
+    }
+
+    /// Any RFC 3339 date-time: `2026-09-02T05:30:00Z`, `2026-09-02T07:30:00+02:00`,
+    /// `2026-09-02T05:30:00.123456Z`... Digits past the millisecond are dropped.
+    pub fn parse_rfc3339(raw: &str) -> Result<Self, TimeFormatError> {
+        DateTime::parse_from_rfc3339(raw)
+            .map(|at| Self::from_datetime(at.with_timezone(&Utc)))
+            .map_err(|e| TimeFormatError {
+                what: "date-time",
+                form: "RFC 3339, such as 2026-03-01T08:00:00Z",
+                raw: raw.to_owned(),
+                // chrono says "out of range" for a well-formed text naming no instant.
+                real_shape: e.kind() == chrono::format::ParseErrorKind::OutOfRange,
+            })
     }
 }
 
@@ -136,7 +174,7 @@ impl FromStr for Timestamp {
 impl TryFrom<String> for Timestamp {
     type Error = TimeFormatError;
     fn try_from(raw: String) -> Result<Self, Self::Error> {
-        Self::parse(&raw)
+        Self::parse_rfc3339(&raw)
     }
 }
 
@@ -208,6 +246,7 @@ impl Hour {
             what: "hour",
             form: "YYYY-MM-DDTHH",
             raw: raw.to_owned(),
+            real_shape: false,
         };
         if raw.len() != 13 {
             return Err(err());
@@ -253,6 +292,44 @@ mod tests {
         assert_eq!(early.to_string(), "2026-01-02T03:04:05.006Z");
         assert!(early.to_string() < late.to_string());
         assert!(Timestamp::parse("2026-01-02T03:04:05Z").is_err());
+    }
+
+    #[test]
+    fn any_rfc3339_instant_reads_into_the_canonical_form() {
+        for (raw, canonical) in [
+            ("2026-09-02T05:30:00Z", "2026-09-02T05:30:00.000Z"),
+            ("2026-09-02T07:30:00+02:00", "2026-09-02T05:30:00.000Z"),
+            ("2026-09-02T05:30:00.5Z", "2026-09-02T05:30:00.500Z"),
+            (
+                "2026-09-02T05:30:00.123456789-00:00",
+                "2026-09-02T05:30:00.123Z",
+            ),
+            ("2026-09-02t05:30:00z", "2026-09-02T05:30:00.000Z"),
+        ] {
+            let at: Timestamp = serde_json::from_value(serde_json::json!(raw)).expect(raw);
+            assert_eq!(at.to_string(), canonical, "{raw}");
+        }
+        for bad in [
+            "2026-09-02",
+            "2026-09-02 05:30:00",
+            "yesterday",
+            "2026-02-30T00:00:00Z",
+        ] {
+            assert!(Timestamp::parse_rfc3339(bad).is_err(), "{bad}");
+        }
+        let not_real = Timestamp::parse_rfc3339("2026-02-30T00:00:00Z").expect_err("no such day");
+        assert!(not_real.to_string().contains("not a real"), "{not_real}");
+    }
+
+    #[test]
+    fn a_day_that_does_not_exist_is_told_apart_from_a_bad_form() {
+        let not_real = Day::parse("2026-02-30").expect_err("no such day");
+        assert_eq!(not_real.to_string(), "\"2026-02-30\" is not a real date");
+        let bad_form = Day::parse("2026-2-3").expect_err("bad form");
+        assert_eq!(
+            bad_form.to_string(),
+            "\"2026-2-3\" is not a date (YYYY-MM-DD)"
+        );
     }
 
     #[test]

@@ -22,7 +22,12 @@ use events_schema::events::goals::{Goal, GoalCreated, GoalStatus, GoalStatusChan
 use events_schema::events::identity::{EmailChanged, ProfileState, ProfileUpdated, UserRegistered};
 use events_schema::events::integrations::{ProviderConnected, ProviderDisconnected};
 use events_schema::events::nutrition::{DayTotals, Meal, MealDeleted, MealEdited, MealLogged};
+use events_schema::ids::{MealId, WorkoutId};
 use events_schema::keys::{SortKey, prefix};
+use events_schema::rows::{
+    ActiveGoalRow, ConnectionRow, DayActivity, DayNutrition, MealRow, NightSleep, ProfileRow,
+    SleepRow, WorkoutRow,
+};
 use events_schema::time::Day;
 use infra::StoreError;
 use infra::store::{Key, Query, SortKeyCondition};
@@ -188,6 +193,36 @@ impl DashboardRows {
         }
         Ok(())
     }
+
+    /// A thing on a day, as the home screen keeps it (`recent`, inside the window) and as
+    /// the history keeps it (`log`, forever): both written, or both tombstoned (`None`),
+    /// at `version`.
+    async fn dated_pair(
+        &self,
+        memo: &mut Admissions,
+        pk: &str,
+        day: Day,
+        (recent, log): (String, String),
+        (row, version): (Option<serde_json::Value>, u64),
+    ) -> Result<(), StoreError> {
+        let log = Key::new(pk, log);
+        match row {
+            Some(row) => {
+                replace_newer(&self.table, &log, object(row.clone()), VERSION, version).await?;
+                self.dated_row(memo, pk, day, recent, row, version).await
+            }
+            None => {
+                tombstone_newer(&self.table, &log, VERSION, version).await?;
+                self.dated_tombstone(memo, pk, day, recent, version).await
+            }
+        }
+    }
+}
+
+/// A row as stored attributes.
+fn row_of(row: &impl serde::Serialize) -> serde_json::Value {
+    // Rows are plain data: serializing them cannot fail.
+    serde_json::to_value(row).unwrap_or_default()
 }
 
 /// `PROFILE` from identity events.
@@ -206,20 +241,46 @@ impl Projector for DashboardFromIdentity {
         };
         let pk = user_pk(event)?;
         let key = Key::new(&pk, SortKey::Profile.to_string());
-        let attrs = object(json!({
-            "email": profile.email, "display_name": profile.display_name,
-            "timezone": profile.timezone, "units": profile.units,
-        }));
-        replace_newer(&self.0.table, &key, attrs, VERSION, profile.version).await?;
+        let row = ProfileRow {
+            email: profile.email,
+            display_name: profile.display_name,
+            timezone: profile.timezone,
+            units: profile.units,
+            version: profile.version,
+        };
+        replace_newer(
+            &self.0.table,
+            &key,
+            object(row_of(&row)),
+            VERSION,
+            row.version,
+        )
+        .await?;
         Ok(())
     }
 }
 
-/// `DAILY#` nutrition totals and `RECENT_MEAL#` rows from nutrition events.
+/// `DAILY#` nutrition totals, `RECENT_MEAL#` rows and the meal history (`~MEAL#`) from
+/// nutrition events.
 pub struct DashboardFromNutrition(pub DashboardRows);
 
 fn meal_row(meal: &Meal) -> serde_json::Value {
-    json!({"meal_id": meal.meal_id, "day": meal.day, "name": meal.name, "eaten_at": meal.eaten_at, "nutrients": meal.nutrients})
+    row_of(&MealRow {
+        meal_id: meal.meal_id.clone(),
+        day: meal.day,
+        name: meal.name.clone(),
+        eaten_at: meal.eaten_at,
+        nutrients: meal.nutrients,
+        version: meal.version,
+    })
+}
+
+/// The keys of a meal's two rows (home screen, history).
+fn meal_keys(day: Day, meal: &MealId) -> (String, String) {
+    (
+        SortKey::RecentMeal(day, meal.clone()).to_string(),
+        SortKey::MealLog(day, meal.clone()).to_string(),
+    )
 }
 
 impl DashboardFromNutrition {
@@ -229,7 +290,10 @@ impl DashboardFromNutrition {
         pk: &str,
         totals: &DayTotals,
     ) -> Result<(), StoreError> {
-        let value = json!({"meals": totals.meals, "totals": totals.totals});
+        let value = row_of(&DayNutrition {
+            meals: totals.meals,
+            totals: totals.totals,
+        });
         self.0
             .daily_group(memo, pk, "nutrition", totals.day, value, totals.version)
             .await
@@ -248,15 +312,14 @@ impl Projector for DashboardFromNutrition {
                 let logged: MealLogged = decode(event)?;
                 let pk = user_pk(event)?;
                 self.totals(&mut memo, &pk, &logged.day_totals).await?;
-                let sk =
-                    SortKey::RecentMeal(logged.meal.day, logged.meal.meal_id.clone()).to_string();
-                rows.dated_row(
+                let meal = &logged.meal;
+                let keys = meal_keys(meal.day, &meal.meal_id);
+                rows.dated_pair(
                     &mut memo,
                     &pk,
-                    logged.meal.day,
-                    sk,
-                    meal_row(&logged.meal),
-                    logged.meal.version,
+                    meal.day,
+                    keys,
+                    (Some(meal_row(meal)), meal.version),
                 )
                 .await?;
             }
@@ -268,21 +331,32 @@ impl Projector for DashboardFromNutrition {
                 }
                 let meal = &edited.meal;
                 if edited.previous_day != meal.day {
-                    let old =
-                        SortKey::RecentMeal(edited.previous_day, meal.meal_id.clone()).to_string();
-                    rows.dated_tombstone(&mut memo, &pk, edited.previous_day, old, meal.version)
-                        .await?;
-                }
-                let sk = SortKey::RecentMeal(meal.day, meal.meal_id.clone()).to_string();
-                rows.dated_row(&mut memo, &pk, meal.day, sk, meal_row(meal), meal.version)
+                    let old = meal_keys(edited.previous_day, &meal.meal_id);
+                    rows.dated_pair(
+                        &mut memo,
+                        &pk,
+                        edited.previous_day,
+                        old,
+                        (None, meal.version),
+                    )
                     .await?;
+                }
+                let keys = meal_keys(meal.day, &meal.meal_id);
+                rows.dated_pair(
+                    &mut memo,
+                    &pk,
+                    meal.day,
+                    keys,
+                    (Some(meal_row(meal)), meal.version),
+                )
+                .await?;
             }
             "MealDeleted" => {
                 let deleted: MealDeleted = decode(event)?;
                 let pk = user_pk(event)?;
                 self.totals(&mut memo, &pk, &deleted.day_totals).await?;
-                let sk = SortKey::RecentMeal(deleted.day, deleted.meal_id.clone()).to_string();
-                rows.dated_tombstone(&mut memo, &pk, deleted.day, sk, deleted.version)
+                let keys = meal_keys(deleted.day, &deleted.meal_id);
+                rows.dated_pair(&mut memo, &pk, deleted.day, keys, (None, deleted.version))
                     .await?;
             }
             _ => {}
@@ -302,12 +376,32 @@ pub fn activity_of(entries: &serde_json::Map<String, serde_json::Value>) -> serd
         .iter()
         .filter_map(|e| e.get("duration_s").and_then(|v| v.as_u64()))
         .sum();
-    json!({"workouts": live.len(), "active_minutes": seconds / 60})
+    row_of(&DayActivity {
+        workouts: live.len() as u32,
+        active_minutes: seconds / 60,
+    })
 }
 
 fn workout_row(w: &Workout) -> serde_json::Value {
-    json!({"workout_id": w.workout_id, "day": w.day, "sport": w.sport, "started_at": w.started_at,
-           "duration_s": w.duration_s, "distance_m": w.distance_m, "calories": w.calories})
+    row_of(&WorkoutRow {
+        workout_id: w.workout_id.clone(),
+        day: w.day,
+        sport: w.sport.clone(),
+        started_at: w.started_at,
+        duration_s: w.duration_s,
+        distance_m: w.distance_m,
+        calories: w.calories,
+        source: Some(w.source.clone()),
+        version: w.version,
+    })
+}
+
+/// The keys of a workout's two rows (home screen, history).
+fn workout_keys(day: Day, workout: &WorkoutId) -> (String, String) {
+    (
+        SortKey::RecentWorkout(day, workout.clone()).to_string(),
+        SortKey::WorkoutLog(day, workout.clone()).to_string(),
+    )
 }
 
 #[async_trait]
@@ -322,9 +416,9 @@ impl Projector for DashboardFromActivity {
         let pk = user_pk(event)?;
         let id = workout.workout_id.to_string();
         if let Some(previous) = previous_day {
-            let old = SortKey::RecentWorkout(previous, workout.workout_id.clone()).to_string();
+            let old = workout_keys(previous, &workout.workout_id);
             self.0
-                .dated_tombstone(&mut memo, &pk, previous, old, workout.version)
+                .dated_pair(&mut memo, &pk, previous, old, (None, workout.version))
                 .await?;
             let gone = Entry {
                 id: &id,
@@ -336,16 +430,10 @@ impl Projector for DashboardFromActivity {
                 .daily_entry(&mut memo, &pk, (previous, "activity"), gone, activity_of)
                 .await?;
         }
-        let sk = SortKey::RecentWorkout(workout.day, workout.workout_id.clone()).to_string();
+        let keys = workout_keys(workout.day, &workout.workout_id);
+        let row = (Some(workout_row(&workout)), workout.version);
         self.0
-            .dated_row(
-                &mut memo,
-                &pk,
-                workout.day,
-                sk,
-                workout_row(&workout),
-                workout.version,
-            )
+            .dated_pair(&mut memo, &pk, workout.day, keys, row)
             .await?;
         let entry = Entry {
             id: &id,
@@ -382,11 +470,24 @@ pub fn sleep_of_night(entries: &serde_json::Map<String, serde_json::Value>) -> s
         let length = |e: &serde_json::Value| e.get("minutes").and_then(|v| v.as_u64());
         length(a).cmp(&length(b)).then_with(|| a_id.cmp(b_id))
     });
-    match main {
-        None => json!({"sessions": 0, "minutes": 0}),
-        Some((id, e)) => json!({"sessions": live.len(), "minutes": minutes, "sleep_id": id,
-                                "score": e.get("score"), "stages": e.get("stages")}),
-    }
+    let main = main.map(|(id, e)| {
+        (
+            events_schema::ids::SleepId::parse(id).ok(),
+            e.get("score")
+                .and_then(|v| v.as_u64())
+                .and_then(|s| u8::try_from(s).ok()),
+            e.get("stages")
+                .and_then(|v| serde_json::from_value(v.clone()).ok()),
+        )
+    });
+    let (sleep_id, score, stages) = main.unwrap_or((None, None, None));
+    row_of(&NightSleep {
+        sessions: live.len() as u32,
+        minutes: minutes as i64,
+        sleep_id,
+        score,
+        stages,
+    })
 }
 
 #[async_trait]
@@ -400,6 +501,34 @@ impl Projector for DashboardFromSleep {
         };
         let pk = user_pk(event)?;
         let id = session.sleep_id.to_string();
+        // The history: a row per session, on its night (moved: the old night's goes).
+        let log = |night| {
+            Key::new(
+                &pk,
+                SortKey::SleepLog(night, session.sleep_id.clone()).to_string(),
+            )
+        };
+        if let Some(previous) = previous {
+            tombstone_newer(&self.0.table, &log(previous), VERSION, session.version).await?;
+        }
+        let row = SleepRow {
+            sleep_id: session.sleep_id.clone(),
+            night: session.night,
+            start: session.start,
+            end: session.end,
+            score: session.score,
+            stages: session.stages,
+            source: session.source.clone(),
+            version: session.version,
+        };
+        replace_newer(
+            &self.0.table,
+            &log(session.night),
+            object(row_of(&row)),
+            VERSION,
+            row.version,
+        )
+        .await?;
         if let Some(previous) = previous {
             let gone = Entry {
                 id: &id,
@@ -447,10 +576,22 @@ impl Projector for DashboardFromGoals {
         let pk = user_pk(event)?;
         let key = Key::new(&pk, SortKey::ActiveGoal(goal.goal_id.clone()).to_string());
         if goal.status == GoalStatus::Active {
-            let attrs = object(
-                json!({"goal_id": goal.goal_id, "kind": goal.kind, "title": goal.title, "target": goal.target, "period": goal.period}),
-            );
-            replace_newer(&self.0.table, &key, attrs, VERSION, goal.version).await?;
+            let row = ActiveGoalRow {
+                goal_id: goal.goal_id.clone(),
+                kind: goal.kind,
+                title: goal.title.clone(),
+                target: goal.target,
+                period: goal.period,
+                version: goal.version,
+            };
+            replace_newer(
+                &self.0.table,
+                &key,
+                object(row_of(&row)),
+                VERSION,
+                row.version,
+            )
+            .await?;
         } else {
             tombstone_newer(&self.0.table, &key, VERSION, goal.version).await?;
         }
@@ -466,32 +607,44 @@ impl Projector for DashboardFromIntegrations {
     subscription!("dashboard-from-integrations", Integrations -> Dashboard);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
-        let (provider, attrs, version) = match event.event_type.as_str() {
+        let mut row = match event.event_type.as_str() {
             "ProviderConnected" => {
                 let connected: ProviderConnected = decode(event)?;
-                let attrs = json!({"provider": connected.provider, "connected": true, "connected_at": connected.connected_at, "scopes": connected.scopes});
-                (connected.provider, attrs, connected.version)
+                ConnectionRow {
+                    provider: connected.provider,
+                    connected: true,
+                    connected_at: Some(connected.connected_at),
+                    scopes: connected.scopes,
+                    version: connected.version,
+                }
             }
             "ProviderDisconnected" => {
                 let disconnected: ProviderDisconnected = decode(event)?;
-                (
-                    disconnected.provider.clone(),
-                    json!({"provider": disconnected.provider, "connected": false}),
-                    disconnected.version,
-                )
+                ConnectionRow {
+                    provider: disconnected.provider,
+                    connected: false,
+                    connected_at: None,
+                    scopes: Vec::new(),
+                    version: disconnected.version,
+                }
             }
             _ => return Ok(()),
         };
         let pk = user_pk(event)?;
-        let key = Key::new(&pk, SortKey::Connection(provider).to_string());
+        let key = Key::new(&pk, SortKey::Connection(row.provider.clone()).to_string());
         // Events written before connections carried a version are ordered by their
         // recording time, on the same scale (milliseconds).
-        let version = if version > 0 {
-            version
-        } else {
-            event.recorded_at.millis().max(0) as u64
-        };
-        replace_newer(&self.0.table, &key, object(attrs), VERSION, version).await?;
+        if row.version == 0 {
+            row.version = event.recorded_at.millis().max(0) as u64;
+        }
+        replace_newer(
+            &self.0.table,
+            &key,
+            object(row_of(&row)),
+            VERSION,
+            row.version,
+        )
+        .await?;
         Ok(())
     }
 }

@@ -11,8 +11,30 @@ use commands::nutrition::NutritionCommands;
 use commands::sleep::SleepCommands;
 use infra::Store;
 use infra::table::Table;
-use readmodels::ReadModels;
+use readmodels::{activity, dashboard, goals, history, nutrition};
 use std::sync::Arc;
+
+/// The read models, each over the table it reads.
+#[derive(Debug, Clone)]
+pub struct ReadModels {
+    pub dashboard: dashboard::Dashboard,
+    pub history: history::History,
+    pub nutrition: nutrition::Nutrition,
+    pub activity: activity::Activity,
+    pub goals: goals::Goals,
+}
+
+impl ReadModels {
+    pub fn new(store: &Arc<dyn Store>) -> Self {
+        Self {
+            dashboard: dashboard::Dashboard::new(Table::new(store.clone())),
+            history: history::History::new(Table::new(store.clone())),
+            nutrition: nutrition::Nutrition::new(Table::new(store.clone())),
+            activity: activity::Activity::new(Table::new(store.clone())),
+            goals: goals::Goals::new(Table::new(store.clone())),
+        }
+    }
+}
 
 pub struct Api {
     pub identity: IdentityCommands,
@@ -44,12 +66,7 @@ impl Api {
             sleep: SleepCommands::new(Table::new(store.clone())),
             goals: GoalCommands::new(Table::new(store.clone())),
             integrations: IntegrationCommands::new(Table::new(store.clone()), Arc::new(providers)),
-            reads: ReadModels::new(
-                Table::new(store.clone()),
-                Table::new(store.clone()),
-                Table::new(store.clone()),
-                Table::new(store.clone()),
-            ),
+            reads: ReadModels::new(&store),
             auth,
             limits,
         }

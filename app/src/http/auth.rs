@@ -113,6 +113,18 @@ pub struct AuthUser {
     pub timezone: Option<String>,
 }
 
+impl AuthUser {
+    /// Today in the caller's timezone (UTC when the token names none).
+    pub fn today(&self) -> events_schema::time::Day {
+        let zone: chrono_tz::Tz = self
+            .timezone
+            .as_deref()
+            .and_then(|tz| tz.parse().ok())
+            .unwrap_or(chrono_tz::UTC);
+        events_schema::time::Day::new(chrono::Utc::now().with_timezone(&zone).date_naive())
+    }
+}
+
 impl FromRequestParts<AppState> for AuthUser {
     type Rejection = ApiError;
 

@@ -61,6 +61,15 @@ impl ApiError {
         .retry_after(seconds)
     }
 
+    /// 422 `validation`: `field` and the rule it breaks.
+    pub fn validation(field: &str, reason: impl std::fmt::Display) -> Self {
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "validation",
+            format!("{field}: {reason}"),
+        )
+    }
+
     pub fn not_found() -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", "not found")
     }
@@ -125,6 +134,11 @@ impl From<CommandError> for ApiError {
                 StatusCode::UNAUTHORIZED,
                 "account_deleted",
                 "this account is being deleted",
+            ),
+            InvalidSession => Self::new(
+                StatusCode::UNAUTHORIZED,
+                "invalid_refresh_token",
+                "the refresh token is unknown, expired or already used; sign in again",
             ),
             Conflict(reason) => Self::new(StatusCode::CONFLICT, "conflict", reason),
             ProviderIdentityTaken => Self::new(

@@ -1,44 +1,144 @@
-//! Request extractors with the API's error shape: JSON bodies (400 malformed, 413 too
-//! large, 422 wrong fields), raw bodies (413), query strings (400) and the
-//! `Idempotency-Key` header. axum's own rejections are plain text; these answer with the
-//! JSON error body like every other error.
+//! Request extractors with the API's error shape, and messages that name the field and
+//! the rule it breaks, never a parser's internals: JSON bodies (415 not JSON, 413 too
+//! large, 400 not valid JSON, 422 a field missing, unknown or invalid), raw bodies
+//! (413), query strings (400) and the `Idempotency-Key` header.
 
 use super::auth::AuthUser;
 use super::error::ApiError;
 use axum::extract::{FromRequest, Request};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, header};
 use commands::CommandMeta;
 use serde::de::DeserializeOwned;
 
 /// A JSON body; rejections become `ApiError`s.
 pub struct ApiJson<T>(pub T);
 
+/// The parser's message of a data error, in the API's words: `<path>: <rule>`.
+fn describe(path: &str, error: &serde_json::Error) -> String {
+    let raw = error.to_string();
+    // serde_json appends the position; the field's name says more.
+    let message = raw.split(" at line ").next().unwrap_or(&raw).to_owned();
+    let field = |name: &str| {
+        if path.is_empty() || path == "." {
+            name.to_owned()
+        } else {
+            format!("{path}.{name}")
+        }
+    };
+    if let Some(name) = between(&message, "missing field `", "`") {
+        return format!("{}: is required", field(name));
+    }
+    if let Some(name) = between(&message, "unknown field `", "`") {
+        // The path already ends at the unknown field.
+        let named = if path.ends_with(name) {
+            path.to_owned()
+        } else {
+            field(name)
+        };
+        return format!("{named}: is not a field of this request");
+    }
+    if path.is_empty() || path == "." {
+        return "the body must be a JSON object with the documented fields".to_owned();
+    }
+    let rule = if let Some(expected) = message.split(", expected ").nth(1) {
+        format!("must be {}", expected_in_words(expected))
+    } else {
+        message
+    };
+    format!("{path}: {rule}")
+}
+
+fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
+    let rest = text.split_once(start)?.1;
+    Some(rest.split_once(end)?.0)
+}
+
+/// serde's names of what it expected, as a person would say them.
+fn expected_in_words(expected: &str) -> String {
+    let words = match expected.trim() {
+        "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number of at least 0",
+        "i32" | "i64" => "a whole number",
+        "f64" | "f32" => "a number",
+        "a string" => "a string",
+        "a boolean" => "true or false",
+        "a sequence" => "an array",
+        other if other.starts_with("struct ") || other.starts_with("a map") => "an object",
+        other if other.starts_with("one of ") => return other.to_owned(),
+        other if other.starts_with('`') => return format!("one of {other}"),
+        other => {
+            return other
+                .trim_start_matches("a ")
+                .to_owned()
+                .replace("value", "a value");
+        }
+    };
+    words.to_owned()
+}
+
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
-        match axum::Json::<T>::from_request(request, state).await {
-            Ok(axum::Json(value)) => Ok(ApiJson(value)),
-            Err(rejection) => {
-                let status = rejection.status();
-                let code = match status {
-                    StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
-                    StatusCode::UNPROCESSABLE_ENTITY => "validation",
-                    _ => "malformed_json",
-                };
-                let status = if status.is_server_error() {
-                    StatusCode::BAD_REQUEST
-                } else {
-                    status
-                };
-                Err(ApiError::new(status, code, rejection.body_text()))
-            }
+        let json = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+        if !json {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "the body must be JSON, sent with Content-Type: application/json",
+            ));
         }
+        let ApiBytes(bytes) = ApiBytes::from_request(request, state).await?;
+        parse_json(&bytes).map(ApiJson)
     }
 }
 
-/// A query string; a missing, repeated or ill-typed parameter is `400 bad_query`.
+/// A request body as `T`: 400 when it is not JSON, 422 naming the field and the rule
+/// when it is JSON but not a `T`. Every body is an object (serde would otherwise read an
+/// array positionally and talk about "struct ... with 7 elements").
+pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let malformed = |inner: &serde_json::Error| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "malformed_json",
+            format!(
+                "the body is not valid JSON (line {}, column {})",
+                inner.line(),
+                inner.column()
+            ),
+        )
+    };
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| malformed(&e))?;
+    if !value.is_object() {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "validation",
+            "the body must be a JSON object with the documented fields",
+        ));
+    }
+    // Read again from the text (not the value): quantities are read from their digits.
+    let mut parser = serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(&mut parser).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        if inner.is_data() {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "validation",
+                describe(&path, &inner),
+            )
+        } else {
+            malformed(&inner)
+        }
+    })
+}
+
+/// A query string; a missing, repeated or ill-typed parameter is `400 bad_query`, with
+/// the parameter's name.
 pub struct ApiQuery<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> axum::extract::FromRequestParts<S> for ApiQuery<T> {
@@ -46,13 +146,25 @@ impl<T: DeserializeOwned, S: Send + Sync> axum::extract::FromRequestParts<S> for
 
     async fn from_request_parts(
         parts: &mut axum::http::request::Parts,
-        state: &S,
+        _: &S,
     ) -> Result<Self, ApiError> {
-        axum::extract::Query::<T>::from_request_parts(parts, state)
-            .await
-            .map(|axum::extract::Query(value)| ApiQuery(value))
-            .map_err(|rejection| {
-                ApiError::new(StatusCode::BAD_REQUEST, "bad_query", rejection.body_text())
+        let query = parts.uri.query().unwrap_or_default();
+        let parser = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+        serde_path_to_error::deserialize(parser)
+            .map(ApiQuery)
+            .map_err(|error| {
+                let path = error.path().to_string();
+                let message = error.into_inner().to_string();
+                let text = if let Some(name) = between(&message, "missing field `", "`") {
+                    format!("{name}: is required")
+                } else if let Some(name) = between(&message, "duplicate field `", "`") {
+                    format!("{name}: is given more than once")
+                } else if path.is_empty() || path == "." {
+                    "the query string is not valid".to_owned()
+                } else {
+                    format!("{path}: {message}")
+                };
+                ApiError::new(StatusCode::BAD_REQUEST, "bad_query", text)
             })
     }
 }
@@ -69,24 +181,30 @@ impl<S: Send + Sync> FromRequest<S> for ApiBytes {
             .await
             .map(ApiBytes)
             .map_err(|rejection| {
-                let status = rejection.status();
-                let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
-                    "payload_too_large"
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::new(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        "payload_too_large",
+                        format!("the body is over {} bytes", super::MAX_BODY_BYTES),
+                    )
                 } else {
-                    "bad_body"
-                };
-                let status = if status.is_server_error() {
-                    StatusCode::BAD_REQUEST
-                } else {
-                    status
-                };
-                ApiError::new(status, code, rejection.body_text())
+                    ApiError::new(
+                        StatusCode::BAD_REQUEST,
+                        "bad_body",
+                        "the body could not be read",
+                    )
+                }
             })
     }
 }
 
-/// The command envelope of a request: the caller, and its `Idempotency-Key` if any.
-pub fn meta(caller: &AuthUser, headers: &HeaderMap) -> Result<CommandMeta, ApiError> {
+/// The command envelope of a request to `operation`: the caller, their timezone, and
+/// their `Idempotency-Key` (theirs for this operation only), if any.
+pub fn meta(
+    caller: &AuthUser,
+    headers: &HeaderMap,
+    operation: &str,
+) -> Result<CommandMeta, ApiError> {
     let meta = CommandMeta::new(caller.user.clone()).in_timezone(caller.timezone.clone());
     match headers.get("idempotency-key") {
         None => Ok(meta),
@@ -98,7 +216,51 @@ pub fn meta(caller: &AuthUser, headers: &HeaderMap) -> Result<CommandMeta, ApiEr
                     "Idempotency-Key must be visible ASCII",
                 )
             })?;
-            Ok(meta.with_idempotency_key(key)?)
+            Ok(meta.with_scoped_idempotency_key(key, operation)?)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Body {
+        name: String,
+        duration_s: u32,
+        eaten_at: events_schema::time::Timestamp,
+    }
+
+    fn message(json: &str) -> String {
+        parse_json::<Body>(json.as_bytes()).expect_err(json).message
+    }
+
+    #[test]
+    fn messages_name_the_field_and_the_rule() {
+        assert_eq!(
+            message(r#"{"duration_s": 1, "eaten_at": "2026-03-01T08:00:00Z"}"#),
+            "name: is required"
+        );
+        assert_eq!(
+            message(r#"{"name": "x", "duration_s": -1, "eaten_at": "2026-03-01T08:00:00Z"}"#),
+            "duration_s: must be a whole number of at least 0"
+        );
+        assert_eq!(
+            message(r#"{"name": "x", "duration_s": 1, "eaten_at": "2026-02-30T08:00:00Z"}"#),
+            "eaten_at: \"2026-02-30T08:00:00Z\" is not a real date-time"
+        );
+        assert_eq!(
+            message(
+                r#"{"name": "x", "duration_s": 1, "eaten_at": "2026-03-01T08:00:00Z", "x": 1}"#
+            ),
+            "x: is not a field of this request"
+        );
+        assert_eq!(
+            message(r#"[1, 2]"#),
+            "the body must be a JSON object with the documented fields"
+        );
     }
 }

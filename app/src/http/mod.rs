@@ -4,7 +4,9 @@
 pub mod api;
 pub mod auth;
 pub mod error;
+mod etag;
 mod extract;
+mod formats;
 mod health;
 pub mod limits;
 mod metrics;
@@ -13,7 +15,8 @@ mod routes;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post, put};
+use axum::http::StatusCode;
+use axum::routing::get;
 use infra::Store;
 use projectors::pipeline::Pipeline;
 use std::sync::Arc;
@@ -32,48 +35,26 @@ pub struct AppState {
 }
 
 pub fn app(state: AppState) -> Router {
-    use routes::{identity, integrations, me};
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/metrics", get(metrics::metrics))
         .route("/openapi.json", get(openapi::openapi_json))
-        .route("/v1/auth/register", post(identity::register))
-        .route("/v1/auth/login", post(identity::login))
-        .route("/v1/me", axum::routing::delete(me::delete_me))
-        .route(
-            "/v1/me/profile",
-            get(me::get_profile).patch(me::patch_profile),
-        )
-        .route("/v1/me/meals", post(me::log_meal))
-        .route(
-            "/v1/me/meals/{id}",
-            put(me::edit_meal).delete(me::delete_meal),
-        )
-        .route("/v1/me/nutrition/daily", get(me::daily_nutrition))
-        .route("/v1/me/workouts", post(me::record_workout))
-        .route("/v1/me/workouts/latest", get(me::latest_workout))
-        .route(
-            "/v1/me/training-block/current",
-            get(me::current_training_block),
-        )
-        .route("/v1/me/sleep", post(me::record_sleep))
-        .route("/v1/me/goals", post(me::create_goal).get(me::list_goals))
-        .route("/v1/me/goals/{id}", axum::routing::patch(me::patch_goal))
-        .route("/v1/me/goals/{id}/progress", get(me::goal_progress))
-        .route("/v1/me/dashboard", get(me::dashboard))
-        .route(
-            "/v1/integrations/{provider}/connect",
-            post(integrations::connect),
-        )
-        .route(
-            "/v1/integrations/{provider}/callback",
-            get(integrations::callback),
-        )
-        .route(
-            "/v1/integrations/{provider}/webhook",
-            post(integrations::webhook),
-        )
+        .merge(routes::identity::router())
+        .merge(routes::profile::router())
+        .merge(routes::nutrition::router())
+        .merge(routes::activity::router())
+        .merge(routes::sleep::router())
+        .merge(routes::goals::router())
+        .merge(routes::dashboard::router())
+        .merge(routes::integrations::router())
         .fallback(|| async { error::ApiError::not_found() })
+        .method_not_allowed_fallback(|| async {
+            error::ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "this path does not take that method",
+            )
+        })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(TraceLayer::new_for_http())
         .with_state(state)

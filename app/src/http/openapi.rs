@@ -3,8 +3,6 @@
 //! changes what a handler does. `docs/openapi.json` is this document, committed, and a
 //! test fails when the two drift apart.
 
-pub mod schemas;
-
 use super::error::{ErrorBody, ErrorDetail};
 use super::{health, metrics, routes};
 use axum::http::header;
@@ -19,7 +17,10 @@ use utoipa::{Modify, OpenApi};
         title = "Vitals API",
         version = env!("CARGO_PKG_VERSION"),
         description = "The Vitals health API for the mobile app. The user is whoever the bearer token says; \
-every error is `{\"error\": {\"code\", \"message\"}}`; writes accept an `Idempotency-Key` header.",
+every error is `{\"error\": {\"code\", \"message\"}}`; writes accept an `Idempotency-Key` header (the caller's, \
+for that operation). Timestamps are RFC 3339 (any offset; answered as `YYYY-MM-DDTHH:MM:SS.mmmZ`, to the \
+millisecond); days are `YYYY-MM-DD` in the user's timezone; quantities are JSON numbers. Reads answer with an \
+`ETag`; `If-None-Match` gets `304`. `429` and `503` say when to come back in `Retry-After`.",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
     paths(
@@ -28,23 +29,31 @@ every error is `{\"error\": {\"code\", \"message\"}}`; writes accept an `Idempot
         openapi_json,
         routes::identity::register,
         routes::identity::login,
-        routes::me::delete_me,
-        routes::me::get_profile,
-        routes::me::patch_profile,
-        routes::me::log_meal,
-        routes::me::edit_meal,
-        routes::me::delete_meal,
-        routes::me::daily_nutrition,
-        routes::me::record_workout,
-        routes::me::latest_workout,
-        routes::me::current_training_block,
-        routes::me::record_sleep,
-        routes::me::create_goal,
-        routes::me::list_goals,
-        routes::me::patch_goal,
-        routes::me::goal_progress,
-        routes::me::dashboard,
+        routes::identity::refresh,
+        routes::identity::logout,
+        routes::profile::get_profile,
+        routes::profile::patch_profile,
+        routes::profile::change_password,
+        routes::profile::delete_me,
+        routes::nutrition::log_meal,
+        routes::nutrition::meals_on,
+        routes::nutrition::edit_meal,
+        routes::nutrition::delete_meal,
+        routes::nutrition::daily_nutrition,
+        routes::activity::record_workout,
+        routes::activity::workouts,
+        routes::activity::latest_workout,
+        routes::activity::current_training_block,
+        routes::sleep::record_sleep,
+        routes::sleep::sleep_history,
+        routes::goals::create_goal,
+        routes::goals::list_goals,
+        routes::goals::get_goal,
+        routes::goals::patch_goal,
+        routes::goals::goal_progress,
+        routes::dashboard::dashboard,
         routes::integrations::connect,
+        routes::integrations::disconnect,
         routes::integrations::callback,
         routes::integrations::webhook,
     ),
@@ -64,13 +73,20 @@ every error is `{\"error\": {\"code\", \"message\"}}`; writes accept an `Idempot
             responses::TooManyRequests,
             responses::Throttled,
             responses::Internal,
+            responses::NotModified,
+            responses::Busy,
         ),
     ),
     modifiers(&BearerScheme),
     tags(
-        (name = "identity", description = "Accounts and tokens."),
-        (name = "me", description = "The caller's own data, under `/v1/me`."),
-        (name = "integrations", description = "Wearable providers: OAuth connect and signed webhooks."),
+        (name = "identity", description = "Accounts and sessions: sign up, sign in, refresh, sign out."),
+        (name = "profile", description = "The caller's account."),
+        (name = "nutrition", description = "Meals and daily nutrition."),
+        (name = "activity", description = "Workouts and training blocks."),
+        (name = "sleep", description = "Sleep sessions."),
+        (name = "goals", description = "Goals and their progress."),
+        (name = "dashboard", description = "The home screen."),
+        (name = "integrations", description = "Wearable providers: OAuth connect, signed webhooks. The `sandbox` provider runs offline: see `connect`."),
         (name = "operations", description = "Health, metrics and this document."),
     ),
 )]
@@ -174,13 +190,38 @@ pub mod responses {
             "429" => TooManyRequests, "500" => Internal
     );
 
+    /// The `If-None-Match` header of reads.
+    #[derive(IntoParams)]
+    #[into_params(parameter_in = Header)]
+    pub struct IfNoneMatch {
+        /// The `ETag` of a representation the client has: `304` if it is still current.
+        #[param(rename = "If-None-Match", value_type = String, required = false)]
+        pub tag: Option<String>,
+    }
+
+    /// Not modified since the `ETag` the client sent: no body.
+    #[derive(ToResponse)]
+    #[response(
+        description = "Not modified: the representation the `If-None-Match` names is current."
+    )]
+    pub struct NotModified;
+
+    /// Busy: try again after `Retry-After` seconds.
+    #[derive(ToResponse)]
+    #[response(
+        description = "`busy`: too many password checks at once; try again after `Retry-After` seconds.",
+        headers(("Retry-After" = u64, description = "Seconds to wait."))
+    )]
+    pub struct Busy(pub ErrorBody);
+
     /// The `Idempotency-Key` header of writes.
     #[derive(IntoParams)]
     #[into_params(parameter_in = Header)]
     pub struct IdempotencyKey {
-        /// 1 to 128 visible ASCII characters without `#`. A retry with the same key and
-        /// request gets the first response again and writes nothing; the same key with a
-        /// different request is `422 idempotency_key_reused`. Remembered for 24 hours.
+        /// 1 to 128 visible ASCII characters without `#`, the caller's for this operation:
+        /// a retry with the same key and request gets the first response again and writes
+        /// nothing; the same key with a different request is `422 idempotency_key_reused`;
+        /// the same key on another operation is another request. Remembered for 24 hours.
         #[param(
             rename = "Idempotency-Key",
             value_type = String,
@@ -212,7 +253,7 @@ pub mod responses {
 
     #[derive(ToResponse)]
     #[response(
-        description = "`unauthorized`: the bearer token is missing, malformed, expired or forged."
+        description = "`unauthorized`: the bearer token is missing, malformed, expired or forged; `account_deleted`: the account's deletion was requested."
     )]
     pub struct Unauthorized(pub ErrorBody);
 
@@ -246,12 +287,16 @@ pub mod responses {
 
     #[derive(ToResponse)]
     #[response(
-        description = "`rate_limited`: too many requests from this user; `throttled`: the store is busy. Try again shortly."
+        description = "`rate_limited`: too many requests from this user or address; `throttled`: the store is busy. Try again after `Retry-After` seconds.",
+        headers(("Retry-After" = u64, description = "Seconds to wait."))
     )]
     pub struct TooManyRequests(pub ErrorBody);
 
     #[derive(ToResponse)]
-    #[response(description = "`throttled`: the store is busy. Try again shortly.")]
+    #[response(
+        description = "`throttled`: the store is busy. Try again after `Retry-After` seconds.",
+        headers(("Retry-After" = u64, description = "Seconds to wait."))
+    )]
     pub struct Throttled(pub ErrorBody);
 
     #[derive(ToResponse)]

@@ -217,7 +217,7 @@ impl Client {
     pub fn signed_in(address: &str, reply: &serde_json::Value) -> Self {
         Self {
             address: address.to_owned(),
-            token: reply["token"].as_str().map(str::to_owned),
+            token: reply["access_token"].as_str().map(str::to_owned),
             user_id: reply["user_id"].as_str().expect("user id").to_owned(),
         }
     }

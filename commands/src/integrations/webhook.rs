@@ -28,9 +28,14 @@ pub const SIGNATURE_TOLERANCE_SECONDS: i64 = 300;
 /// Items one delivery may carry (a transaction holds 100 actions).
 const MAX_ITEMS: usize = 90;
 
+/// A provider's delivery: the wearable data of one of its users.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WebhookPayload {
+    /// The provider's id of this delivery: a delivery is recorded once, so a redelivery
+    /// publishes nothing new. 1 to 100 characters, no `#`.
     pub delivery_id: String,
+    /// Who the data is about, at the provider: the account connected as this user.
     pub provider_user_id: String,
     #[serde(default)]
     pub workouts: Vec<ProviderWorkout>,

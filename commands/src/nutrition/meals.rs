@@ -191,7 +191,7 @@ impl NutritionCommands {
         &self,
         meta: &CommandMeta,
         input: LogMeal,
-    ) -> Result<Outcome<MealId>, CommandError> {
+    ) -> Result<Outcome<MealRecord>, CommandError> {
         let meal = validate_meal(&input, self.clock.now())?;
         let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
@@ -232,7 +232,7 @@ impl NutritionCommands {
                 summary_action(&pk, &summary, &next)?,
                 event_action(&pk, &event)?,
             ];
-            match idempotency::commit(&self.table, meta, &pk, &input, actions, meal_id.clone())
+            match idempotency::commit(&self.table, meta, &pk, &input, actions, record.clone())
                 .await?
             {
                 Committed::Done(outcome) => return Ok(outcome),
@@ -277,7 +277,7 @@ impl NutritionCommands {
         &self,
         meta: &CommandMeta,
         input: EditMeal,
-    ) -> Result<Outcome<MealId>, CommandError> {
+    ) -> Result<Outcome<MealRecord>, CommandError> {
         let meal = validate_meal(&input.meal, self.clock.now())?;
         let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
@@ -349,15 +349,7 @@ impl NutritionCommands {
                 },
             )?;
             actions.push(event_action(&pk, &event)?);
-            match idempotency::commit(
-                &self.table,
-                meta,
-                &pk,
-                &input,
-                actions,
-                next.meal_id.clone(),
-            )
-            .await?
+            match idempotency::commit(&self.table, meta, &pk, &input, actions, next.clone()).await?
             {
                 Committed::Done(outcome) => return Ok(outcome),
                 // A concurrent change to the meal or a summary: read again and retry.

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// Preferred units in the app.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Units {
     #[default]
     Metric,
@@ -41,6 +42,12 @@ pub struct ProfileUpdated {
     pub profile: ProfileState,
 }
 
+/// The password changed (the event says when, never what); every session ended with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PasswordChanged {
+    pub changed_at: crate::time::Timestamp,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AccountDeletionRequested {
     pub email: String,
@@ -50,5 +57,6 @@ events!(Context::Identity;
     UserRegistered => 1,
     EmailChanged => 1,
     ProfileUpdated => 1,
+    PasswordChanged => 1,
     AccountDeletionRequested => 1,
 );

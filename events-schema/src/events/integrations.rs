@@ -31,6 +31,7 @@ pub struct ProviderDisconnected {
 
 /// A workout as a provider describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProviderWorkout {
     pub external_id: ExternalId,
     pub sport: String,
@@ -46,6 +47,7 @@ pub struct ProviderWorkout {
 
 /// A sleep session as a provider describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProviderSleep {
     pub external_id: ExternalId,
     pub start: Timestamp,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// Minutes spent in each stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SleepStages {
     pub awake_min: u32,
     pub light_min: u32,

@@ -1,72 +1,149 @@
-//! `POST /v1/auth/register`, `POST /v1/auth/login`.
+//! Accounts and sessions: `POST /v1/auth/register`, `/login`, `/refresh`, `/logout`.
+//! These need no bearer token, so each is rate limited per client address (and sign-in
+//! and sign-up per account too).
 
 use crate::http::AppState;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
 use crate::http::limits::ClientAddress;
-use crate::http::openapi::{responses, schemas};
-use axum::Json;
+use crate::http::openapi::responses;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
 use commands::CommandMeta;
-use commands::identity::Register;
+use commands::identity::{RefreshToken, Register};
+use events_schema::events::identity::Units;
 use events_schema::ids::UserId;
 use serde::{Deserialize, Serialize};
 
-/// A bearer token for the account, valid for an hour.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/auth/register", post(register))
+        .route("/v1/auth/login", post(login))
+        .route("/v1/auth/refresh", post(refresh))
+        .route("/v1/auth/logout", post(logout))
+}
+
+/// A signed-in session: an access token for requests and a refresh token for the next
+/// access token.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct TokenReply {
-    #[schema(value_type = schemas::Id)]
     pub user_id: UserId,
-    /// A JWT to send as `Authorization: Bearer <token>`.
-    pub token: String,
+    /// A JWT to send as `Authorization: Bearer <access_token>`.
+    pub access_token: String,
+    /// Always `Bearer`.
+    #[schema(example = "Bearer")]
+    pub token_type: &'static str,
+    /// Seconds the access token is valid for.
+    #[schema(example = 3600)]
+    pub expires_in: i64,
+    /// Exchanges once, at `POST /v1/auth/refresh`, for a new pair; lasts 30 days unused.
+    pub refresh_token: String,
+}
+
+fn reply(
+    state: &AppState,
+    user: UserId,
+    timezone: Option<&str>,
+    refresh: RefreshToken,
+) -> Result<TokenReply, ApiError> {
+    Ok(TokenReply {
+        access_token: state.api.auth.issue(&user, timezone)?,
+        token_type: "Bearer",
+        expires_in: crate::http::auth::TOKEN_SECONDS,
+        refresh_token: refresh.expose().to_owned(),
+        user_id: user,
+    })
+}
+
+/// `POST /v1/auth/register`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterBody {
+    /// Compared case-insensitively; unique across accounts; at most 254 characters.
+    #[schema(example = "ana@example.com", max_length = 254)]
+    pub email: String,
+    /// 10 to 256 characters.
+    #[schema(format = Password, example = "correct horse battery", min_length = 10, max_length = 256)]
+    pub password: String,
+    /// 1 to 80 characters.
+    #[schema(example = "Ana", min_length = 1, max_length = 80)]
+    pub display_name: String,
+    /// IANA timezone name: it names the user's days.
+    #[schema(example = "Europe/Paris")]
+    pub timezone: String,
+    /// `metric` when absent.
+    #[serde(default)]
+    pub units: Option<Units>,
 }
 
 /// Creates an account and signs it in.
+///
+/// A retry with the same `Idempotency-Key` and request signs in to the same account,
+/// and only with the same password.
 #[utoipa::path(
     post,
     path = "/v1/auth/register",
     tag = "identity",
     params(responses::IdempotencyKey),
-    request_body = schemas::Register,
+    request_body = RegisterBody,
     responses(
-        (status = 201, description = "Registered; the token signs the new user in.", body = TokenReply),
-        (status = 400, response = responses::MalformedJson),
-        (status = 409, description = "`email_taken`: another account uses this email; or `contention`/`conflict`.", body = ErrorBody),
+        (status = 201, description = "Registered and signed in; `Location` is the profile.", body = TokenReply,
+         headers(("Location" = String, description = "`/v1/me/profile`"))),
+        (status = 400, response = responses::BadRequest),
+        (status = 409, description = "`email_taken`: another account uses this email.", body = ErrorBody),
         (status = 413, response = responses::PayloadTooLarge),
         (status = 415, response = responses::UnsupportedMediaType),
         (status = 422, response = responses::Unprocessable),
-        (status = 429, response = responses::Throttled),
+        (status = 429, response = responses::TooManyRequests),
         (status = 500, response = responses::Internal),
+        (status = 503, response = responses::Busy),
     ),
 )]
 pub async fn register(
     State(state): State<AppState>,
     client: ClientAddress,
     headers: HeaderMap,
-    ApiJson(body): ApiJson<Register>,
-) -> Result<(StatusCode, Json<TokenReply>), ApiError> {
+    ApiJson(body): ApiJson<RegisterBody>,
+) -> Result<Response, ApiError> {
     state.api.limits.unauthenticated(client)?;
     state.api.limits.account(&body.email)?;
     // The account does not exist yet; the command assigns the user id.
     let mut meta = CommandMeta::new(UserId::generate());
-    if let Some(key) = headers.get("idempotency-key").and_then(|v| v.to_str().ok()) {
-        meta = meta.with_idempotency_key(key)?;
+    if let Some(key) = headers.get("idempotency-key") {
+        let key = key.to_str().map_err(|_| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad_header",
+                "Idempotency-Key must be visible ASCII",
+            )
+        })?;
+        meta = meta.with_scoped_idempotency_key(key, "register")?;
     }
     let timezone = body.timezone.clone();
-    let user = state.api.identity.register(&meta, body).await?.value;
-    let token = state.api.auth.issue(&user, Some(&timezone))?;
+    let input = Register {
+        email: body.email,
+        password: body.password,
+        display_name: body.display_name,
+        timezone: body.timezone,
+        units: body.units.unwrap_or_default(),
+    };
+    let user = state.api.identity.register(&meta, input).await?.value;
+    let session = state.api.identity.start_session(&user).await?;
+    let reply = reply(&state, user, Some(&timezone), session)?;
     Ok((
         StatusCode::CREATED,
-        Json(TokenReply {
-            user_id: user,
-            token,
-        }),
-    ))
+        [(axum::http::header::LOCATION, "/v1/me/profile")],
+        Json(reply),
+    )
+        .into_response())
 }
 
 /// `POST /v1/auth/login`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Login {
     /// Compared case-insensitively.
     #[schema(example = "ana@example.com")]
@@ -88,8 +165,9 @@ pub struct Login {
         (status = 413, response = responses::PayloadTooLarge),
         (status = 415, response = responses::UnsupportedMediaType),
         (status = 422, response = responses::Unprocessable),
-        (status = 429, response = responses::Throttled),
+        (status = 429, response = responses::TooManyRequests),
         (status = 500, response = responses::Internal),
+        (status = 503, response = responses::Busy),
     ),
 )]
 pub async fn login(
@@ -111,9 +189,82 @@ pub async fn login(
         .await
         .ok()
         .map(|p| p.timezone);
-    let token = state.api.auth.issue(&user, timezone.as_deref())?;
-    Ok(Json(TokenReply {
-        user_id: user,
-        token,
-    }))
+    let session = state.api.identity.start_session(&user).await?;
+    Ok(Json(reply(&state, user, timezone.as_deref(), session)?))
+}
+
+/// A refresh token, to exchange or to end.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RefreshBody {
+    pub refresh_token: String,
+}
+
+/// Exchanges a refresh token for a new access token and a new refresh token.
+///
+/// A refresh token works once: presented again, it ends its session (whoever else
+/// holds it can no longer use it).
+#[utoipa::path(
+    post,
+    path = "/v1/auth/refresh",
+    tag = "identity",
+    request_body = RefreshBody,
+    responses(
+        (status = 200, description = "A new pair.", body = TokenReply),
+        (status = 400, response = responses::MalformedJson),
+        (status = 401, description = "`invalid_refresh_token`: unknown, expired, ended or already used: sign in again.", body = ErrorBody),
+        (status = 413, response = responses::PayloadTooLarge),
+        (status = 415, response = responses::UnsupportedMediaType),
+        (status = 422, response = responses::Unprocessable),
+        (status = 429, response = responses::TooManyRequests),
+        (status = 500, response = responses::Internal),
+    ),
+)]
+pub async fn refresh(
+    State(state): State<AppState>,
+    client: ClientAddress,
+    ApiJson(body): ApiJson<RefreshBody>,
+) -> Result<Json<TokenReply>, ApiError> {
+    state.api.limits.unauthenticated(client)?;
+    let (user, next) = state
+        .api
+        .identity
+        .refresh_session(&body.refresh_token)
+        .await?;
+    let timezone = state
+        .api
+        .identity
+        .profile(&user)
+        .await
+        .ok()
+        .map(|p| p.timezone);
+    Ok(Json(reply(&state, user, timezone.as_deref(), next)?))
+}
+
+/// Ends the session of a refresh token (the access tokens already issued run out within
+/// the hour).
+#[utoipa::path(
+    post,
+    path = "/v1/auth/logout",
+    tag = "identity",
+    request_body = RefreshBody,
+    responses(
+        (status = 204, description = "Signed out (or already)."),
+        (status = 400, response = responses::MalformedJson),
+        (status = 401, description = "`invalid_refresh_token`: not the session's current token.", body = ErrorBody),
+        (status = 413, response = responses::PayloadTooLarge),
+        (status = 415, response = responses::UnsupportedMediaType),
+        (status = 422, response = responses::Unprocessable),
+        (status = 429, response = responses::TooManyRequests),
+        (status = 500, response = responses::Internal),
+    ),
+)]
+pub async fn logout(
+    State(state): State<AppState>,
+    client: ClientAddress,
+    ApiJson(body): ApiJson<RefreshBody>,
+) -> Result<StatusCode, ApiError> {
+    state.api.limits.unauthenticated(client)?;
+    state.api.identity.end_session(&body.refresh_token).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

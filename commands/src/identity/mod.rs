@@ -1,4 +1,5 @@
-//! Identity: accounts, emails, profiles, passwords, deletion requests.
+//! Identity: accounts, emails, profiles, passwords, deletion requests, and the
+//! signed-in sessions (`sessions`).
 //!
 //! Items: `USER#<id>/PROFILE` (with `email_pk` for the `by-email` index, the argon2
 //! password hash, status, version) and the reservation `EMAIL#<email>/EMAIL`, which
@@ -73,7 +74,7 @@ pub struct UpdateProfile {
     pub units: Option<Units>,
 }
 
-fn profile_key(user: &UserId) -> Key {
+pub(crate) fn profile_key(user: &UserId) -> Key {
     Key::new(
         PartitionKey::User(user.clone()).to_string(),
         SortKey::Profile.to_string(),
@@ -114,6 +115,10 @@ async fn dummy_hash() -> Result<&'static str, CommandError> {
         .await
         .map(String::as_str)
 }
+
+mod sessions;
+
+pub use sessions::{RefreshToken, SESSION_DAYS};
 
 #[derive(Debug, Clone)]
 pub struct IdentityCommands {
@@ -320,6 +325,8 @@ impl IdentityCommands {
                 key,
                 condition: None,
             }));
+            // A new email ends every session: whoever signs in again signs in to it.
+            actions.extend(self.end_every_session(&meta.user).await?);
             match idempotency::commit(
                 &self.table,
                 meta,
@@ -465,6 +472,8 @@ impl IdentityCommands {
                     condition: None,
                 },
             ];
+            let mut actions = actions;
+            actions.extend(self.end_every_session(&meta.user).await?);
             match idempotency::commit(
                 &self.table,
                 meta,

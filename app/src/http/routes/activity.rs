@@ -1,0 +1,230 @@
+//! Workouts and training blocks under `/v1/me`: record a workout, the workout history,
+//! the latest workout, the current training block.
+
+use super::{ApiError, created, timezone};
+use crate::http::AppState;
+use crate::http::auth::AuthUser;
+use crate::http::etag::viewed;
+use crate::http::extract::{ApiJson, ApiQuery, meta};
+use crate::http::formats::{Whole, day};
+use crate::http::openapi::responses;
+use axum::Router;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::routing::get;
+use commands::activity::RecordWorkout;
+use events_schema::events::activity::Workout;
+use events_schema::time::{Day, Timestamp};
+use readmodels::history::PageRequest;
+use readmodels::views::{Page, SourceView, TrainingBlockView, WorkoutView};
+use serde::Deserialize;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/me/workouts", get(workouts).post(record_workout))
+        .route("/v1/me/workouts/latest", get(latest_workout))
+        .route("/v1/me/training-block/current", get(current_training_block))
+}
+
+pub(crate) fn view(w: Workout) -> WorkoutView {
+    WorkoutView {
+        workout_id: w.workout_id,
+        day: w.day,
+        sport: w.sport,
+        started_at: w.started_at,
+        duration_s: w.duration_s,
+        distance_m: w.distance_m,
+        calories: w.calories,
+        source: SourceView::from(w.source),
+    }
+}
+
+/// A workout entered in the app.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkoutBody {
+    /// Such as `run`, `ride`, `strength`: 1 to 40 characters (stored in lowercase).
+    #[schema(example = "run", min_length = 1, max_length = 40)]
+    pub sport: String,
+    /// Any RFC 3339 date-time from 2000-01-01 to a day from now.
+    #[schema(example = "2026-03-01T07:00:00Z")]
+    pub started_at: Timestamp,
+    /// IANA timezone that names the workout's day; the token's timezone (or UTC) if absent.
+    pub timezone: Option<String>,
+    /// 1 to 86400 seconds.
+    #[schema(value_type = u32, minimum = 1, maximum = 86400, example = 2400)]
+    pub duration_s: Whole,
+    /// At most 1000000 metres.
+    #[schema(value_type = Option<u32>, minimum = 0, maximum = 1000000)]
+    pub distance_m: Option<Whole>,
+    /// At most 20000 kcal.
+    #[schema(value_type = Option<u32>, minimum = 0, maximum = 20000)]
+    pub calories: Option<Whole>,
+}
+
+/// Records a workout entered in the app.
+#[utoipa::path(
+    post,
+    path = "/v1/me/workouts",
+    tag = "activity",
+    security(("bearer" = [])),
+    params(responses::IdempotencyKey),
+    request_body = WorkoutBody,
+    responses(
+        (status = 201, description = "Recorded; `Location` lists its day's workouts.", body = WorkoutView,
+         headers(("Location" = String, description = "`/v1/me/workouts?from={day}&to={day}`"))),
+        responses::JsonWriteErrors,
+    ),
+)]
+pub async fn record_workout(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<WorkoutBody>,
+) -> Result<Response, ApiError> {
+    let input = RecordWorkout {
+        timezone: timezone(body.timezone, &caller),
+        sport: body.sport,
+        started_at: body.started_at,
+        duration_s: body.duration_s.within("duration_s", 86_400)?,
+        distance_m: body
+            .distance_m
+            .map(|d| d.within("distance_m", 1_000_000))
+            .transpose()?,
+        calories: body
+            .calories
+            .map(|c| c.within("calories", 20_000))
+            .transpose()?,
+    };
+    let workout = state
+        .api
+        .activity
+        .record_workout(&meta(&caller, &headers, "record_workout")?, input)
+        .await?
+        .value;
+    created(
+        format!("/v1/me/workouts?from={0}&to={0}", workout.day),
+        &view(workout),
+    )
+}
+
+/// A range of days, and which page of it.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryQuery {
+    /// First day, `YYYY-MM-DD`.
+    #[param(example = "2026-03-01")]
+    pub from: String,
+    /// Last day, `YYYY-MM-DD`, not before `from`.
+    #[param(example = "2026-03-31")]
+    pub to: String,
+    /// Items per page, 1 to 100 (50 if absent).
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<usize>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+impl HistoryQuery {
+    pub(crate) fn parse(self) -> Result<((Day, Day), PageRequest), ApiError> {
+        let range = (day("from", &self.from)?, day("to", &self.to)?);
+        Ok((
+            range,
+            PageRequest {
+                limit: self.limit,
+                cursor: self.cursor,
+            },
+        ))
+    }
+}
+
+/// Workouts of a range of days, newest day first: one query per page.
+#[utoipa::path(
+    get,
+    path = "/v1/me/workouts",
+    tag = "activity",
+    security(("bearer" = [])),
+    params(HistoryQuery, responses::IfNoneMatch),
+    responses(
+        (status = 200, description = "A page of workouts.", body = Page<WorkoutView>,
+         headers(("ETag" = String, description = "The representation's tag."))),
+        (status = 304, response = responses::NotModified),
+        responses::QueryErrors,
+    ),
+)]
+pub async fn workouts(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    headers: HeaderMap,
+    ApiQuery(query): ApiQuery<HistoryQuery>,
+) -> Result<Response, ApiError> {
+    let (range, page) = query.parse()?;
+    let found = state
+        .api
+        .reads
+        .history
+        .workouts(&caller.user, range, &page)
+        .await?;
+    viewed(&headers, &found)
+}
+
+/// The most recent workout: one query.
+#[utoipa::path(
+    get,
+    path = "/v1/me/workouts/latest",
+    tag = "activity",
+    security(("bearer" = [])),
+    params(responses::IfNoneMatch),
+    responses(
+        (status = 200, description = "The workout with the latest day.", body = WorkoutView,
+         headers(("ETag" = String, description = "The representation's tag."))),
+        (status = 304, response = responses::NotModified),
+        responses::ReadErrors,
+    ),
+)]
+pub async fn latest_workout(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let workout = state
+        .api
+        .reads
+        .activity
+        .latest_workout(&caller.user)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    viewed(&headers, &workout)
+}
+
+/// The training block running today (in the token's timezone): one query.
+#[utoipa::path(
+    get,
+    path = "/v1/me/training-block/current",
+    tag = "activity",
+    security(("bearer" = [])),
+    params(responses::IfNoneMatch),
+    responses(
+        (status = 200, description = "The current block.", body = TrainingBlockView,
+         headers(("ETag" = String, description = "The representation's tag."))),
+        (status = 304, response = responses::NotModified),
+        responses::ReadErrors,
+    ),
+)]
+pub async fn current_training_block(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let today = caller.today();
+    let block = state
+        .api
+        .reads
+        .activity
+        .current_training_block(&caller.user, today)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    viewed(&headers, &block)
+}

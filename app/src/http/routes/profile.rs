@@ -1,0 +1,186 @@
+//! The caller's account under `/v1/me`: the profile, the password, the account's
+//! deletion.
+
+use super::ApiError;
+use crate::http::AppState;
+use crate::http::auth::AuthUser;
+use crate::http::etag::viewed;
+use crate::http::extract::{ApiJson, meta};
+use crate::http::openapi::responses;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use commands::identity::UpdateProfile;
+use events_schema::events::identity::{ProfileState, Units};
+use readmodels::views::ProfileView;
+use serde::Deserialize;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/me", delete(delete_me))
+        .route("/v1/me/profile", get(get_profile).patch(patch_profile))
+        .route("/v1/me/password", post(change_password))
+}
+
+fn view(state: ProfileState) -> ProfileView {
+    ProfileView {
+        email: state.email,
+        display_name: state.display_name,
+        timezone: state.timezone,
+        units: state.units,
+    }
+}
+
+/// The caller's profile.
+#[utoipa::path(
+    get,
+    path = "/v1/me/profile",
+    tag = "profile",
+    security(("bearer" = [])),
+    params(responses::IfNoneMatch),
+    responses(
+        (status = 200, description = "The profile. Right after registering it may not be projected yet: 404.",
+         body = ProfileView, headers(("ETag" = String, description = "The representation's tag."))),
+        (status = 304, response = responses::NotModified),
+        responses::ReadErrors,
+    ),
+)]
+pub async fn get_profile(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let profile = state
+        .api
+        .reads
+        .dashboard
+        .profile(&caller.user)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    viewed(&headers, &profile)
+}
+
+/// `PATCH /v1/me/profile`: only the fields present change.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProfilePatch {
+    /// 1 to 80 characters.
+    #[schema(min_length = 1, max_length = 80)]
+    pub display_name: Option<String>,
+    /// IANA timezone name.
+    #[schema(example = "Europe/Paris")]
+    pub timezone: Option<String>,
+    pub units: Option<Units>,
+    /// A new email: unique across accounts; every session ends with the change (sign in
+    /// again with it).
+    #[schema(max_length = 254)]
+    pub email: Option<String>,
+}
+
+/// Changes the fields present in the body.
+#[utoipa::path(
+    patch,
+    path = "/v1/me/profile",
+    tag = "profile",
+    security(("bearer" = [])),
+    params(responses::IdempotencyKey),
+    request_body = ProfilePatch,
+    responses(
+        (status = 200, description = "The profile after the change.", body = ProfileView),
+        (status = 404, response = responses::NotFound),
+        responses::JsonWriteErrors,
+    ),
+)]
+pub async fn patch_profile(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<ProfilePatch>,
+) -> Result<Json<ProfileView>, ApiError> {
+    let meta = meta(&caller, &headers, "patch_profile")?;
+    let mut profile = None;
+    if let Some(email) = &body.email {
+        profile = Some(state.api.identity.change_email(&meta, email).await?.value);
+    }
+    let rest = UpdateProfile {
+        display_name: body.display_name,
+        timezone: body.timezone,
+        units: body.units,
+    };
+    let changes_more =
+        rest.display_name.is_some() || rest.timezone.is_some() || rest.units.is_some();
+    if changes_more || profile.is_none() {
+        profile = Some(state.api.identity.update_profile(&meta, rest).await?.value);
+    }
+    let profile = profile.ok_or_else(|| ApiError::internal("no profile after a change"))?;
+    Ok(Json(view(profile)))
+}
+
+/// `POST /v1/me/password`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PasswordChange {
+    #[schema(format = Password)]
+    pub current_password: String,
+    /// 10 to 256 characters.
+    #[schema(format = Password, min_length = 10, max_length = 256)]
+    pub new_password: String,
+}
+
+/// Changes the password; every session (refresh token) ends with it.
+#[utoipa::path(
+    post,
+    path = "/v1/me/password",
+    tag = "profile",
+    security(("bearer" = [])),
+    request_body = PasswordChange,
+    responses(
+        (status = 204, description = "Changed; sign in again on other devices."),
+        (status = 404, response = responses::NotFound),
+        (status = 503, response = responses::Busy),
+        responses::JsonWriteErrors,
+    ),
+)]
+pub async fn change_password(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    ApiJson(body): ApiJson<PasswordChange>,
+) -> Result<StatusCode, ApiError> {
+    let meta = commands::CommandMeta::new(caller.user.clone());
+    state
+        .api
+        .identity
+        .change_password(&meta, &body.current_password, &body.new_password)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Requests the deletion of the caller's account.
+///
+/// Every context then drains the user's data; from now on this account's tokens read
+/// and write nothing (`401 account_deleted`) and sign-in is refused.
+#[utoipa::path(
+    delete,
+    path = "/v1/me",
+    tag = "profile",
+    security(("bearer" = [])),
+    params(responses::IdempotencyKey),
+    responses(
+        (status = 202, description = "Deletion requested; it completes asynchronously."),
+        (status = 400, response = responses::BadHeader),
+        (status = 409, response = responses::Conflict),
+        (status = 422, response = responses::Unprocessable),
+        responses::ReadErrors,
+    ),
+)]
+pub async fn delete_me(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    headers: HeaderMap,
+) -> Result<StatusCode, ApiError> {
+    let meta = meta(&caller, &headers, "delete_account")?;
+    state.api.identity.request_deletion(&meta).await?;
+    Ok(StatusCode::ACCEPTED)
+}

@@ -1,0 +1,154 @@
+//! Sleep under `/v1/me`: record a session, the sleep history.
+
+use super::activity::HistoryQuery;
+use super::{ApiError, created, timezone};
+use crate::http::AppState;
+use crate::http::auth::AuthUser;
+use crate::http::etag::viewed;
+use crate::http::extract::{ApiJson, ApiQuery, meta};
+use crate::http::formats::Whole;
+use crate::http::openapi::responses;
+use axum::Router;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::routing::get;
+use commands::sleep::RecordSleep;
+use events_schema::events::sleep::{SleepSession, SleepStages};
+use events_schema::time::Timestamp;
+use readmodels::views::{Page, SleepView};
+use serde::Deserialize;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/v1/me/sleep", get(sleep_history).post(record_sleep))
+}
+
+fn view(s: SleepSession) -> SleepView {
+    SleepView {
+        sleep_id: s.sleep_id,
+        night: s.night,
+        minutes: ((s.end.millis() - s.start.millis()) / 60_000).max(0),
+        start: s.start,
+        end: s.end,
+        score: s.score,
+        stages: s.stages,
+        source: s.source.into(),
+    }
+}
+
+/// A sleep session entered in the app.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SleepBody {
+    /// Any RFC 3339 date-time from 2000-01-01 to a day from now.
+    #[schema(example = "2026-03-01T22:00:00Z")]
+    pub start: Timestamp,
+    /// After `start`, at most 24 hours later.
+    #[schema(example = "2026-03-02T06:00:00Z")]
+    pub end: Timestamp,
+    /// IANA timezone that names the night; the token's timezone (or UTC) if absent.
+    pub timezone: Option<String>,
+    /// 0 to 100.
+    #[schema(value_type = u8, minimum = 0, maximum = 100)]
+    pub score: Whole,
+    /// Minutes per stage; together at most the session's length. Zeros if absent.
+    pub stages: Option<StagesBody>,
+}
+
+/// Minutes spent in each stage of a session, each 0 to 1440.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StagesBody {
+    #[schema(value_type = u32, minimum = 0, maximum = 1440)]
+    pub awake_min: Whole,
+    #[schema(value_type = u32, minimum = 0, maximum = 1440)]
+    pub light_min: Whole,
+    #[schema(value_type = u32, minimum = 0, maximum = 1440)]
+    pub deep_min: Whole,
+    #[schema(value_type = u32, minimum = 0, maximum = 1440)]
+    pub rem_min: Whole,
+}
+
+impl StagesBody {
+    fn stages(self) -> Result<SleepStages, ApiError> {
+        Ok(SleepStages {
+            awake_min: self.awake_min.within("stages.awake_min", 1440)?,
+            light_min: self.light_min.within("stages.light_min", 1440)?,
+            deep_min: self.deep_min.within("stages.deep_min", 1440)?,
+            rem_min: self.rem_min.within("stages.rem_min", 1440)?,
+        })
+    }
+}
+
+/// Records a sleep session entered in the app.
+#[utoipa::path(
+    post,
+    path = "/v1/me/sleep",
+    tag = "sleep",
+    security(("bearer" = [])),
+    params(responses::IdempotencyKey),
+    request_body = SleepBody,
+    responses(
+        (status = 201, description = "Recorded; `Location` lists its night's sessions.", body = SleepView,
+         headers(("Location" = String, description = "`/v1/me/sleep?from={night}&to={night}`"))),
+        responses::JsonWriteErrors,
+    ),
+)]
+pub async fn record_sleep(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<SleepBody>,
+) -> Result<Response, ApiError> {
+    let input = RecordSleep {
+        timezone: timezone(body.timezone, &caller),
+        start: body.start,
+        end: body.end,
+        score: body.score.within("score", 100)?,
+        stages: body
+            .stages
+            .map(StagesBody::stages)
+            .transpose()?
+            .unwrap_or_default(),
+    };
+    let session = state
+        .api
+        .sleep
+        .record_sleep(&meta(&caller, &headers, "record_sleep")?, input)
+        .await?
+        .value;
+    created(
+        format!("/v1/me/sleep?from={0}&to={0}", session.night),
+        &view(session),
+    )
+}
+
+/// Sleep sessions of a range of nights, newest first: one query per page.
+#[utoipa::path(
+    get,
+    path = "/v1/me/sleep",
+    tag = "sleep",
+    security(("bearer" = [])),
+    params(HistoryQuery, responses::IfNoneMatch),
+    responses(
+        (status = 200, description = "A page of sessions.", body = Page<SleepView>,
+         headers(("ETag" = String, description = "The representation's tag."))),
+        (status = 304, response = responses::NotModified),
+        responses::QueryErrors,
+    ),
+)]
+pub async fn sleep_history(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    headers: HeaderMap,
+    ApiQuery(query): ApiQuery<HistoryQuery>,
+) -> Result<Response, ApiError> {
+    let (range, page) = query.parse()?;
+    let found = state
+        .api
+        .reads
+        .history
+        .sleep(&caller.user, range, &page)
+        .await?;
+    viewed(&headers, &found)
+}

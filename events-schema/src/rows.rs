@@ -1,0 +1,174 @@
+//! The projection rows, one type per kind of row: the contract between the projector
+//! that writes a row and the query handler that reads it, so a row's shape lives in one
+//! place. Rows are stored with their keys (`pk`, `sk`) and whatever bookkeeping the
+//! projector adds (versions, entry sets); the types hold what readers use and the
+//! versions writers guard on. None of these is shown to clients as is: the read side
+//! turns them into views.
+//!
+//! A deleted thing is a tombstone (`deleted: true` and its version, nothing else): check
+//! [`is_tombstone`] before decoding a row.
+
+use crate::events::Source;
+use crate::events::goals::{GoalKind, GoalPeriod};
+use crate::events::identity::Units;
+use crate::events::nutrition::Nutrients;
+use crate::events::sleep::SleepStages;
+use crate::ids::{GoalId, MealId, ProviderName, SleepId, WorkoutId};
+use crate::time::{Day, Timestamp};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+
+/// The attribute that marks a tombstone row.
+pub const DELETED: &str = "deleted";
+
+/// Whether a stored row (as JSON) is a tombstone.
+pub fn is_tombstone(row: &serde_json::Map<String, serde_json::Value>) -> bool {
+    row.get(DELETED)
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// Dashboard `PROFILE`: the profile as identity last published it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileRow {
+    pub email: String,
+    pub display_name: String,
+    pub timezone: String,
+    pub units: Units,
+    pub version: u64,
+}
+
+/// A day's meals in all (`DAILY#` nutrition group, cross rows, goal facts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DayNutrition {
+    pub meals: u32,
+    pub totals: Nutrients,
+}
+
+/// A day's workouts in all.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DayActivity {
+    pub workouts: u32,
+    pub active_minutes: u64,
+}
+
+/// A night's sleep: its sessions, their minutes in all, and the main (longest)
+/// session's score and stages.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NightSleep {
+    pub sessions: u32,
+    pub minutes: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sleep_id: Option<SleepId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<SleepStages>,
+}
+
+/// Dashboard `DAILY#<date>`: one group per context, present once that context reported
+/// something for the day (the entry sets and revisions behind `activity` and `sleep` are
+/// the projector's bookkeeping and not read here).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DailyRow {
+    pub day: Day,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nutrition: Option<DayNutrition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<DayActivity>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sleep: Option<NightSleep>,
+}
+
+/// A meal as the read side keeps it: dashboard `RECENT_MEAL#<date>#<id>` (the last 30
+/// days) and the meal history `~MEAL#<date>#<id>`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MealRow {
+    pub meal_id: MealId,
+    pub day: Day,
+    pub name: String,
+    pub eaten_at: Timestamp,
+    pub nutrients: Nutrients,
+    pub version: u64,
+}
+
+/// A workout as the read side keeps it: `RECENT_WORKOUT#<date>#<id>` and the workout
+/// history `~WORKOUT#<date>#<id>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkoutRow {
+    pub workout_id: WorkoutId,
+    pub day: Day,
+    pub sport: String,
+    pub started_at: Timestamp,
+    pub duration_s: u32,
+    pub distance_m: Option<u32>,
+    pub calories: Option<u32>,
+    /// Absent on rows written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+    pub version: u64,
+}
+
+/// A sleep session in the sleep history `~SLEEP#<night>#<id>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SleepRow {
+    pub sleep_id: SleepId,
+    pub night: Day,
+    pub start: Timestamp,
+    pub end: Timestamp,
+    pub score: u8,
+    pub stages: SleepStages,
+    pub source: Source,
+    pub version: u64,
+}
+
+/// Dashboard `ACTIVE_GOAL#<goal-id>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActiveGoalRow {
+    pub goal_id: GoalId,
+    pub kind: GoalKind,
+    pub title: String,
+    pub target: Decimal,
+    pub period: GoalPeriod,
+    pub version: u64,
+}
+
+/// Dashboard `CONNECTION#<provider>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectionRow {
+    pub provider: ProviderName,
+    pub connected: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connected_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    pub version: u64,
+}
+
+/// Goals `PROGRESS#<goal-id>#<period-start>`: a goal's value over one period (present
+/// only while it is not zero).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgressRow {
+    pub goal_id: GoalId,
+    pub period_start: Day,
+    pub value: Decimal,
+    pub target: Decimal,
+    pub met: bool,
+}
+
+/// What the goals projection keeps on a goal item: the latest period's value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GoalProgressAttrs {
+    #[serde(default)]
+    pub current_value: Option<Decimal>,
+    #[serde(default)]
+    pub current_period_start: Option<Day>,
+}
+
+/// Insights `READINESS#<date>`: the nightly score.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadinessRow {
+    pub day: Day,
+    pub score: u64,
+    pub days_with_data: u64,
+}

@@ -1,0 +1,75 @@
+//! The activity context's reads: the latest workout (one reverse Query, limit 1) and the
+//! training block running on a day (one reverse Query, limit 1).
+
+use crate::views::{SourceView, TrainingBlockView, WorkoutView};
+use crate::{QueryError, decode};
+use chrono::Duration;
+use events_schema::events::activity::{TrainingBlockStarted, Workout};
+use events_schema::ids::UserId;
+use events_schema::keys::{PartitionKey, prefix};
+use events_schema::time::Day;
+use infra::store::{Query, SortKeyCondition};
+use infra::table::{Table, contexts};
+
+#[derive(Debug, Clone)]
+pub struct Activity {
+    table: Table<contexts::Activity>,
+}
+
+impl Activity {
+    pub fn new(table: Table<contexts::Activity>) -> Self {
+        Self { table }
+    }
+
+    /// The workout with the latest day (and, on that day, the latest id).
+    pub async fn latest_workout(&self, user: &UserId) -> Result<Option<WorkoutView>, QueryError> {
+        let query = Query::partition(PartitionKey::User(user.clone()).to_string())
+            .sort_key(SortKeyCondition::BeginsWith(prefix::WORKOUT.to_owned()))
+            .reverse()
+            .limit(1);
+        let Some(row) = self.table.query(&query).await?.items.into_iter().next() else {
+            return Ok(None);
+        };
+        let w: Workout = decode(row)?;
+        Ok(Some(WorkoutView {
+            workout_id: w.workout_id,
+            day: w.day,
+            sport: w.sport,
+            started_at: w.started_at,
+            duration_s: w.duration_s,
+            distance_m: w.distance_m,
+            calories: w.calories,
+            source: SourceView::from(w.source),
+        }))
+    }
+
+    /// The training block running on `today`: the latest block started on or before it,
+    /// if it has not ended.
+    pub async fn current_training_block(
+        &self,
+        user: &UserId,
+        today: Day,
+    ) -> Result<Option<TrainingBlockView>, QueryError> {
+        let upto = SortKeyCondition::Between(
+            prefix::TRAINING_BLOCK.to_owned(),
+            format!("{}{today}#\u{10FFFF}", prefix::TRAINING_BLOCK),
+        );
+        let query = Query::partition(PartitionKey::User(user.clone()).to_string())
+            .sort_key(upto)
+            .reverse()
+            .limit(1);
+        let Some(row) = self.table.query(&query).await?.items.into_iter().next() else {
+            return Ok(None);
+        };
+        let block: TrainingBlockStarted = decode(row)?;
+        let end_day =
+            Day::new(block.start_day.date() + Duration::days(i64::from(block.weeks) * 7 - 1));
+        Ok((today <= end_day).then_some(TrainingBlockView {
+            training_block_id: block.training_block_id,
+            start_day: block.start_day,
+            end_day,
+            weeks: block.weeks,
+            focus: block.focus,
+        }))
+    }
+}

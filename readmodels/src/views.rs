@@ -1,0 +1,414 @@
+//! The views: what the app is shown. Quantities are JSON numbers: stored exactly as
+//! decimals (at most one decimal place, within documented bounds), they convert to
+//! numbers that print as the same decimals, so what the app adds up is what was
+//! logged. Timestamps are written `YYYY-MM-DDTHH:MM:SS.mmmZ`, dates `YYYY-MM-DD` in the
+//! user's timezone.
+
+use events_schema::events::Source;
+use events_schema::events::goals::{GoalKind, GoalPeriod, GoalStatus};
+use events_schema::events::identity::Units;
+use events_schema::events::nutrition::Nutrients;
+use events_schema::events::sleep::SleepStages;
+use events_schema::ids::{GoalId, MealId, ProviderName, SleepId, TrainingBlockId, WorkoutId};
+use events_schema::rows::{
+    ConnectionRow, DayActivity, DayNutrition, MealRow, NightSleep, ProfileRow, SleepRow, WorkoutRow,
+};
+use events_schema::time::{Day, Timestamp};
+use rust_decimal::Decimal;
+use rust_decimal::prelude::ToPrimitive;
+use serde::Serialize;
+
+#[cfg(feature = "openapi")]
+use utoipa::ToSchema;
+
+/// A quantity as a JSON number: `650`, `30.5`. Stored exactly as a decimal (at most a
+/// few decimal places, fewer than 15 significant digits), written as the integer it is
+/// or as the double nearest it, which prints as the same decimal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(
+    feature = "openapi",
+    derive(ToSchema),
+    schema(value_type = f64, example = 30.5)
+)]
+pub struct Amount(pub Decimal);
+
+impl Amount {
+    /// The amount as a double (for clients and tests that add numbers up).
+    pub fn as_f64(self) -> f64 {
+        self.0.to_f64().unwrap_or(0.0)
+    }
+}
+
+impl Serialize for Amount {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let value = self.0.normalize();
+        match (value.scale(), value.to_i64()) {
+            (0, Some(whole)) => serializer.serialize_i64(whole),
+            _ => serializer.serialize_f64(value.to_f64().unwrap_or(0.0)),
+        }
+    }
+}
+
+/// A decimal as a quantity of a view.
+pub fn number(value: Decimal) -> Amount {
+    Amount(value)
+}
+
+/// Energy and macronutrients.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct NutrientsView {
+    /// kcal.
+    pub calories: Amount,
+    pub protein_g: Amount,
+    pub carbs_g: Amount,
+    pub fat_g: Amount,
+}
+
+impl From<Nutrients> for NutrientsView {
+    fn from(n: Nutrients) -> Self {
+        Self {
+            calories: number(n.calories),
+            protein_g: number(n.protein_g),
+            carbs_g: number(n.carbs_g),
+            fat_g: number(n.fat_g),
+        }
+    }
+}
+
+/// The caller's profile.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ProfileView {
+    pub email: String,
+    pub display_name: String,
+    /// IANA timezone name: it names the user's days.
+    pub timezone: String,
+    pub units: Units,
+}
+
+impl From<ProfileRow> for ProfileView {
+    fn from(row: ProfileRow) -> Self {
+        Self {
+            email: row.email,
+            display_name: row.display_name,
+            timezone: row.timezone,
+            units: row.units,
+        }
+    }
+}
+
+/// A logged meal.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct MealView {
+    pub meal_id: MealId,
+    /// The day it counts for, in the timezone it was logged in.
+    pub day: Day,
+    pub eaten_at: Timestamp,
+    pub name: String,
+    pub nutrients: NutrientsView,
+}
+
+impl From<MealRow> for MealView {
+    fn from(row: MealRow) -> Self {
+        Self {
+            meal_id: row.meal_id,
+            day: row.day,
+            eaten_at: row.eaten_at,
+            name: row.name,
+            nutrients: row.nutrients.into(),
+        }
+    }
+}
+
+/// Where a workout or a sleep session came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub enum SourceView {
+    /// Entered in the app.
+    Manual,
+    /// Synced from a wearable.
+    Provider {
+        provider: ProviderName,
+        external_id: String,
+    },
+}
+
+impl From<Source> for SourceView {
+    fn from(source: Source) -> Self {
+        match source {
+            Source::Manual => SourceView::Manual,
+            Source::Provider {
+                provider,
+                external_id,
+            } => SourceView::Provider {
+                provider,
+                external_id: external_id.to_string(),
+            },
+        }
+    }
+}
+
+/// A workout.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct WorkoutView {
+    pub workout_id: WorkoutId,
+    /// The day it started, in the user's timezone.
+    pub day: Day,
+    pub sport: String,
+    pub started_at: Timestamp,
+    pub duration_s: u32,
+    pub distance_m: Option<u32>,
+    pub calories: Option<u32>,
+    pub source: SourceView,
+}
+
+impl From<WorkoutRow> for WorkoutView {
+    fn from(row: WorkoutRow) -> Self {
+        Self {
+            workout_id: row.workout_id,
+            day: row.day,
+            sport: row.sport,
+            started_at: row.started_at,
+            duration_s: row.duration_s,
+            distance_m: row.distance_m,
+            calories: row.calories,
+            source: row.source.map_or(SourceView::Manual, SourceView::from),
+        }
+    }
+}
+
+/// A sleep session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct SleepView {
+    pub sleep_id: SleepId,
+    /// The night, named by the day it started in the user's timezone.
+    pub night: Day,
+    pub start: Timestamp,
+    pub end: Timestamp,
+    pub minutes: i64,
+    /// 0 to 100.
+    pub score: u8,
+    pub stages: SleepStages,
+    pub source: SourceView,
+}
+
+impl From<SleepRow> for SleepView {
+    fn from(row: SleepRow) -> Self {
+        Self {
+            sleep_id: row.sleep_id,
+            night: row.night,
+            minutes: ((row.end.millis() - row.start.millis()) / 60_000).max(0),
+            start: row.start,
+            end: row.end,
+            score: row.score,
+            stages: row.stages,
+            source: row.source.into(),
+        }
+    }
+}
+
+/// A day's meals in all.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DayNutritionView {
+    pub meals: u32,
+    pub totals: NutrientsView,
+}
+
+impl From<DayNutrition> for DayNutritionView {
+    fn from(n: DayNutrition) -> Self {
+        Self {
+            meals: n.meals,
+            totals: n.totals.into(),
+        }
+    }
+}
+
+/// A day's workouts in all.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DayActivityView {
+    pub workouts: u32,
+    pub active_minutes: u64,
+}
+
+impl From<DayActivity> for DayActivityView {
+    fn from(a: DayActivity) -> Self {
+        Self {
+            workouts: a.workouts,
+            active_minutes: a.active_minutes,
+        }
+    }
+}
+
+/// A night's sleep: its sessions, their minutes in all, and the score and stages of the
+/// longest (absent when there was no session).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct NightSleepView {
+    pub sessions: u32,
+    pub minutes: i64,
+    pub score: Option<u8>,
+    pub stages: Option<SleepStages>,
+}
+
+impl From<NightSleep> for NightSleepView {
+    fn from(s: NightSleep) -> Self {
+        Self {
+            sessions: s.sessions,
+            minutes: s.minutes,
+            score: s.score,
+            stages: s.stages,
+        }
+    }
+}
+
+/// What one day holds: meals, workouts and the night's sleep (zeros when nothing was
+/// recorded).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DayView {
+    pub day: Day,
+    pub nutrition: DayNutritionView,
+    pub activity: DayActivityView,
+    pub sleep: NightSleepView,
+}
+
+impl DayView {
+    /// A day with nothing recorded.
+    pub fn empty(day: Day) -> Self {
+        Self {
+            day,
+            nutrition: DayNutritionView {
+                meals: 0,
+                totals: Nutrients::default().into(),
+            },
+            activity: DayActivityView {
+                workouts: 0,
+                active_minutes: 0,
+            },
+            sleep: NightSleepView {
+                sessions: 0,
+                minutes: 0,
+                score: None,
+                stages: None,
+            },
+        }
+    }
+}
+
+/// A goal's value over one period.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ProgressView {
+    /// The period's first day (a Monday for weekly goals).
+    pub period_start: Day,
+    pub value: Amount,
+    pub target: Amount,
+    pub met: bool,
+}
+
+/// A goal, with its latest period that counted anything.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct GoalView {
+    pub goal_id: GoalId,
+    pub kind: GoalKind,
+    pub title: String,
+    pub target: Amount,
+    pub period: GoalPeriod,
+    pub status: GoalStatus,
+    /// The user's day when it was set: it counts from the period holding it.
+    pub created_on: Option<Day>,
+    /// The latest period with a value above zero, if any.
+    pub latest: Option<ProgressView>,
+}
+
+/// A goal on the home screen (active goals only).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ActiveGoalView {
+    pub goal_id: GoalId,
+    pub kind: GoalKind,
+    pub title: String,
+    pub target: Amount,
+    pub period: GoalPeriod,
+}
+
+/// A wearable provider's connection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ConnectionView {
+    pub provider: ProviderName,
+    pub connected: bool,
+    pub connected_at: Option<Timestamp>,
+    pub scopes: Vec<String>,
+}
+
+impl From<ConnectionRow> for ConnectionView {
+    fn from(row: ConnectionRow) -> Self {
+        Self {
+            provider: row.provider,
+            connected: row.connected,
+            connected_at: row.connected_at,
+            scopes: row.scopes,
+        }
+    }
+}
+
+/// A training block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct TrainingBlockView {
+    pub training_block_id: TrainingBlockId,
+    pub start_day: Day,
+    /// The last day of the block.
+    pub end_day: Day,
+    pub weeks: u8,
+    pub focus: String,
+}
+
+/// What the app's home screen shows for one day.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DashboardView {
+    /// Absent until registration has been projected.
+    pub profile: Option<ProfileView>,
+    pub day: DayView,
+    /// The newest ten meals of the last 30 days, newest first.
+    pub recent_meals: Vec<MealView>,
+    /// The newest ten workouts of the last 30 days, newest first.
+    pub recent_workouts: Vec<WorkoutView>,
+    pub active_goals: Vec<ActiveGoalView>,
+    pub connections: Vec<ConnectionView>,
+}
+
+/// Daily nutrition over a range of days (days without a meal are left out).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DailyNutritionView {
+    pub days: Vec<DailySummaryView>,
+}
+
+/// One day's nutrition.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DailySummaryView {
+    pub day: Day,
+    pub meals: u32,
+    pub totals: NutrientsView,
+}
+
+/// One page of a list: pass `next_cursor` back as `cursor` for the next one; absent on
+/// the last page. A page may hold fewer items than the limit and still have a cursor.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+}
