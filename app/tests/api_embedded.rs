@@ -247,3 +247,52 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
 
     assert!(server.stop().success());
 }
+
+/// Found by the schema-driven fuzzer: `PATCH /v1/me/profile` with an email and other
+/// fields ran two commands under one Idempotency-Key, so the second was refused as a
+/// reused key (422) after the first had changed the email.
+#[test]
+fn a_profile_patch_with_an_email_is_all_or_nothing_and_replays() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let data_dir = dir.path().join("data");
+    let server = support::start_with_env(
+        &["--data-dir", data_dir.to_str().expect("utf-8")],
+        &[("VITALS_JWT_SECRET", "test-jwt-secret")],
+    );
+    let ana = register(&server.address, "ana@example.com");
+    let key = [("Idempotency-Key", "profile-1")];
+
+    // A bad timezone next to a new email: 422 and nothing changed.
+    let bad = json!({"email": "ana.new@example.com", "timezone": "Mars/Olympus"});
+    let (status, reply) = ana.call("PATCH", "/v1/me/profile", Some(bad), &[]);
+    assert_eq!(status, 422, "{reply}");
+    // (Sign-in reads the command side, the email's reservation: no projection lag.)
+    let login = |email: &str| {
+        let body = json!({"email": email, "password": "correct horse battery"});
+        Client::anonymous(&server.address)
+            .call("POST", "/v1/auth/login", Some(body), &[])
+            .0
+    };
+    assert_eq!(login("ana.new@example.com"), 401);
+    assert_eq!(login("ana@example.com"), 200);
+
+    // Both at once, with a key: both change, and a retry replays the same answer.
+    let both =
+        json!({"email": "ana.new@example.com", "display_name": "Ana B", "units": "imperial"});
+    let (status, first) = ana.call("PATCH", "/v1/me/profile", Some(both.clone()), &key);
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(
+        (&first["email"], &first["display_name"], &first["units"]),
+        (
+            &json!("ana.new@example.com"),
+            &json!("Ana B"),
+            &json!("imperial")
+        )
+    );
+    let (status, again) = ana.call("PATCH", "/v1/me/profile", Some(both), &key);
+    assert_eq!((status, &again), (200, &first));
+    assert_eq!(login("ana.new@example.com"), 200);
+    // The profile read is a projection: it converges on the answer.
+    ana.eventually("/v1/me/profile", CONVERGE_WITHIN, |p| p == &first);
+    server.stop();
+}

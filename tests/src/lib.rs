@@ -10,6 +10,7 @@
 //!   them per backend.
 //! - [`model`]: the model-based test: random histories through the real handlers and
 //!   projectors, compared with a reference model.
+//! - [`history_pages`]: the history screens paged through two years of data.
 //! - [`regressions`]: the defects a review found, each as a specification that must hold
 //!   on every backend; [`regressions_suite!`] expands them.
 
@@ -17,6 +18,7 @@ pub mod backends;
 pub mod commands;
 pub mod conformance;
 pub mod fixtures;
+pub mod history_pages;
 pub mod model;
 pub mod regressions;
 pub mod workload;

@@ -78,13 +78,13 @@ pub async fn goal_progress_follows_a_deleted_and_logged_again_meal(store: Arc<dy
         )
         .await
         .expect("goal")
-        .value;
+        .value.goal_id;
     let log = |m: Value| world.nutrition.log_meal(&world.meta, from_json(m));
     log(meal("Eggs", "20")).await.expect("meal");
     let ten = log(meal("Nuts", "10")).await.expect("meal").value;
     world
         .nutrition
-        .delete_meal(&world.meta, &ten)
+        .delete_meal(&world.meta, &ten.meal_id)
         .await
         .expect("deleted");
     log(meal("Nuts again", "10")).await.expect("meal");

@@ -76,7 +76,8 @@ async fn user_workload(store: Arc<dyn Store>, u: usize) -> UserId {
             .log_meal(&meta, meal(u + n, u + n / 2))
             .await
             .expect("meal")
-            .value;
+            .value
+            .meal_id;
         meals.push(id);
     }
     // One meal moves to another day, one is deleted.

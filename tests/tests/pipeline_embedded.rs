@@ -110,7 +110,8 @@ async fn commands_reach_the_dashboard_goals_and_insights() {
         )
         .await
         .expect("goal")
-        .value;
+        .value
+        .goal_id;
     world
         .nutrition
         .log_meal(&world.meta, meal("2026-03-01T08:00:00.000Z", 400, 30))
@@ -548,7 +549,8 @@ async fn a_goal_set_after_the_days_meals_starts_from_them() {
         )
         .await
         .expect("goal")
-        .value;
+        .value
+        .goal_id;
     let progress = Key::new(&pk, format!("PROGRESS#{goal}#{today}T00:00:00.000Z"));
     let row = wait_for(&store, Context::Goals, progress, |row| {
         at(row, "value") == "55"

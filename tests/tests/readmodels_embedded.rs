@@ -6,6 +6,7 @@ use commands::activity::{RecordWorkout, StartTrainingBlock};
 use commands::goals::CreateGoal;
 use events_schema::Context;
 use events_schema::events::goals::GoalKind;
+use events_schema::events::goals::GoalStatus;
 use events_schema::time::{Day, Timestamp};
 use infra::Store;
 use infra::counting::CountingStore;
@@ -13,7 +14,8 @@ use infra::embedded::EmbeddedStore;
 use infra::feed::embedded::EmbeddedFeed;
 use infra::table::Table;
 use projectors::pipeline::Pipeline;
-use readmodels::{QueryError, ReadModels};
+use readmodels::QueryError;
+use readmodels::history::PageRequest;
 use rust_decimal::Decimal;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -51,7 +53,8 @@ async fn every_query_is_one_request_on_projection_or_summary_rows() {
         )
         .await
         .expect("goal")
-        .value;
+        .value
+        .goal_id;
     for (at, calories) in [
         ("2026-03-01T08:00:00.000Z", 400),
         ("2026-03-02T08:00:00.000Z", 500),
@@ -101,76 +104,68 @@ async fn every_query_is_one_request_on_projection_or_summary_rows() {
 
     let counting = Arc::new(CountingStore::new(shared));
     let reads: Arc<dyn Store> = counting.clone();
-    let queries = ReadModels::new(
-        Table::new(reads.clone()),
-        Table::new(reads.clone()),
-        Table::new(reads.clone()),
-        Table::new(reads),
-    );
+    let dashboard = readmodels::dashboard::Dashboard::new(Table::new(reads.clone()));
+    let history = readmodels::history::History::new(Table::new(reads.clone()));
+    let nutrition = readmodels::nutrition::Nutrition::new(Table::new(reads.clone()));
+    let activity = readmodels::activity::Activity::new(Table::new(reads.clone()));
+    let goals_read = readmodels::goals::Goals::new(Table::new(reads));
     let one_request_on = |table: Context| {
         let counts = counting.take();
         assert_eq!(counts.total(), 1, "{counts:?}");
         assert_eq!(counting.take_tables(), BTreeMap::from([(table, 1)]));
     };
 
-    let view = queries
-        .dashboard(&user, day("2026-03-02"))
+    let view = dashboard
+        .home(&user, day("2026-03-02"))
         .await
         .expect("dashboard");
     one_request_on(Context::Dashboard);
-    assert_eq!(
-        view.day.as_ref().map(|d| d["nutrition"]["meals"].clone()),
-        Some(serde_json::json!(2))
-    );
+    assert_eq!(view.day.nutrition.meals, 2);
     assert_eq!(view.recent_meals.len(), 3);
     assert_eq!(view.recent_workouts.len(), 2);
     assert_eq!(view.active_goals.len(), 1);
 
-    let summaries = queries
-        .daily_summaries(&user, day("2026-03-01"), day("2026-03-31"))
+    let summaries = nutrition
+        .daily(&user, day("2026-03-01"), day("2026-03-31"))
         .await
         .expect("summaries");
     one_request_on(Context::Nutrition);
-    let totals: Vec<String> = summaries
+    let totals: Vec<f64> = summaries
+        .days
         .iter()
-        .map(|s| {
-            s["totals"]["calories"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned()
-        })
+        .map(|s| s.totals.calories.as_f64())
         .collect();
-    assert_eq!(totals, vec!["400", "750"]);
+    assert_eq!(totals, vec![400.0, 750.0]);
     assert!(matches!(
-        queries
-            .daily_summaries(&user, day("2026-03-01"), day("2026-04-01"))
+        nutrition
+            .daily(&user, day("2026-03-01"), day("2026-04-01"))
             .await,
         Err(QueryError::Invalid { field: "to", .. })
     ));
     assert!(matches!(
-        queries
-            .daily_summaries(&user, day("2026-03-02"), day("2026-03-01"))
+        nutrition
+            .daily(&user, day("2026-03-02"), day("2026-03-01"))
             .await,
         Err(QueryError::Invalid { .. })
     ));
     assert_eq!(counting.take().total(), 0, "invalid ranges cost nothing");
 
-    let latest = queries
+    let latest = activity
         .latest_workout(&user)
         .await
         .expect("latest")
         .expect("a workout");
     one_request_on(Context::Activity);
-    assert_eq!(latest["day"], "2026-03-02");
+    assert_eq!(latest.day, day("2026-03-02"));
 
-    let block = queries
+    let block = activity
         .current_training_block(&user, day("2026-03-02"))
         .await
         .expect("block");
     one_request_on(Context::Activity);
-    assert_eq!(block.expect("running")["focus"], "Base");
+    assert_eq!(block.expect("running").focus, "Base");
     assert!(
-        queries
+        activity
             .current_training_block(&user, day("2026-03-25"))
             .await
             .expect("block")
@@ -180,7 +175,10 @@ async fn every_query_is_one_request_on_projection_or_summary_rows() {
     counting.take_tables();
     counting.take();
 
-    let goals = queries.active_goals(&user).await.expect("goals");
+    let goals = goals_read
+        .with_status(&user, GoalStatus::Active)
+        .await
+        .expect("goals");
     assert_eq!(counting.take().index_queries, 1);
     assert_eq!(
         counting.take_tables(),
@@ -188,11 +186,30 @@ async fn every_query_is_one_request_on_projection_or_summary_rows() {
     );
     assert_eq!(goals.len(), 1);
 
-    let progress = queries.goal_progress(&user, &goal).await.expect("progress");
+    let progress = goals_read
+        .progress(&user, &goal, &PageRequest::default())
+        .await
+        .expect("progress");
     one_request_on(Context::Goals);
-    let values: Vec<String> = progress
-        .iter()
-        .map(|p| p["value"].as_str().unwrap_or_default().to_owned())
-        .collect();
-    assert_eq!(values, vec!["30", "60"]);
+    let values: Vec<f64> = progress.items.iter().map(|p| p.value.as_f64()).collect();
+    assert_eq!(values, vec![30.0, 60.0]);
+
+    // The history screens: one request per page, on the dashboard table.
+    let meals = history
+        .meals_on(&user, day("2026-03-02"), &PageRequest::default())
+        .await
+        .expect("meals");
+    one_request_on(Context::Dashboard);
+    assert_eq!(meals.items.len(), 2);
+    let page = PageRequest {
+        limit: Some(1),
+        cursor: None,
+    };
+    let first = history
+        .workouts(&user, (day("2026-03-01"), day("2026-03-02")), &page)
+        .await
+        .expect("workouts");
+    one_request_on(Context::Dashboard);
+    assert_eq!(first.items.len(), 1);
+    assert_eq!(first.items[0].day, day("2026-03-02"), "newest first");
 }

@@ -226,7 +226,10 @@ pub mod responses {
             rename = "Idempotency-Key",
             value_type = String,
             required = false,
-            example = "meal-2026-03-01-1"
+            example = "meal-2026-03-01-1",
+            pattern = r#"^[!-"$-~]{1,128}$"#,
+            min_length = 1,
+            max_length = 128
         )]
         pub key: Option<String>,
     }

@@ -74,6 +74,27 @@ pub struct UpdateProfile {
     pub units: Option<Units>,
 }
 
+impl UpdateProfile {
+    /// Checks the change without writing anything: a caller that makes it together with
+    /// another (an email change) checks both before writing either.
+    pub fn check(&self) -> Result<(), CommandError> {
+        self.checked_display_name().map(drop)
+    }
+
+    /// The display name as stored (trimmed), after checking every field.
+    fn checked_display_name(&self) -> Result<Option<String>, CommandError> {
+        let display_name = self
+            .display_name
+            .as_deref()
+            .map(|n| validate::text("display_name", n, 1, 80))
+            .transpose()?;
+        if let Some(tz) = &self.timezone {
+            validate::timezone("timezone", tz)?;
+        }
+        Ok(display_name)
+    }
+}
+
 pub(crate) fn profile_key(user: &UserId) -> Key {
     Key::new(
         PartitionKey::User(user.clone()).to_string(),
@@ -377,14 +398,7 @@ impl IdentityCommands {
         meta: &CommandMeta,
         input: UpdateProfile,
     ) -> Result<Outcome<ProfileState>, CommandError> {
-        let display_name = input
-            .display_name
-            .as_deref()
-            .map(|n| validate::text("display_name", n, 1, 80))
-            .transpose()?;
-        if let Some(tz) = &input.timezone {
-            validate::timezone("timezone", tz)?;
-        }
+        let display_name = input.checked_display_name()?;
         let _writer = crate::serial::user(&meta.user).await;
         for attempt in 0..MAX_ATTEMPTS {
             crate::retry::backoff(attempt).await;

@@ -48,7 +48,8 @@ pub async fn record_workout_writes_workout_and_event_once_per_key(store: Arc<dyn
         .record_workout(&world.keyed("w-1"), input.clone())
         .await
         .expect("records")
-        .value;
+        .value
+        .workout_id;
     assert!(
         world
             .activity
@@ -205,7 +206,8 @@ pub async fn training_block_started(store: Arc<dyn Store>) {
         .start_training_block(&world.keyed("tb"), input.clone())
         .await
         .expect("starts")
-        .value;
+        .value
+        .training_block_id;
     assert!(
         world
             .activity
@@ -257,7 +259,8 @@ pub async fn sleep_sessions_recorded_and_synced_idempotently(store: Arc<dyn Stor
         .record_sleep(&world.keyed("s1"), manual.clone())
         .await
         .expect("records")
-        .value;
+        .value
+        .sleep_id;
     assert!(
         world
             .sleep

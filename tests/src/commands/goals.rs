@@ -40,7 +40,8 @@ pub async fn created_goal_is_active_and_in_the_index(store: Arc<dyn Store>) {
         .create_goal(&world.keyed("g-1"), weekly_runs())
         .await
         .expect("creates")
-        .value;
+        .value
+        .goal_id;
     assert!(
         world
             .goals
@@ -88,7 +89,8 @@ pub async fn status_changes_move_the_goal_between_index_partitions(store: Arc<dy
         .create_goal(&world.meta, weekly_runs())
         .await
         .expect("creates")
-        .value;
+        .value
+        .goal_id;
     let paused = world
         .goals
         .change_status(&world.keyed("pause"), &id, GoalStatus::Paused)

@@ -42,7 +42,8 @@ pub async fn log_meal_writes_meal_summary_and_event(store: Arc<dyn Store>) {
         .log_meal(&world.meta, meal("2026-03-01T23:30:00.000Z", "420.5", "30"))
         .await
         .expect("logs")
-        .value;
+        .value
+        .meal_id;
     let meals = world.items(Context::Nutrition, "MEAL#").await;
     assert_eq!(meals.len(), 1);
     assert_eq!(
@@ -133,7 +134,8 @@ pub async fn edit_meal_within_a_day_updates_the_summary(store: Arc<dyn Store>) {
         .log_meal(&world.meta, meal("2026-03-01T08:00:00.000Z", "300", "20"))
         .await
         .expect("logs")
-        .value;
+        .value
+        .meal_id;
     world
         .nutrition
         .log_meal(&world.meta, meal("2026-03-01T12:00:00.000Z", "500", "30"))
@@ -182,7 +184,8 @@ pub async fn edit_meal_to_another_day_moves_it_and_both_summaries(store: Arc<dyn
         .log_meal(&world.meta, meal("2026-03-01T08:00:00.000Z", "300", "20"))
         .await
         .expect("logs")
-        .value;
+        .value
+        .meal_id;
     world
         .nutrition
         .edit_meal(
@@ -241,7 +244,8 @@ pub async fn delete_meal_takes_it_out_of_the_summary(store: Arc<dyn Store>) {
         .log_meal(&world.meta, meal("2026-03-01T08:00:00.000Z", "300", "20"))
         .await
         .expect("logs")
-        .value;
+        .value
+        .meal_id;
     world
         .nutrition
         .log_meal(&world.meta, meal("2026-03-01T09:00:00.000Z", "100", "5"))
@@ -407,7 +411,7 @@ pub async fn concurrent_writers_keep_every_summary_equal_to_its_meals(store: Arc
                         .nutrition
                         .log_meal(&world.meta, input)
                         .await
-                        .map(|o| mine.push(o.value)),
+                        .map(|o| mine.push(o.value.meal_id)),
                 };
                 // Giving up after losing every race is allowed (nothing is written);
                 // any other error is a bug.

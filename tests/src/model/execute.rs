@@ -203,7 +203,7 @@ impl Runner {
                 let input = meal_input(now, *when, &self.zone(*tz), *protein, *calories);
                 let logged = world.nutrition.log_meal(&meta, input.clone()).await;
                 if let Some(logged) = expected(seed, what, logged) {
-                    self.meals.push((logged.value, input));
+                    self.meals.push((logged.value.meal_id, input));
                 }
             }
             Op::LogAgain { meal } => {
@@ -212,7 +212,7 @@ impl Runner {
                 };
                 let logged = world.nutrition.log_meal(&meta, input.clone()).await;
                 if let Some(logged) = expected(seed, what, logged) {
-                    self.meals.push((logged.value, input));
+                    self.meals.push((logged.value.meal_id, input));
                 }
             }
             Op::EditMeal {
@@ -351,9 +351,9 @@ impl Runner {
                 if let Some(created) =
                     expected(seed, what, world.goals.create_goal(&meta, input).await)
                 {
-                    self.goals.push(created.value.clone());
+                    self.goals.push(created.value.goal_id.clone());
                     self.run.goals.push(GoalSet {
-                        id: created.value,
+                        id: created.value.goal_id,
                         kind: *kind,
                         at: now,
                         timezone: self.timezone.clone(),

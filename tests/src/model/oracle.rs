@@ -455,6 +455,52 @@ async fn check_dashboard(
         &json!(recent_workouts),
         &json!(workouts),
     );
+    // The history: every meal, workout and session, wherever its day.
+    let logged = |prefix: &str, fields: &[&str]| -> BTreeSet<String> {
+        with_prefix(&rows, prefix)
+            .filter(|r| !is_tombstone(r))
+            .map(|r| json!(fields.iter().map(|f| r[*f].clone()).collect::<Vec<_>>()).to_string())
+            .collect()
+    };
+    let meal_log: BTreeSet<String> = facts
+        .meals
+        .iter()
+        .map(|m| json!([m.meal_id, m.day, m.eaten_at, m.nutrients]).to_string())
+        .collect();
+    verdict.same(
+        || format!("{user} meal history"),
+        &json!(logged(
+            "~MEAL#",
+            &["meal_id", "day", "eaten_at", "nutrients"]
+        )),
+        &json!(meal_log),
+    );
+    let workout_log: BTreeSet<String> = facts
+        .workouts
+        .iter()
+        .map(|w| json!([w.workout_id, w.day, w.started_at, w.duration_s]).to_string())
+        .collect();
+    verdict.same(
+        || format!("{user} workout history"),
+        &json!(logged(
+            "~WORKOUT#",
+            &["workout_id", "day", "started_at", "duration_s"]
+        )),
+        &json!(workout_log),
+    );
+    let sleep_log: BTreeSet<String> = facts
+        .sleeps
+        .iter()
+        .map(|s| json!([s.sleep_id, s.night, s.start, s.end, s.score]).to_string())
+        .collect();
+    verdict.same(
+        || format!("{user} sleep history"),
+        &json!(logged(
+            "~SLEEP#",
+            &["sleep_id", "night", "start", "end", "score"]
+        )),
+        &json!(sleep_log),
+    );
     // Active goals and connections.
     let active: BTreeSet<String> = with_prefix(&rows, "ACTIVE_GOAL#")
         .filter(|r| !is_tombstone(r))

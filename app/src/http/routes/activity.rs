@@ -6,7 +6,7 @@ use crate::http::AppState;
 use crate::http::auth::AuthUser;
 use crate::http::etag::viewed;
 use crate::http::extract::{ApiJson, ApiQuery, meta};
-use crate::http::formats::{Whole, day};
+use crate::http::formats::{TimezoneName, Whole, day};
 use crate::http::openapi::responses;
 use axum::Router;
 use axum::extract::State;
@@ -45,12 +45,18 @@ pub(crate) fn view(w: Workout) -> WorkoutView {
 #[serde(deny_unknown_fields)]
 pub struct WorkoutBody {
     /// Such as `run`, `ride`, `strength`: 1 to 40 characters (stored in lowercase).
-    #[schema(example = "run", min_length = 1, max_length = 40)]
+    #[schema(
+        example = "run",
+        min_length = 1,
+        max_length = 40,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub sport: String,
     /// Any RFC 3339 date-time from 2000-01-01 to a day from now.
     #[schema(example = "2026-03-01T07:00:00Z")]
     pub started_at: Timestamp,
     /// IANA timezone that names the workout's day; the token's timezone (or UTC) if absent.
+    #[schema(value_type = Option<TimezoneName>)]
     pub timezone: Option<String>,
     /// 1 to 86400 seconds.
     #[schema(value_type = u32, minimum = 1, maximum = 86400, example = 2400)]
@@ -115,15 +121,16 @@ pub async fn record_workout(
 #[serde(deny_unknown_fields)]
 pub struct HistoryQuery {
     /// First day, `YYYY-MM-DD`.
-    #[param(example = "2026-03-01")]
+    #[param(example = "2026-03-01", format = Date)]
     pub from: String,
     /// Last day, `YYYY-MM-DD`, not before `from`.
-    #[param(example = "2026-03-31")]
+    #[param(example = "2026-03-31", format = Date)]
     pub to: String,
     /// Items per page, 1 to 100 (50 if absent).
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<usize>,
-    /// The `next_cursor` of the previous page.
+    /// The `next_cursor` of the previous page (only cursors the server gave out are valid).
+    #[param(pattern = r"^[A-Za-z0-9_-]+$", min_length = 1, max_length = 2048)]
     pub cursor: Option<String>,
 }
 

@@ -25,7 +25,7 @@ pub fn router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct DashboardQuery {
     /// The day, `YYYY-MM-DD`; today in the token's timezone if absent.
-    #[param(example = "2026-03-01")]
+    #[param(example = "2026-03-01", format = Date)]
     pub date: Option<String>,
 }
 

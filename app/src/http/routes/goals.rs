@@ -6,7 +6,7 @@ use crate::http::AppState;
 use crate::http::auth::AuthUser;
 use crate::http::etag::viewed;
 use crate::http::extract::{ApiJson, ApiQuery, meta};
-use crate::http::formats::Quantity;
+use crate::http::formats::{Quantity, TimezoneName};
 use crate::http::openapi::responses;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
@@ -51,10 +51,16 @@ pub struct GoalBody {
     #[schema(value_type = f64, minimum = 0.1, maximum = 5000, multiple_of = 0.1, example = 3)]
     pub target: Quantity,
     /// 1 to 80 characters.
-    #[schema(min_length = 1, max_length = 80, example = "Run three times a week")]
+    #[schema(
+        min_length = 1,
+        max_length = 80,
+        example = "Run three times a week",
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub title: String,
     /// IANA timezone: the goal counts from the period holding today there; the token's
     /// timezone (or UTC) if absent.
+    #[schema(value_type = Option<TimezoneName>)]
     pub timezone: Option<String>,
 }
 
@@ -218,7 +224,8 @@ pub struct ProgressQuery {
     /// Items per page, 1 to 100 (50 if absent).
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<usize>,
-    /// The `next_cursor` of the previous page.
+    /// The `next_cursor` of the previous page (only cursors the server gave out are valid).
+    #[param(pattern = r"^[A-Za-z0-9_-]+$", min_length = 1, max_length = 2048)]
     pub cursor: Option<String>,
 }
 

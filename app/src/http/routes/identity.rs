@@ -5,6 +5,7 @@
 use crate::http::AppState;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
+use crate::http::formats::TimezoneName;
 use crate::http::limits::ClientAddress;
 use crate::http::openapi::responses;
 use axum::extract::State;
@@ -63,16 +64,21 @@ fn reply(
 #[serde(deny_unknown_fields)]
 pub struct RegisterBody {
     /// Compared case-insensitively; unique across accounts; at most 254 characters.
-    #[schema(example = "ana@example.com", max_length = 254)]
+    #[schema(example = "ana@example.com", max_length = 254, format = Email)]
     pub email: String,
     /// 10 to 256 characters.
     #[schema(format = Password, example = "correct horse battery", min_length = 10, max_length = 256)]
     pub password: String,
     /// 1 to 80 characters.
-    #[schema(example = "Ana", min_length = 1, max_length = 80)]
+    #[schema(
+        example = "Ana",
+        min_length = 1,
+        max_length = 80,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub display_name: String,
     /// IANA timezone name: it names the user's days.
-    #[schema(example = "Europe/Paris")]
+    #[schema(value_type = TimezoneName)]
     pub timezone: String,
     /// `metric` when absent.
     #[serde(default)]

@@ -6,7 +6,7 @@ use crate::http::AppState;
 use crate::http::auth::AuthUser;
 use crate::http::etag::viewed;
 use crate::http::extract::{ApiJson, ApiQuery, meta};
-use crate::http::formats::{Quantity, day};
+use crate::http::formats::{Quantity, TimezoneName, day};
 use crate::http::openapi::responses;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -33,12 +33,18 @@ pub fn router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct MealBody {
     /// 1 to 120 characters.
-    #[schema(example = "Oats", min_length = 1, max_length = 120)]
+    #[schema(
+        example = "Oats",
+        min_length = 1,
+        max_length = 120,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub name: String,
     /// When it was eaten: any RFC 3339 date-time from 2000-01-01 to a day from now.
     #[schema(example = "2026-03-01T08:00:00+01:00")]
     pub eaten_at: Timestamp,
     /// IANA timezone that names the meal's day; the token's timezone (or UTC) if absent.
+    #[schema(value_type = Option<TimezoneName>)]
     pub timezone: Option<String>,
     /// kcal, 0 to 10000.
     #[schema(value_type = f64, minimum = 0, maximum = 10000, multiple_of = 0.1, example = 420)]
@@ -179,12 +185,13 @@ pub async fn delete_meal(
 #[serde(deny_unknown_fields)]
 pub struct MealsQuery {
     /// The day, `YYYY-MM-DD`, in the timezone each meal was logged in.
-    #[param(example = "2026-03-01")]
+    #[param(example = "2026-03-01", format = Date)]
     pub date: String,
     /// Items per page, 1 to 100 (50 if absent).
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<usize>,
-    /// The `next_cursor` of the previous page.
+    /// The `next_cursor` of the previous page (only cursors the server gave out are valid).
+    #[param(pattern = r"^[A-Za-z0-9_-]+$", min_length = 1, max_length = 2048)]
     pub cursor: Option<String>,
 }
 
@@ -227,10 +234,10 @@ pub async fn meals_on(
 #[serde(deny_unknown_fields)]
 pub struct Range {
     /// First day, `YYYY-MM-DD`.
-    #[param(example = "2026-03-01")]
+    #[param(example = "2026-03-01", format = Date)]
     pub from: String,
     /// Last day, `YYYY-MM-DD`: not before `from`, at most 30 days after it.
-    #[param(example = "2026-03-07")]
+    #[param(example = "2026-03-07", format = Date)]
     pub to: String,
 }
 

@@ -6,6 +6,7 @@ use crate::http::AppState;
 use crate::http::auth::AuthUser;
 use crate::http::etag::viewed;
 use crate::http::extract::{ApiJson, meta};
+use crate::http::formats::TimezoneName;
 use crate::http::openapi::responses;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -67,15 +68,19 @@ pub async fn get_profile(
 #[serde(deny_unknown_fields)]
 pub struct ProfilePatch {
     /// 1 to 80 characters.
-    #[schema(min_length = 1, max_length = 80)]
+    #[schema(
+        min_length = 1,
+        max_length = 80,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub display_name: Option<String>,
     /// IANA timezone name.
-    #[schema(example = "Europe/Paris")]
+    #[schema(value_type = Option<TimezoneName>)]
     pub timezone: Option<String>,
     pub units: Option<Units>,
     /// A new email: unique across accounts; every session ends with the change (sign in
     /// again with it).
-    #[schema(max_length = 254)]
+    #[schema(max_length = 254, format = Email)]
     pub email: Option<String>,
 }
 
@@ -99,16 +104,29 @@ pub async fn patch_profile(
     headers: HeaderMap,
     ApiJson(body): ApiJson<ProfilePatch>,
 ) -> Result<Json<ProfileView>, ApiError> {
+    // An email change and the other fields are two commands (the email moves its
+    // reservation), each with its own scope of the request's Idempotency-Key, so a retry
+    // replays both. Every field is checked before either writes: a bad timezone must not
+    // leave the email changed behind a 422.
+    let email_meta = meta(&caller, &headers, "patch_profile.email")?;
     let meta = meta(&caller, &headers, "patch_profile")?;
-    let mut profile = None;
-    if let Some(email) = &body.email {
-        profile = Some(state.api.identity.change_email(&meta, email).await?.value);
-    }
     let rest = UpdateProfile {
         display_name: body.display_name,
         timezone: body.timezone,
         units: body.units,
     };
+    rest.check()?;
+    let mut profile = None;
+    if let Some(email) = &body.email {
+        profile = Some(
+            state
+                .api
+                .identity
+                .change_email(&email_meta, email)
+                .await?
+                .value,
+        );
+    }
     let changes_more =
         rest.display_name.is_some() || rest.timezone.is_some() || rest.units.is_some();
     if changes_more || profile.is_none() {

@@ -6,7 +6,7 @@ use crate::http::AppState;
 use crate::http::auth::AuthUser;
 use crate::http::etag::viewed;
 use crate::http::extract::{ApiJson, ApiQuery, meta};
-use crate::http::formats::Whole;
+use crate::http::formats::{TimezoneName, Whole};
 use crate::http::openapi::responses;
 use axum::Router;
 use axum::extract::State;
@@ -47,6 +47,7 @@ pub struct SleepBody {
     #[schema(example = "2026-03-02T06:00:00Z")]
     pub end: Timestamp,
     /// IANA timezone that names the night; the token's timezone (or UTC) if absent.
+    #[schema(value_type = Option<TimezoneName>)]
     pub timezone: Option<String>,
     /// 0 to 100.
     #[schema(value_type = u8, minimum = 0, maximum = 100)]
