@@ -96,6 +96,28 @@ pub fn day(field: &'static str, raw: &str) -> Result<Day, ApiError> {
     Day::from_str(raw).map_err(|e| ApiError::validation(field, e.to_string()))
 }
 
+/// The OpenAPI schema of a timezone field: the IANA names the server knows (the tz
+/// database of `chrono-tz`), so a client or a fuzzer can tell a valid name from the
+/// document alone. Only documentation: the handlers check names themselves.
+pub struct TimezoneName;
+
+impl utoipa::PartialSchema for TimezoneName {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .description(Some("An IANA timezone name, such as `Europe/Paris`."))
+            .enum_values(Some(chrono_tz::TZ_VARIANTS.iter().map(|tz| tz.name())))
+            .examples(["Europe/Paris"])
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for TimezoneName {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "Timezone".into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,27 +192,5 @@ mod tests {
                 "{json}: {refused}"
             );
         }
-    }
-}
-
-/// The OpenAPI schema of a timezone field: the IANA names the server knows (the tz
-/// database of `chrono-tz`), so a client or a fuzzer can tell a valid name from the
-/// document alone. Only documentation: the handlers check names themselves.
-pub struct TimezoneName;
-
-impl utoipa::PartialSchema for TimezoneName {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        utoipa::openapi::ObjectBuilder::new()
-            .schema_type(utoipa::openapi::schema::Type::String)
-            .description(Some("An IANA timezone name, such as `Europe/Paris`."))
-            .enum_values(Some(chrono_tz::TZ_VARIANTS.iter().map(|tz| tz.name())))
-            .examples(["Europe/Paris"])
-            .into()
-    }
-}
-
-impl utoipa::ToSchema for TimezoneName {
-    fn name() -> std::borrow::Cow<'static, str> {
-        "Timezone".into()
     }
 }
