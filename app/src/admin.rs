@@ -38,6 +38,71 @@ pub async fn nightly_readiness(store: Arc<dyn Store>, date: &str) -> anyhow::Res
     Ok(projectors::insights::nightly_readiness(&Table::new(store), day).await?)
 }
 
+/// `vitals admin curate-recipe` / `curate-meal-plan`: writes the catalog item and its
+/// event; returns the new id. The operator acts as an account of its own, with no
+/// idempotency key (a rerun curates a second item).
+pub async fn curate(command: crate::cli::AdminCommand) -> anyhow::Result<String> {
+    use crate::cli::AdminCommand;
+    use commands::nutrition::{CurateMealPlan, CurateRecipe, NutritionCommands};
+    use events_schema::events::nutrition::Nutrients;
+    let operator = commands::CommandMeta::new(events_schema::ids::UserId::generate());
+    match command {
+        AdminCommand::CurateRecipe {
+            name,
+            category,
+            calories,
+            protein_g,
+            carbs_g,
+            fat_g,
+            store,
+        } => {
+            let store = storage::open(&store).await?.store;
+            let nutrients = Nutrients {
+                calories,
+                protein_g,
+                carbs_g,
+                fat_g,
+            };
+            let input = CurateRecipe {
+                name,
+                category,
+                nutrients,
+            };
+            let id = NutritionCommands::new(Table::new(store))
+                .curate_recipe(&operator, input)
+                .await?
+                .value;
+            Ok(id.to_string())
+        }
+        AdminCommand::CurateMealPlan {
+            name,
+            category,
+            recipes,
+            store,
+        } => {
+            let recipes = recipes
+                .iter()
+                .map(|r| {
+                    r.parse()
+                        .with_context(|| format!("{r:?} is not a recipe id"))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let store = storage::open(&store).await?.store;
+            let input = CurateMealPlan {
+                name,
+                category,
+                recipes,
+            };
+            let id = NutritionCommands::new(Table::new(store))
+                .curate_meal_plan(&operator, input)
+                .await?
+                .value;
+            Ok(id.to_string())
+        }
+        other => anyhow::bail!("not a curation command: {other:?}"),
+    }
+}
+
 /// A progress bar on stderr: events/s and time left.
 struct Bar(indicatif::ProgressBar);
 

@@ -88,6 +88,40 @@ pub enum AdminCommand {
         #[arg(long, value_enum, default_value_t = DlqKind::Table)]
         dlq: DlqKind,
     },
+    /// Add a recipe to the curated catalog (recorded as a `RecipeCurated` event);
+    /// prints its id.
+    CurateRecipe {
+        /// 1 to 120 characters.
+        #[arg(long)]
+        name: String,
+        /// A lowercase slug: 1 to 40 of a-z, 0-9 and `-`.
+        #[arg(long)]
+        category: String,
+        /// kcal per serving.
+        #[arg(long)]
+        calories: rust_decimal::Decimal,
+        #[arg(long)]
+        protein_g: rust_decimal::Decimal,
+        #[arg(long)]
+        carbs_g: rust_decimal::Decimal,
+        #[arg(long)]
+        fat_g: rust_decimal::Decimal,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Add a meal plan (recipes in order) to the curated catalog (recorded as a
+    /// `MealPlanCurated` event); prints its id.
+    CurateMealPlan {
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        category: String,
+        /// A recipe's id; repeat it for each recipe, in order (1 to 50).
+        #[arg(long = "recipe", required = true)]
+        recipes: Vec<String>,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -87,6 +87,14 @@ async fn main() -> anyhow::Result<()> {
                 std::process::exit(1);
             }
         }
+        Command::Admin {
+            command:
+                curate @ (AdminCommand::CurateRecipe { .. } | AdminCommand::CurateMealPlan { .. }),
+        } => {
+            let id = vitals::admin::curate(curate).await?;
+            println!("{id}");
+            Ok(())
+        }
         Command::Insights {
             job: InsightsJob::Nightly { date, store },
         } => {

@@ -13,6 +13,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
+/// How often `vitals serve` (embedded) looks for days to score readiness for. Scoring
+/// is an idempotent put per active user, so a tick that finds nothing new costs nothing.
+const NIGHTLY_CHECK_EVERY: Duration = Duration::from_secs(600);
+
 /// How often the embedded store purges items whose TTL has passed.
 const PURGE_EVERY: Duration = Duration::from_secs(60);
 const PURGE_BATCH: usize = 1000;
@@ -52,6 +56,26 @@ pub async fn run(
             }
         })
     });
+    // The embedded shape has no scheduler: the nightly readiness job runs here, scoring
+    // each day once it has ended in every timezone (on AWS a scheduled rule runs it).
+    let nightly = storage.embedded.as_ref().map(|_| {
+        let table = infra::table::Table::new(storage.store.clone());
+        tokio::spawn(async move {
+            let mut schedule = projectors::insights::NightlySchedule::new(table);
+            let mut tick = tokio::time::interval(NIGHTLY_CHECK_EVERY);
+            loop {
+                tick.tick().await;
+                match schedule.tick(events_schema::time::Timestamp::now()).await {
+                    Ok(days) => {
+                        for (day, users) in days {
+                            tracing::info!(%day, users, "readiness scored");
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "the nightly readiness job failed"),
+                }
+            }
+        })
+    });
     // The embedded shape runs every projector in-process, fed by the store's change log.
     let pipeline = storage.embedded.clone().map(|store| {
         let feed = Arc::new(EmbeddedFeed::new(store));
@@ -71,6 +95,9 @@ pub async fn run(
     .await;
     if let Some(purger) = purger {
         purger.abort();
+    }
+    if let Some(nightly) = nightly {
+        nightly.abort();
     }
     if let Some(pipeline) = &pipeline {
         pipeline.stop().await;

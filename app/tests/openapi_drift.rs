@@ -59,6 +59,9 @@ fn routed_in_source() -> BTreeSet<(String, String)> {
         include_str!("../src/http/routes/goals.rs"),
         include_str!("../src/http/routes/dashboard.rs"),
         include_str!("../src/http/routes/integrations.rs"),
+        include_str!("../src/http/routes/plans.rs"),
+        include_str!("../src/http/routes/catalog.rs"),
+        include_str!("../src/http/routes/insights.rs"),
     ]
     .join("\n");
     let mut routes = BTreeSet::new();
@@ -249,6 +252,7 @@ fn every_operation_under_v1_me_and_the_connections_requires_a_bearer_token() {
             .as_array()
             .is_some_and(|s| s.iter().any(|r| r.get("bearer").is_some()));
         let needs_token = path.starts_with("/v1/me")
+            || path.starts_with("/v1/catalog")
             || path.ends_with("/connect")
             || path.ends_with("/disconnect");
         assert_eq!(
@@ -668,6 +672,7 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let embedded = Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("opens"));
     let store: Arc<dyn infra::Store> = embedded.clone();
+    let shared = store.clone();
     let pipeline = Arc::new(projectors::pipeline::Pipeline::start(
         store.clone(),
         Arc::new(infra::feed::embedded::EmbeddedFeed::new(embedded)),
@@ -980,6 +985,159 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
         )
         .await;
     assert_eq!(reply.status, StatusCode::CONFLICT, "{}", reply.text);
+
+    // The catalog (curated by an operator), plans, readiness and the environment.
+    let curator = commands::CommandMeta::new(events_schema::ids::UserId::generate());
+    let recipe = api
+        .nutrition
+        .curate_recipe(
+            &curator,
+            commands::nutrition::CurateRecipe {
+                name: "Oats".into(),
+                category: "breakfast".into(),
+                nutrients: events_schema::events::nutrition::Nutrients {
+                    calories: 400.into(),
+                    protein_g: 20.into(),
+                    carbs_g: 60.into(),
+                    fat_g: 8.into(),
+                },
+            },
+        )
+        .await
+        .expect("a recipe")
+        .value;
+    api.nutrition
+        .curate_meal_plan(
+            &curator,
+            commands::nutrition::CurateMealPlan {
+                name: "Week".into(),
+                category: "starter".into(),
+                recipes: vec![recipe.clone()],
+            },
+        )
+        .await
+        .expect("a meal plan");
+    for (template, uri) in [
+        (
+            "/v1/catalog/recipes",
+            "/v1/catalog/recipes?category=breakfast",
+        ),
+        (
+            "/v1/catalog/meal-plans",
+            "/v1/catalog/meal-plans?category=starter",
+        ),
+        (
+            "/v1/me/environment",
+            "/v1/me/environment?geohash=u09tvw&at=2026-03-01T08:00:00Z",
+        ),
+        ("/v1/me/training-blocks", "/v1/me/training-blocks"),
+    ] {
+        let reply = client
+            .send(Call::new("get", template).uri(uri).token(token))
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{uri}: {}", reply.text);
+        assert!(
+            !reply.json()["cell"].is_null()
+                || reply.json()["items"]
+                    .as_array()
+                    .is_some_and(|i| !i.is_empty()),
+            "{uri}: {}",
+            reply.text
+        );
+    }
+    let today = utc_today();
+    let mut scheduled = Vec::new();
+    for name in ["Oats", "Apple"] {
+        let reply = client
+            .send(
+                Call::new("post", "/v1/me/scheduled-meals")
+                    .token(token)
+                    .json(json!({"day": today, "name": name, "recipe_id": recipe})),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+        scheduled.push(
+            reply.json()["scheduled_meal_id"]
+                .as_str()
+                .expect("id")
+                .to_owned(),
+        );
+    }
+    let reply = client
+        .send(
+            Call::new("get", "/v1/me/scheduled-meals")
+                .uri(format!("/v1/me/scheduled-meals?from={today}&to={today}"))
+                .token(token),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    let reply = client
+        .send(
+            Call::new("post", "/v1/me/scheduled-meals/{day}/{id}/eaten")
+                .uri(format!(
+                    "/v1/me/scheduled-meals/{today}/{}/eaten",
+                    scheduled[0]
+                ))
+                .token(token)
+                .json(json!({"eaten_at": format!("{today}T00:30:00Z")})),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+    let reply = client
+        .send(
+            Call::new("delete", "/v1/me/scheduled-meals/{day}/{id}")
+                .uri(format!("/v1/me/scheduled-meals/{today}/{}", scheduled[1]))
+                .token(token),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::NO_CONTENT, "{}", reply.text);
+    let reply = client
+        .send(
+            Call::new("post", "/v1/me/training-blocks")
+                .token(token)
+                .json(json!({"start_day": today, "weeks": 2, "focus": "speed"})),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+    let block = reply.json()["training_block_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let reply = client
+        .send(
+            Call::new("post", "/v1/me/training-blocks/{start_day}/{id}/end")
+                .uri(format!("/v1/me/training-blocks/{today}/{block}/end"))
+                .token(token)
+                .json(json!({"ended_on": today})),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
+    // Readiness: the nightly job scores today once the day's markers are projected.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        projectors::insights::nightly_readiness(
+            &infra::table::Table::new(shared.clone()),
+            events_schema::time::Day::parse(&today).expect("day"),
+        )
+        .await
+        .expect("the nightly job");
+        let reply = client
+            .send(
+                Call::new("get", "/v1/me/readiness")
+                    .uri(format!("/v1/me/readiness?date={today}"))
+                    .token(token),
+            )
+            .await;
+        if reply.status == StatusCode::OK {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no readiness: {}",
+            reply.text
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 
     // Errors, each with its documented status and shape.
     for (method, template, call) in [

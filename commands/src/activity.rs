@@ -4,20 +4,20 @@
 
 use crate::envelope::{CommandMeta, Outcome};
 use crate::external_sync::{self, Written};
-use crate::idempotency::{self};
-use crate::items::to_item;
-use crate::outbox::envelope;
+use crate::idempotency::{self, Committed};
+use crate::items::{from_item, to_item};
+use crate::outbox::{envelope, event_action};
 use crate::{CommandError, validate};
 use events_schema::events::Source;
 use events_schema::events::activity::{
-    TrainingBlockStarted, Workout, WorkoutRecorded, WorkoutUpdated,
+    TrainingBlockEnded, TrainingBlockStarted, Workout, WorkoutRecorded, WorkoutUpdated,
 };
 use events_schema::events::integrations::ProviderWorkout;
 use events_schema::ids::{ProviderName, TrainingBlockId, WorkoutId};
 use events_schema::keys::SortKey;
 use events_schema::time::{Clock, Day, Timestamp};
-use infra::store::Key;
-use infra::table::{Table, contexts::Activity};
+use infra::store::{Condition, Key, Update};
+use infra::table::{Action, Table, contexts::Activity};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,6 +28,13 @@ pub struct RecordWorkout {
     pub duration_s: u32,
     pub distance_m: Option<u32>,
     pub calories: Option<u32>,
+}
+
+/// A training block as it ended: its start, and its last day.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndedBlock {
+    pub block: TrainingBlockStarted,
+    pub ended_on: Day,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -262,5 +269,76 @@ impl ActivityCommands {
             payload.clone(),
         )
         .await
+    }
+
+    /// Ends a training block early: `ended_on` (from its first to its planned last day)
+    /// becomes its last day. A block ends once.
+    pub async fn end_training_block(
+        &self,
+        meta: &CommandMeta,
+        start_day: Day,
+        id: &TrainingBlockId,
+        ended_on: Day,
+    ) -> Result<Outcome<EndedBlock>, CommandError> {
+        let _writer = crate::serial::user(&meta.user).await;
+        let pk = meta.user_pk();
+        let request = (start_day, id, ended_on);
+        if let Some(first) = idempotency::replayed(&self.table, meta, &request).await? {
+            return Ok(first);
+        }
+        let key = Key::new(
+            &pk,
+            SortKey::TrainingBlock(start_day, id.clone()).to_string(),
+        );
+        let item = self
+            .table
+            .get(&key, true)
+            .await?
+            .ok_or(CommandError::NotFound("training block"))?;
+        if item.contains_key("ended_on") {
+            return Err(CommandError::Conflict(
+                "the training block has ended already".into(),
+            ));
+        }
+        let block: TrainingBlockStarted = from_item(item)?;
+        let planned_end = block
+            .start_day
+            .date()
+            .checked_add_days(chrono::Days::new(
+                (u64::from(block.weeks) * 7).saturating_sub(1),
+            ))
+            .map(Day::new)
+            .ok_or_else(|| CommandError::Internal("a block ends after the calendar".into()))?;
+        if ended_on < block.start_day || ended_on > planned_end {
+            return Err(CommandError::invalid(
+                "ended_on",
+                format!("must be from {} to {planned_end}", block.start_day),
+            ));
+        }
+        let payload = TrainingBlockEnded {
+            training_block_id: id.clone(),
+            start_day,
+            ended_on,
+        };
+        let event = envelope(meta, &self.clock, self.clock.now(), &payload)?;
+        let actions = vec![
+            Action::Update {
+                key,
+                update: Update::default().set("ended_on", serde_json::json!(ended_on)),
+                condition: Some(Condition::All(vec![
+                    Condition::ItemExists,
+                    Condition::AttributeNotExists("ended_on".into()),
+                ])),
+            },
+            event_action(&pk, &event)?,
+        ];
+        let ended = EndedBlock { block, ended_on };
+        match idempotency::commit(&self.table, meta, &pk, &request, actions, ended).await? {
+            Committed::Done(outcome) => Ok(outcome),
+            Committed::Cancelled(reasons) if idempotency::lost_race(&reasons) => Err(
+                CommandError::Conflict("the training block has ended already".into()),
+            ),
+            Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
+        }
     }
 }

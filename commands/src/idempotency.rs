@@ -140,6 +140,24 @@ pub async fn commit<C: ContextTable, T: Serialize + DeserializeOwned>(
     }
 }
 
+/// The first answer to `request` under the caller's key, if the key was used: for
+/// commands whose preconditions a first success removes (what was eaten, removed or
+/// ended is not there to check again), so a retry replays instead of failing them.
+pub async fn replayed<C: ContextTable, T: DeserializeOwned>(
+    table: &Table<C>,
+    meta: &CommandMeta,
+    request: &impl Serialize,
+) -> Result<Option<Outcome<T>>, CommandError> {
+    let Some(key) = &meta.idempotency_key else {
+        return Ok(None);
+    };
+    let record_key = infra::store::Key::new(meta.user_pk(), key.sort_key());
+    match table.get(&record_key, true).await? {
+        Some(record) => replay(&record, &request_hash(request)).map(Some),
+        None => Ok(None),
+    }
+}
+
 fn replay<T: DeserializeOwned>(record: &Item, hash: &str) -> Result<Outcome<T>, CommandError> {
     if record.get("request_hash").and_then(Value::as_str) != Some(hash) {
         return Err(CommandError::IdempotencyKeyReused);

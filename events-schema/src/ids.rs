@@ -53,12 +53,34 @@ macro_rules! define_id {
         /// 1 to 128 bytes, never `#` or a control character; the ids Vitals makes are ULIDs.
         #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
         #[serde(try_from = "String", into = "String")]
-        #[cfg_attr(
-            feature = "openapi",
-            derive(utoipa::ToSchema),
-            schema(value_type = String, example = "01JNM7Q3W8X9Y2Z4A5B6C7D8E9")
-        )]
         pub struct $name(String);
+
+        // By hand rather than derived: the document states the constraints `parse`
+        // enforces (utoipa cannot put them on a newtype), at most 32 characters so that a
+        // value it calls valid always is (at most 128 bytes); the ULIDs are 26.
+        #[cfg(feature = "openapi")]
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .description(Some(concat!(
+                        "A ", $kind, ": 1 to 32 characters, never `#` or a control character; \
+                         the ids Vitals makes are ULIDs."
+                    )))
+                    .min_length(Some(1))
+                    .max_length(Some(32))
+                    .pattern(Some(r"^[^#\u0000-\u001f\u007f-\u009f]+$"))
+                    .examples(["01JNM7Q3W8X9Y2Z4A5B6C7D8E9"])
+                    .into()
+            }
+        }
+
+        #[cfg(feature = "openapi")]
+        impl utoipa::ToSchema for $name {
+            fn name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+        }
 
         impl $name {
             /// A fresh, time-ordered id (a ULID).

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use chrono::Duration;
 use events_schema::envelope::EventEnvelope;
 use events_schema::keys::SortKey;
-use events_schema::time::Day;
+use events_schema::time::{Day, Timestamp};
 use infra::StoreError;
 use infra::store::{IndexQuery, Item, Key, Query, SortKeyCondition};
 use infra::table::{Table, contexts};
@@ -228,5 +228,54 @@ pub async fn nightly_readiness(
             Some(next) => cursor = Some(next),
             None => return Ok(scored),
         }
+    }
+}
+
+/// The latest day that has ended in every timezone at `now`. A user's day is a day of
+/// their own timezone, and the last place a day ends is UTC-12: day D has ended
+/// everywhere at D+1 12:00 UTC. Scoring then (rather than per timezone) scores each
+/// user after their own night, once, with every marker of the day in place.
+pub fn last_ended_day(now: Timestamp) -> Day {
+    Day::new((now.datetime() - Duration::hours(12)).date_naive() - Duration::days(1))
+}
+
+/// The nightly job run by a long-lived process (`vitals serve` on the embedded shape,
+/// which has no scheduler of its own): each [`tick`](NightlySchedule::tick) scores the
+/// days that have ended everywhere since the last one, at most [`CATCH_UP_DAYS`] back
+/// (a process that was down a few days catches up; scoring is an idempotent put).
+#[derive(Debug)]
+pub struct NightlySchedule {
+    table: Table<contexts::Insights>,
+    scored_through: Option<Day>,
+}
+
+/// How many ended days a first tick (or a tick after a long pause) scores.
+pub const CATCH_UP_DAYS: i64 = 2;
+
+impl NightlySchedule {
+    pub fn new(table: Table<contexts::Insights>) -> Self {
+        Self {
+            table,
+            scored_through: None,
+        }
+    }
+
+    /// Scores every day ended at `now` and not scored yet; returns (day, users scored)
+    /// for each day it scored.
+    pub async fn tick(&mut self, now: Timestamp) -> Result<Vec<(Day, usize)>, StoreError> {
+        let last = last_ended_day(now);
+        let earliest = Day::new(last.date() - Duration::days(CATCH_UP_DAYS - 1));
+        let mut day = match self.scored_through {
+            Some(done) if done >= last => return Ok(Vec::new()),
+            Some(done) => Day::new(done.date() + Duration::days(1)).max(earliest),
+            None => earliest,
+        };
+        let mut scored = Vec::new();
+        while day <= last {
+            scored.push((day, nightly_readiness(&self.table, day).await?));
+            self.scored_through = Some(day);
+            day = Day::new(day.date() + Duration::days(1));
+        }
+        Ok(scored)
     }
 }

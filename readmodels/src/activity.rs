@@ -3,8 +3,7 @@
 
 use crate::views::{SourceView, TrainingBlockView, WorkoutView};
 use crate::{QueryError, decode};
-use chrono::Duration;
-use events_schema::events::activity::{TrainingBlockStarted, Workout};
+use events_schema::events::activity::Workout;
 use events_schema::ids::UserId;
 use events_schema::keys::{PartitionKey, prefix};
 use events_schema::time::Day;
@@ -44,7 +43,7 @@ impl Activity {
     }
 
     /// The training block running on `today`: the latest block started on or before it,
-    /// if it has not ended.
+    /// if it has not ended (as planned or early).
     pub async fn current_training_block(
         &self,
         user: &UserId,
@@ -61,15 +60,7 @@ impl Activity {
         let Some(row) = self.table.query(&query).await?.items.into_iter().next() else {
             return Ok(None);
         };
-        let block: TrainingBlockStarted = decode(row)?;
-        let end_day =
-            Day::new(block.start_day.date() + Duration::days(i64::from(block.weeks) * 7 - 1));
-        Ok((today <= end_day).then_some(TrainingBlockView {
-            training_block_id: block.training_block_id,
-            start_day: block.start_day,
-            end_day,
-            weeks: block.weeks,
-            focus: block.focus,
-        }))
+        let block = decode::<crate::planning::BlockRow>(row)?.view().block;
+        Ok((today <= block.end_day).then_some(block))
     }
 }

@@ -39,11 +39,33 @@ impl PageRequest {
 }
 
 /// A range of days: `to` not before `from`.
-fn range(from: Day, to: Day) -> Result<(Day, Day), QueryError> {
+pub(crate) fn range(from: Day, to: Day) -> Result<(Day, Day), QueryError> {
     if to < from {
         return Err(QueryError::invalid("to", "must not be before from"));
     }
     Ok((from, to))
+}
+
+/// A cursor that does not decode (or is another query's) is the caller's.
+pub(crate) fn cursor_error(error: StoreError) -> QueryError {
+    match error {
+        StoreError::Validation(_) => QueryError::invalid("cursor", "is not a cursor of this list"),
+        other => QueryError::Store(other),
+    }
+}
+
+/// The live rows of a store page as views, and the cursor of the next.
+pub(crate) fn page_of<Row, View>(found: infra::store::Page) -> Result<Page<View>, QueryError>
+where
+    Row: serde::de::DeserializeOwned + Into<View>,
+{
+    let items = live(found.items)
+        .map(|row| decode::<Row>(row).map(Into::into))
+        .collect::<Result<Vec<View>, QueryError>>()?;
+    Ok(Page {
+        items,
+        next_cursor: found.cursor.map(|c| c.as_str().to_owned()),
+    })
 }
 
 #[derive(Debug, Clone)]
@@ -73,20 +95,8 @@ impl History {
         if newest_first {
             query = query.reverse();
         }
-        let found = self.table.query(&query).await.map_err(|e| match e {
-            // A cursor that does not decode (or is another query's) is the caller's.
-            StoreError::Validation(_) => {
-                QueryError::invalid("cursor", "is not a cursor of this list")
-            }
-            other => QueryError::Store(other),
-        })?;
-        let items = live(found.items)
-            .map(|row| decode::<Row>(row).map(Into::into))
-            .collect::<Result<Vec<View>, QueryError>>()?;
-        Ok(Page {
-            items,
-            next_cursor: found.cursor.map(|c| c.as_str().to_owned()),
-        })
+        let found = self.table.query(&query).await.map_err(cursor_error)?;
+        page_of::<Row, View>(found)
     }
 
     /// The meals of one day, in the order they were logged.

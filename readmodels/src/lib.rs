@@ -12,12 +12,18 @@
 //! - [`nutrition`]: daily summaries (nutrition table).
 //! - [`activity`]: the latest workout and the current training block (activity table).
 //! - [`goals`]: goals by status and a goal's progress (goals table).
+//! - [`planning`]: scheduled meals (nutrition table) and training blocks (activity table).
+//! - [`catalog`]: curated recipes and meal plans (the nutrition table's `catalog` index).
+//! - [`insights`]: the nightly readiness score (insights table).
 
 pub mod activity;
+pub mod catalog;
 pub mod dashboard;
 pub mod goals;
 pub mod history;
+pub mod insights;
 pub mod nutrition;
+pub mod planning;
 pub mod views;
 
 use infra::StoreError;

@@ -9,7 +9,10 @@ use events_schema::events::goals::{GoalKind, GoalPeriod, GoalStatus};
 use events_schema::events::identity::Units;
 use events_schema::events::nutrition::Nutrients;
 use events_schema::events::sleep::SleepStages;
-use events_schema::ids::{GoalId, MealId, ProviderName, SleepId, TrainingBlockId, WorkoutId};
+use events_schema::ids::{
+    GoalId, MealId, MealPlanId, ProviderName, RecipeId, ScheduledMealId, SleepId, TrainingBlockId,
+    WorkoutId,
+};
 use events_schema::rows::{
     ConnectionRow, DayActivity, DayNutrition, MealRow, NightSleep, ProfileRow, SleepRow, WorkoutRow,
 };
@@ -371,6 +374,60 @@ pub struct TrainingBlockView {
     pub end_day: Day,
     pub weeks: u8,
     pub focus: String,
+}
+
+/// A training block in the list: `ended_early` when it was ended before its planned
+/// last day (then `end_day` is the day it ended).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct TrainingBlockListed {
+    #[serde(flatten)]
+    pub block: TrainingBlockView,
+    pub ended_early: bool,
+}
+
+/// A meal planned for a day, not eaten yet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ScheduledMealView {
+    pub scheduled_meal_id: ScheduledMealId,
+    pub day: Day,
+    pub name: String,
+    /// The catalog recipe it follows, if any.
+    pub recipe_id: Option<RecipeId>,
+}
+
+/// A curated recipe.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct RecipeView {
+    pub recipe_id: RecipeId,
+    pub name: String,
+    /// A lowercase slug, such as `breakfast`.
+    pub category: String,
+    pub nutrients: NutrientsView,
+}
+
+/// A curated meal plan: recipes in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct MealPlanView {
+    pub meal_plan_id: MealPlanId,
+    pub name: String,
+    pub category: String,
+    pub recipes: Vec<RecipeId>,
+}
+
+/// The nightly readiness score of one day.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ReadinessView {
+    pub day: Day,
+    /// 0 to 100: half from sleep against 8 h a night, half from activity against 30
+    /// active minutes a day, over the week ending on `day`.
+    pub score: u64,
+    /// How many days of that week had any sleep or activity.
+    pub days_with_data: u64,
 }
 
 /// What the app's home screen shows for one day.

@@ -55,6 +55,17 @@ RULES = {
     },
     "POST /v1/me/goals": {"target": "whole for counted kinds; depends on `kind`"},
     "POST /v1/me/password": {"current_password": "must be the account's password"},
+    "GET /v1/me/scheduled-meals": {**_ANY_PAGE, **_RANGE},
+    "GET /v1/me/training-blocks": {**_ANY_PAGE},
+    "GET /v1/catalog/recipes": {**_ANY_PAGE},
+    "GET /v1/catalog/meal-plans": {**_ANY_PAGE},
+    "POST /v1/me/scheduled-meals/{day}/{id}/eaten": {
+        "eaten_at": "at most a day from now",
+        "nutrients": "required unless the scheduled meal names a recipe",
+    },
+    "POST /v1/me/training-blocks/{start_day}/{id}/end": {
+        "ended_on": "within the block",
+    },
 }
 
 

@@ -11,6 +11,7 @@
 //! - [`model`]: the model-based test: random histories through the real handlers and
 //!   projectors, compared with a reference model.
 //! - [`history_pages`]: the history screens paged through two years of data.
+//! - [`nightly`]: the nightly readiness job on a clock the test controls.
 //! - [`regressions`]: the defects a review found, each as a specification that must hold
 //!   on every backend; [`regressions_suite!`] expands them.
 
@@ -20,6 +21,7 @@ pub mod conformance;
 pub mod fixtures;
 pub mod history_pages;
 pub mod model;
+pub mod nightly;
 pub mod regressions;
 pub mod workload;
 
@@ -48,12 +50,14 @@ macro_rules! commands_suite {
             meal_validation_names_the_field_and_writes_nothing,
             concurrent_writers_keep_every_summary_equal_to_its_meals,
             scheduled_meals_and_the_catalog,
+            a_scheduled_meal_is_eaten_once,
         );
         $crate::spec_tests!($make, $crate::commands::activity_sleep;
             record_workout_writes_workout_and_event_once_per_key,
             retried_wearable_sync_returns_the_original_workout_in_one_request,
             wearable_sync_with_changed_fields_is_the_next_version,
             training_block_started,
+            a_training_block_ends_early_once,
             sleep_sessions_recorded_and_synced_idempotently,
         );
         $crate::spec_tests!($make, $crate::commands::goals;

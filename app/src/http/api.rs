@@ -4,6 +4,7 @@
 use super::auth::Auth;
 use super::limits::Limits;
 use commands::activity::ActivityCommands;
+use commands::environment::{EnvironmentCommands, SandboxEnvironment};
 use commands::goals::GoalCommands;
 use commands::identity::IdentityCommands;
 use commands::integrations::{IntegrationCommands, Providers, SandboxProvider, Secret};
@@ -11,7 +12,7 @@ use commands::nutrition::NutritionCommands;
 use commands::sleep::SleepCommands;
 use infra::Store;
 use infra::table::Table;
-use readmodels::{activity, dashboard, goals, history, nutrition};
+use readmodels::{activity, catalog, dashboard, goals, history, insights, nutrition, planning};
 use std::sync::Arc;
 
 /// The read models, each over the table it reads.
@@ -22,6 +23,10 @@ pub struct ReadModels {
     pub nutrition: nutrition::Nutrition,
     pub activity: activity::Activity,
     pub goals: goals::Goals,
+    pub scheduled_meals: planning::ScheduledMeals,
+    pub training_blocks: planning::TrainingBlocks,
+    pub catalog: catalog::Catalog,
+    pub insights: insights::Insights,
 }
 
 impl ReadModels {
@@ -32,6 +37,10 @@ impl ReadModels {
             nutrition: nutrition::Nutrition::new(Table::new(store.clone())),
             activity: activity::Activity::new(Table::new(store.clone())),
             goals: goals::Goals::new(Table::new(store.clone())),
+            scheduled_meals: planning::ScheduledMeals::new(Table::new(store.clone())),
+            training_blocks: planning::TrainingBlocks::new(Table::new(store.clone())),
+            catalog: catalog::Catalog::new(Table::new(store.clone())),
+            insights: insights::Insights::new(Table::new(store.clone())),
         }
     }
 }
@@ -43,6 +52,8 @@ pub struct Api {
     pub sleep: SleepCommands,
     pub goals: GoalCommands,
     pub integrations: IntegrationCommands,
+    /// The weather and air cache; the sandbox provider fills it on a miss.
+    pub environment: EnvironmentCommands,
     pub reads: ReadModels,
     pub auth: Auth,
     pub limits: Limits,
@@ -66,6 +77,10 @@ impl Api {
             sleep: SleepCommands::new(Table::new(store.clone())),
             goals: GoalCommands::new(Table::new(store.clone())),
             integrations: IntegrationCommands::new(Table::new(store.clone()), Arc::new(providers)),
+            environment: EnvironmentCommands::new(
+                Table::new(store.clone()),
+                Arc::new(SandboxEnvironment),
+            ),
             reads: ReadModels::new(&store),
             auth,
             limits,

@@ -47,6 +47,9 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::goals::router())
         .merge(routes::dashboard::router())
         .merge(routes::integrations::router())
+        .merge(routes::plans::router())
+        .merge(routes::catalog::router())
+        .merge(routes::insights::router())
         .fallback(|| async { error::ApiError::not_found() })
         .method_not_allowed_fallback(|| async {
             error::ApiError::new(

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod whole_app;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};

@@ -13,6 +13,7 @@ use events_schema::ids::{MealPlanId, RecipeId};
 use events_schema::keys::{PartitionKey, SortKey};
 use infra::store::{Condition, Cursor, IndexQuery, Item, Key, Page};
 use infra::table::Action;
+use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,12 +120,27 @@ impl NutritionCommands {
     ) -> Result<Outcome<RecipeId>, CommandError> {
         let name = validate::text("name", &input.name, 1, 120)?;
         let category = category(&input.category)?;
+        let n = input.nutrients;
+        let grams =
+            |field, value| validate::decimal(field, value, Decimal::ZERO, Decimal::from(1000), 1);
+        let nutrients = Nutrients {
+            calories: validate::decimal(
+                "calories",
+                n.calories,
+                Decimal::ZERO,
+                Decimal::from(10_000),
+                1,
+            )?,
+            protein_g: grams("protein_g", n.protein_g)?,
+            carbs_g: grams("carbs_g", n.carbs_g)?,
+            fat_g: grams("fat_g", n.fat_g)?,
+        };
         let id = RecipeId::generate();
         let payload = RecipeCurated {
             recipe_id: id.clone(),
             name: name.clone(),
             category: category.clone(),
-            nutrients: input.nutrients,
+            nutrients,
         };
         let mut item = to_item(&Key::new("x", "x"), &payload)?;
         index_keys(

@@ -192,8 +192,26 @@ impl NutritionCommands {
         meta: &CommandMeta,
         input: LogMeal,
     ) -> Result<Outcome<MealRecord>, CommandError> {
-        let meal = validate_meal(&input, self.clock.now())?;
         let _writer = crate::serial::user(&meta.user).await;
+        self.log_meal_with(meta, &input, &input, |_| Ok(Vec::new()))
+            .await
+    }
+
+    /// Logs `input` as a meal with the actions `also` returns for it in the same
+    /// transaction (a scheduled meal eaten leaves the plan with it); `request` is what the
+    /// idempotency record fingerprints. A failed condition of one of those actions is
+    /// `NotFound("scheduled meal")`. The caller holds the user's writer lock.
+    pub(super) async fn log_meal_with<F>(
+        &self,
+        meta: &CommandMeta,
+        input: &LogMeal,
+        request: &impl serde::Serialize,
+        also: F,
+    ) -> Result<Outcome<MealRecord>, CommandError>
+    where
+        F: Fn(&MealRecord) -> Result<Vec<Action>, CommandError>,
+    {
+        let meal = validate_meal(input, self.clock.now())?;
         let pk = meta.user_pk();
         let meal_id = MealId::generate();
         let record = MealRecord {
@@ -220,7 +238,7 @@ impl NutritionCommands {
                     day_totals: next.totals(),
                 },
             )?;
-            let actions = vec![
+            let mut actions = vec![
                 Action::Put {
                     item: to_item(&meal_key(&pk, record.day, &meal_id), &record)?,
                     condition: Some(Condition::ItemNotExists),
@@ -232,10 +250,19 @@ impl NutritionCommands {
                 summary_action(&pk, &summary, &next)?,
                 event_action(&pk, &event)?,
             ];
-            match idempotency::commit(&self.table, meta, &pk, &input, actions, record.clone())
+            actions.extend(also(&record)?);
+            match idempotency::commit(&self.table, meta, &pk, request, actions, record.clone())
                 .await?
             {
                 Committed::Done(outcome) => return Ok(outcome),
+                Committed::Cancelled(reasons)
+                    if reasons
+                        .iter()
+                        .skip(4)
+                        .any(|r| matches!(r, CancelReason::ConditionFailed { .. })) =>
+                {
+                    return Err(CommandError::NotFound("scheduled meal"));
+                }
                 Committed::Cancelled(reasons) => match refreshed(&reasons, 2, record.day) {
                     Some(fresh) => summary = fresh?,
                     // A transaction conflict carries no item: read the summary again.

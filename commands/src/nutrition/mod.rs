@@ -11,7 +11,7 @@ mod scheduled;
 
 pub use catalog::{CatalogKind, CurateMealPlan, CurateRecipe};
 pub use meals::{EditMeal, LogMeal, MealInput, MealRecord, SummaryRecord};
-pub use scheduled::ScheduleMeal;
+pub use scheduled::{EatScheduledMeal, ScheduleMeal};
 
 use events_schema::time::Clock;
 use infra::table::{Table, contexts::Nutrition};

@@ -42,8 +42,17 @@ pub struct TrainingBlockStarted {
     pub focus: String,
 }
 
+/// A training block ended before its planned last day: `ended_on` is its last day.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrainingBlockEnded {
+    pub training_block_id: TrainingBlockId,
+    pub start_day: Day,
+    pub ended_on: Day,
+}
+
 events!(Context::Activity;
     WorkoutRecorded => 1,
     WorkoutUpdated => 1,
     TrainingBlockStarted => 1,
+    TrainingBlockEnded => 1,
 );

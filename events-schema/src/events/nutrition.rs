@@ -89,6 +89,15 @@ pub struct MealScheduled {
     pub recipe_id: Option<RecipeId>,
 }
 
+/// A scheduled meal left the plan: removed, or eaten (then `eaten_as` is the meal it
+/// became, logged in the same transaction).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduledMealCleared {
+    pub scheduled_meal_id: ScheduledMealId,
+    pub day: Day,
+    pub eaten_as: Option<MealId>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecipeCurated {
     pub recipe_id: RecipeId,
@@ -110,6 +119,7 @@ events!(Context::Nutrition;
     MealEdited => 1,
     MealDeleted => 1,
     MealScheduled => 1,
+    ScheduledMealCleared => 1,
     RecipeCurated => 1,
     MealPlanCurated => 1,
 );

@@ -346,3 +346,66 @@ pub async fn sleep_sessions_recorded_and_synced_idempotently(store: Arc<dyn Stor
         "stages",
     );
 }
+
+/// A training block ends early once, on a day within it.
+pub async fn a_training_block_ends_early_once(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    let start_day = Day::parse("2026-06-01").expect("day");
+    let id = world
+        .activity
+        .start_training_block(
+            &world.meta,
+            StartTrainingBlock {
+                start_day,
+                weeks: 2,
+                focus: "Speed".into(),
+            },
+        )
+        .await
+        .expect("starts")
+        .value
+        .training_block_id;
+    let on = |raw: &str| Day::parse(raw).expect("day");
+    for outside in ["2026-05-31", "2026-06-15"] {
+        assert_invalid(
+            world
+                .activity
+                .end_training_block(&world.meta, start_day, &id, on(outside))
+                .await,
+            "ended_on",
+        );
+    }
+    let ended = world
+        .activity
+        .end_training_block(&world.keyed("end"), start_day, &id, on("2026-06-14"))
+        .await
+        .expect("ends on its planned last day at the latest")
+        .value;
+    assert_eq!((ended.ended_on, ended.block.weeks), (on("2026-06-14"), 2));
+    let retried = world
+        .activity
+        .end_training_block(&world.keyed("end"), start_day, &id, on("2026-06-14"))
+        .await
+        .expect("a retry answers the first end");
+    assert!(retried.replayed);
+    let twice = world
+        .activity
+        .end_training_block(&world.meta, start_day, &id, on("2026-06-10"))
+        .await;
+    assert!(
+        matches!(twice, Err(commands::CommandError::Conflict(_))),
+        "{twice:?}"
+    );
+    let unknown = world
+        .activity
+        .end_training_block(&world.meta, on("2026-06-02"), &id, on("2026-06-10"))
+        .await;
+    assert!(
+        matches!(unknown, Err(commands::CommandError::NotFound(_))),
+        "{unknown:?}"
+    );
+    assert_eq!(
+        world.event_types(Context::Activity).await,
+        vec!["TrainingBlockStarted", "TrainingBlockEnded"]
+    );
+}

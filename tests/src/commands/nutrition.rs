@@ -4,7 +4,7 @@
 use super::{World, assert_invalid, items_of};
 use commands::CommandError;
 use commands::nutrition::{
-    CatalogKind, CurateMealPlan, CurateRecipe, EditMeal, MealInput, ScheduleMeal,
+    CatalogKind, CurateMealPlan, CurateRecipe, EatScheduledMeal, EditMeal, MealInput, ScheduleMeal,
 };
 use events_schema::Context;
 use events_schema::events::nutrition::{MealEdited, MealLogged, Nutrients};
@@ -608,5 +608,146 @@ pub async fn scheduled_meals_and_the_catalog(store: Arc<dyn Store>) {
         items_of(&*store, Context::Nutrition, &world.pk(), "RECIPE")
             .await
             .is_empty()
+    );
+}
+
+/// Eating a scheduled meal logs it and takes it off the plan in one transaction: the
+/// day's summary counts it once; eating it twice at once, or after its removal, finds
+/// nothing; a retry with the key answers the first meal.
+pub async fn a_scheduled_meal_is_eaten_once(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let plan_day = Day::parse("2026-04-02").expect("day");
+    let schedule = |name: &str| ScheduleMeal {
+        day: plan_day,
+        name: name.into(),
+        recipe_id: None,
+    };
+    let soup = world
+        .nutrition
+        .schedule_meal(&world.meta, schedule("Soup"))
+        .await
+        .expect("schedules")
+        .value;
+    let eat = |id: &events_schema::ids::ScheduledMealId| EatScheduledMeal {
+        day: plan_day,
+        scheduled_meal_id: id.clone(),
+        eaten_at: Timestamp::parse("2026-04-02T12:30:00.000Z").expect("time"),
+        timezone: "UTC".into(),
+        nutrients: Some(Nutrients {
+            calories: dec("300"),
+            protein_g: dec("15"),
+            carbs_g: dec("40"),
+            fat_g: dec("8"),
+        }),
+    };
+    // Two phones eat it at the same time: one meal.
+    let (key_a, key_b) = (world.keyed("eat-a"), world.keyed("eat-b"));
+    let (a, b) = tokio::join!(
+        world.nutrition.eat_scheduled_meal(&key_a, eat(&soup)),
+        world.nutrition.eat_scheduled_meal(&key_b, eat(&soup)),
+    );
+    let eaten: Vec<_> = [a, b].into_iter().filter_map(Result::ok).collect();
+    assert_eq!(eaten.len(), 1, "eaten once");
+    let meal = eaten[0].value.clone();
+    assert_eq!((meal.name.as_str(), meal.day), ("Soup", plan_day));
+    let summary = world
+        .nutrition
+        .summary(&world.meta, plan_day)
+        .await
+        .expect("summary");
+    assert_eq!((summary.meals, summary.totals.calories), (1, dec("300")));
+    assert!(
+        world
+            .items(Context::Nutrition, "SCHEDULED_MEAL#")
+            .await
+            .is_empty(),
+        "off the plan"
+    );
+    // A retry of the one that ate it answers that meal; the other finds nothing.
+    let retries = [
+        world.nutrition.eat_scheduled_meal(&key_a, eat(&soup)).await,
+        world.nutrition.eat_scheduled_meal(&key_b, eat(&soup)).await,
+    ];
+    let replayed: Vec<_> = retries.iter().filter_map(|r| r.as_ref().ok()).collect();
+    assert_eq!(replayed.len(), 1, "{retries:?}");
+    assert!(replayed[0].replayed);
+    assert_eq!(replayed[0].value.meal_id, meal.meal_id);
+    let again = world
+        .nutrition
+        .eat_scheduled_meal(&world.meta, eat(&soup))
+        .await;
+    assert!(matches!(again, Err(CommandError::NotFound(_))), "{again:?}");
+
+    // A recipe that is not in the catalog is not planned.
+    let unknown = world
+        .nutrition
+        .schedule_meal(
+            &world.meta,
+            ScheduleMeal {
+                recipe_id: Some(events_schema::ids::RecipeId::generate()),
+                ..schedule("Mystery")
+            },
+        )
+        .await;
+    assert!(
+        matches!(unknown, Err(CommandError::NotFound(_))),
+        "{unknown:?}"
+    );
+
+    // Without nutrients or a recipe: refused, nothing written.
+    let salad = world
+        .nutrition
+        .schedule_meal(&world.meta, schedule("Salad"))
+        .await
+        .expect("schedules")
+        .value;
+    let bare = EatScheduledMeal {
+        nutrients: None,
+        ..eat(&salad)
+    };
+    assert_invalid(
+        world.nutrition.eat_scheduled_meal(&world.meta, bare).await,
+        "nutrients",
+    );
+    // Removed: it cannot be eaten, nor removed again.
+    world
+        .nutrition
+        .remove_scheduled_meal(&world.keyed("rm"), plan_day, &salad)
+        .await
+        .expect("removes");
+    let retried = world
+        .nutrition
+        .remove_scheduled_meal(&world.keyed("rm"), plan_day, &salad)
+        .await
+        .expect("a retry answers as the first time");
+    assert!(retried.replayed);
+    let gone = world
+        .nutrition
+        .eat_scheduled_meal(&world.meta, eat(&salad))
+        .await;
+    assert!(matches!(gone, Err(CommandError::NotFound(_))), "{gone:?}");
+    let twice = world
+        .nutrition
+        .remove_scheduled_meal(&world.meta, plan_day, &salad)
+        .await;
+    assert!(matches!(twice, Err(CommandError::NotFound(_))), "{twice:?}");
+    let summary = world
+        .nutrition
+        .summary(&world.meta, plan_day)
+        .await
+        .expect("summary");
+    assert_eq!(summary.meals, 1, "still one meal");
+    // (The two events of one transaction have no order between them.)
+    let mut events = world.event_types(Context::Nutrition).await;
+    events.sort();
+    assert_eq!(
+        events,
+        vec![
+            "MealLogged",
+            "MealScheduled",
+            "MealScheduled",
+            "ScheduledMealCleared",
+            "ScheduledMealCleared"
+        ]
     );
 }

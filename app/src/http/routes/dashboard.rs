@@ -12,8 +12,8 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::get;
-use readmodels::views::DashboardView;
-use serde::Deserialize;
+use readmodels::views::{DashboardView, ReadinessView};
+use serde::{Deserialize, Serialize};
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/v1/me/dashboard", get(dashboard))
@@ -29,8 +29,19 @@ pub struct DashboardQuery {
     pub date: Option<String>,
 }
 
+/// The home screen: the dashboard's rows, and the day's readiness from the insights
+/// context (each its own read model, read at the same time).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct HomeView {
+    #[serde(flatten)]
+    pub dashboard: DashboardView,
+    /// The day's readiness, once the nightly job has scored it.
+    pub readiness: Option<ReadinessView>,
+}
+
 /// The app's home screen for one day: one query of the caller's dashboard rows, however
-/// long their history. Poll it cheaply with `If-None-Match`.
+/// long their history, and one read of the day's readiness, made concurrently. Poll it
+/// cheaply with `If-None-Match`.
 #[utoipa::path(
     get,
     path = "/v1/me/dashboard",
@@ -38,7 +49,7 @@ pub struct DashboardQuery {
     security(("bearer" = [])),
     params(DashboardQuery, responses::IfNoneMatch),
     responses(
-        (status = 200, description = "The dashboard.", body = DashboardView,
+        (status = 200, description = "The dashboard.", body = HomeView,
          headers(("ETag" = String, description = "The representation's tag."))),
         (status = 304, response = responses::NotModified),
         responses::QueryErrors,
@@ -54,6 +65,14 @@ pub async fn dashboard(
         Some(raw) => day("date", raw)?,
         None => caller.today(),
     };
-    let view = state.api.reads.dashboard.home(&caller.user, date).await?;
+    let reads = &state.api.reads;
+    let (dashboard, readiness) = tokio::join!(
+        reads.dashboard.home(&caller.user, date),
+        reads.insights.readiness(&caller.user, date),
+    );
+    let view = HomeView {
+        dashboard: dashboard?,
+        readiness: readiness?,
+    };
     viewed(&headers, &view)
 }

@@ -1,11 +1,14 @@
 //! The `/v1` routes, one module per context, each with its own `router()`.
 
 pub mod activity;
+pub mod catalog;
 pub mod dashboard;
 pub mod goals;
 pub mod identity;
+pub mod insights;
 pub mod integrations;
 pub mod nutrition;
+pub mod plans;
 pub mod profile;
 pub mod sleep;
 

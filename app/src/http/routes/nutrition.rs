@@ -74,7 +74,7 @@ impl MealBody {
     }
 }
 
-fn view(meal: MealRecord) -> MealView {
+pub(crate) fn view(meal: MealRecord) -> MealView {
     MealView {
         meal_id: meal.meal_id,
         day: meal.day,

@@ -1,0 +1,446 @@
+//! Plans under `/v1/me`: meals scheduled for a day (listed, taken off the plan, or eaten,
+//! which logs the meal in the same transaction) and training blocks (started, listed,
+//! ended early). A planned thing is named in paths by its day and its id, the way it is
+//! stored, so every operation on it is one keyed read or write.
+
+use super::{ApiError, created, id, timezone};
+use crate::http::AppState;
+use crate::http::auth::AuthUser;
+use crate::http::etag::viewed;
+use crate::http::extract::{ApiJson, ApiQuery, meta};
+use crate::http::formats::{Quantity, TimezoneName, Whole};
+use crate::http::openapi::responses;
+use crate::http::routes::activity::HistoryQuery;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::{delete, post};
+use axum::{Json, Router};
+use commands::activity::StartTrainingBlock;
+use commands::nutrition::{EatScheduledMeal, ScheduleMeal};
+use events_schema::events::nutrition::Nutrients;
+use events_schema::ids::{RecipeId, ScheduledMealId, TrainingBlockId};
+use events_schema::time::{Day, Timestamp};
+use readmodels::history::PageRequest;
+use readmodels::views::{
+    MealView, Page, ScheduledMealView, TrainingBlockListed, TrainingBlockView,
+};
+use serde::Deserialize;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/v1/me/scheduled-meals",
+            post(schedule_meal).get(scheduled_meals),
+        )
+        .route(
+            "/v1/me/scheduled-meals/{day}/{id}",
+            delete(remove_scheduled_meal),
+        )
+        .route(
+            "/v1/me/scheduled-meals/{day}/{id}/eaten",
+            post(eat_scheduled_meal),
+        )
+        .route(
+            "/v1/me/training-blocks",
+            post(start_training_block).get(training_blocks),
+        )
+        .route(
+            "/v1/me/training-blocks/{start_day}/{id}/end",
+            post(end_training_block),
+        )
+}
+
+/// A meal planned for a day.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleBody {
+    /// The day it is planned for, `YYYY-MM-DD`.
+    #[schema(value_type = String, format = Date, example = "2026-03-02")]
+    pub day: Day,
+    /// 1 to 120 characters.
+    #[schema(
+        example = "Overnight oats",
+        min_length = 1,
+        max_length = 120,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
+    pub name: String,
+    /// A catalog recipe it follows (its nutrients are the meal's when it is eaten).
+    pub recipe_id: Option<RecipeId>,
+}
+
+/// Schedules a meal for a day.
+#[utoipa::path(
+    post,
+    path = "/v1/me/scheduled-meals",
+    tag = "plans",
+    security(("bearer" = [])),
+    params(responses::IdempotencyKey),
+    request_body = ScheduleBody,
+    responses(
+        (status = 201, description = "Scheduled; `Location` lists its day's scheduled meals.", body = ScheduledMealView,
+         headers(("Location" = String, description = "`/v1/me/scheduled-meals?from={day}&to={day}`"))),
+        (status = 404, response = responses::NotFound),
+        responses::JsonWriteErrors,
+    ),
+)]
+pub async fn schedule_meal(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<ScheduleBody>,
+) -> Result<Response, ApiError> {
+    let input = ScheduleMeal {
+        day: body.day,
+        name: body.name.clone(),
+        recipe_id: body.recipe_id.clone(),
+    };
+    let id = state
+        .api
+        .nutrition
+        .schedule_meal(&meta(&caller, &headers, "schedule_meal")?, input)
+        .await?
+        .value;
+    let view = ScheduledMealView {
+        scheduled_meal_id: id,
+        day: body.day,
+        name: body.name.trim().to_owned(),
+        recipe_id: body.recipe_id,
+    };
+    created(
+        format!("/v1/me/scheduled-meals?from={0}&to={0}", body.day),
+        &view,
+    )
+}
+
+/// Meals scheduled over a range of days, by day: one query per page.
+#[utoipa::path(
+    get,
+    path = "/v1/me/scheduled-meals",
+    tag = "plans",
+    security(("bearer" = [])),
+    params(HistoryQuery, responses::IfNoneMatch),
+    responses(
+        (status = 200, description = "A page of scheduled meals.", body = Page<ScheduledMealView>,
+         headers(("ETag" = String, description = "The representation's tag."))),
+        (status = 304, response = responses::NotModified),
+        responses::QueryErrors,
+    ),
+)]
+pub async fn scheduled_meals(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    headers: HeaderMap,
+    ApiQuery(query): ApiQuery<HistoryQuery>,
+) -> Result<Response, ApiError> {
+    let (range, page) = query.parse()?;
+    let meals = state
+        .api
+        .reads
+        .scheduled_meals
+        .between(&caller.user, range, &page)
+        .await?;
+    viewed(&headers, &meals)
+}
+
+/// Takes a scheduled meal off the plan without eating it.
+#[utoipa::path(
+    delete,
+    path = "/v1/me/scheduled-meals/{day}/{id}",
+    tag = "plans",
+    security(("bearer" = [])),
+    params(
+        ("day" = String, Path, description = "The day it is scheduled for."),
+        ("id" = String, Path, description = "The scheduled meal's id."),
+        responses::IdempotencyKey,
+    ),
+    responses(
+        (status = 204, description = "Removed (or, for a retried `Idempotency-Key`, already)."),
+        (status = 400, response = responses::BadHeader),
+        (status = 422, response = responses::Unprocessable),
+        responses::ReadErrors,
+    ),
+)]
+pub async fn remove_scheduled_meal(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    headers: HeaderMap,
+    Path((day, scheduled)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    state
+        .api
+        .nutrition
+        .remove_scheduled_meal(
+            &meta(&caller, &headers, "remove_scheduled_meal")?,
+            id::<Day>(&day)?,
+            &id::<ScheduledMealId>(&scheduled)?,
+        )
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Energy and macronutrients of a meal eaten from the plan.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NutrientsBody {
+    /// kcal, 0 to 10000.
+    #[schema(value_type = f64, minimum = 0, maximum = 10000, multiple_of = 0.1, example = 420)]
+    pub calories: Quantity,
+    /// Grams, 0 to 1000.
+    #[schema(value_type = f64, minimum = 0, maximum = 1000, multiple_of = 0.1, example = 30)]
+    pub protein_g: Quantity,
+    /// Grams, 0 to 1000.
+    #[schema(value_type = f64, minimum = 0, maximum = 1000, multiple_of = 0.1, example = 40)]
+    pub carbs_g: Quantity,
+    /// Grams, 0 to 1000.
+    #[schema(value_type = f64, minimum = 0, maximum = 1000, multiple_of = 0.1, example = 5)]
+    pub fat_g: Quantity,
+}
+
+/// A scheduled meal, eaten.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EatenBody {
+    /// When it was eaten: any RFC 3339 date-time from 2000-01-01 to a day from now.
+    #[schema(example = "2026-03-02T08:00:00+01:00")]
+    pub eaten_at: Timestamp,
+    /// IANA timezone that names the meal's day; the token's timezone (or UTC) if absent.
+    #[schema(value_type = Option<TimezoneName>)]
+    pub timezone: Option<String>,
+    /// What it held; required unless the scheduled meal names a recipe (whose nutrients
+    /// are then the meal's).
+    pub nutrients: Option<NutrientsBody>,
+}
+
+/// Logs a scheduled meal as eaten: the meal is logged and leaves the plan in one
+/// transaction, so its day counts it once.
+#[utoipa::path(
+    post,
+    path = "/v1/me/scheduled-meals/{day}/{id}/eaten",
+    tag = "plans",
+    security(("bearer" = [])),
+    params(
+        ("day" = String, Path, description = "The day it is scheduled for."),
+        ("id" = String, Path, description = "The scheduled meal's id."),
+        responses::IdempotencyKey,
+    ),
+    request_body = EatenBody,
+    responses(
+        (status = 201, description = "Logged as a meal; it is no longer scheduled.", body = MealView,
+         headers(("Location" = String, description = "`/v1/me/meals/{id}`"))),
+        (status = 404, response = responses::NotFound),
+        responses::JsonWriteErrors,
+    ),
+)]
+pub async fn eat_scheduled_meal(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    headers: HeaderMap,
+    Path((day, scheduled)): Path<(String, String)>,
+    ApiJson(body): ApiJson<EatenBody>,
+) -> Result<Response, ApiError> {
+    let input = EatScheduledMeal {
+        day: id::<Day>(&day)?,
+        scheduled_meal_id: id::<ScheduledMealId>(&scheduled)?,
+        eaten_at: body.eaten_at,
+        timezone: timezone(body.timezone, &caller),
+        nutrients: body.nutrients.map(|n| Nutrients {
+            calories: n.calories.0,
+            protein_g: n.protein_g.0,
+            carbs_g: n.carbs_g.0,
+            fat_g: n.fat_g.0,
+        }),
+    };
+    let meal = state
+        .api
+        .nutrition
+        .eat_scheduled_meal(&meta(&caller, &headers, "eat_scheduled_meal")?, input)
+        .await?
+        .value;
+    created(
+        format!("/v1/me/meals/{}", meal.meal_id),
+        &super::nutrition::view(meal),
+    )
+}
+
+/// A training block to start.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BlockBody {
+    /// Its first day, `YYYY-MM-DD`.
+    #[schema(value_type = String, format = Date, example = "2026-03-02")]
+    pub start_day: Day,
+    /// 1 to 52.
+    #[schema(value_type = u8, minimum = 1, maximum = 52, example = 8)]
+    pub weeks: Whole,
+    /// What it trains for: 1 to 80 characters.
+    #[schema(
+        example = "10k",
+        min_length = 1,
+        max_length = 80,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
+    pub focus: String,
+}
+
+/// Starts a training block.
+#[utoipa::path(
+    post,
+    path = "/v1/me/training-blocks",
+    tag = "plans",
+    security(("bearer" = [])),
+    params(responses::IdempotencyKey),
+    request_body = BlockBody,
+    responses(
+        (status = 201, description = "Started; `Location` is the block running today.", body = TrainingBlockView,
+         headers(("Location" = String, description = "`/v1/me/training-block/current`"))),
+        responses::JsonWriteErrors,
+    ),
+)]
+pub async fn start_training_block(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<BlockBody>,
+) -> Result<Response, ApiError> {
+    let input = StartTrainingBlock {
+        start_day: body.start_day,
+        weeks: body.weeks.within("weeks", 52)?,
+        focus: body.focus,
+    };
+    let started = state
+        .api
+        .activity
+        .start_training_block(&meta(&caller, &headers, "start_training_block")?, input)
+        .await?
+        .value;
+    let end_day = started
+        .start_day
+        .date()
+        .checked_add_days(chrono::Days::new(
+            (u64::from(started.weeks) * 7).saturating_sub(1),
+        ))
+        .map_or(started.start_day, Day::new);
+    let view = TrainingBlockView {
+        training_block_id: started.training_block_id,
+        start_day: started.start_day,
+        end_day,
+        weeks: started.weeks,
+        focus: started.focus,
+    };
+    created("/v1/me/training-block/current".to_owned(), &view)
+}
+
+/// Which page of the training blocks.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct BlocksQuery {
+    /// Items per page, 1 to 100 (50 if absent).
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<usize>,
+    /// The `next_cursor` of the previous page (only cursors the server gave out are valid).
+    #[param(pattern = r"^[A-Za-z0-9_-]+$", min_length = 1, max_length = 2048)]
+    pub cursor: Option<String>,
+}
+
+/// Every training block, the latest start first: one query per page.
+#[utoipa::path(
+    get,
+    path = "/v1/me/training-blocks",
+    tag = "plans",
+    security(("bearer" = [])),
+    params(BlocksQuery, responses::IfNoneMatch),
+    responses(
+        (status = 200, description = "A page of training blocks.", body = Page<TrainingBlockListed>,
+         headers(("ETag" = String, description = "The representation's tag."))),
+        (status = 304, response = responses::NotModified),
+        responses::QueryErrors,
+    ),
+)]
+pub async fn training_blocks(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    headers: HeaderMap,
+    ApiQuery(query): ApiQuery<BlocksQuery>,
+) -> Result<Response, ApiError> {
+    let page = PageRequest {
+        limit: query.limit,
+        cursor: query.cursor,
+    };
+    let blocks = state
+        .api
+        .reads
+        .training_blocks
+        .list(&caller.user, &page)
+        .await?;
+    viewed(&headers, &blocks)
+}
+
+/// A training block's early end.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndBody {
+    /// Its last day: from its first day to its planned last day.
+    #[schema(value_type = String, format = Date, example = "2026-03-20")]
+    pub ended_on: Day,
+}
+
+/// Ends a training block before its planned last day.
+#[utoipa::path(
+    post,
+    path = "/v1/me/training-blocks/{start_day}/{id}/end",
+    tag = "plans",
+    security(("bearer" = [])),
+    params(
+        ("start_day" = String, Path, description = "The block's first day."),
+        ("id" = String, Path, description = "The block's id."),
+        responses::IdempotencyKey,
+    ),
+    request_body = EndBody,
+    responses(
+        (status = 200, description = "Ended.", body = TrainingBlockListed),
+        (status = 404, response = responses::NotFound),
+        (status = 409, response = responses::Conflict),
+        responses::JsonWriteErrors,
+    ),
+)]
+pub async fn end_training_block(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    headers: HeaderMap,
+    Path((start_day, block)): Path<(String, String)>,
+    ApiJson(body): ApiJson<EndBody>,
+) -> Result<Json<TrainingBlockListed>, ApiError> {
+    let start_day = id::<Day>(&start_day)?;
+    let block = id::<TrainingBlockId>(&block)?;
+    let meta = meta(&caller, &headers, "end_training_block")?;
+    let ended = state
+        .api
+        .activity
+        .end_training_block(&meta, start_day, &block, body.ended_on)
+        .await?
+        .value;
+    let b = ended.block;
+    let listed = TrainingBlockListed {
+        ended_early: true,
+        block: TrainingBlockView {
+            training_block_id: b.training_block_id,
+            start_day: b.start_day,
+            end_day: ended.ended_on,
+            weeks: b.weeks,
+            focus: b.focus,
+        },
+    };
+    Ok(Json(listed))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_day_in_a_path_that_is_not_a_day_is_not_found() {
+        assert!(super::id::<super::Day>("2026-02-30").is_err());
+        assert!(super::id::<super::Day>("2026-02-28").is_ok());
+    }
+}

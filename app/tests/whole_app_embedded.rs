@@ -1,0 +1,57 @@
+//! The whole app over HTTP on the embedded shape: catalog, scheduled meals, training
+//! blocks, weather and air, and readiness after a night (the nightly job run by the
+//! operator command while the server is down; the server's own schedule is tested with
+//! a controlled clock in `vitals-tests`).
+
+mod support;
+
+use std::time::{Duration, Instant};
+use support::register;
+use support::whole_app::{be_active, check_readiness, curate, vitals, walk};
+
+const CONVERGE_WITHIN: Duration = Duration::from_secs(30);
+
+/// Waits until every subscription of the in-process pipeline reports no lag.
+fn caught_up(address: &str) {
+    let deadline = Instant::now() + CONVERGE_WITHIN;
+    loop {
+        let (status, metrics) = support::request(address, "GET", "/metrics");
+        assert_eq!(status, 200, "{metrics}");
+        let lags: Vec<&str> = metrics
+            .lines()
+            .filter(|l| l.starts_with("vitals_projector_lag_records{"))
+            .collect();
+        if !lags.is_empty() && lags.iter().all(|l| l.ends_with(" 0")) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no catch-up: {lags:#?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_phone_uses_the_whole_app() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let data_dir = dir.path().join("data");
+    let store = ["--data-dir", data_dir.to_str().expect("utf-8")];
+    let env = [("VITALS_JWT_SECRET", "test-jwt-secret")];
+    // The embedded store is one process's: the operator curates before serving.
+    let (recipe, plan) = curate(&store);
+    let server = support::start_with_env(&store, &env);
+    let ana = register(&server.address, "ana@example.com");
+    let bob = register(&server.address, "bob@example.com");
+    let day = walk(&ana, &bob, &recipe, &plan, CONVERGE_WITHIN);
+    be_active(&ana, &day);
+    caught_up(&server.address);
+    assert!(server.stop().success());
+
+    let printed = vitals(&["insights", "nightly", "--date", &day], &store);
+    assert!(
+        printed.contains("readiness scored for 1 active users"),
+        "{printed}"
+    );
+    let server = support::start_with_env(&store, &env);
+    let (ana, bob) = (ana.on(&server.address), bob.on(&server.address));
+    check_readiness(&ana, &bob, &day);
+    assert!(server.stop().success());
+}

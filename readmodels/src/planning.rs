@@ -1,0 +1,123 @@
+//! Plans: scheduled meals over a range of days (nutrition table, one Query per page) and
+//! training blocks, newest first (activity table, one Query per page). Both are the
+//! command side's own items, read as they are: a plan has no projection to wait for.
+
+use crate::QueryError;
+use crate::history::{PageRequest, cursor_error, page_of, range};
+use crate::views::{Page, ScheduledMealView, TrainingBlockListed, TrainingBlockView};
+use chrono::Days;
+use events_schema::events::activity::TrainingBlockStarted;
+use events_schema::events::nutrition::MealScheduled;
+use events_schema::ids::UserId;
+use events_schema::keys::{PartitionKey, prefix};
+use events_schema::time::Day;
+use infra::store::{Cursor, Query, SortKeyCondition};
+use infra::table::{Table, contexts};
+use serde::Deserialize;
+
+impl From<MealScheduled> for ScheduledMealView {
+    fn from(m: MealScheduled) -> Self {
+        Self {
+            scheduled_meal_id: m.scheduled_meal_id,
+            day: m.day,
+            name: m.name,
+            recipe_id: m.recipe_id,
+        }
+    }
+}
+
+/// A training block item: the start event's fields, and `ended_on` once ended early.
+#[derive(Deserialize)]
+pub(crate) struct BlockRow {
+    #[serde(flatten)]
+    pub(crate) block: TrainingBlockStarted,
+    #[serde(default)]
+    pub(crate) ended_on: Option<Day>,
+}
+
+impl BlockRow {
+    /// The block's last day: the day it ended, else its planned last day.
+    pub(crate) fn view(self) -> TrainingBlockListed {
+        let b = self.block;
+        let planned = b
+            .start_day
+            .date()
+            .checked_add_days(Days::new((u64::from(b.weeks) * 7).saturating_sub(1)))
+            .map_or(b.start_day, Day::new);
+        TrainingBlockListed {
+            ended_early: self.ended_on.is_some(),
+            block: TrainingBlockView {
+                training_block_id: b.training_block_id,
+                start_day: b.start_day,
+                end_day: self.ended_on.unwrap_or(planned),
+                weeks: b.weeks,
+                focus: b.focus,
+            },
+        }
+    }
+}
+
+impl From<BlockRow> for TrainingBlockListed {
+    fn from(row: BlockRow) -> Self {
+        row.view()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ScheduledMeals {
+    table: Table<contexts::Nutrition>,
+}
+
+impl ScheduledMeals {
+    pub fn new(table: Table<contexts::Nutrition>) -> Self {
+        Self { table }
+    }
+
+    /// Meals scheduled from `from` to `to` (both included), by day.
+    pub async fn between(
+        &self,
+        user: &UserId,
+        (from, to): (Day, Day),
+        page: &PageRequest,
+    ) -> Result<Page<ScheduledMealView>, QueryError> {
+        let (from, to) = range(from, to)?;
+        let between = SortKeyCondition::Between(
+            format!("{}{from}", prefix::SCHEDULED_MEAL),
+            format!("{}{to}#\u{10FFFF}", prefix::SCHEDULED_MEAL),
+        );
+        let query = Query::partition(PartitionKey::User(user.clone()).to_string())
+            .sort_key(between)
+            .limit(page.limit()?)
+            .after(page.cursor.clone().map(Cursor::from_text));
+        let found = self.table.query(&query).await.map_err(cursor_error)?;
+        page_of::<MealScheduled, ScheduledMealView>(found)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct TrainingBlocks {
+    table: Table<contexts::Activity>,
+}
+
+impl TrainingBlocks {
+    pub fn new(table: Table<contexts::Activity>) -> Self {
+        Self { table }
+    }
+
+    /// Every training block, the latest start first.
+    pub async fn list(
+        &self,
+        user: &UserId,
+        page: &PageRequest,
+    ) -> Result<Page<TrainingBlockListed>, QueryError> {
+        let query = Query::partition(PartitionKey::User(user.clone()).to_string())
+            .sort_key(SortKeyCondition::BeginsWith(
+                prefix::TRAINING_BLOCK.to_owned(),
+            ))
+            .reverse()
+            .limit(page.limit()?)
+            .after(page.cursor.clone().map(Cursor::from_text));
+        let found = self.table.query(&query).await.map_err(cursor_error)?;
+        page_of::<BlockRow, TrainingBlockListed>(found)
+    }
+}
