@@ -33,9 +33,18 @@ pub async fn redrive(
     Ok(redrive_letters(projector.as_ref(), dlq.as_ref()).await?)
 }
 
-pub async fn nightly_readiness(store: Arc<dyn Store>, date: &str) -> anyhow::Result<usize> {
-    let day = Day::parse(date).context("--date must be YYYY-MM-DD")?;
-    Ok(projectors::insights::nightly_readiness(&Table::new(store), day).await?)
+/// Scores readiness for `date` (default: the latest day ended everywhere); returns the
+/// day and how many users it scored.
+pub async fn nightly_readiness(
+    store: Arc<dyn Store>,
+    date: Option<&str>,
+) -> anyhow::Result<(Day, usize)> {
+    let day = match date {
+        Some(date) => Day::parse(date).context("--date must be YYYY-MM-DD")?,
+        None => projectors::insights::last_ended_day(events_schema::time::Timestamp::now()),
+    };
+    let scored = projectors::insights::nightly_readiness(&Table::new(store), day).await?;
+    Ok((day, scored))
 }
 
 /// `vitals admin curate-recipe` / `curate-meal-plan`: writes the catalog item and its

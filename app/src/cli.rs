@@ -129,9 +129,10 @@ pub enum InsightsJob {
     /// Score readiness for every user active on a day (found through the active-day
     /// index, never a scan).
     Nightly {
-        /// The day, `YYYY-MM-DD`.
+        /// The day, `YYYY-MM-DD`; without it, the latest day that has ended in every
+        /// timezone (what a daily scheduled run, such as an EventBridge rule, wants).
         #[arg(long)]
-        date: String,
+        date: Option<String>,
         #[command(flatten)]
         store: StoreArgs,
     },

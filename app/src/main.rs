@@ -99,8 +99,9 @@ async fn main() -> anyhow::Result<()> {
             job: InsightsJob::Nightly { date, store },
         } => {
             let storage = storage::open(&store).await?;
-            let scored = vitals::admin::nightly_readiness(storage.store, &date).await?;
-            println!("readiness scored for {scored} active users on {date}");
+            let (day, scored) =
+                vitals::admin::nightly_readiness(storage.store, date.as_deref()).await?;
+            println!("readiness scored for {scored} active users on {day}");
             Ok(())
         }
     }
