@@ -301,14 +301,7 @@ impl ActivityCommands {
             ));
         }
         let block: TrainingBlockStarted = from_item(item)?;
-        let planned_end = block
-            .start_day
-            .date()
-            .checked_add_days(chrono::Days::new(
-                (u64::from(block.weeks) * 7).saturating_sub(1),
-            ))
-            .map(Day::new)
-            .ok_or_else(|| CommandError::Internal("a block ends after the calendar".into()))?;
+        let planned_end = block.planned_last_day();
         if ended_on < block.start_day || ended_on > planned_end {
             return Err(CommandError::invalid(
                 "ended_on",

@@ -5,7 +5,6 @@
 use crate::QueryError;
 use crate::history::{PageRequest, cursor_error, page_of, range};
 use crate::views::{Page, ScheduledMealView, TrainingBlockListed, TrainingBlockView};
-use chrono::Days;
 use events_schema::events::activity::TrainingBlockStarted;
 use events_schema::events::nutrition::MealScheduled;
 use events_schema::ids::UserId;
@@ -39,11 +38,7 @@ impl BlockRow {
     /// The block's last day: the day it ended, else its planned last day.
     pub(crate) fn view(self) -> TrainingBlockListed {
         let b = self.block;
-        let planned = b
-            .start_day
-            .date()
-            .checked_add_days(Days::new((u64::from(b.weeks) * 7).saturating_sub(1)))
-            .map_or(b.start_day, Day::new);
+        let planned = b.planned_last_day();
         TrainingBlockListed {
             ended_early: self.ended_on.is_some(),
             block: TrainingBlockView {

@@ -377,10 +377,28 @@ async fn a_poison_event_is_dead_lettered_while_others_flow_and_redrive_applies_i
     )
     .await;
 
-    let letters = dlq
-        .list("dashboard-from-nutrition", 10)
-        .await
-        .expect("letters");
+    // The worker applies users' partitions independently: the healthy user's row can
+    // land before the poisoned event has used up its attempts. Wait for the letter.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut commits = store.commits();
+    let letters = loop {
+        commits.borrow_and_update();
+        let letters = dlq
+            .list("dashboard-from-nutrition", 10)
+            .await
+            .expect("letters");
+        // (The count goes up just after the letter is written: no commit to wait for.)
+        if !letters.is_empty() && metrics.dead_lettered.load(Ordering::SeqCst) > 0 {
+            break letters;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(
+            !left.is_zero(),
+            "the poisoned event was never dead-lettered"
+        );
+        let wait = left.min(Duration::from_millis(20));
+        let _ = tokio::time::timeout(wait, commits.changed()).await;
+    };
     assert_eq!(letters.len(), 1);
     assert_eq!(letters[0].attempts, 3);
     let envelope = letters[0]

@@ -42,6 +42,19 @@ pub struct TrainingBlockStarted {
     pub focus: String,
 }
 
+impl TrainingBlockStarted {
+    /// The block's planned last day: `weeks` weeks from its first day (the first day
+    /// itself for a block without weeks, or one that would end after the calendar).
+    pub fn planned_last_day(&self) -> Day {
+        self.start_day
+            .date()
+            .checked_add_days(chrono::Days::new(
+                (u64::from(self.weeks) * 7).saturating_sub(1),
+            ))
+            .map_or(self.start_day, Day::new)
+    }
+}
+
 /// A training block ended before its planned last day: `ended_on` is its last day.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrainingBlockEnded {

@@ -315,13 +315,7 @@ pub async fn start_training_block(
         .start_training_block(&meta(&caller, &headers, "start_training_block")?, input)
         .await?
         .value;
-    let end_day = started
-        .start_day
-        .date()
-        .checked_add_days(chrono::Days::new(
-            (u64::from(started.weeks) * 7).saturating_sub(1),
-        ))
-        .map_or(started.start_day, Day::new);
+    let end_day = started.planned_last_day();
     let view = TrainingBlockView {
         training_block_id: started.training_block_id,
         start_day: started.start_day,
