@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use chrono::Duration;
 use events_schema::envelope::EventEnvelope;
 use events_schema::keys::SortKey;
+use events_schema::rows::ReadinessRow;
 use events_schema::time::{Day, Timestamp};
 use infra::StoreError;
 use infra::store::{IndexQuery, Item, Key, Query, SortKeyCondition};
@@ -212,9 +213,14 @@ pub async fn nightly_readiness(
                 .query(&Query::partition(pk).sort_key(range).consistent())
                 .await?
                 .items;
-            let mut item = object(
-                json!({"day": day, "score": readiness_score(&week), "days_with_data": week.len()}),
-            );
+            let row = ReadinessRow {
+                day,
+                score: readiness_score(&week),
+                days_with_data: u64::try_from(week.len()).unwrap_or(u64::MAX),
+            };
+            let mut item = object(serde_json::to_value(&row).map_err(|e| {
+                StoreError::Backend(format!("a readiness row does not serialize: {e}"))
+            })?);
             item.extend(Key::new(pk, SortKey::Readiness(day).to_string()).to_item());
             table.put(item, None).await?;
             // Erased meanwhile: the erasure's drain may have passed already.

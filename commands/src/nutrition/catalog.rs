@@ -178,6 +178,10 @@ impl NutritionCommands {
                 "must list 1 to 50 recipes",
             ));
         }
+        for recipe in &input.recipes {
+            // A plan lists only recipes of the catalog.
+            self.recipe(recipe).await?;
+        }
         let id = MealPlanId::generate();
         let payload = MealPlanCurated {
             meal_plan_id: id.clone(),

@@ -190,7 +190,7 @@ impl NutritionCommands {
     }
 
     /// A curated recipe (catalog items live in partitions of their own).
-    async fn recipe(&self, id: &RecipeId) -> Result<RecipeCurated, CommandError> {
+    pub(super) async fn recipe(&self, id: &RecipeId) -> Result<RecipeCurated, CommandError> {
         let key = Key::new(
             PartitionKey::Recipe(id.clone()).to_string(),
             SortKey::Recipe.to_string(),

@@ -554,11 +554,26 @@ pub async fn scheduled_meals_and_the_catalog(store: Arc<dyn Store>) {
                 &world.meta,
                 CurateMealPlan {
                     recipes: vec![],
-                    ..plan
+                    ..plan.clone()
                 },
             )
             .await,
         "recipes",
+    );
+    // A plan lists only recipes of the catalog.
+    let unknown = world
+        .nutrition
+        .curate_meal_plan(
+            &world.meta,
+            CurateMealPlan {
+                recipes: vec![recipes[0].clone(), events_schema::ids::RecipeId::generate()],
+                ..plan
+            },
+        )
+        .await;
+    assert!(
+        matches!(unknown, Err(CommandError::NotFound("recipe"))),
+        "{unknown:?}"
     );
     // One event per curated item, in the item's own partition, belonging to no user.
     let recipe_events = items_of(
