@@ -34,21 +34,26 @@ pub(crate) struct BlockRow {
     pub(crate) ended_on: Option<Day>,
 }
 
-impl BlockRow {
-    /// The block's last day: the day it ended, else its planned last day.
-    pub(crate) fn view(self) -> TrainingBlockListed {
-        let b = self.block;
+impl TrainingBlockListed {
+    /// A block as listed: its last day is the day it ended, else its planned last day.
+    pub fn of(b: TrainingBlockStarted, ended_on: Option<Day>) -> Self {
         let planned = b.planned_last_day();
         TrainingBlockListed {
-            ended_early: self.ended_on.is_some(),
+            ended_early: ended_on.is_some(),
             block: TrainingBlockView {
                 training_block_id: b.training_block_id,
                 start_day: b.start_day,
-                end_day: self.ended_on.unwrap_or(planned),
+                end_day: ended_on.unwrap_or(planned),
                 weeks: b.weeks,
                 focus: b.focus,
             },
         }
+    }
+}
+
+impl BlockRow {
+    pub(crate) fn view(self) -> TrainingBlockListed {
+        TrainingBlockListed::of(self.block, self.ended_on)
     }
 }
 

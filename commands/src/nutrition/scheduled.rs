@@ -30,7 +30,7 @@ impl NutritionCommands {
         &self,
         meta: &CommandMeta,
         input: ScheduleMeal,
-    ) -> Result<Outcome<ScheduledMealId>, CommandError> {
+    ) -> Result<Outcome<MealScheduled>, CommandError> {
         let name = validate::text("name", &input.name, 1, 120)?;
         if let Some(recipe) = &input.recipe_id {
             // A plan names only a recipe of the catalog.
@@ -56,7 +56,7 @@ impl NutritionCommands {
             to_item(&key, &payload)?,
             &event,
             &input,
-            id,
+            payload,
         )
         .await
     }

@@ -459,7 +459,8 @@ pub async fn scheduled_meals_and_the_catalog(store: Arc<dyn Store>) {
         .schedule_meal(&world.keyed("s-1"), scheduled.clone())
         .await
         .expect("schedules")
-        .value;
+        .value
+        .scheduled_meal_id;
     assert!(
         world
             .nutrition
@@ -642,7 +643,8 @@ pub async fn a_scheduled_meal_is_eaten_once(store: Arc<dyn Store>) {
         .schedule_meal(&world.meta, schedule("Soup"))
         .await
         .expect("schedules")
-        .value;
+        .value
+        .scheduled_meal_id;
     let eat = |id: &events_schema::ids::ScheduledMealId| EatScheduledMeal {
         day: plan_day,
         scheduled_meal_id: id.clone(),
@@ -715,7 +717,8 @@ pub async fn a_scheduled_meal_is_eaten_once(store: Arc<dyn Store>) {
         .schedule_meal(&world.meta, schedule("Salad"))
         .await
         .expect("schedules")
-        .value;
+        .value
+        .scheduled_meal_id;
     let bare = EatScheduledMeal {
         nutrients: None,
         ..eat(&salad)

@@ -93,24 +93,19 @@ pub async fn schedule_meal(
 ) -> Result<Response, ApiError> {
     let input = ScheduleMeal {
         day: body.day,
-        name: body.name.clone(),
-        recipe_id: body.recipe_id.clone(),
+        name: body.name,
+        recipe_id: body.recipe_id,
     };
-    let id = state
+    let scheduled = state
         .api
         .nutrition
         .schedule_meal(&meta(&caller, &headers, "schedule_meal")?, input)
         .await?
         .value;
-    let view = ScheduledMealView {
-        scheduled_meal_id: id,
-        day: body.day,
-        name: body.name.trim().to_owned(),
-        recipe_id: body.recipe_id,
-    };
+    let day = scheduled.day;
     created(
-        format!("/v1/me/scheduled-meals?from={0}&to={0}", body.day),
-        &view,
+        format!("/v1/me/scheduled-meals?from={day}&to={day}"),
+        &ScheduledMealView::from(scheduled),
     )
 }
 
@@ -315,14 +310,7 @@ pub async fn start_training_block(
         .start_training_block(&meta(&caller, &headers, "start_training_block")?, input)
         .await?
         .value;
-    let end_day = started.planned_last_day();
-    let view = TrainingBlockView {
-        training_block_id: started.training_block_id,
-        start_day: started.start_day,
-        end_day,
-        weeks: started.weeks,
-        focus: started.focus,
-    };
+    let view = TrainingBlockListed::of(started, None).block;
     created("/v1/me/training-block/current".to_owned(), &view)
 }
 
@@ -416,17 +404,7 @@ pub async fn end_training_block(
         .end_training_block(&meta, start_day, &block, body.ended_on)
         .await?
         .value;
-    let b = ended.block;
-    let listed = TrainingBlockListed {
-        ended_early: true,
-        block: TrainingBlockView {
-            training_block_id: b.training_block_id,
-            start_day: b.start_day,
-            end_day: ended.ended_on,
-            weeks: b.weeks,
-            focus: b.focus,
-        },
-    };
+    let listed = TrainingBlockListed::of(ended.block, Some(ended.ended_on));
     Ok(Json(listed))
 }
 
