@@ -142,6 +142,14 @@ pub enum InsightsJob {
 pub enum Doc {
     /// The access-pattern document, generated from the table definitions.
     AccessPatterns,
+    /// The events index: each event's context, versions and subscriptions.
+    Events,
+    /// Writes the JSON Schema of every event version into a directory.
+    EventSchemas {
+        /// Where to write them (the committed ones are in `events-schema/schemas`).
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@
 //! - [`http`]: the axum router (`http::app`), testable without a socket.
 //! - [`server`]: binds, serves until shutdown, runs the projector workers and TTL purge.
 //! - [`admin`]: operator commands (redrive, nightly readiness, replay, residue).
+//! - [`event_docs`]: the events index and the event JSON Schema files.
 //! - [`residue`]: what is left of a user in every table and index.
 //! - [`work`]: the projectors on Kinesis (`vitals work`) and as a Lambda (`vitals lambda`).
 //! - [`setup`]: the API's handlers and authentication from the command line.
@@ -14,6 +15,7 @@
 
 pub mod admin;
 pub mod cli;
+pub mod event_docs;
 pub mod http;
 pub mod lambda_api;
 pub mod residue;

@@ -35,6 +35,17 @@ async fn main() -> anyhow::Result<()> {
             print!("{}", events_schema::tables::access_pattern_document());
             Ok(())
         }
+        Command::Docs { doc: Doc::Events } => {
+            print!("{}", vitals::event_docs::index());
+            Ok(())
+        }
+        Command::Docs {
+            doc: Doc::EventSchemas { out },
+        } => {
+            let written = vitals::event_docs::write_schemas(&out)?;
+            println!("wrote {written} event schemas to {}", out.display());
+            Ok(())
+        }
         Command::Redrive {
             subscription,
             store,

@@ -1,6 +1,7 @@
 //! The event envelope: the one shape every outbox item (`EVT#<event-id>`) carries and
 //! every projector decodes. The payload is typed per event; the envelope names its type
-//! and schema version so a consumer can decode, upcast or skip it.
+//! and schema version, and decoding upcasts a payload stored at an older version to the
+//! current type (see [`EventPayload::upcast`]), so every reader sees current types only.
 
 use crate::context::Context;
 use crate::ids::{EventId, UserId};
@@ -39,8 +40,17 @@ pub struct EventEnvelope {
 /// An event type with a payload that knows its name and version.
 pub trait EventPayload: Serialize + for<'de> Deserialize<'de> {
     const EVENT_TYPE: &'static str;
+    /// The version this release writes: the highest ever published.
     const SCHEMA_VERSION: u32;
     const CONTEXT: Context;
+
+    /// Reads a payload stored at `version`, older than [`Self::SCHEMA_VERSION`], as the
+    /// current type: decoded as that version's type, then upcast one version at a time.
+    /// `None` when no such version was ever published (the default: only version 1).
+    fn upcast(version: u32, payload: serde_json::Value) -> Option<Result<Self, serde_json::Error>> {
+        let _ = (version, payload);
+        None
+    }
 }
 
 /// Why an envelope does not hold the payload asked for.
@@ -52,6 +62,23 @@ pub enum EnvelopeError {
         found_version: u32,
         expected: &'static str,
         expected_version: u32,
+    },
+    /// Written by a newer release than this one (a rolling deployment): the record must
+    /// wait, as a dead letter, and be redriven once every reader runs that release.
+    #[error(
+        "{event_type} v{found_version} was written by a newer release (this one reads up to \
+         v{known_version}): redrive it once every worker runs that release"
+    )]
+    NewerVersion {
+        event_type: String,
+        found_version: u32,
+        known_version: u32,
+    },
+    /// A version below the current one that was never published (such as 0).
+    #[error("{event_type} v{found_version} was never published")]
+    UnknownVersion {
+        event_type: String,
+        found_version: u32,
     },
     #[error("payload does not decode: {0}")]
     Payload(#[from] serde_json::Error),
@@ -88,11 +115,14 @@ impl EventEnvelope {
         self
     }
 
+    /// Whether the envelope holds a `P`, at whatever version: [`Self::decode`] reads
+    /// every published version.
     pub fn is<P: EventPayload>(&self) -> bool {
-        self.event_type == P::EVENT_TYPE && self.schema_version == P::SCHEMA_VERSION
+        self.event_type == P::EVENT_TYPE
     }
 
-    /// Decodes the payload as `P`, checking type and version first.
+    /// Decodes the payload as the current `P`, upcasting it when it was stored at an
+    /// older version. A newer version than this release knows is an error, never a guess.
     pub fn decode<P: EventPayload>(&self) -> Result<P, EnvelopeError> {
         if !self.is::<P>() {
             return Err(EnvelopeError::WrongType {
@@ -102,7 +132,35 @@ impl EventEnvelope {
                 expected_version: P::SCHEMA_VERSION,
             });
         }
-        Ok(serde_json::from_value(self.payload.clone())?)
+        let version = self.schema_version;
+        if version == P::SCHEMA_VERSION {
+            return Ok(serde_json::from_value(self.payload.clone())?);
+        }
+        if version > P::SCHEMA_VERSION {
+            return Err(EnvelopeError::NewerVersion {
+                event_type: self.event_type.clone(),
+                found_version: version,
+                known_version: P::SCHEMA_VERSION,
+            });
+        }
+        match P::upcast(version, self.payload.clone()) {
+            Some(upcast) => Ok(upcast?),
+            None => Err(EnvelopeError::UnknownVersion {
+                event_type: self.event_type.clone(),
+                found_version: version,
+            }),
+        }
+    }
+
+    /// The same event with its payload upcast to the current version of `P` (what a
+    /// release that wrote it today would have stored).
+    pub fn upcast<P: EventPayload>(&self) -> Result<Self, EnvelopeError> {
+        let payload = serde_json::to_value(self.decode::<P>()?)?;
+        Ok(Self {
+            schema_version: P::SCHEMA_VERSION,
+            payload,
+            ..self.clone()
+        })
     }
 }
 
@@ -129,6 +187,131 @@ mod tests {
         const EVENT_TYPE: &'static str = "OtherThing";
         const SCHEMA_VERSION: u32 = 1;
         const CONTEXT: Context = Context::Goals;
+    }
+
+    /// Version 1 of `SomethingHappened`: the amount was a string.
+    #[derive(Debug, Serialize, Deserialize)]
+    struct SomethingHappenedV1 {
+        amount: String,
+    }
+
+    /// `Upgraded` is at version 3: v1 had a string amount, v2 no note.
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Upgraded {
+        amount: u32,
+        note: String,
+    }
+
+    #[derive(Debug, Serialize, Deserialize)]
+    struct UpgradedV2 {
+        amount: u32,
+    }
+
+    fn v1_to_v2(v1: SomethingHappenedV1) -> UpgradedV2 {
+        UpgradedV2 {
+            amount: v1.amount.parse().unwrap_or_default(),
+        }
+    }
+
+    fn v2_to_v3(v2: UpgradedV2) -> Upgraded {
+        Upgraded {
+            amount: v2.amount,
+            note: String::new(),
+        }
+    }
+
+    impl EventPayload for Upgraded {
+        const EVENT_TYPE: &'static str = "Upgraded";
+        const SCHEMA_VERSION: u32 = 3;
+        const CONTEXT: Context = Context::Nutrition;
+
+        fn upcast(
+            version: u32,
+            payload: serde_json::Value,
+        ) -> Option<Result<Self, serde_json::Error>> {
+            let read = |payload| -> Result<Self, serde_json::Error> {
+                Ok(match version {
+                    1 => v2_to_v3(v1_to_v2(serde_json::from_value(payload)?)),
+                    _ => v2_to_v3(serde_json::from_value(payload)?),
+                })
+            };
+            (1..=2).contains(&version).then(|| read(payload))
+        }
+    }
+
+    fn stored(event_type: &str, version: u32, payload: serde_json::Value) -> EventEnvelope {
+        EventEnvelope {
+            event_type: event_type.into(),
+            schema_version: version,
+            payload,
+            ..sample()
+        }
+    }
+
+    #[test]
+    fn every_published_version_decodes_as_the_current_type() {
+        let want = Upgraded {
+            amount: 5,
+            note: String::new(),
+        };
+        let v1 = stored("Upgraded", 1, serde_json::json!({"amount": "5"}));
+        let v2 = stored("Upgraded", 2, serde_json::json!({"amount": 5}));
+        let v3 = stored("Upgraded", 3, serde_json::json!({"amount": 5, "note": ""}));
+        for envelope in [&v1, &v2, &v3] {
+            assert_eq!(envelope.decode::<Upgraded>().expect("decodes"), want);
+            assert!(envelope.is::<Upgraded>());
+        }
+        let upcast = v1.upcast::<Upgraded>().expect("upcasts");
+        assert_eq!(upcast.schema_version, 3);
+        assert_eq!(upcast.payload, v3.payload);
+        assert_eq!(upcast.event_id, v1.event_id);
+    }
+
+    #[test]
+    fn a_newer_or_never_published_version_is_a_typed_error() {
+        let newer = stored(
+            "Upgraded",
+            4,
+            serde_json::json!({"amount": 5, "note": "", "more": 1}),
+        );
+        assert!(matches!(
+            newer.decode::<Upgraded>(),
+            Err(EnvelopeError::NewerVersion {
+                found_version: 4,
+                known_version: 3,
+                ..
+            })
+        ));
+        let never = stored("Upgraded", 0, serde_json::json!({"amount": 5}));
+        assert!(matches!(
+            never.decode::<Upgraded>(),
+            Err(EnvelopeError::UnknownVersion {
+                found_version: 0,
+                ..
+            })
+        ));
+        // An event type without older versions reads only its own.
+        let older = stored(
+            "SomethingHappened",
+            1,
+            serde_json::json!({"amount": 7, "note": ""}),
+        );
+        assert!(matches!(
+            older.decode::<SomethingHappened>(),
+            Err(EnvelopeError::UnknownVersion {
+                found_version: 1,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn a_stored_old_payload_that_does_not_fit_its_version_is_a_payload_error() {
+        let broken = stored("Upgraded", 1, serde_json::json!({"amount": 5}));
+        assert!(matches!(
+            broken.decode::<Upgraded>(),
+            Err(EnvelopeError::Payload(_))
+        ));
     }
 
     fn sample() -> EventEnvelope {

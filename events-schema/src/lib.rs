@@ -10,14 +10,22 @@
 //!   TTL attribute, stream) and the access-pattern document generated from them.
 //! - [`envelope`]: the versioned event envelope every outbox item carries.
 //! - [`rows`]: the projection rows, one type each, shared by their writer and reader.
-//! - [`events`]: the typed, versioned events of each context.
+//! - [`events`]: the typed, versioned events of each context, with the upcasters of
+//!   their older versions.
+//! - [`catalog`]: every event type, its publishing context and current version.
+//! - `schemas` (feature `openapi`): the JSON Schema of every event version.
+//! - [`schema_compat`]: whether a changed schema still reads every stored version.
 
+pub mod catalog;
 pub mod context;
 pub mod envelope;
 pub mod events;
 pub mod ids;
 pub mod keys;
 pub mod rows;
+pub mod schema_compat;
+#[cfg(feature = "openapi")]
+pub mod schemas;
 pub mod tables;
 pub mod time;
 

@@ -17,7 +17,7 @@ pub struct ActivityFromNutrition(pub Table<contexts::Activity>);
 
 #[async_trait]
 impl Projector for ActivityFromNutrition {
-    subscription!("activity-from-nutrition", Nutrition -> Activity);
+    subscription!("activity-from-nutrition", Nutrition -> Activity, consumes crate::facts::MEAL_EVENTS);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let totals = day_totals(event)?;
@@ -52,7 +52,7 @@ pub struct NutritionFromActivity(pub Table<contexts::Nutrition>);
 
 #[async_trait]
 impl Projector for NutritionFromActivity {
-    subscription!("nutrition-from-activity", Activity -> Nutrition);
+    subscription!("nutrition-from-activity", Activity -> Nutrition, consumes crate::facts::WORKOUT_EVENTS);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let Some((workout, previous_day)) = workout_of(event)? else {

@@ -10,7 +10,7 @@
 //! partition has the same rows whatever order events arrive in.
 
 use crate::facts::{sleep_of, workout_of};
-use crate::projector::{ProjectionError, Projector, decode, subscription, user_pk};
+use crate::projector::{ProjectionError, Projector, decode, event_types, subscription, user_pk};
 use crate::rows::{
     Entry, live_entries, merge_group_entry, object, replace_newer, tombstone_newer, upsert_newer,
 };
@@ -230,7 +230,7 @@ pub struct DashboardFromIdentity(pub DashboardRows);
 
 #[async_trait]
 impl Projector for DashboardFromIdentity {
-    subscription!("dashboard-from-identity", Identity -> Dashboard);
+    subscription!("dashboard-from-identity", Identity -> Dashboard, consumes event_types![UserRegistered, EmailChanged, ProfileUpdated]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let profile: ProfileState = match event.event_type.as_str() {
@@ -302,7 +302,7 @@ impl DashboardFromNutrition {
 
 #[async_trait]
 impl Projector for DashboardFromNutrition {
-    subscription!("dashboard-from-nutrition", Nutrition -> Dashboard);
+    subscription!("dashboard-from-nutrition", Nutrition -> Dashboard, consumes crate::facts::MEAL_EVENTS);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let mut memo = Admissions::default();
@@ -406,7 +406,7 @@ fn workout_keys(day: Day, workout: &WorkoutId) -> (String, String) {
 
 #[async_trait]
 impl Projector for DashboardFromActivity {
-    subscription!("dashboard-from-activity", Activity -> Dashboard);
+    subscription!("dashboard-from-activity", Activity -> Dashboard, consumes crate::facts::WORKOUT_EVENTS);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let mut memo = Admissions::default();
@@ -492,7 +492,7 @@ pub fn sleep_of_night(entries: &serde_json::Map<String, serde_json::Value>) -> s
 
 #[async_trait]
 impl Projector for DashboardFromSleep {
-    subscription!("dashboard-from-sleep", Sleep -> Dashboard);
+    subscription!("dashboard-from-sleep", Sleep -> Dashboard, consumes crate::facts::SLEEP_EVENTS);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let mut memo = Admissions::default();
@@ -565,7 +565,7 @@ pub struct DashboardFromGoals(pub DashboardRows);
 
 #[async_trait]
 impl Projector for DashboardFromGoals {
-    subscription!("dashboard-from-goals", Goals -> Dashboard);
+    subscription!("dashboard-from-goals", Goals -> Dashboard, consumes event_types![GoalCreated, GoalStatusChanged]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let goal: Goal = match event.event_type.as_str() {
@@ -604,7 +604,7 @@ pub struct DashboardFromIntegrations(pub DashboardRows);
 
 #[async_trait]
 impl Projector for DashboardFromIntegrations {
-    subscription!("dashboard-from-integrations", Integrations -> Dashboard);
+    subscription!("dashboard-from-integrations", Integrations -> Dashboard, consumes event_types![ProviderConnected, ProviderDisconnected]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let mut row = match event.event_type.as_str() {

@@ -92,6 +92,9 @@ impl Projector for Guarded {
     fn target(&self) -> Context {
         self.inner.target()
     }
+    fn consumes(&self) -> &'static [&'static str] {
+        self.inner.consumes()
+    }
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let Some(user) = &event.user_id else {
@@ -188,6 +191,9 @@ impl<C: ContextTable> Projector for Eraser<C> {
     fn target(&self) -> Context {
         C::CONTEXT
     }
+    fn consumes(&self) -> &'static [&'static str] {
+        crate::projector::event_types![AccountDeletionRequested]
+    }
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         if !event.is::<AccountDeletionRequested>() {
@@ -244,6 +250,9 @@ impl Projector for Completer {
     }
     fn target(&self) -> Context {
         Context::Identity
+    }
+    fn consumes(&self) -> &'static [&'static str] {
+        crate::projector::event_types![PartitionDrained]
     }
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {

@@ -9,6 +9,14 @@ use events_schema::events::nutrition::{DayTotals, MealDeleted, MealEdited, MealL
 use events_schema::events::sleep::{SleepRecorded, SleepSession, SleepUpdated};
 use events_schema::time::Day;
 
+/// The nutrition events [`day_totals`] reads.
+pub const MEAL_EVENTS: &[&str] =
+    crate::projector::event_types![MealLogged, MealEdited, MealDeleted];
+/// The activity events [`workout_of`] reads.
+pub const WORKOUT_EVENTS: &[&str] = crate::projector::event_types![WorkoutRecorded, WorkoutUpdated];
+/// The sleep events [`sleep_of`] reads.
+pub const SLEEP_EVENTS: &[&str] = crate::projector::event_types![SleepRecorded, SleepUpdated];
+
 /// The day totals a nutrition event carries (empty for other events).
 pub fn day_totals(event: &EventEnvelope) -> Result<Vec<DayTotals>, ProjectionError> {
     Ok(match event.event_type.as_str() {

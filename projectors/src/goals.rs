@@ -18,7 +18,7 @@
 //! change and commits with it.
 
 use crate::facts::{day_totals, sleep_of, workout_of};
-use crate::projector::{ProjectionError, Projector, subscription, user_pk};
+use crate::projector::{ProjectionError, Projector, event_types, subscription, user_pk};
 use crate::rows::{
     is_tombstone, live_entries, merge_entry, object, replace_newer, tombstone_newer,
 };
@@ -409,7 +409,7 @@ pub struct GoalsFromGoals(pub GoalRows);
 
 #[async_trait]
 impl Projector for GoalsFromGoals {
-    subscription!("goals-from-goals", Goals -> Goals);
+    subscription!("goals-from-goals", Goals -> Goals, consumes event_types![GoalCreated]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         if !event.is::<GoalCreated>() {
@@ -451,7 +451,7 @@ pub struct GoalsFromActivity(pub GoalRows);
 
 #[async_trait]
 impl Projector for GoalsFromActivity {
-    subscription!("goals-from-activity", Activity -> Goals);
+    subscription!("goals-from-activity", Activity -> Goals, consumes crate::facts::WORKOUT_EVENTS);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let Some((workout, previous_day)) = workout_of(event)? else {
@@ -488,7 +488,7 @@ pub struct GoalsFromNutrition(pub GoalRows);
 
 #[async_trait]
 impl Projector for GoalsFromNutrition {
-    subscription!("goals-from-nutrition", Nutrition -> Goals);
+    subscription!("goals-from-nutrition", Nutrition -> Goals, consumes crate::facts::MEAL_EVENTS);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let totals = day_totals(event)?;
@@ -524,7 +524,7 @@ pub struct GoalsFromSleep(pub GoalRows);
 
 #[async_trait]
 impl Projector for GoalsFromSleep {
-    subscription!("goals-from-sleep", Sleep -> Goals);
+    subscription!("goals-from-sleep", Sleep -> Goals, consumes crate::facts::SLEEP_EVENTS);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let Some((session, previous)) = sleep_of(event)? else {

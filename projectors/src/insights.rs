@@ -63,7 +63,7 @@ pub struct InsightsFromNutrition(pub Table<contexts::Insights>);
 
 #[async_trait]
 impl Projector for InsightsFromNutrition {
-    subscription!("insights-from-nutrition", Nutrition -> Insights);
+    subscription!("insights-from-nutrition", Nutrition -> Insights, consumes crate::facts::MEAL_EVENTS);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let totals = day_totals(event)?;
@@ -92,7 +92,7 @@ pub struct InsightsFromActivity(pub Table<contexts::Insights>);
 
 #[async_trait]
 impl Projector for InsightsFromActivity {
-    subscription!("insights-from-activity", Activity -> Insights);
+    subscription!("insights-from-activity", Activity -> Insights, consumes crate::facts::WORKOUT_EVENTS);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let Some((workout, previous_day)) = workout_of(event)? else {
@@ -132,7 +132,7 @@ pub struct InsightsFromSleep(pub Table<contexts::Insights>);
 
 #[async_trait]
 impl Projector for InsightsFromSleep {
-    subscription!("insights-from-sleep", Sleep -> Insights);
+    subscription!("insights-from-sleep", Sleep -> Insights, consumes crate::facts::SLEEP_EVENTS);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let Some((session, previous)) = sleep_of(event)? else {

@@ -14,6 +14,7 @@
 //! - [`erasure`]: account erasure (erasers, completers) and the guard that keeps an
 //!   erased user's events from writing anything.
 //! - [`registry`]: every subscription, wired to its table.
+//! - [`event_index`]: the events index: each event's versions and subscriptions.
 //! - [`replay`]: rebuilds read models from the outbox events of the source tables.
 //! - [`pipeline`]: every subscription's worker on one feed, in-process, with metrics.
 //! - [`lambda`]: a subscription as a Lambda function on Kinesis events.
@@ -21,6 +22,7 @@
 pub mod cross;
 pub mod dashboard;
 pub mod erasure;
+pub mod event_index;
 pub mod facts;
 pub mod goals;
 pub mod insights;

@@ -11,6 +11,10 @@ pub enum ProjectionError {
     /// The event does not decode as the type it claims; retrying will not help.
     #[error("event does not decode: {0}")]
     Decode(String),
+    /// The event was written by a newer release than this one (a rolling deployment):
+    /// it waits as a dead letter until a redrive on that release applies it.
+    #[error("{0}")]
+    NewerVersion(String),
     /// The event asks for something its subscriber refuses (a command's validation
     /// failed); retrying will not help.
     #[error("rejected: {0}")]
@@ -28,15 +32,22 @@ pub trait Projector: Send + Sync {
     fn source(&self) -> Context;
     /// The context whose table it writes (and where its dead letters go).
     fn target(&self) -> Context;
+    /// The event types of its source it applies; it ignores every other one (the
+    /// events index, `vitals docs events`, lists the subscriptions of each event).
+    fn consumes(&self) -> &'static [&'static str];
     /// Applies one event. Must converge: applying an event twice, or events in any
     /// order, leaves the same rows. Events it does not use are ignored.
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError>;
 }
 
 /// The identity of a subscription inside an `impl Projector`: its name, the context it
-/// consumes and the context whose table it writes.
+/// consumes, the context whose table it writes and the event types it applies.
 macro_rules! subscription {
-    ($name:literal, $source:ident -> $target:ident) => {
+    ($name:literal, $source:ident -> $target:ident, consumes $consumes:expr) => {
+        fn consumes(&self) -> &'static [&'static str] {
+            const CONSUMES: &[&str] = $consumes;
+            CONSUMES
+        }
         fn name(&self) -> &'static str {
             $name
         }
@@ -54,10 +65,21 @@ pub(crate) use subscription;
 pub fn decode<P: events_schema::envelope::EventPayload>(
     event: &EventEnvelope,
 ) -> Result<P, ProjectionError> {
-    event
-        .decode::<P>()
-        .map_err(|e| ProjectionError::Decode(e.to_string()))
+    event.decode::<P>().map_err(|e| match e {
+        events_schema::envelope::EnvelopeError::NewerVersion { .. } => {
+            ProjectionError::NewerVersion(e.to_string())
+        }
+        _ => ProjectionError::Decode(e.to_string()),
+    })
 }
+
+/// The event type names of payload types, as a subscription's `consumes` list.
+macro_rules! event_types {
+    ($($event:ty),* $(,)?) => {
+        &[$(<$event as events_schema::envelope::EventPayload>::EVENT_TYPE),*]
+    };
+}
+pub(crate) use event_types;
 
 /// The `USER#<id>` partition of the user an event belongs to.
 pub fn user_pk(event: &EventEnvelope) -> Result<String, ProjectionError> {

@@ -14,9 +14,11 @@ use crate::projector::Projector;
 use crate::wearables::{ActivityFromIntegrations, SleepFromIntegrations};
 use commands::activity::ActivityCommands;
 use commands::sleep::SleepCommands;
-use infra::Store;
+use events_schema::Context;
 use infra::dlq::DeadLetterStore;
+use infra::store::{Condition, IndexQuery, Item, Key, Page, Query, Scan, TransactAction, Update};
 use infra::table::{ContextTable, Table};
+use infra::{Store, StoreError};
 use std::sync::Arc;
 
 /// Every subscription of a pipeline that keeps dead letters in the subscribers' tables
@@ -132,4 +134,74 @@ pub fn find_with(
 pub fn find(store: Arc<dyn Store>, name: &str) -> Option<Arc<dyn Projector>> {
     let dead_letters = DeadLetterStore::Tables(store.clone());
     find_with(store, &dead_letters, name)
+}
+
+/// Every subscription, built only to be described (names, sources, targets, the event
+/// types each consumes): their store refuses every request.
+pub fn described() -> Vec<Arc<dyn Projector>> {
+    all(Arc::new(Detached))
+}
+
+/// A store for subscriptions that are described, never run.
+struct Detached;
+
+impl Detached {
+    fn refuse<T>() -> Result<T, StoreError> {
+        Err(StoreError::Backend(
+            "a described subscription has no store".into(),
+        ))
+    }
+}
+
+#[async_trait::async_trait]
+impl Store for Detached {
+    fn backend(&self) -> &'static str {
+        "detached"
+    }
+    async fn health(&self) -> Result<(), StoreError> {
+        Self::refuse()
+    }
+    async fn get(&self, _: Context, _: &Key, _: bool) -> Result<Option<Item>, StoreError> {
+        Self::refuse()
+    }
+    async fn query(&self, _: Context, _: &Query) -> Result<Page, StoreError> {
+        Self::refuse()
+    }
+    async fn query_index(&self, _: Context, _: &IndexQuery) -> Result<Page, StoreError> {
+        Self::refuse()
+    }
+    async fn scan(&self, _: Context, _: &Scan) -> Result<Page, StoreError> {
+        Self::refuse()
+    }
+    async fn put(&self, _: Context, _: Item, _: Option<Condition>) -> Result<(), StoreError> {
+        Self::refuse()
+    }
+    async fn update(
+        &self,
+        _: Context,
+        _: &Key,
+        _: Update,
+        _: Option<Condition>,
+    ) -> Result<Item, StoreError> {
+        Self::refuse()
+    }
+    async fn delete(
+        &self,
+        _: Context,
+        _: &Key,
+        _: Option<Condition>,
+    ) -> Result<Option<Item>, StoreError> {
+        Self::refuse()
+    }
+    async fn transact(&self, _: Vec<TransactAction>) -> Result<(), StoreError> {
+        Self::refuse()
+    }
+    async fn drain_partition_page(
+        &self,
+        _: Context,
+        _: &str,
+        _: usize,
+    ) -> Result<usize, StoreError> {
+        Self::refuse()
+    }
 }

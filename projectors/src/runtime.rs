@@ -25,7 +25,8 @@ pub struct RetryPolicy {
 
 impl RetryPolicy {
     /// Applies `event`, retrying failures with exponential backoff; an event that does
-    /// not decode or that the projector rejects is not retried. `on_failure` sees every
+    /// not decode, that a newer release wrote, or that the projector rejects is not
+    /// retried. `on_failure` sees every
     /// failed attempt. On failure returns the last error and the attempts made.
     pub async fn apply(
         &self,
@@ -43,7 +44,9 @@ impl RetryPolicy {
             on_failure(attempt, &error);
             let retryable = !matches!(
                 error,
-                ProjectionError::Decode(_) | ProjectionError::Rejected(_)
+                ProjectionError::Decode(_)
+                    | ProjectionError::Rejected(_)
+                    | ProjectionError::NewerVersion(_)
             );
             if !retryable || attempt >= self.attempts {
                 return Err((error, attempt));

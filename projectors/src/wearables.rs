@@ -4,7 +4,7 @@
 //! provider, external id and version), so every delivery and every replay writes the
 //! very same rows.
 
-use crate::projector::{ProjectionError, Projector, decode, subscription};
+use crate::projector::{ProjectionError, Projector, decode, event_types, subscription};
 use async_trait::async_trait;
 use commands::activity::ActivityCommands;
 use commands::sleep::SleepCommands;
@@ -39,7 +39,7 @@ pub struct ActivityFromIntegrations(pub ActivityCommands);
 
 #[async_trait]
 impl Projector for ActivityFromIntegrations {
-    subscription!("activity-from-integrations", Integrations -> Activity);
+    subscription!("activity-from-integrations", Integrations -> Activity, consumes event_types![WearableWorkoutReceived]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         if event.event_type != "WearableWorkoutReceived" {
@@ -63,7 +63,7 @@ pub struct SleepFromIntegrations(pub SleepCommands);
 
 #[async_trait]
 impl Projector for SleepFromIntegrations {
-    subscription!("sleep-from-integrations", Integrations -> Sleep);
+    subscription!("sleep-from-integrations", Integrations -> Sleep, consumes event_types![WearableSleepReceived]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         if event.event_type != "WearableSleepReceived" {

@@ -12,17 +12,21 @@
 //!   projectors, compared with a reference model.
 //! - [`history_pages`]: the history screens paged through two years of data.
 //! - [`nightly`]: the nightly readiness job on a clock the test controls.
+//! - [`corpus`]: the scenario that writes the stored-event corpus.
+//! - [`snapshot`]: every item of a store, for whole-store comparisons.
 //! - [`regressions`]: the defects a review found, each as a specification that must hold
 //!   on every backend; [`regressions_suite!`] expands them.
 
 pub mod backends;
 pub mod commands;
 pub mod conformance;
+pub mod corpus;
 pub mod fixtures;
 pub mod history_pages;
 pub mod model;
 pub mod nightly;
 pub mod regressions;
+pub mod snapshot;
 pub mod workload;
 
 /// Expands to one test per command specification, each on a fresh backend from `$make`.

@@ -319,6 +319,9 @@ impl Projector for Faulty {
     fn target(&self) -> Context {
         self.inner.target()
     }
+    fn consumes(&self) -> &'static [&'static str] {
+        self.inner.consumes()
+    }
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let poisoned = event
             .user_id

@@ -11,50 +11,15 @@ use infra::aws_client::AwsSettings;
 use infra::dynamodb::DynamoStore;
 use infra::embedded::EmbeddedStore;
 use infra::feed::embedded::EmbeddedFeed;
-use infra::store::{Item, Scan, TransactAction};
+use infra::store::{Item, TransactAction};
 use projectors::pipeline::Pipeline;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vitals_tests::backends::dynamodb_endpoint;
+use vitals_tests::snapshot::{Snapshot, snapshot};
 use vitals_tests::workload;
-
-type Snapshot = BTreeMap<(Context, String, String), Item>;
-
-async fn snapshot(store: &dyn Store) -> Snapshot {
-    let mut all = Snapshot::new();
-    for table in Context::ALL {
-        let mut cursor = None;
-        loop {
-            let page = store
-                .scan(
-                    table,
-                    &Scan {
-                        index: None,
-                        limit: Some(1000),
-                        cursor,
-                    },
-                )
-                .await
-                .expect("scan");
-            for item in page.items {
-                let key = |a: &str| {
-                    item.get(a)
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned()
-                };
-                all.insert((table, key("pk"), key("sk")), item);
-            }
-            match page.cursor {
-                Some(next) => cursor = Some(next),
-                None => break,
-            }
-        }
-    }
-    all
-}
 
 /// `GoalProgressed` events notify each change of a progress row as it was observed, so
 /// which ones exist depends on the order events were seen in (see the fixture harness):

@@ -7,6 +7,7 @@ use crate::time::{Day, Timestamp};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Workout {
     pub workout_id: WorkoutId,
     /// The day it started, in the user's timezone.
@@ -23,11 +24,13 @@ pub struct Workout {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WorkoutRecorded {
     pub workout: Workout,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WorkoutUpdated {
     pub workout: Workout,
     /// The day it was filed under before, when the update moved it.
@@ -35,6 +38,7 @@ pub struct WorkoutUpdated {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TrainingBlockStarted {
     pub training_block_id: TrainingBlockId,
     pub start_day: Day,
@@ -57,6 +61,7 @@ impl TrainingBlockStarted {
 
 /// A training block ended before its planned last day: `ended_on` is its last day.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TrainingBlockEnded {
     pub training_block_id: TrainingBlockId,
     pub start_day: Day,

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 /// (and this field) says which. Its outbox item lives in the context's `ERASED#`
 /// partition, never in the drained one, and is removed once written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PartitionDrained {
     pub context: Context,
     /// Items deleted (partition and owned items elsewhere).
@@ -22,4 +23,27 @@ impl crate::envelope::EventPayload for PartitionDrained {
     /// Nominal: every context publishes it; `EventEnvelope::new` stamps this and the
     /// publisher overwrites it with its own context.
     const CONTEXT: Context = Context::Identity;
+}
+
+/// `envelope` upcast to the current `PartitionDrained`; `None` for another type.
+pub fn upcast(
+    envelope: &crate::EventEnvelope,
+) -> Option<Result<crate::EventEnvelope, crate::envelope::EnvelopeError>> {
+    (envelope.event_type == "PartitionDrained").then(|| envelope.upcast::<PartitionDrained>())
+}
+
+/// This context's entry of the event catalog: published by every context.
+pub const CATALOG: &[crate::catalog::EventSpec] = &[crate::catalog::EventSpec {
+    event_type: "PartitionDrained",
+    context: None,
+    version: 1,
+}];
+
+/// The JSON Schema of every version of `PartitionDrained`.
+#[cfg(feature = "openapi")]
+pub fn schemas() -> Vec<crate::schemas::VersionSchema> {
+    vec![crate::schemas::of::<PartitionDrained>(
+        "PartitionDrained",
+        1,
+    )]
 }

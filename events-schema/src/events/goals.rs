@@ -47,6 +47,7 @@ impl GoalStatus {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Goal {
     pub goal_id: GoalId,
     pub kind: GoalKind,
@@ -62,11 +63,13 @@ pub struct Goal {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct GoalCreated {
     pub goal: Goal,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct GoalStatusChanged {
     pub previous: GoalStatus,
     pub goal: Goal,
@@ -75,6 +78,7 @@ pub struct GoalStatusChanged {
 /// A goal's value for a period changed, recomputed from the facts the goals context
 /// keeps. Published by the goals projectors, not by a command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct GoalProgressed {
     pub goal_id: GoalId,
     pub kind: GoalKind,

@@ -9,6 +9,7 @@ use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProviderConnected {
     pub provider: ProviderName,
     pub connected_at: Timestamp,
@@ -22,6 +23,7 @@ pub struct ProviderConnected {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProviderDisconnected {
     pub provider: ProviderName,
     /// As [`ProviderConnected::version`].
@@ -60,6 +62,7 @@ pub struct ProviderSleep {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WearableWorkoutReceived {
     pub provider: ProviderName,
     pub delivery_id: String,
@@ -71,6 +74,7 @@ pub struct WearableWorkoutReceived {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WearableSleepReceived {
     pub provider: ProviderName,
     pub delivery_id: String,

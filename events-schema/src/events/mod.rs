@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 /// Where a workout or sleep session came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Source {
     /// Entered in the app.
@@ -25,16 +26,51 @@ pub enum Source {
     },
 }
 
-/// Declares the `EventPayload` impls of a context's events.
+/// Declares the `EventPayload` impls of a context's events, their catalog entries and
+/// (with the `openapi` feature) their JSON Schemas. An event with older versions lists
+/// each older version's type and the function that upcasts a stored payload of those
+/// versions to the current type:
+/// `WorkoutRecorded => 2 { 1: WorkoutRecordedV1 } upcast upcast::workout_recorded`.
 macro_rules! events {
-    ($context:expr; $($name:ident => $version:literal),* $(,)?) => {
+    ($context:expr; $($name:ident => $version:literal
+        $({ $($old:literal : $old_ty:ty),+ } upcast $upcast:path)?),* $(,)?) => {
         $(impl $crate::envelope::EventPayload for $name {
             const EVENT_TYPE: &'static str = stringify!($name);
             const SCHEMA_VERSION: u32 = $version;
             const CONTEXT: $crate::Context = $context;
+            $(fn upcast(
+                version: u32,
+                payload: serde_json::Value,
+            ) -> Option<Result<Self, serde_json::Error>> {
+                $upcast(version, payload)
+            })?
         })*
         /// Every event type of this context, for decoders and schema generation.
         pub const EVENT_TYPES: &[&str] = &[$(stringify!($name)),*];
+        /// `envelope` with its payload upcast to the current version of its type; `None`
+        /// when the type is not one of this context's.
+        pub fn upcast(
+            envelope: &$crate::EventEnvelope,
+        ) -> Option<Result<$crate::EventEnvelope, $crate::envelope::EnvelopeError>> {
+            match envelope.event_type.as_str() {
+                $(stringify!($name) => Some(envelope.upcast::<$name>()),)*
+                _ => None,
+            }
+        }
+        /// This context's entries of the event catalog.
+        pub const CATALOG: &[$crate::catalog::EventSpec] = &[$($crate::catalog::EventSpec {
+            event_type: stringify!($name),
+            context: Some($context),
+            version: $version,
+        }),*];
+        /// The JSON Schema of every version of this context's events, oldest first.
+        #[cfg(feature = "openapi")]
+        pub fn schemas() -> Vec<$crate::schemas::VersionSchema> {
+            vec![$(
+                $($($crate::schemas::of::<$old_ty>(stringify!($name), $old),)+)?
+                $crate::schemas::of::<$name>(stringify!($name), $version),
+            )*]
+        }
     };
 }
 pub(crate) use events;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// Energy and macronutrients of a meal or a day.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Nutrients {
     pub calories: Decimal,
     pub protein_g: Decimal,
@@ -39,6 +40,7 @@ impl Nutrients {
 
 /// A day's summary after a change: the sum of that day's meals.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DayTotals {
     pub day: Day,
     pub meals: u32,
@@ -48,6 +50,7 @@ pub struct DayTotals {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Meal {
     pub meal_id: MealId,
     pub day: Day,
@@ -58,12 +61,14 @@ pub struct Meal {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MealLogged {
     pub meal: Meal,
     pub day_totals: DayTotals,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MealEdited {
     pub meal: Meal,
     pub previous_day: Day,
@@ -72,6 +77,7 @@ pub struct MealEdited {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MealDeleted {
     pub meal_id: MealId,
     pub day: Day,
@@ -82,6 +88,7 @@ pub struct MealDeleted {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MealScheduled {
     pub scheduled_meal_id: ScheduledMealId,
     pub day: Day,
@@ -92,6 +99,7 @@ pub struct MealScheduled {
 /// A scheduled meal left the plan: removed, or eaten (then `eaten_as` is the meal it
 /// became, logged in the same transaction).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ScheduledMealCleared {
     pub scheduled_meal_id: ScheduledMealId,
     pub day: Day,
@@ -99,6 +107,7 @@ pub struct ScheduledMealCleared {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RecipeCurated {
     pub recipe_id: RecipeId,
     pub name: String,
@@ -107,6 +116,7 @@ pub struct RecipeCurated {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MealPlanCurated {
     pub meal_plan_id: MealPlanId,
     pub name: String,

@@ -17,6 +17,7 @@ pub struct SleepStages {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SleepSession {
     pub sleep_id: SleepId,
     /// The night, named by the day it started in the user's timezone.
@@ -30,11 +31,13 @@ pub struct SleepSession {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SleepRecorded {
     pub session: SleepSession,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SleepUpdated {
     pub session: SleepSession,
     /// The night it was filed under before, when the update moved it.

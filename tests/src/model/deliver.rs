@@ -69,13 +69,15 @@ async fn apply(seed: u64, subscriptions: &[Arc<dyn Projector>], event: &EventEnv
 }
 
 /// Delivers `first` (the events the history committed) and then whatever the
-/// subscriptions commit, round after round, in the order `delivery` says.
+/// subscriptions commit, round after round, in the order `delivery` says; returns the
+/// events the subscriptions committed.
 pub async fn deliver(
     seed: u64,
     capture: &Arc<CapturingStore>,
     delivery: Delivery,
     first: Vec<EventEnvelope>,
-) {
+) -> Vec<EventEnvelope> {
+    let mut published = Vec::new();
     let store: Arc<dyn Store> = capture.clone();
     let subscriptions = projectors::registry::all(store.clone());
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
@@ -96,12 +98,13 @@ pub async fn deliver(
     }
     for _ in 0..64 {
         if round.is_empty() {
-            return;
+            return published;
         }
         for event in delivery.order(round, &mut rng) {
             apply(seed, &subscriptions, &event).await;
         }
         round = capture.take();
+        published.extend(round.iter().cloned());
     }
     panic!("seed {seed}: the subscriptions kept publishing for 64 rounds");
 }
