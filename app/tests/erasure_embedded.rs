@@ -68,6 +68,7 @@ async fn command(api: &Api, meta: &CommandMeta, n: usize) -> Result<(), CommandE
                     duration_s: 1800,
                     distance_m: Some(5000),
                     calories: Some(300),
+                    perceived_effort: Some(4),
                 },
             )
             .await

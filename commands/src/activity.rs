@@ -28,6 +28,10 @@ pub struct RecordWorkout {
     pub duration_s: u32,
     pub distance_m: Option<u32>,
     pub calories: Option<u32>,
+    /// How hard it felt, 1 to 10. Left out of the serialized request when absent, so a
+    /// request made before it existed keeps its idempotency fingerprint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perceived_effort: Option<u8>,
 }
 
 /// A training block as it ended: its start, and its last day.
@@ -51,7 +55,11 @@ struct ValidWorkout {
     duration_s: u32,
     distance_m: Option<u32>,
     calories: Option<u32>,
+    perceived_effort: Option<u8>,
 }
+
+/// The range of a perceived effort (session RPE, CR-10 scale).
+pub const PERCEIVED_EFFORT: std::ops::RangeInclusive<u8> = 1..=10;
 
 fn validate_workout(
     now: Timestamp,
@@ -87,6 +95,7 @@ fn validate_workout(
         duration_s,
         distance_m,
         calories,
+        perceived_effort: None,
     })
 }
 
@@ -99,6 +108,7 @@ fn workout(id: WorkoutId, valid: &ValidWorkout, source: Source, version: u64) ->
         duration_s: valid.duration_s,
         distance_m: valid.distance_m,
         calories: valid.calories,
+        perceived_effort: valid.perceived_effort,
         source,
         version,
     }
@@ -136,7 +146,7 @@ impl ActivityCommands {
         meta: &CommandMeta,
         input: RecordWorkout,
     ) -> Result<Outcome<Workout>, CommandError> {
-        let valid = validate_workout(
+        let mut valid = validate_workout(
             self.clock.now(),
             &input.sport,
             input.started_at,
@@ -145,6 +155,12 @@ impl ActivityCommands {
             input.distance_m,
             input.calories,
         )?;
+        if let Some(effort) = input.perceived_effort {
+            if !PERCEIVED_EFFORT.contains(&effort) {
+                return Err(CommandError::invalid("perceived_effort", "must be 1 to 10"));
+            }
+            valid.perceived_effort = Some(effort);
+        }
         let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
         let w = workout(WorkoutId::generate(), &valid, Source::Manual, 1);

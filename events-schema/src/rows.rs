@@ -103,6 +103,10 @@ pub struct WorkoutRow {
     pub duration_s: u32,
     pub distance_m: Option<u32>,
     pub calories: Option<u32>,
+    /// 1 to 10, when the user rated it. Left out when absent, so the rows of unrated
+    /// workouts are the same whichever version of the workout events made them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perceived_effort: Option<u8>,
     /// Absent on rows written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Source>,

@@ -241,6 +241,7 @@ async fn erasure_bench(days: usize) -> anyhow::Result<()> {
                         duration_s: 1800,
                         distance_m: Some(5000),
                         calories: Some(300),
+                        perceived_effort: Some(5),
                     },
                 )
                 .await?;

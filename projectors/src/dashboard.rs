@@ -391,6 +391,7 @@ fn workout_row(w: &Workout) -> serde_json::Value {
         duration_s: w.duration_s,
         distance_m: w.distance_m,
         calories: w.calories,
+        perceived_effort: w.perceived_effort,
         source: Some(w.source.clone()),
         version: w.version,
     })

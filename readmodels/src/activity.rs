@@ -1,7 +1,7 @@
 //! The activity context's reads: the latest workout (one reverse Query, limit 1) and the
 //! training block running on a day (one reverse Query, limit 1).
 
-use crate::views::{SourceView, TrainingBlockView, WorkoutView};
+use crate::views::{TrainingBlockView, WorkoutView};
 use crate::{QueryError, decode};
 use events_schema::events::activity::Workout;
 use events_schema::ids::UserId;
@@ -30,16 +30,7 @@ impl Activity {
             return Ok(None);
         };
         let w: Workout = decode(row)?;
-        Ok(Some(WorkoutView {
-            workout_id: w.workout_id,
-            day: w.day,
-            sport: w.sport,
-            started_at: w.started_at,
-            duration_s: w.duration_s,
-            distance_m: w.distance_m,
-            calories: w.calories,
-            source: SourceView::from(w.source),
-        }))
+        Ok(Some(WorkoutView::from(w)))
     }
 
     /// The training block running on `today`: the latest block started on or before it,

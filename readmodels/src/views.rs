@@ -5,6 +5,7 @@
 //! user's timezone.
 
 use events_schema::events::Source;
+use events_schema::events::activity::Workout;
 use events_schema::events::goals::{GoalKind, GoalPeriod, GoalStatus};
 use events_schema::events::identity::Units;
 use events_schema::events::nutrition::Nutrients;
@@ -166,7 +167,28 @@ pub struct WorkoutView {
     pub duration_s: u32,
     pub distance_m: Option<u32>,
     pub calories: Option<u32>,
+    /// How hard it felt to the user, 1 (very light) to 10 (maximal effort); `null` when
+    /// not rated.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10))]
+    pub perceived_effort: Option<u8>,
     pub source: SourceView,
+}
+
+/// The activity context's own workout item, as the app shows it.
+impl From<Workout> for WorkoutView {
+    fn from(w: Workout) -> Self {
+        Self {
+            workout_id: w.workout_id,
+            day: w.day,
+            sport: w.sport,
+            started_at: w.started_at,
+            duration_s: w.duration_s,
+            distance_m: w.distance_m,
+            calories: w.calories,
+            perceived_effort: w.perceived_effort,
+            source: SourceView::from(w.source),
+        }
+    }
 }
 
 impl From<WorkoutRow> for WorkoutView {
@@ -179,6 +201,7 @@ impl From<WorkoutRow> for WorkoutView {
             duration_s: row.duration_s,
             distance_m: row.distance_m,
             calories: row.calories,
+            perceived_effort: row.perceived_effort,
             source: row.source.map_or(SourceView::Manual, SourceView::from),
         }
     }

@@ -203,6 +203,7 @@ async fn move_and_sleep(world: &World) {
         duration_s: 2_400,
         distance_m: Some(6_200),
         calories: Some(410),
+        perceived_effort: Some(7),
     };
     world
         .activity

@@ -119,6 +119,7 @@ pub async fn check(backend: TestBackend, span: Span) -> usize {
                     duration_s: 1800 + back,
                     distance_m: Some(5000),
                     calories: None,
+                    perceived_effort: None,
                 },
             )
             .await

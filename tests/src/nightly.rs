@@ -57,6 +57,7 @@ pub async fn check(backend: TestBackend) {
         duration_s: 3600,
         distance_m: Some(10_000),
         calories: None,
+        perceived_effort: None,
     };
     ana.activity
         .record_workout(&ana.meta, run("2026-03-10T07:00:00.000Z", "UTC"))

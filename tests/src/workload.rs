@@ -109,6 +109,8 @@ async fn user_workload(store: Arc<dyn Store>, u: usize) -> UserId {
                     duration_s: 1200 + (u as u32 % 7) * 300,
                     distance_m: Some(4000 + n as u32 * 1000),
                     calories: Some(250),
+                    // Rated on every other user's workouts: rows with and without one.
+                    perceived_effort: u.is_multiple_of(2).then_some(1 + (u + n) as u8 % 10),
                 },
             )
             .await

@@ -160,14 +160,14 @@ proptest! {
         sport in text(), start in timestamp(), end in timestamp(), tz in timezone(), duration in any::<u32>(),
         distance in any::<Option<u32>>(), calories in any::<Option<u32>>(), score in any::<u8>(),
         stages in (any::<u32>(), any::<u32>(), any::<u32>(), any::<u32>()), weeks in any::<u8>(), focus in text(),
-        external in external_id(), day in day(),
+        external in external_id(), day in day(), effort in any::<Option<u8>>(),
     ) {
         let f = fixture();
         let w = &f.world;
         let provider = ProviderName::parse("garmin").expect("provider");
         let stages = SleepStages { awake_min: stages.0, light_min: stages.1, deep_min: stages.2, rem_min: stages.3 };
         f.runtime.block_on(async {
-            let workout = RecordWorkout { sport: sport.clone(), started_at: start, timezone: tz.clone(), duration_s: duration, distance_m: distance, calories };
+            let workout = RecordWorkout { sport: sport.clone(), started_at: start, timezone: tz.clone(), duration_s: duration, distance_m: distance, calories, perceived_effort: effort };
             acceptable(w.activity.record_workout(&w.meta, workout).await);
             let synced = ProviderWorkout { external_id: external.clone(), sport, started_at: start, duration_s: duration, distance_m: distance, calories, updated_at: None };
             acceptable(w.activity.sync_workout(&w.meta, &provider, &tz, &synced).await);

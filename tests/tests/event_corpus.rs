@@ -3,8 +3,10 @@
 //!   each decodes (upcast when older) to the current type;
 //! - the scenario that wrote it still makes every event type, at the version in the
 //!   catalog;
-//! - every stored history rebuilds the same read rows whether its events are read as
-//!   stored (older versions upcast on the way), all upcast first, or half and half.
+//! - every stored history rebuilds, read as stored (older versions upcast on the way),
+//!   the very rows the release that wrote it rebuilt (`history/<label>.rows.json`,
+//!   recorded by that release: an oracle independent of today's upcasters), and the
+//!   same rows again with its events all upcast first, or half of them.
 //!
 //! When an event type or version is added, record the missing envelopes (existing files
 //! are never rewritten) and a history of this release with
@@ -42,29 +44,45 @@ fn read_envelope(path: &Path) -> EventEnvelope {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn histories() -> Vec<(String, Vec<Stored>)> {
-    let mut found: Vec<(String, Vec<Stored>)> = std::fs::read_dir(history_dir())
+fn read_history(path: &Path) -> Vec<Stored> {
+    let text = std::fs::read_to_string(path).expect("readable history");
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("a stored outbox item"))
+        .collect()
+}
+
+/// The rows file beside a history: `<label>.rows.json`.
+fn rows_path(history: &Path) -> PathBuf {
+    history.with_extension("rows.json")
+}
+
+/// Every stored history (`history/*.jsonl`) by file name, with its path.
+fn histories() -> Vec<(String, PathBuf)> {
+    let mut found: Vec<(String, PathBuf)> = std::fs::read_dir(history_dir())
         .map(|dir| {
             dir.filter_map(Result::ok)
-                .map(|entry| {
-                    let text = std::fs::read_to_string(entry.path()).expect("readable history");
-                    let stored = text
-                        .lines()
-                        .filter(|l| !l.trim().is_empty())
-                        .map(|l| serde_json::from_str(l).expect("a stored outbox item"))
-                        .collect();
-                    (entry.file_name().to_string_lossy().into_owned(), stored)
-                })
+                .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+                .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
                 .collect()
         })
         .unwrap_or_default();
-    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found.sort();
     found
 }
 
-/// Records what the corpus lacks: envelopes of versions it has none of, and this
-/// release's history under `label`.
-fn write(label: &str, recorded: &corpus::Recorded) {
+/// A snapshot as a file holds it: `[table, pk, sk, item]` entries.
+type StoredRows = Vec<(events_schema::Context, String, String, infra::store::Item)>;
+
+fn stored_rows(rows: &Snapshot) -> StoredRows {
+    rows.iter()
+        .map(|((table, pk, sk), item)| (*table, pk.clone(), sk.clone(), item.clone()))
+        .collect()
+}
+
+/// Records what the corpus lacks: envelopes of versions it has none of, this release's
+/// history under `label`, and the rows this release rebuilds from it.
+async fn write(label: &str, recorded: &corpus::Recorded) {
     std::fs::create_dir_all(history_dir()).expect("corpus directory");
     for event in &recorded.events {
         let path = corpus_dir().join(schema_file(&event.event_type, event.schema_version));
@@ -81,6 +99,12 @@ fn write(label: &str, recorded: &corpus::Recorded) {
             .map(|s| serde_json::to_string(s).expect("stored item"))
             .collect();
         std::fs::write(&path, lines.join("\n") + "\n").expect("history written");
+    }
+    let rows = rows_path(&path);
+    if !rows.exists() {
+        let rebuilt = rebuilt_rows(&read_history(&path), |_, e| e.clone()).await;
+        let text = serde_json::to_string_pretty(&stored_rows(&rebuilt)).expect("rows");
+        std::fs::write(&rows, format!("{text}\n")).expect("rows written");
     }
 }
 
@@ -108,7 +132,7 @@ async fn the_scenario_makes_every_event_type_at_its_current_version() {
         recorded.history.len()
     );
     if let Ok(label) = std::env::var(WRITE_VAR) {
-        write(&label, &recorded);
+        write(&label, &recorded).await;
     }
     store.close();
 }
@@ -201,8 +225,28 @@ async fn every_stored_history_replays_to_the_same_rows_in_any_mix_of_versions() 
         !histories.is_empty(),
         "no stored history: record one with {WRITE_VAR}=<label>"
     );
-    for (name, history) in histories {
+    for (name, path) in histories {
+        let history = read_history(&path);
         let as_stored = rebuilt_rows(&history, |_, e| e.clone()).await;
+        let rows_file = rows_path(&path);
+        let text = std::fs::read_to_string(&rows_file).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}; record it with {WRITE_VAR}=<label>",
+                rows_file.display()
+            )
+        });
+        let then: StoredRows = serde_json::from_str(&text).expect("stored rows");
+        let now = stored_rows(&as_stored);
+        let changed: Vec<_> = then
+            .iter()
+            .filter(|row| !now.contains(row))
+            .chain(now.iter().filter(|row| !then.contains(row)))
+            .collect();
+        assert!(
+            changed.is_empty(),
+            "{name}: the rows this release rebuilds differ from those of the release that \
+             wrote it (an upcaster reads old events wrong?): {changed:#?}"
+        );
         let current = rebuilt_rows(&history, |_, e| upcast(e)).await;
         let mixed = rebuilt_rows(
             &history,

@@ -67,7 +67,10 @@ async fn every_query_is_one_request_on_projection_or_summary_rows() {
             .await
             .expect("meal");
     }
-    for start in ["2026-03-01T07:00:00.000Z", "2026-03-02T07:00:00.000Z"] {
+    for (start, effort) in [
+        ("2026-03-01T07:00:00.000Z", None),
+        ("2026-03-02T07:00:00.000Z", Some(8)),
+    ] {
         let workout = RecordWorkout {
             sport: "run".into(),
             started_at: Timestamp::parse(start).expect("ts"),
@@ -75,6 +78,7 @@ async fn every_query_is_one_request_on_projection_or_summary_rows() {
             duration_s: 1800,
             distance_m: None,
             calories: None,
+            perceived_effort: effort,
         };
         world
             .activity
@@ -123,6 +127,16 @@ async fn every_query_is_one_request_on_projection_or_summary_rows() {
     assert_eq!(view.day.nutrition.meals, 2);
     assert_eq!(view.recent_meals.len(), 3);
     assert_eq!(view.recent_workouts.len(), 2);
+    let mut efforts: Vec<_> = view
+        .recent_workouts
+        .iter()
+        .map(|w| (w.day, w.perceived_effort))
+        .collect();
+    efforts.sort();
+    assert_eq!(
+        efforts,
+        vec![(day("2026-03-01"), None), (day("2026-03-02"), Some(8))]
+    );
     assert_eq!(view.active_goals.len(), 1);
 
     let summaries = nutrition

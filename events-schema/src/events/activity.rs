@@ -1,4 +1,7 @@
-//! Activity events.
+//! Activity events. Workout events are at version 2 (a perceived effort); [`v1`] keeps
+//! version 1 readable.
+
+pub mod v1;
 
 use super::{Source, events};
 use crate::Context;
@@ -18,6 +21,14 @@ pub struct Workout {
     pub duration_s: u32,
     pub distance_m: Option<u32>,
     pub calories: Option<u32>,
+    /// How hard it felt to the user, from 1 (very light) to 10 (maximal effort), the
+    /// session-RPE scale coaches use for training load; `null` when not rated (synced
+    /// workouts, and every workout recorded before version 2 of the workout events).
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, minimum = 1, maximum = 10)
+    )]
+    pub perceived_effort: Option<u8>,
     pub source: Source,
     /// Starts at 1; a re-sync with changed fields makes the next version.
     pub version: u64,
@@ -69,8 +80,8 @@ pub struct TrainingBlockEnded {
 }
 
 events!(Context::Activity;
-    WorkoutRecorded => 1,
-    WorkoutUpdated => 1,
+    WorkoutRecorded => 2 { 1: v1::WorkoutRecordedV1 } upcast v1::workout_recorded,
+    WorkoutUpdated => 2 { 1: v1::WorkoutUpdatedV1 } upcast v1::workout_updated,
     TrainingBlockStarted => 1,
     TrainingBlockEnded => 1,
 );

@@ -42,6 +42,7 @@ pub async fn record_workout_writes_workout_and_event_once_per_key(store: Arc<dyn
         duration_s: 3600,
         distance_m: Some(30_000),
         calories: None,
+        perceived_effort: Some(6),
     };
     let id = world
         .activity
@@ -65,9 +66,35 @@ pub async fn record_workout_writes_workout_and_event_once_per_key(store: Arc<dyn
         serde_json::json!(format!("WORKOUT#2026-05-01#{id}"))
     );
     assert_eq!(workouts[0]["sport"], "ride");
+    assert_eq!(workouts[0]["perceived_effort"], 6);
     assert_eq!(
         world.event_types(Context::Activity).await,
         vec!["WorkoutRecorded"]
+    );
+    let recorded = &world.events(Context::Activity).await[0];
+    assert_eq!(recorded.schema_version, 2);
+    let payload: events_schema::events::activity::WorkoutRecorded =
+        recorded.decode().expect("current version");
+    assert_eq!(payload.workout.perceived_effort, Some(6));
+    for effort in [0, 11, 255] {
+        assert_invalid(
+            world
+                .activity
+                .record_workout(
+                    &world.meta,
+                    RecordWorkout {
+                        perceived_effort: Some(effort),
+                        ..input.clone()
+                    },
+                )
+                .await,
+            "perceived_effort",
+        );
+    }
+    assert_eq!(
+        world.items(Context::Activity, "WORKOUT#").await.len(),
+        1,
+        "a refused effort writes nothing"
     );
     assert_invalid(
         world

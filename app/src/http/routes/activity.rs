@@ -17,7 +17,7 @@ use commands::activity::RecordWorkout;
 use events_schema::events::activity::Workout;
 use events_schema::time::{Day, Timestamp};
 use readmodels::history::PageRequest;
-use readmodels::views::{Page, SourceView, TrainingBlockView, WorkoutView};
+use readmodels::views::{Page, TrainingBlockView, WorkoutView};
 use serde::Deserialize;
 
 pub fn router() -> Router<AppState> {
@@ -28,16 +28,7 @@ pub fn router() -> Router<AppState> {
 }
 
 pub(crate) fn view(w: Workout) -> WorkoutView {
-    WorkoutView {
-        workout_id: w.workout_id,
-        day: w.day,
-        sport: w.sport,
-        started_at: w.started_at,
-        duration_s: w.duration_s,
-        distance_m: w.distance_m,
-        calories: w.calories,
-        source: SourceView::from(w.source),
-    }
+    WorkoutView::from(w)
 }
 
 /// A workout entered in the app.
@@ -67,6 +58,9 @@ pub struct WorkoutBody {
     /// At most 20000 kcal.
     #[schema(value_type = Option<u32>, minimum = 0, maximum = 20000)]
     pub calories: Option<Whole>,
+    /// How hard it felt: 1 (very light) to 10 (maximal effort).
+    #[schema(value_type = Option<u8>, minimum = 1, maximum = 10, example = 6)]
+    pub perceived_effort: Option<Whole>,
 }
 
 /// Records a workout entered in the app.
@@ -101,6 +95,10 @@ pub async fn record_workout(
         calories: body
             .calories
             .map(|c| c.within("calories", 20_000))
+            .transpose()?,
+        perceived_effort: body
+            .perceived_effort
+            .map(|e| e.within::<u8>("perceived_effort", 10))
             .transpose()?,
     };
     let workout = state
