@@ -36,6 +36,11 @@ pub enum Command {
         #[command(flatten)]
         api: ApiArgs,
     },
+    /// The AWS deployment.
+    Deploy {
+        #[command(subcommand)]
+        what: Deploy,
+    },
     /// Print generated documentation.
     Docs {
         #[command(subcommand)]
@@ -136,6 +141,13 @@ pub enum InsightsJob {
         #[command(flatten)]
         store: StoreArgs,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Deploy {
+    /// Prints the CloudFormation template of the whole stack (committed as
+    /// `deploy/template.json`).
+    Template,
 }
 
 #[derive(Debug, Subcommand)]
@@ -281,4 +293,15 @@ pub struct AwsArgs {
     /// Prefix of the physical table names.
     #[arg(long, env = "VITALS_TABLE_PREFIX", default_value = events_schema::tables::DEFAULT_TABLE_PREFIX)]
     pub table_prefix: String,
+}
+
+/// The API's arguments from the environment and their defaults alone, as a function
+/// started with no arguments has them.
+pub fn api_args_from_env() -> anyhow::Result<ApiArgs> {
+    #[derive(Debug, Parser)]
+    struct ApiOnly {
+        #[command(flatten)]
+        api: ApiArgs,
+    }
+    Ok(ApiOnly::try_parse_from(["bootstrap"])?.api)
 }

@@ -7,17 +7,22 @@
 //! - [`http`]: the axum router (`http::app`), testable without a socket.
 //! - [`server`]: binds, serves until shutdown, runs the projector workers and TTL purge.
 //! - [`admin`]: operator commands (redrive, nightly readiness, replay, residue).
+//! - [`deploy`]: the CloudFormation stack of the AWS shape, generated.
 //! - [`event_docs`]: the events index and the event JSON Schema files.
 //! - [`residue`]: what is left of a user in every table and index.
 //! - [`work`]: the projectors on Kinesis (`vitals work`) and as a Lambda (`vitals lambda`).
 //! - [`setup`]: the API's handlers and authentication from the command line.
+//! - [`lambda_boot`]: the `bootstrap` of every deployed function (no arguments; the
+//!   role from `VITALS_ROLE`), refusing to start on a missing secret or setting.
 //! - [`lambda_api`]: the same router behind API Gateway (`vitals api-lambda`).
 
 pub mod admin;
 pub mod cli;
+pub mod deploy;
 pub mod event_docs;
 pub mod http;
 pub mod lambda_api;
+pub mod lambda_boot;
 pub mod residue;
 pub mod server;
 pub mod setup;

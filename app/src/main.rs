@@ -1,7 +1,7 @@
 //! The `vitals` command: parses the command line and runs the chosen subcommand.
 
 use clap::Parser;
-use vitals::cli::{AdminCommand, Cli, Command, Doc, InsightsJob};
+use vitals::cli::{AdminCommand, Cli, Command, Deploy, Doc, InsightsJob};
 use vitals::{server, storage};
 
 #[tokio::main]
@@ -14,6 +14,11 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    // The Lambda runtime starts `bootstrap` with no arguments: the environment says
+    // which function this is.
+    if std::env::args_os().len() == 1 && vitals::lambda_boot::in_lambda() {
+        return vitals::lambda_boot::run().await;
+    }
     match Cli::parse().command {
         Command::Serve(args) => {
             let storage = storage::open(&args.store).await?;
@@ -33,6 +38,12 @@ async fn main() -> anyhow::Result<()> {
             doc: Doc::AccessPatterns,
         } => {
             print!("{}", events_schema::tables::access_pattern_document());
+            Ok(())
+        }
+        Command::Deploy {
+            what: Deploy::Template,
+        } => {
+            print!("{}", vitals::deploy::template_text());
             Ok(())
         }
         Command::Docs { doc: Doc::Events } => {

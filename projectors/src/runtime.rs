@@ -177,10 +177,10 @@ impl Worker {
     }
 }
 
-/// What applies one record: the projector with its retry policy, dead-letter queue and
-/// counters. Cheap to clone into concurrent tasks.
+/// What applies one record for one subscription: the projector with its retry policy,
+/// dead-letter queue and counters. Cheap to clone into concurrent tasks.
 #[derive(Clone)]
-struct Handler {
+pub struct Handler {
     projector: Arc<dyn Projector>,
     dlq: Arc<dyn DeadLetterQueue>,
     policy: RetryPolicy,
@@ -188,7 +188,28 @@ struct Handler {
 }
 
 impl Handler {
-    async fn handle(&self, record: &FeedRecord) -> Result<(), StoreError> {
+    /// `projector`, dead-lettering into `dlq` with the default retry policy.
+    pub fn new(projector: Arc<dyn Projector>, dlq: Arc<dyn DeadLetterQueue>) -> Self {
+        Self {
+            projector,
+            dlq,
+            policy: RetryPolicy::default(),
+            metrics: Arc::new(Metrics::default()),
+        }
+    }
+
+    pub fn projector(&self) -> &Arc<dyn Projector> {
+        &self.projector
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Applies `record` (retrying failures); a record that still fails becomes a dead
+    /// letter, whole, and the subscription goes on. An error only when even the dead
+    /// letter cannot be written: then nothing may be skipped.
+    pub async fn handle(&self, record: &FeedRecord) -> Result<(), StoreError> {
         let event = match record.envelope() {
             None => return Ok(()),
             Some(Ok(event)) => event,

@@ -2,7 +2,9 @@
 //! (`tests/fixtures/lambda/kinesis_nutrition_batch.json`, the shape Kinesis Data Streams
 //! for DynamoDB delivers): outbox events are applied, other records skipped, and the
 //! first record that fails is reported in `batchItemFailures`, with the records after it
-//! left for Lambda's retry.
+//! left for Lambda's retry; and the stream consumer of the deployed shape applies every
+//! record to every subscription of the stream, dead-lettering the poison record whole
+//! (per subscription) and going on.
 
 use aws_lambda_events::event::kinesis::KinesisEvent;
 use events_schema::Context;
@@ -84,4 +86,69 @@ async fn a_recorded_kinesis_batch_is_applied_up_to_its_poison_record() {
     );
     let again = handle_kinesis_event(&projector, &event, "vitals-").await;
     assert_eq!(again.batch_item_failures.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_consumer_dead_letters_the_poison_record_and_applies_the_rest_everywhere() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let store: Arc<dyn Store> =
+        Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("store"));
+    let dead_letters = infra::dlq::DeadLetterStore::Tables(store.clone());
+    let handlers: Vec<projectors::runtime::Handler> = projectors::registry::all(store.clone())
+        .into_iter()
+        .filter(|s| s.source() == Context::Nutrition)
+        .map(|s| {
+            let dlq = dead_letters.queue_for(s.target());
+            projectors::runtime::Handler::new(s, dlq)
+        })
+        .collect();
+    assert!(handlers.len() >= 4, "every subscription of nutrition");
+    let raw = include_str!("../fixtures/lambda/kinesis_nutrition_batch.json");
+    let event: KinesisEvent = serde_json::from_str(raw).expect("an AWS Kinesis event");
+
+    let response =
+        projectors::lambda::fan_out(&handlers, Context::Nutrition, &event, "vitals-").await;
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "a poison record is dead-lettered, not retried by Lambda"
+    );
+    for user in ["U1", "U3"] {
+        let daily = store
+            .get(
+                Context::Dashboard,
+                &Key::new(format!("USER#{user}"), "DAILY#2026-03-01"),
+                true,
+            )
+            .await
+            .expect("get");
+        assert!(
+            daily.is_some(),
+            "{user}'s day is projected, before and after the poison"
+        );
+        let intake = store
+            .get(
+                Context::Activity,
+                &Key::new(format!("USER#{user}"), "INTAKE#2026-03-01"),
+                true,
+            )
+            .await
+            .expect("get");
+        assert!(
+            intake.is_some(),
+            "{user}'s intake reaches the activity table too"
+        );
+    }
+    for handler in &handlers {
+        let name = handler.projector().name();
+        let letters = dead_letters
+            .queue_for(handler.projector().target())
+            .list(name, 10)
+            .await
+            .expect("letters");
+        let poison = letters.iter().filter(|l| l.record.pk == "USER#U2").count();
+        if handler.projector().consumes().contains(&"MealLogged") {
+            assert_eq!(poison, 1, "{name} keeps the poison record as a dead letter");
+        }
+        assert_eq!(letters.len(), poison, "{name}: nothing else dead-lettered");
+    }
 }

@@ -1,0 +1,19 @@
+//! The AWS shape as code: `vitals deploy template` renders the CloudFormation stack from
+//! the table definitions and the subscription registry, so the two cannot drift (the
+//! output is committed as `deploy/template.json` and a test compares them).
+//!
+//! - [`plan`]: what runs where: published tables, one consumer per stream and what it
+//!   fans out to, what each function reads and writes (and why one consumer per stream).
+//! - [`template`]: the CloudFormation JSON rendered from the plan.
+
+pub mod plan;
+pub mod template;
+
+/// The stack's template, as committed (pretty JSON, newline-terminated).
+pub fn template_text() -> String {
+    let template = template::render(&plan::plan());
+    format!(
+        "{}\n",
+        serde_json::to_string_pretty(&template).unwrap_or_default()
+    )
+}

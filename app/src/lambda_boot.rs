@@ -1,0 +1,299 @@
+//! The `bootstrap` of every deployed function: the `vitals` binary, started by the
+//! Lambda runtime with no arguments. `VITALS_ROLE` chooses what it runs:
+//! - `api`: the HTTP router behind API Gateway (`vitals api-lambda`'s), its token
+//!   signing key and webhook secret read from Secrets Manager at start;
+//! - `stream`: the consumer of `VITALS_SOURCE`'s stream, applying each record to every
+//!   subscription of it, dead letters in the subscribers' tables;
+//! - `nightly`: the readiness job, on an EventBridge schedule.
+//!
+//! Inside Lambda nothing falls back to a default: an embedded backend, a missing or
+//! unknown role, source or secret stops the start with a message naming the variable
+//! (Lambda reports it as an init error), never a random key or a sandbox secret.
+
+use crate::cli::{AwsArgs, Backend};
+use crate::storage;
+use anyhow::{Context as _, bail};
+use aws_lambda_events::event::eventbridge::EventBridgeEvent;
+use aws_lambda_events::event::kinesis::KinesisEvent;
+use events_schema::Context;
+use infra::Store;
+use infra::dlq::DeadLetterStore;
+use lambda_runtime::{LambdaEvent, service_fn};
+use std::sync::Arc;
+
+/// What a function runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// The HTTP API; the secrets' ARNs (Secrets Manager).
+    Api {
+        jwt_secret_arn: String,
+        webhook_secret_arn: String,
+    },
+    /// The consumer of one context's stream.
+    Stream { source: Context },
+    /// The nightly readiness job.
+    Nightly,
+}
+
+/// A function's configuration, from its environment.
+#[derive(Debug, Clone)]
+pub struct Boot {
+    pub role: Role,
+    pub aws: AwsArgs,
+}
+
+/// Whether this process was started by the Lambda runtime.
+pub fn in_lambda() -> bool {
+    std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some()
+}
+
+/// Reads the configuration from `env` (the process environment, or a test's map).
+pub fn configure(env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Boot> {
+    let required = |name: &str| -> anyhow::Result<String> {
+        env(name)
+            .filter(|v| !v.trim().is_empty())
+            .with_context(|| format!("{name} is not set: a deployed function needs it"))
+    };
+    let backend = required("VITALS_BACKEND")?;
+    if backend != "dynamodb" {
+        let embedded = Backend::Embedded;
+        bail!(
+            "VITALS_BACKEND is {backend:?}: a deployed function runs on dynamodb (the {embedded:?} \
+             store would live and die with one instance)"
+        );
+    }
+    let role = match required("VITALS_ROLE")?.as_str() {
+        "api" => Role::Api {
+            jwt_secret_arn: required("VITALS_JWT_SECRET_ARN")?,
+            webhook_secret_arn: required("VITALS_WEBHOOK_SECRET_ARN")?,
+        },
+        "stream" => {
+            let source = required("VITALS_SOURCE")?;
+            let source = Context::ALL
+                .into_iter()
+                .find(|c| c.to_string() == source)
+                .with_context(|| format!("VITALS_SOURCE {source:?} is not a context"))?;
+            Role::Stream { source }
+        }
+        "nightly" => Role::Nightly,
+        other => bail!("VITALS_ROLE {other:?} is not one of api, stream, nightly"),
+    };
+    let aws = AwsArgs {
+        endpoint_url: env("VITALS_ENDPOINT_URL").filter(|v| !v.is_empty()),
+        region: env("VITALS_REGION").filter(|v| !v.is_empty()),
+        table_prefix: required("VITALS_TABLE_PREFIX")?,
+    };
+    Ok(Boot { role, aws })
+}
+
+/// Runs the function the environment describes, until the runtime stops it.
+pub async fn run() -> anyhow::Result<()> {
+    let boot = configure(&|name| std::env::var(name).ok())?;
+    tracing::info!(role = ?boot.role, prefix = %boot.aws.table_prefix, "vitals function starting");
+    let config = storage::aws_config(&boot.aws).await;
+    let store: Arc<dyn Store> = Arc::new(storage::dynamodb_on(&config, &boot.aws));
+    let runtime_error = |e| anyhow::anyhow!("lambda runtime: {e}");
+    match boot.role {
+        Role::Api {
+            jwt_secret_arn,
+            webhook_secret_arn,
+        } => {
+            let secrets = aws_sdk_secretsmanager::Client::new(&config);
+            let mut args = crate::cli::api_args_from_env()?;
+            args.jwt_secret =
+                Some(secret(&secrets, &jwt_secret_arn, "VITALS_JWT_SECRET_ARN").await?);
+            args.webhook_secret =
+                secret(&secrets, &webhook_secret_arn, "VITALS_WEBHOOK_SECRET_ARN").await?;
+            let storage = storage::Storage {
+                store: store.clone(),
+                embedded: None,
+            };
+            let api = crate::setup::api(store, &args)?;
+            lambda_http::run(crate::lambda_api::router(&storage, api))
+                .await
+                .map_err(runtime_error)
+        }
+        Role::Stream { source } => {
+            let handlers = stream_handlers(store, source);
+            let prefix = boot.aws.table_prefix.clone();
+            let handlers = Arc::new(handlers);
+            lambda_runtime::run(service_fn(move |event: LambdaEvent<KinesisEvent>| {
+                let (handlers, prefix) = (handlers.clone(), prefix.clone());
+                async move {
+                    Ok::<_, lambda_runtime::Error>(
+                        projectors::lambda::fan_out(&handlers, source, &event.payload, &prefix)
+                            .await,
+                    )
+                }
+            }))
+            .await
+            .map_err(runtime_error)
+        }
+        Role::Nightly => lambda_runtime::run(service_fn(
+            move |_: LambdaEvent<EventBridgeEvent<serde_json::Value>>| {
+                let store = store.clone();
+                async move {
+                    let (day, scored) = crate::admin::nightly_readiness(store, None)
+                        .await
+                        .map_err(|e| lambda_runtime::Error::from(e.to_string()))?;
+                    tracing::info!(%day, scored, "readiness scored");
+                    Ok::<_, lambda_runtime::Error>(
+                        serde_json::json!({"day": day, "scored": scored}),
+                    )
+                }
+            },
+        ))
+        .await
+        .map_err(runtime_error),
+    }
+}
+
+/// Every subscription of `source`'s stream, dead letters in its subscriber's table.
+pub fn stream_handlers(
+    store: Arc<dyn Store>,
+    source: Context,
+) -> Vec<projectors::runtime::Handler> {
+    let dead_letters = DeadLetterStore::Tables(store.clone());
+    projectors::registry::all_with(store, &dead_letters)
+        .into_iter()
+        .filter(|s| s.source() == source)
+        .map(|s| {
+            let dlq = dead_letters.queue_for(s.target());
+            projectors::runtime::Handler::new(s, dlq)
+        })
+        .collect()
+}
+
+/// A secret's value; an empty or missing one is an error naming `variable`.
+async fn secret(
+    client: &aws_sdk_secretsmanager::Client,
+    arn: &str,
+    variable: &str,
+) -> anyhow::Result<String> {
+    let value = client
+        .get_secret_value()
+        .secret_id(arn)
+        .send()
+        .await
+        .with_context(|| format!("reading the secret {variable} names"))?;
+    value
+        .secret_string()
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .with_context(|| format!("the secret {variable} names is empty"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    const BASE: [(&str, &str); 2] = [
+        ("VITALS_BACKEND", "dynamodb"),
+        ("VITALS_TABLE_PREFIX", "vitals-"),
+    ];
+
+    fn with(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+        BASE.iter().chain(extra).copied().collect()
+    }
+
+    fn error(pairs: &[(&str, &str)]) -> String {
+        configure(&env(pairs))
+            .map(|b| format!("{b:?}"))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn each_role_reads_what_it_needs() {
+        let api = configure(&env(&with(&[
+            ("VITALS_ROLE", "api"),
+            ("VITALS_JWT_SECRET_ARN", "arn:jwt"),
+            ("VITALS_WEBHOOK_SECRET_ARN", "arn:webhook"),
+        ])))
+        .expect("api");
+        assert_eq!(
+            api.role,
+            Role::Api {
+                jwt_secret_arn: "arn:jwt".into(),
+                webhook_secret_arn: "arn:webhook".into()
+            }
+        );
+        let stream = configure(&env(&with(&[
+            ("VITALS_ROLE", "stream"),
+            ("VITALS_SOURCE", "nutrition"),
+        ])))
+        .expect("stream");
+        assert_eq!(
+            stream.role,
+            Role::Stream {
+                source: Context::Nutrition
+            }
+        );
+        assert_eq!(stream.aws.table_prefix, "vitals-");
+        let nightly = configure(&env(&with(&[("VITALS_ROLE", "nightly")]))).expect("nightly");
+        assert_eq!(nightly.role, Role::Nightly);
+    }
+
+    #[test]
+    fn nothing_missing_falls_back_to_a_default() {
+        assert!(
+            error(&with(&[
+                ("VITALS_ROLE", "api"),
+                ("VITALS_WEBHOOK_SECRET_ARN", "arn:w")
+            ]))
+            .contains("VITALS_JWT_SECRET_ARN")
+        );
+        assert!(
+            error(&with(&[
+                ("VITALS_ROLE", "api"),
+                ("VITALS_JWT_SECRET_ARN", "arn:j")
+            ]))
+            .contains("VITALS_WEBHOOK_SECRET_ARN")
+        );
+        assert!(error(&with(&[("VITALS_ROLE", "stream")])).contains("VITALS_SOURCE"));
+        assert!(
+            error(&with(&[
+                ("VITALS_ROLE", "stream"),
+                ("VITALS_SOURCE", "billing")
+            ]))
+            .contains("billing")
+        );
+        assert!(error(&with(&[])).contains("VITALS_ROLE"));
+        assert!(error(&with(&[("VITALS_ROLE", "worker")])).contains("worker"));
+        assert!(
+            error(&[("VITALS_ROLE", "nightly"), ("VITALS_TABLE_PREFIX", "v-")])
+                .contains("VITALS_BACKEND")
+        );
+        assert!(
+            error(&[
+                ("VITALS_ROLE", "nightly"),
+                ("VITALS_BACKEND", "embedded"),
+                ("VITALS_TABLE_PREFIX", "v-")
+            ])
+            .contains("runs on dynamodb")
+        );
+        assert!(
+            error(&[("VITALS_ROLE", "nightly"), ("VITALS_BACKEND", "dynamodb")])
+                .contains("VITALS_TABLE_PREFIX")
+        );
+        assert!(
+            error(&with(&[
+                ("VITALS_ROLE", "api"),
+                ("VITALS_JWT_SECRET_ARN", " "),
+                ("VITALS_WEBHOOK_SECRET_ARN", "arn:w")
+            ]))
+            .contains("VITALS_JWT_SECRET_ARN"),
+            "a blank value is a missing one"
+        );
+    }
+}
