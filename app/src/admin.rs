@@ -209,3 +209,98 @@ pub async fn residue(args: &StoreArgs, user: &str, dlq: DlqKind) -> anyhow::Resu
         erasure,
     })
 }
+
+/// The on-failure queue of `source`'s stream consumer (see `deploy::template`).
+pub fn failure_queue(prefix: &str, source: events_schema::Context) -> String {
+    format!("{prefix}{source}-consumer-failures")
+}
+
+/// What `vitals redrive-failures` did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct FailuresRedriven {
+    /// Batches whose records were all fetched and applied (their messages deleted).
+    pub batches: usize,
+    /// Records applied (to every subscription of the stream, or dead-lettered there).
+    pub records: usize,
+    /// Batches the stream no longer retains (in part or whole), left in the queue:
+    /// `shard start..end` of each.
+    pub expired: Vec<String>,
+    /// Messages that are not batch descriptions, left in the queue.
+    pub unreadable: usize,
+}
+
+/// Seconds a message being redriven stays hidden from other readers.
+const REDRIVE_VISIBILITY_S: i32 = 120;
+
+/// Reads `source`'s on-failure queue, fetches each described batch back from its Kinesis
+/// shard and applies its records through the stream consumer's own code.
+pub async fn redrive_failures(
+    aws: &crate::cli::AwsArgs,
+    source: events_schema::Context,
+) -> anyhow::Result<FailuresRedriven> {
+    let config = storage::aws_config(aws).await;
+    let store: Arc<dyn Store> = Arc::new(storage::dynamodb_on(&config, aws));
+    let handlers = crate::lambda_boot::stream_handlers(store, source);
+    let sqs = aws_sdk_sqs::Client::new(&config);
+    let kinesis = aws_sdk_kinesis::Client::new(&config);
+    let queue = failure_queue(&aws.table_prefix, source);
+    let url = sqs
+        .get_queue_url()
+        .queue_name(&queue)
+        .send()
+        .await
+        .with_context(|| format!("finding the queue {queue}"))?
+        .queue_url
+        .with_context(|| format!("no URL for the queue {queue}"))?;
+    let mut outcome = FailuresRedriven::default();
+    loop {
+        let received = sqs
+            .receive_message()
+            .queue_url(&url)
+            .max_number_of_messages(10)
+            .visibility_timeout(REDRIVE_VISIBILITY_S)
+            .send()
+            .await
+            .context("reading the on-failure queue")?;
+        let messages = received.messages.unwrap_or_default();
+        if messages.is_empty() {
+            return Ok(outcome);
+        }
+        for message in messages {
+            let batch = match infra::feed::failures::parse(message.body().unwrap_or_default()) {
+                Ok(batch) => batch,
+                Err(error) => {
+                    tracing::warn!(%queue, %error, "leaving a message that is not a batch description");
+                    outcome.unreadable += 1;
+                    continue;
+                }
+            };
+            let fetched = infra::feed::failures::fetch(&kinesis, &batch, &aws.table_prefix).await?;
+            if fetched.expired {
+                outcome.expired.push(format!(
+                    "{} {}..{}",
+                    batch.shard_id, batch.start_sequence_number, batch.end_sequence_number
+                ));
+            }
+            for (_, record) in &fetched.records {
+                let Ok(record) = record else { continue };
+                if record.table != source {
+                    continue;
+                }
+                for handler in &handlers {
+                    handler.handle(record).await?;
+                }
+                outcome.records += 1;
+            }
+            if !fetched.expired {
+                sqs.delete_message()
+                    .queue_url(&url)
+                    .receipt_handle(message.receipt_handle().unwrap_or_default())
+                    .send()
+                    .await
+                    .context("deleting a redriven batch's message")?;
+                outcome.batches += 1;
+            }
+        }
+    }
+}

@@ -57,6 +57,15 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = DlqKind::Table)]
         dlq: DlqKind,
     },
+    /// Apply again the batches a stream consumer's on-failure queue describes (the
+    /// deployed shape): each is fetched back from its Kinesis shard while the stream
+    /// retains it; an expired one is reported and left in the queue.
+    RedriveFailures {
+        /// The stream's context, such as `nutrition`.
+        source: String,
+        #[command(flatten)]
+        aws: AwsArgs,
+    },
     /// Rebuild read models from the outbox events of their source tables, through the
     /// same projector code as live (safe while workers run; resumable).
     Replay {

@@ -69,6 +69,25 @@ async fn main() -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Command::RedriveFailures { source, aws } => {
+            let context = events_schema::Context::ALL
+                .into_iter()
+                .find(|c| c.to_string() == source)
+                .ok_or_else(|| anyhow::anyhow!("{source:?} is not a context"))?;
+            let outcome = vitals::admin::redrive_failures(&aws, context).await?;
+            println!(
+                "{source}: {} batches redriven ({} records), {} unreadable messages left",
+                outcome.batches, outcome.records, outcome.unreadable
+            );
+            for batch in &outcome.expired {
+                println!(
+                    "expired: {batch} is no longer retained by the stream (left in the queue); \
+                     rebuild the affected read models with `vitals replay NAME --user ID` \
+                     (or `vitals replay all`), then delete the message"
+                );
+            }
+            Ok(())
+        }
         Command::Replay {
             projection,
             user,

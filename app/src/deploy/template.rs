@@ -355,7 +355,7 @@ fn consumer_resources(consumer: &Consumer) -> Map<String, Value> {
         json!({
             "Type": "AWS::SQS::Queue",
             "Properties": {
-                "QueueName": {"Fn::Sub": format!("${{Prefix}}{suffix}-failures")},
+                "QueueName": {"Fn::Sub": crate::admin::failure_queue("${Prefix}", consumer.source)},
                 "MessageRetentionPeriod": 1_209_600,
                 "SqsManagedSseEnabled": true
             }
@@ -405,7 +405,7 @@ fn consumer_resources(consumer: &Consumer) -> Map<String, Value> {
             ),
             "Maximum",
             0,
-            "Batches failed past their retries: run `vitals redrive --failures` for this stream.",
+            "Batches failed past their retries: run `vitals redrive-failures` for this stream.",
         ),
     );
     resources.extend(function_alarms(&id));

@@ -2,10 +2,12 @@
 //! item, delivered at least once to named consumers that record how far they got.
 //! Adapters: the embedded store's change log ([`embedded`]); the DynamoDB stream record
 //! format that Kinesis and Lambda carry ([`stream_record`]); Kinesis ([`kinesis`]); and
-//! the bridge for emulators without forwarding ([`bridge`]).
+//! the bridge for emulators without forwarding ([`bridge`]); and the batches a Lambda
+//! consumer's on-failure queue describes, fetched back from Kinesis ([`failures`]).
 
 pub mod bridge;
 pub mod embedded;
+pub mod failures;
 pub mod kinesis;
 pub mod lambda;
 pub mod stream_record;

@@ -1,0 +1,231 @@
+//! `vitals redrive-failures` on the emulator named by `VITALS_TEST_DYNAMODB_ENDPOINT`:
+//! a stream consumer's on-failure queue holds what Lambda puts there (a description of
+//! the failed batch: shard and sequence range, not the records). The redrive fetches the
+//! records back from Kinesis and applies them through the consumer's code: every
+//! subscription of the stream projects them, the poison record is dead-lettered, the
+//! message goes; a batch the stream no longer holds is reported and kept, and a message
+//! that is no batch description is left alone rather than stopping the redrive.
+
+use aws_sdk_kinesis::primitives::Blob;
+use events_schema::Context;
+use events_schema::ids::UserId;
+use infra::Store;
+use infra::aws_client::AwsSettings;
+use infra::dynamodb::DynamoStore;
+use infra::store::Key;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use vitals::admin::{failure_queue, redrive_failures};
+use vitals::cli::AwsArgs;
+
+fn endpoint() -> String {
+    match std::env::var("VITALS_TEST_DYNAMODB_ENDPOINT") {
+        Ok(url) if !url.trim().is_empty() => url,
+        _ => panic!(
+            "VITALS_TEST_DYNAMODB_ENDPOINT is not set: run `scripts/test-all`, or start an emulator with `scripts/emulator.sh start`"
+        ),
+    }
+}
+
+/// The recorded batch (`tests/fixtures/lambda/kinesis_nutrition_batch.json`: three meal
+/// events, a state item, another application's record, the second event a poison),
+/// its records' data rewritten for the tables under `prefix`.
+fn recorded_changes(prefix: &str) -> Vec<(String, Vec<u8>)> {
+    let raw = include_str!("../../tests/fixtures/lambda/kinesis_nutrition_batch.json");
+    let event: Value = serde_json::from_str(raw).expect("the fixture");
+    event["Records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .map(|record| {
+            let data = record["kinesis"]["data"].as_str().expect("data");
+            let data = base64_decode(data);
+            let mut change: Value = serde_json::from_slice(&data).expect("a stream record");
+            if change["tableName"] == "vitals-nutrition" {
+                change["tableName"] = json!(format!("{prefix}nutrition"));
+            }
+            let pk = change["dynamodb"]["Keys"]["pk"]["S"]
+                .as_str()
+                .unwrap_or("x")
+                .to_owned();
+            (pk, serde_json::to_vec(&change).expect("json"))
+        })
+        .collect()
+}
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .expect("base64")
+}
+
+/// Lambda's on-failure message for the batch `start..=end` of `shard`.
+fn on_failure_message(stream_arn: &str, shard: &str, start: &str, end: &str) -> String {
+    json!({
+        "requestContext": {"requestId": "r-1", "functionArn": "arn:aws:lambda:us-east-1:000000000000:function:vitals-nutrition-consumer",
+            "condition": "RetryAttemptsExhausted", "approximateInvokeCount": 6},
+        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+        "version": "1.0", "timestamp": "2026-03-01T08:00:00.000Z",
+        "KinesisBatchInfo": {"shardId": shard, "startSequenceNumber": start, "endSequenceNumber": end,
+            "approximateArrivalOfFirstRecord": "2026-03-01T07:59:58.835Z",
+            "approximateArrivalOfLastRecord": "2026-03-01T07:59:59.580Z",
+            "batchSize": 5, "streamArn": stream_arn}
+    })
+    .to_string()
+}
+
+async fn stream_arn_when_active(kinesis: &aws_sdk_kinesis::Client, name: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let summary = kinesis
+            .describe_stream_summary()
+            .stream_name(name)
+            .send()
+            .await
+            .expect("stream");
+        let summary = summary.stream_description_summary().expect("summary");
+        if summary.stream_status() == &aws_sdk_kinesis::types::StreamStatus::Active {
+            return summary.stream_arn().to_owned();
+        }
+        assert!(Instant::now() < deadline, "{name} did not become active");
+        // Creation is asynchronous and has no notification: ask again shortly.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_batch_is_fetched_back_from_kinesis_and_applied_by_every_subscription() {
+    let endpoint = endpoint();
+    let prefix = format!("f{}-", UserId::generate().as_str().to_lowercase());
+    let settings = AwsSettings {
+        endpoint_url: Some(endpoint.clone()),
+        ..AwsSettings::default()
+    };
+    let store = DynamoStore::connect(&settings, &prefix).await;
+    store.bootstrap().await.expect("tables");
+    let config = infra::aws_client::load(&settings).await;
+    let kinesis = aws_sdk_kinesis::Client::new(&config);
+    let sqs = aws_sdk_sqs::Client::new(&config);
+    let stream = format!("{prefix}nutrition-changes");
+    kinesis
+        .create_stream()
+        .stream_name(&stream)
+        .shard_count(1)
+        .send()
+        .await
+        .expect("stream created");
+    let stream_arn = stream_arn_when_active(&kinesis, &stream).await;
+    let queue = sqs
+        .create_queue()
+        .queue_name(failure_queue(&prefix, Context::Nutrition))
+        .send()
+        .await
+        .expect("queue")
+        .queue_url
+        .expect("url");
+
+    let mut sequences = Vec::new();
+    let mut shard = String::new();
+    for (pk, data) in recorded_changes(&prefix) {
+        let put = kinesis
+            .put_record()
+            .stream_name(&stream)
+            .partition_key(pk)
+            .data(Blob::new(data))
+            .send()
+            .await
+            .expect("record put");
+        shard = put.shard_id().to_owned();
+        sequences.push(put.sequence_number().to_owned());
+    }
+    let (first, last) = (sequences[0].clone(), sequences[sequences.len() - 1].clone());
+    for body in [
+        on_failure_message(&stream_arn, &shard, &first, &last),
+        "{\"subscription\": \"not a batch description\"}".to_owned(),
+        on_failure_message(&stream_arn, "shardId-000000000099", &first, &last),
+    ] {
+        sqs.send_message()
+            .queue_url(&queue)
+            .message_body(body)
+            .send()
+            .await
+            .expect("message sent");
+    }
+
+    let aws = AwsArgs {
+        endpoint_url: Some(endpoint),
+        region: None,
+        table_prefix: prefix.clone(),
+    };
+    let outcome = redrive_failures(&aws, Context::Nutrition)
+        .await
+        .expect("redrive");
+    assert_eq!(outcome.batches, 1, "{outcome:?}");
+    assert_eq!(outcome.unreadable, 1, "{outcome:?}");
+    assert_eq!(outcome.expired.len(), 1, "{outcome:?}");
+    assert!(
+        outcome.expired[0].starts_with("shardId-000000000099"),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        outcome.records, 4,
+        "the batch's records of the nutrition table: {outcome:?}"
+    );
+
+    let store: Arc<dyn Store> = Arc::new(store);
+    for user in ["U1", "U3"] {
+        let daily = store
+            .get(
+                Context::Dashboard,
+                &Key::new(format!("USER#{user}"), "DAILY#2026-03-01"),
+                true,
+            )
+            .await
+            .expect("get");
+        assert!(daily.is_some(), "{user}'s day is projected by the redrive");
+        let intake = store
+            .get(
+                Context::Activity,
+                &Key::new(format!("USER#{user}"), "INTAKE#2026-03-01"),
+                true,
+            )
+            .await
+            .expect("get");
+        assert!(
+            intake.is_some(),
+            "every subscription of the stream applies it"
+        );
+    }
+    let letters = infra::dlq::TableDlq::new(store.clone(), Context::Dashboard);
+    let letters = infra::dlq::DeadLetterQueue::list(&letters, "dashboard-from-nutrition", 10)
+        .await
+        .expect("letters");
+    assert_eq!(letters.len(), 1, "the poison record is a dead letter");
+    assert_eq!(letters[0].record.pk, "USER#U2");
+
+    let attributes = sqs
+        .get_queue_attributes()
+        .queue_url(&queue)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
+        .attribute_names(
+            aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessagesNotVisible,
+        )
+        .send()
+        .await
+        .expect("attributes");
+    let count = |name| {
+        attributes
+            .attributes()
+            .and_then(|a| a.get(&name))
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or_default()
+    };
+    let left = count(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
+        + count(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessagesNotVisible);
+    assert_eq!(
+        left, 2,
+        "the unreadable and the expired messages stay; the redriven one is gone"
+    );
+}
