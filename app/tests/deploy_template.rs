@@ -212,6 +212,11 @@ fn every_subscription_runs_in_exactly_one_consumer_on_its_sources_stream() {
             .as_str()
             .expect("an on-failure queue");
         assert_eq!(resources(&template)[queue]["Type"], "AWS::SQS::Queue");
+        assert_eq!(
+            resources(&template)[queue]["Properties"]["QueueName"],
+            json!({"Fn::Sub": vitals::admin::failure_queue("${Prefix}", *source)}),
+            "`vitals redrive-failures` finds {queue}"
+        );
         let queue_users = mappings
             .iter()
             .filter(|(_, other)| {
