@@ -10,7 +10,7 @@
 //! unknown role, source or secret stops the start with a message naming the variable
 //! (Lambda reports it as an init error), never a random key or a sandbox secret.
 
-use crate::cli::{AwsArgs, Backend};
+use crate::cli::AwsArgs;
 use crate::storage;
 use anyhow::{Context as _, bail};
 use aws_lambda_events::event::eventbridge::EventBridgeEvent;
@@ -56,9 +56,8 @@ pub fn configure(env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Boot> {
     };
     let backend = required("VITALS_BACKEND")?;
     if backend != "dynamodb" {
-        let embedded = Backend::Embedded;
         bail!(
-            "VITALS_BACKEND is {backend:?}: a deployed function runs on dynamodb (the {embedded:?} \
+            "VITALS_BACKEND is {backend:?}: a deployed function runs on dynamodb (an embedded \
              store would live and die with one instance)"
         );
     }

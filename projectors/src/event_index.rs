@@ -24,9 +24,10 @@ pub fn document(subscriptions: &[Arc<dyn Projector>]) -> String {
     for spec in catalog::all() {
         if spec.context != context || context.is_none() {
             context = spec.context;
-            let heading = spec
-                .context
-                .map_or("published by every context".to_owned(), |c| c.to_string());
+            let heading = spec.context.map_or(
+                "published by every context (each on its own stream)".to_owned(),
+                |c| format!("{c} (stream: the `{c}` table's; `<prefix>{c}-changes` on Kinesis)"),
+            );
             let _ = write!(
                 doc,
                 "\n## {heading}\n\n| event | current version | versions (schemas) | consumed by |\n|---|---|---|---|\n"
