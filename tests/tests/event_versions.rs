@@ -6,7 +6,7 @@
 use events_schema::Context;
 use events_schema::envelope::OUTBOX_ATTR;
 use infra::Store;
-use infra::dlq::{DeadLetterQueue, DeadLetterStore};
+use infra::dlq::DeadLetterStore;
 use infra::feed::FeedRecord;
 use infra::store::Key;
 use projectors::runtime::Handler;
