@@ -66,6 +66,15 @@ pub enum Command {
         #[command(flatten)]
         aws: AwsArgs,
     },
+    /// Copy an embedded store into DynamoDB tables (created if missing, empty at the
+    /// start): batch writes, resumable, verified per table by count and checksum.
+    Migrate {
+        /// Data directory of the embedded store (not open in a running `vitals serve`).
+        #[arg(long, env = "VITALS_DATA_DIR", default_value = "./vitals-data")]
+        data_dir: std::path::PathBuf,
+        #[command(flatten)]
+        aws: AwsArgs,
+    },
     /// Rebuild read models from the outbox events of their source tables, through the
     /// same projector code as live (safe while workers run; resumable).
     Replay {

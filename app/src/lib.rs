@@ -9,6 +9,7 @@
 //! - [`admin`]: operator commands (redrive, nightly readiness, replay, residue).
 //! - [`deploy`]: the CloudFormation stack of the AWS shape, generated.
 //! - [`event_docs`]: the events index and the event JSON Schema files.
+//! - [`migrate`]: copies an embedded store into DynamoDB, resumable and verified.
 //! - [`residue`]: what is left of a user in every table and index.
 //! - [`work`]: the projectors on Kinesis (`vitals work`) and as a Lambda (`vitals lambda`).
 //! - [`setup`]: the API's handlers and authentication from the command line.
@@ -23,6 +24,7 @@ pub mod event_docs;
 pub mod http;
 pub mod lambda_api;
 pub mod lambda_boot;
+pub mod migrate;
 pub mod residue;
 pub mod server;
 pub mod setup;

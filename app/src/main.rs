@@ -69,6 +69,28 @@ async fn main() -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Command::Migrate { data_dir, aws } => {
+            let migrated = vitals::migrate::migrate(&data_dir, &aws).await?;
+            println!("copied {} items", migrated.copied);
+            for check in &migrated.checks {
+                println!(
+                    "{}\t{} items\t{} in DynamoDB\tchecksum {}\t{}",
+                    check.table,
+                    check.source_items,
+                    check.target_items,
+                    check.source_checksum,
+                    if check.matches() { "ok" } else { "MISMATCH" }
+                );
+            }
+            anyhow::ensure!(
+                migrated
+                    .checks
+                    .iter()
+                    .all(vitals::migrate::TableCheck::matches),
+                "the copy does not match the embedded store"
+            );
+            Ok(())
+        }
         Command::RedriveFailures { source, aws } => {
             let context = events_schema::Context::ALL
                 .into_iter()

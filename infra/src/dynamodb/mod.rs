@@ -88,6 +88,49 @@ impl DynamoStore {
         tables::table(table).physical_name(&self.prefix)
     }
 
+    /// Writes `items` (at most 25) to `table` with one `BatchWriteItem`, unconditionally,
+    /// sending again whatever DynamoDB leaves unprocessed (with a growing pause) until
+    /// every item is written. For bulk loads into tables nothing else writes (a
+    /// migration, a rebuild); every other write goes through conditions.
+    pub async fn batch_put(&self, table: Context, items: &[Item]) -> Result<(), StoreError> {
+        if items.len() > 25 {
+            return Err(StoreError::Validation(
+                "a batch write holds at most 25 items".to_owned(),
+            ));
+        }
+        let name = self.table_name(table);
+        let mut requests = items
+            .iter()
+            .map(|item| {
+                let put = ddb::PutRequest::builder()
+                    .set_item(Some(marshal::to_attributes(item)?))
+                    .build()
+                    .map_err(build_error)?;
+                Ok(ddb::WriteRequest::builder().put_request(put).build())
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let mut pause = Duration::from_millis(50);
+        while !requests.is_empty() {
+            let output = self
+                .client
+                .batch_write_item()
+                .request_items(&name, requests)
+                .send()
+                .await
+                .map_err(errors::common)?;
+            requests = output
+                .unprocessed_items
+                .and_then(|mut left| left.remove(&name))
+                .unwrap_or_default();
+            if !requests.is_empty() {
+                // Throttled in part: DynamoDB asks for the rest again, after a pause.
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(5));
+            }
+        }
+        Ok(())
+    }
+
     /// Creates the tables (see [`bootstrap`]).
     pub async fn bootstrap(&self) -> Result<Vec<TableStatusReport>, StoreError> {
         bootstrap::bootstrap(&self.client, &self.prefix).await
