@@ -171,8 +171,10 @@ do_start() {
   local -a run_env=("${emu_env[@]}") run_cmd
   case "$name" in
     ministack)
+      # AWS_ENDPOINT_URL: ministack hands it to the Lambda functions it runs as local
+      # processes, so a deployed stack's functions (scripts/stack-test) call this emulator.
       run_env+=(BIND_HOST=127.0.0.1 GATEWAY_PORT="$port" IOT_MTLS_ENABLED=0 SFTP_ENABLED=0
-                MINISTACK_REGION=us-east-1 PERSIST_STATE=0)
+                MINISTACK_REGION=us-east-1 PERSIST_STATE=0 AWS_ENDPOINT_URL="$url")
       run_cmd=("$venv/bin/ministack")
       ;;
     moto)

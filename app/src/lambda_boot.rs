@@ -87,6 +87,13 @@ pub fn configure(env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Boot> {
 
 /// Runs the function the environment describes, until the runtime stops it.
 pub async fn run() -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    // The init phase's length (configuration, clients, secrets): the part of a cold
+    // start that is this code's, logged once before the first event is asked for.
+    let ready = || {
+        let init_ms = started.elapsed().as_secs_f64() * 1000.0;
+        tracing::info!(init_ms = format!("{init_ms:.1}"), "vitals function ready");
+    };
     let boot = configure(&|name| std::env::var(name).ok())?;
     tracing::info!(role = ?boot.role, prefix = %boot.aws.table_prefix, "vitals function starting");
     let config = storage::aws_config(&boot.aws).await;
@@ -108,6 +115,7 @@ pub async fn run() -> anyhow::Result<()> {
                 embedded: None,
             };
             let api = crate::setup::api(store, &args)?;
+            ready();
             lambda_http::run(crate::lambda_api::router(&storage, api))
                 .await
                 .map_err(runtime_error)
@@ -116,6 +124,7 @@ pub async fn run() -> anyhow::Result<()> {
             let handlers = stream_handlers(store, source);
             let prefix = boot.aws.table_prefix.clone();
             let handlers = Arc::new(handlers);
+            ready();
             lambda_runtime::run(service_fn(move |event: LambdaEvent<KinesisEvent>| {
                 let (handlers, prefix) = (handlers.clone(), prefix.clone());
                 async move {
@@ -128,23 +137,29 @@ pub async fn run() -> anyhow::Result<()> {
             .await
             .map_err(runtime_error)
         }
-        Role::Nightly => lambda_runtime::run(service_fn(
-            move |_: LambdaEvent<EventBridgeEvent<serde_json::Value>>| {
-                let store = store.clone();
-                async move {
-                    let (day, scored) = crate::admin::nightly_readiness(store, None)
-                        .await
-                        .map_err(|e| lambda_runtime::Error::from(e.to_string()))?;
-                    tracing::info!(%day, scored, "readiness scored");
-                    Ok::<_, lambda_runtime::Error>(
-                        serde_json::json!({"day": day, "scored": scored}),
-                    )
-                }
-            },
-        ))
-        .await
-        .map_err(runtime_error),
+        Role::Nightly => {
+            ready();
+            run_nightly(store).await
+        }
     }
+}
+
+/// The nightly readiness job, one run per scheduled EventBridge event.
+async fn run_nightly(store: Arc<dyn Store>) -> anyhow::Result<()> {
+    lambda_runtime::run(service_fn(
+        move |_: LambdaEvent<EventBridgeEvent<serde_json::Value>>| {
+            let store = store.clone();
+            async move {
+                let (day, scored) = crate::admin::nightly_readiness(store, None)
+                    .await
+                    .map_err(|e| lambda_runtime::Error::from(e.to_string()))?;
+                tracing::info!(%day, scored, "readiness scored");
+                Ok::<_, lambda_runtime::Error>(serde_json::json!({"day": day, "scored": scored}))
+            }
+        },
+    ))
+    .await
+    .map_err(|e| anyhow::anyhow!("lambda runtime: {e}"))
 }
 
 /// Every subscription of `source`'s stream, dead letters in its subscriber's table.

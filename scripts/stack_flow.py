@@ -1,0 +1,397 @@
+"""The mobile app's flow against the generated stack, created on the emulator by
+scripts/stack-test. Everything goes through the deployed parts: the HTTP API (API
+Gateway v2 in front of the api function), the stream consumer functions that the
+event source mappings invoke, their on-failure queues, and the `vitals` operator
+commands an operator would run (redrive-failures, admin residue).
+
+Steps (each waits on a condition with a deadline, never a fixed sleep):
+  1. fill what the emulator's CloudFormation leaves out, with the equivalent API calls
+     (listed in the output and in the README);
+  2. cold start and warm latency of the api function (GET /healthz);
+  3. register, log meals, the dashboard converges (projections by the consumers);
+  4. a poison event (a MealLogged of a newer release) is dead-lettered by every
+     subscription that consumes MealLogged, and meals logged after it still project;
+  5. an outage of the nutrition consumer (a release that cannot reach its store): the
+     batch is reported failed, its description goes to the on-failure queue, and
+     `vitals redrive-failures nutrition` brings the meal to the dashboard;
+  6. the account is deleted and `vitals admin residue` finds nothing of it.
+Exit status 0 only when every step held.
+"""
+
+import argparse
+import base64
+import datetime
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import boto3
+
+CONVERGE_WITHIN = 90.0
+
+
+def say(message):
+    print(f"stack-test: {message}", flush=True)
+
+
+def fail(message):
+    say(f"FAILED: {message}")
+    sys.exit(1)
+
+
+def wait_for(what, probe, within=CONVERGE_WITHIN):
+    """Calls `probe` until it returns something truthy, at most `within` seconds."""
+    deadline = time.monotonic() + within
+    pause = 0.05
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            fail(f"timed out after {within:.0f} s waiting for {what}")
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
+
+
+def new_ulid():
+    """A ULID (48-bit milliseconds, 80 random bits, Crockford base32), as event ids are."""
+    alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+    value = (int(time.time() * 1000) << 80) | secrets.randbits(80)
+    return "".join(alphabet[(value >> (5 * i)) & 31] for i in reversed(range(26)))
+
+
+class Api:
+    """The phone's side: JSON over HTTP through the API Gateway endpoint."""
+
+    def __init__(self, base):
+        self.base = base
+        self.token = None
+
+    def call(self, method, path, body=None, headers=None):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base + path, data=data, method=method)
+        request.add_header("content-type", "application/json")
+        if self.token:
+            request.add_header("authorization", f"Bearer {self.token}")
+        for name, value in (headers or {}).items():
+            request.add_header(name, value)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                status, raw = response.status, response.read()
+        except urllib.error.HTTPError as error:
+            status, raw = error.code, error.read()
+        try:
+            return status, json.loads(raw) if raw else None
+        except ValueError:
+            return status, raw.decode(errors="replace")
+
+
+class Stack:
+    def __init__(self, name, prefix, endpoint, vitals):
+        self.name, self.prefix, self.endpoint, self.vitals = name, prefix, endpoint, vitals
+        self.cfn = boto3.client("cloudformation")
+        self.ddb = boto3.client("dynamodb")
+        self.kinesis = boto3.client("kinesis")
+        self.sqs = boto3.client("sqs")
+        self.awslambda = boto3.client("lambda")
+        self.logs = boto3.client("logs")
+        self.template = json.load(open("deploy/template.json"))
+
+    def physical(self, logical):
+        detail = self.cfn.describe_stack_resource(StackName=self.name, LogicalResourceId=logical)
+        return detail["StackResourceDetail"]["PhysicalResourceId"]
+
+    def output(self, key):
+        stack = self.cfn.describe_stacks(StackName=self.name)["Stacks"][0]
+        return next(o["OutputValue"] for o in stack["Outputs"] if o["OutputKey"] == key)
+
+    def run_vitals(self, *args):
+        command = [self.vitals, *args, "--endpoint-url", self.endpoint, "--table-prefix", self.prefix]
+        return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+    def tables(self):
+        for logical, resource in self.template["Resources"].items():
+            if resource["Type"] == "AWS::DynamoDB::Table":
+                yield logical, resource["Properties"]
+
+    # 1. What the emulator's CloudFormation does not apply.
+    def fill_emulator_gaps(self):
+        filled = set()
+        for logical, props in self.tables():
+            table = self.physical(logical)
+            spec = props.get("KinesisStreamSpecification")
+            if spec:
+                stream = self.physical(spec["StreamArn"]["Fn::GetAtt"][0])
+                arn = self.kinesis.describe_stream_summary(StreamName=stream)[
+                    "StreamDescriptionSummary"]["StreamARN"]
+
+                def destination_status():
+                    found = self.ddb.describe_kinesis_streaming_destination(TableName=table)
+                    return next((d["DestinationStatus"] for d in found["KinesisDataStreamDestinations"]
+                                 if d["StreamArn"] == arn), None)
+
+                if destination_status() not in ("ACTIVE", "ENABLING"):
+                    self.ddb.enable_kinesis_streaming_destination(TableName=table, StreamArn=arn)
+                    filled.add("KinesisStreamSpecification (EnableKinesisStreamingDestination)")
+                wait_for(f"{table} streaming to {stream}", lambda: destination_status() == "ACTIVE")
+            ttl = props.get("TimeToLiveSpecification")
+            if ttl:
+                status = self.ddb.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
+                if status.get("TimeToLiveStatus") not in ("ENABLED", "ENABLING"):
+                    self.ddb.update_time_to_live(TableName=table, TimeToLiveSpecification=ttl)
+                    filled.add("TimeToLiveSpecification (UpdateTimeToLive)")
+            if props.get("PointInTimeRecoverySpecification", {}).get("PointInTimeRecoveryEnabled"):
+                backups = self.ddb.describe_continuous_backups(TableName=table)["ContinuousBackupsDescription"]
+                if backups["PointInTimeRecoveryDescription"]["PointInTimeRecoveryStatus"] != "ENABLED":
+                    self.ddb.update_continuous_backups(
+                        TableName=table,
+                        PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
+                    filled.add("PointInTimeRecoverySpecification (UpdateContinuousBackups)")
+        say("emulator gaps filled by API calls: " + (", ".join(sorted(filled)) or "none"))
+
+    def log_messages(self, function):
+        """What a function has logged so far (its CloudWatch Logs group)."""
+        paging = {}
+        while True:
+            try:
+                page = self.logs.filter_log_events(logGroupName=f"/aws/lambda/{function}", **paging)
+            except self.logs.exceptions.ResourceNotFoundException:
+                return
+            for event in page.get("events", []):
+                yield event["message"]
+            if not page.get("nextToken"):
+                return
+            paging = {"nextToken": page["nextToken"]}
+
+    def log_has(self, function, text):
+        return any(text in message for message in self.log_messages(function))
+
+    def init_ms(self, function):
+        """The init phase the function logged at its (first) cold start."""
+        for message in self.log_messages(function):
+            found = re.search(r'init_ms="?([0-9.]+)', message)
+            if found:
+                return float(found.group(1))
+        return None
+
+    def set_function_env(self, function, change):
+        config = self.awslambda.get_function_configuration(FunctionName=function)
+        variables = dict(config["Environment"]["Variables"])
+        change(variables)
+        self.awslambda.update_function_configuration(
+            FunctionName=function, Environment={"Variables": variables})
+        wait_for(f"{function} updated", lambda: self.awslambda.get_function_configuration(
+            FunctionName=function).get("LastUpdateStatus", "Successful") == "Successful")
+
+    def stream_records(self, stream):
+        """Every record of a Kinesis stream: (shard id, sequence number, decoded change)."""
+        shards = self.kinesis.list_shards(StreamName=stream)["Shards"]
+        for shard in shards:
+            iterator = self.kinesis.get_shard_iterator(
+                StreamName=stream, ShardId=shard["ShardId"],
+                ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+            while iterator:
+                page = self.kinesis.get_records(ShardIterator=iterator, Limit=1000)
+                for record in page["Records"]:
+                    yield shard["ShardId"], record["SequenceNumber"], json.loads(record["Data"])
+                if not page["Records"] or page.get("MillisBehindLatest", 0) == 0:
+                    break
+                iterator = page.get("NextShardIterator")
+
+
+def subscriptions_consuming(event_type):
+    """The subscriptions the events index (docs/events.md, drift-tested) says apply it."""
+    for line in open("docs/events.md"):
+        if line.startswith(f"| `{event_type}` |"):
+            return sorted(re.findall(r"`([a-z]+-from-[a-z]+)`", line))
+    fail(f"{event_type} is not in docs/events.md")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--stack", required=True)
+    parser.add_argument("--prefix", required=True)
+    parser.add_argument("--endpoint", required=True)
+    parser.add_argument("--vitals", required=True)
+    args = parser.parse_args()
+    stack = Stack(args.stack, args.prefix, args.endpoint, args.vitals)
+    counts = {}
+    for resource in stack.cfn.describe_stack_resources(StackName=args.stack)["StackResources"]:
+        if resource["ResourceStatus"] != "CREATE_COMPLETE":
+            fail(f"{resource['LogicalResourceId']} is {resource['ResourceStatus']}")
+        kind = resource["ResourceType"]
+        counts[kind] = counts.get(kind, 0) + 1
+    say(f"stack {args.stack}: {sum(counts.values())} resources created: "
+        + ", ".join(f"{n} {k.split('::', 1)[1]}" for k, n in sorted(counts.items())))
+    stack.fill_emulator_gaps()
+
+    api_id = stack.output("HttpApiId")
+    api = Api(f"{args.endpoint}/_aws/execute-api/{api_id}/$default")
+
+    # 2. The api function's cold start, then its warm latency, on the same route.
+    started = time.monotonic()
+    status, health = api.call("GET", "/healthz")
+    cold_ms = (time.monotonic() - started) * 1000
+    if status != 200:
+        fail(f"GET /healthz through API Gateway: {status} {health}")
+    warm = []
+    for _ in range(9):
+        started = time.monotonic()
+        api.call("GET", "/healthz")
+        warm.append((time.monotonic() - started) * 1000)
+    warm.sort()
+    api_function = stack.physical("ApiFunction")
+    init = wait_for("the api function's init_ms in its log", lambda: stack.init_ms(api_function))
+    say(f"api function: cold start: init {init:.1f} ms (configuration, clients, both secrets "
+        f"read), first request {cold_ms:.0f} ms; warm median {warm[4]:.0f} ms "
+        f"(GET /healthz through API Gateway: {health})")
+
+    # 3. Register, log meals, the dashboard converges.
+    day = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=1)).date().isoformat()
+    email = f"ana-{secrets.token_hex(4)}@example.com"
+    password = "correct horse battery"
+    status, reply = api.call("POST", "/v1/auth/register", {
+        "email": email, "password": password, "display_name": "Ana", "timezone": "UTC"})
+    if status != 201:
+        fail(f"register: {status} {reply}")
+    user, api.token = reply["user_id"], reply["access_token"]
+    status, reply = Api(api.base).call("POST", "/v1/auth/register", {
+        "email": email, "password": "another password entirely", "display_name": "Eve", "timezone": "UTC"})
+    if status != 409 or "access_token" in json.dumps(reply):
+        fail(f"a second sign-up with her email and another password got {status} {reply}")
+
+    def log_meal(name, calories, hour):
+        status, meal = api.call("POST", "/v1/me/meals", {
+            "name": name, "eaten_at": f"{day}T{hour:02}:00:00.000Z", "calories": str(calories),
+            "protein_g": "20", "carbs_g": "30", "fat_g": "10"}, {"idempotency-key": new_ulid()})
+        if status != 201:
+            fail(f"log meal {name}: {status} {meal}")
+        return meal["meal_id"]
+
+    def recent_meals():
+        status, home = api.call("GET", f"/v1/me/dashboard?date={day}")
+        if status != 200:
+            fail(f"dashboard: {status} {home}")
+        return {m["meal_id"] for m in home.get("recent_meals", [])}
+
+    started = time.monotonic()
+    logged = {log_meal("Oats", 420, 8), log_meal("Soup", 380, 12)}
+    wait_for("both meals on the dashboard", lambda: logged <= recent_meals())
+    say(f"register, 2 meals: on the dashboard {(time.monotonic() - started) * 1000:.0f} ms after the first POST")
+
+    # The nightly job, as its EventBridge schedule invokes it (the emulator does not
+    # wait for 14:00 UTC): one Scheduled Event, answered with the day it scored.
+    nightly = stack.physical("NightlyFunction")
+    invoked = stack.awslambda.invoke(FunctionName=nightly, Payload=json.dumps({
+        "version": "0", "id": new_ulid(), "detail-type": "Scheduled Event", "source": "aws.events",
+        "account": "000000000000", "time": datetime.datetime.now(datetime.timezone.utc).strftime(
+            "%Y-%m-%dT%H:%M:%SZ"), "region": "us-east-1",
+        "resources": [stack.cfn.describe_stack_resource(StackName=args.stack, LogicalResourceId="NightlySchedule")[
+            "StackResourceDetail"]["PhysicalResourceId"]], "detail": {}}))
+    answer = json.loads(invoked["Payload"].read())
+    if invoked.get("FunctionError") or not re.fullmatch(r"\d{4}-\d\d-\d\d", str(answer.get("day"))) \
+            or not isinstance(answer.get("scored"), int):
+        fail(f"the nightly function answered {invoked.get('FunctionError')} {answer}")
+    say(f"nightly function on a Scheduled Event: {answer}")
+
+    # 4. A poison event: a MealLogged that a newer release wrote (version 99).
+    nutrition = stack.physical("NutritionTable")
+    outbox = stack.ddb.query(
+        TableName=nutrition, KeyConditionExpression="pk = :pk AND begins_with(sk, :evt)",
+        ExpressionAttributeValues={":pk": {"S": f"USER#{user}"}, ":evt": {"S": "EVT#"}})["Items"]
+    poison = next(i for i in outbox if i["event_type"]["S"] == "MealLogged")
+    poison_id = new_ulid()
+    poison["sk"] = {"S": f"EVT#{poison_id}"}
+    poison["envelope"]["M"]["event_id"] = {"S": poison_id}
+    poison["envelope"]["M"]["schema_version"] = {"N": "99"}
+    stack.ddb.put_item(TableName=nutrition, Item=poison)
+    after_poison = log_meal("Apple", 95, 15)
+    wait_for("the meal logged after the poison on the dashboard", lambda: after_poison in recent_meals())
+    consumers = subscriptions_consuming("MealLogged")
+
+    def letters_of_poison():
+        found = []
+        for subscription in consumers:
+            table = stack.physical(subscription.split("-from-")[0].capitalize() + "Table")
+            letters = stack.ddb.query(
+                TableName=table, KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues={":pk": {"S": f"DLQ#{subscription}"}},
+                ConsistentRead=True)["Items"]
+            if any(poison_id in json.dumps(letter) for letter in letters):
+                found.append(subscription)
+        return found == consumers
+
+    wait_for("the poison dead-lettered by every consumer of MealLogged", letters_of_poison)
+    say(f"poison MealLogged v99: dead-lettered once by each of {', '.join(consumers)}; "
+        "the meal logged after it projected")
+
+    # 5. An outage of the nutrition consumer: a release that cannot reach its store.
+    consumer = stack.physical("NutritionConsumer")
+    stack.set_function_env(consumer, lambda env: env.update(VITALS_ENDPOINT_URL="http://127.0.0.1:9"))
+    lost = log_meal("Pasta", 610, 19)
+    wait_for("the nutrition consumer to report the batch failed",
+             lambda: stack.log_has(consumer, "record neither applied nor dead-lettered"),
+             within=180)
+    if lost in recent_meals():
+        fail("the meal logged during the outage reached the dashboard without a redrive")
+    stack.set_function_env(consumer, lambda env: env.pop("VITALS_ENDPOINT_URL"))
+    stream = stack.physical("NutritionStream")
+    stream_arn = stack.kinesis.describe_stream_summary(StreamName=stream)[
+        "StreamDescriptionSummary"]["StreamARN"]
+    failed = [(shard, sequence) for shard, sequence, change in stack.stream_records(stream)
+              if change.get("dynamodb", {}).get("Keys", {}).get("sk", {}).get("S", "").startswith("EVT#")
+              and lost in json.dumps(change["dynamodb"].get("NewImage", {}))]
+    if len(failed) != 1:
+        fail(f"expected one outbox record of the lost meal in {stream}, found {failed}")
+    shard, sequence = failed[0]
+    # What Lambda sends to the on-failure destination once the retries are spent (the
+    # emulator's Kinesis mappings have no on-failure destination: see the README).
+    queue = stack.sqs.get_queue_url(QueueName=stack.physical("NutritionConsumerFailures").rsplit("/", 1)[-1])
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    stack.sqs.send_message(QueueUrl=queue["QueueUrl"], MessageBody=json.dumps({
+        "requestContext": {"requestId": new_ulid(), "condition": "RetryAttemptsExhausted",
+                           "functionArn": stack.awslambda.get_function(FunctionName=consumer)[
+                               "Configuration"]["FunctionArn"], "approximateInvokeCount": 6},
+        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": ""},
+        "version": "1.0", "timestamp": now,
+        "KinesisBatchInfo": {"shardId": shard, "startSequenceNumber": sequence,
+                             "endSequenceNumber": sequence, "approximateArrivalOfFirstRecord": now,
+                             "approximateArrivalOfLastRecord": now, "batchSize": 1,
+                             "streamArn": stream_arn}}))
+    redriven = stack.run_vitals("redrive-failures", "nutrition")
+    if redriven.returncode != 0 or "1 batches redriven (1 records)" not in redriven.stdout:
+        fail(f"vitals redrive-failures nutrition: {redriven.returncode} {redriven.stdout} {redriven.stderr}")
+    if lost not in recent_meals():
+        fail("the redriven meal is not on the dashboard")
+    left = stack.sqs.get_queue_attributes(QueueUrl=queue["QueueUrl"], AttributeNames=["ApproximateNumberOfMessages"])
+    if left["Attributes"]["ApproximateNumberOfMessages"] != "0":
+        fail(f"the on-failure queue still holds {left['Attributes']}")
+    say(f"outage of {consumer}: batch failed, described in the on-failure queue, "
+        f"redriven from {shard} ({redriven.stdout.strip()}); the meal is on the dashboard")
+
+    # 6. Account deletion: nothing of her is left anywhere (first, residue must see her).
+    before = stack.run_vitals("admin", "residue", user, "--backend", "dynamodb")
+    if before.returncode == 0 or "nothing left" in before.stdout:
+        fail(f"vitals admin residue finds nothing of a live account: {before.stdout} {before.stderr}")
+    status, reply = api.call("DELETE", "/v1/me")
+    if status != 202:
+        fail(f"DELETE /v1/me: {status} {reply}")
+    started = time.monotonic()
+    residue = wait_for("vitals admin residue to find nothing of her",
+                       lambda: (r := stack.run_vitals("admin", "residue", user, "--backend", "dynamodb"))
+                       .returncode == 0 and r)
+    status, _ = api.call("GET", f"/v1/me/dashboard?date={day}")
+    if status != 401:
+        fail(f"her token still reads the dashboard after the erasure: {status}")
+    say(f"account deletion: {residue.stdout.strip()} after {(time.monotonic() - started):.1f} s")
+    say("the mobile-app flow passed on the stack")
+
+
+if __name__ == "__main__":
+    main()
