@@ -72,6 +72,7 @@ class Api:
     def __init__(self, base):
         self.base = base
         self.token = None
+        self.last_headers = {}
 
     def call(self, method, path, body=None, headers=None):
         data = None if body is None else json.dumps(body).encode()
@@ -84,8 +85,10 @@ class Api:
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
                 status, raw = response.status, response.read()
+                self.last_headers = dict(response.headers)
         except urllib.error.HTTPError as error:
             status, raw = error.code, error.read()
+            self.last_headers = dict(error.headers)
         try:
             return status, json.loads(raw) if raw else None
         except ValueError:
@@ -175,7 +178,7 @@ class Stack:
     def init_ms(self, function):
         """The init phase the function logged at its (first) cold start."""
         for message in self.log_messages(function):
-            found = re.search(r'init_ms="?([0-9.]+)', message)
+            found = re.search(r'init_ms"?[=:]\s*"?([0-9.]+)', message)
             if found:
                 return float(found.group(1))
         return None
@@ -281,9 +284,33 @@ def main():
         return {m["meal_id"] for m in home.get("recent_meals", [])}
 
     started = time.monotonic()
-    logged = {log_meal("Oats", 420, 8), log_meal("Soup", 380, 12)}
+    logged = {log_meal("Oats", 420, 8)}
+    request_id = {k.lower(): v for k, v in api.last_headers.items()}.get("x-request-id")
+    logged.add(log_meal("Soup", 380, 12))
     wait_for("both meals on the dashboard", lambda: logged <= recent_meals())
     say(f"register, 2 meals: on the dashboard {(time.monotonic() - started) * 1000:.0f} ms after the first POST")
+
+    # The first meal's request id, in the JSON lines of the api function (its access
+    # line) and of the nutrition consumer (each subscription's apply of the event).
+    if not request_id:
+        fail(f"no x-request-id in the answer to POST /v1/me/meals: {api.last_headers}")
+    meal_consumers = subscriptions_consuming("MealLogged")
+
+    def lines_with(function):
+        return [json.loads(m) for m in stack.log_messages(function)
+                if request_id in m and m.lstrip().startswith("{")]
+
+    def followed():
+        access = [l for l in lines_with(api_function) if l.get("target") == "vitals::access"]
+        applied = sorted(span.get("subscription") for l in lines_with(stack.physical("NutritionConsumer"))
+                         if l.get("fields", {}).get("message") == "event applied"
+                         for span in l.get("spans", []) if span.get("correlation_id") == request_id
+                         and span.get("subscription") in meal_consumers)
+        return access and applied == meal_consumers and (access, applied)
+
+    access, applied = wait_for(f"request {request_id} in the functions' logs", followed)
+    say(f"request {request_id}: access line {access[0]['fields']}; applied by {', '.join(applied)} "
+        "in the nutrition consumer, under that correlation id")
 
     # The nightly job, as its EventBridge schedule invokes it (the emulator does not
     # wait for 14:00 UTC): one Scheduled Event, answered with the day it scored.

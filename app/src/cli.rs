@@ -8,8 +8,19 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(name = "vitals", version, about = "Vitals: health data API and tools")]
 pub struct Cli {
+    /// How log lines are written to standard error: `text` for a terminal, `json` (one
+    /// object per line, with the request and event ids of its spans) for a collector.
+    /// A function inside Lambda logs json.
+    #[arg(long, global = true, value_enum, env = "VITALS_LOG_FORMAT", default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Subcommand)]

@@ -10,7 +10,7 @@ use crate::{setup, storage};
 use std::sync::Arc;
 
 pub async fn run(store: &StoreArgs, api: &ApiArgs) -> anyhow::Result<()> {
-    let storage = storage::open(store).await?;
+    let storage = storage::open(store).await?.logged();
     let api = setup::api(storage.store.clone(), api)?;
     lambda_http::run(router(&storage, api))
         .await

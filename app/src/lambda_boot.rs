@@ -47,6 +47,15 @@ pub fn in_lambda() -> bool {
     std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some()
 }
 
+/// JSON lines (CloudWatch Logs Insights reads their fields), unless `VITALS_LOG_FORMAT`
+/// says `text`.
+pub fn log_format() -> crate::cli::LogFormat {
+    match std::env::var("VITALS_LOG_FORMAT").as_deref() {
+        Ok("text") => crate::cli::LogFormat::Text,
+        _ => crate::cli::LogFormat::Json,
+    }
+}
+
 /// Reads the configuration from `env` (the process environment, or a test's map).
 pub fn configure(env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Boot> {
     let required = |name: &str| -> anyhow::Result<String> {
@@ -97,7 +106,7 @@ pub async fn run() -> anyhow::Result<()> {
     let boot = configure(&|name| std::env::var(name).ok())?;
     tracing::info!(role = ?boot.role, prefix = %boot.aws.table_prefix, "vitals function starting");
     let config = storage::aws_config(&boot.aws).await;
-    let store: Arc<dyn Store> = Arc::new(storage::dynamodb_on(&config, &boot.aws));
+    let store = storage::logged(Arc::new(storage::dynamodb_on(&config, &boot.aws)));
     let runtime_error = |e| anyhow::anyhow!("lambda runtime: {e}");
     match boot.role {
         Role::Api {

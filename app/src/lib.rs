@@ -16,6 +16,7 @@
 //! - [`lambda_boot`]: the `bootstrap` of every deployed function (no arguments; the
 //!   role from `VITALS_ROLE`), refusing to start on a missing secret or setting.
 //! - [`lambda_api`]: the same router behind API Gateway (`vitals api-lambda`).
+//! - [`logging`]: log lines as text or JSON on standard error.
 
 pub mod admin;
 pub mod cli;
@@ -24,6 +25,7 @@ pub mod event_docs;
 pub mod http;
 pub mod lambda_api;
 pub mod lambda_boot;
+pub mod logging;
 pub mod migrate;
 pub mod residue;
 pub mod server;

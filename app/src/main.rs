@@ -6,22 +6,17 @@ use vitals::{server, storage};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
     // The Lambda runtime starts `bootstrap` with no arguments: the environment says
     // which function this is.
     if std::env::args_os().len() == 1 && vitals::lambda_boot::in_lambda() {
+        vitals::logging::init(vitals::lambda_boot::log_format());
         return vitals::lambda_boot::run().await;
     }
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    vitals::logging::init(cli.log_format);
+    match cli.command {
         Command::Serve(args) => {
-            let storage = storage::open(&args.store).await?;
+            let storage = storage::open(&args.store).await?.logged();
             let listener = tokio::net::TcpListener::bind(args.listen).await?;
             let address = listener.local_addr()?;
             tracing::info!(backend = storage.store.backend(), %address, "vitals serving");

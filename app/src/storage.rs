@@ -48,6 +48,22 @@ pub async fn open(args: &StoreArgs) -> anyhow::Result<Storage> {
     })
 }
 
+impl Storage {
+    /// The same storage, logging every write that took effect (the serving and
+    /// projecting shapes; not the operator's bulk tools, whose writes are counted).
+    pub fn logged(self) -> Self {
+        Self {
+            store: logged(self.store),
+            embedded: self.embedded,
+        }
+    }
+}
+
+/// `store`, logging every write that took effect ([`infra::logged`]).
+pub fn logged(store: Arc<dyn Store>) -> Arc<dyn Store> {
+    Arc::new(infra::logged::LoggedStore::new(store))
+}
+
 /// The SDK configuration the AWS arguments name.
 pub async fn aws_config(args: &AwsArgs) -> aws_config::SdkConfig {
     infra::aws_client::load(&aws_settings(args)).await

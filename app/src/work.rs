@@ -46,7 +46,7 @@ pub async fn bootstrap(args: &BootstrapArgs) -> anyhow::Result<()> {
 
 /// Starts every subscription on the Kinesis streams.
 pub fn start(config: &aws_config::SdkConfig, aws: &AwsArgs, dlq: DlqKind) -> Pipeline {
-    let store: Arc<dyn Store> = Arc::new(storage::dynamodb_on(config, aws));
+    let store = storage::logged(Arc::new(storage::dynamodb_on(config, aws)));
     let kinesis = aws_sdk_kinesis::Client::new(config);
     let dead_letters = dead_letters(config, aws, dlq, &store);
     let prefix = aws.table_prefix.clone();
@@ -105,7 +105,7 @@ pub async fn work(args: &WorkArgs) -> anyhow::Result<()> {
 }
 
 pub async fn lambda(subscription: &str, aws: &AwsArgs) -> anyhow::Result<()> {
-    let store: Arc<dyn Store> = Arc::new(storage::dynamodb(aws).await);
+    let store = storage::logged(Arc::new(storage::dynamodb(aws).await));
     let projector = projectors::registry::find(store, subscription)
         .with_context(|| format!("no subscription named {subscription:?}"))?;
     let prefix = aws.table_prefix.clone();

@@ -11,6 +11,7 @@
 //! - [`table`]: typed per-context table handles (`Table<Nutrition>`), the only storage
 //!   access command handlers get.
 //! - [`counting`]: a wrapper counting requests, to prove request economy in tests.
+//! - [`logged`]: a wrapper logging every write that took effect (kind of row, no values).
 //! - [`aws_client`]: SDK configuration shared by every AWS adapter.
 
 pub mod aws_client;
@@ -19,6 +20,7 @@ pub mod dlq;
 pub mod dynamodb;
 pub mod embedded;
 pub mod feed;
+pub mod logged;
 pub mod store;
 pub mod table;
 

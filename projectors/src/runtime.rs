@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 /// How a subscription retries a failing event before dead-lettering it.
 #[derive(Debug, Clone, Copy)]
@@ -209,6 +210,10 @@ impl Handler {
     /// Applies `record` (retrying failures); a record that still fails becomes a dead
     /// letter, whole, and the subscription goes on. An error only when even the dead
     /// letter cannot be written: then nothing may be skipped.
+    ///
+    /// Everything logged meanwhile (this subscription's lines and the rows its store
+    /// writes) carries the event's correlation id (the request that caused it) and its
+    /// id as the causation id.
     pub async fn handle(&self, record: &FeedRecord) -> Result<(), StoreError> {
         let event = match record.envelope() {
             None => return Ok(()),
@@ -216,9 +221,20 @@ impl Handler {
             // Retrying cannot fix an undecodable record.
             Some(Err(error)) => return self.dead_letter(record, error, 1).await,
         };
+        let span = tracing::info_span!(
+            "event",
+            subscription = self.projector.name(),
+            event_type = %event.event_type,
+            causation_id = %event.event_id,
+            correlation_id = event.correlation_id.as_deref().unwrap_or("-"),
+        );
+        self.apply(record, &event).instrument(span).await
+    }
+
+    async fn apply(&self, record: &FeedRecord, event: &EventEnvelope) -> Result<(), StoreError> {
         let outcome = self
             .policy
-            .apply(&*self.projector, &event, |attempt, error| {
+            .apply(&*self.projector, event, |attempt, error| {
                 self.metrics.failed.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(subscription = self.projector.name(), event = %event.event_id, attempt, %error, "projection failed");
             })
@@ -226,6 +242,7 @@ impl Handler {
         match outcome {
             Ok(()) => {
                 self.metrics.processed.fetch_add(1, Ordering::Relaxed);
+                tracing::info!("event applied");
                 Ok(())
             }
             Err((error, attempts)) => self.dead_letter(record, error.to_string(), attempts).await,

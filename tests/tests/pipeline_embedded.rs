@@ -539,13 +539,15 @@ async fn a_goal_set_after_the_days_meals_starts_from_them() {
     let pipeline = pipeline(&store);
     let world = World::new(store.clone());
     let pk = world.pk();
-    // Meals of today (the goal's current period), projected before the goal exists.
-    let now = events_schema::time::Timestamp::now();
-    let today = now.to_string()[..10].to_owned();
+    // Meals of today (the goal's current period, a UTC day), projected before the goal
+    // exists. At noon UTC: the meals' own timezone (Paris) puts them on the same day,
+    // which "now" does not do in the last hour or two of a UTC day.
+    let today = events_schema::time::Timestamp::now().to_string()[..10].to_owned();
+    let noon = format!("{today}T12:00:00.000Z");
     for (calories, protein) in [(400, 30), (600, 25)] {
         world
             .nutrition
-            .log_meal(&world.meta, meal(&now.to_string(), calories, protein))
+            .log_meal(&world.meta, meal(&noon, calories, protein))
             .await
             .expect("meal");
     }

@@ -145,6 +145,9 @@ impl FromRequestParts<AppState> for AuthUser {
         if state.api.identity.is_deleted(&user).await? {
             return Err(ApiError::from(commands::CommandError::AccountDeleted));
         }
+        if let Some(seen) = parts.extensions.get::<super::request_log::Seen>() {
+            seen.caller(&user);
+        }
         Ok(AuthUser {
             user,
             timezone: claims.tz,

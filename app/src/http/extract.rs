@@ -205,7 +205,8 @@ pub fn meta(
     headers: &HeaderMap,
     operation: &str,
 ) -> Result<CommandMeta, ApiError> {
-    let meta = CommandMeta::new(caller.user.clone()).in_timezone(caller.timezone.clone());
+    let mut meta = CommandMeta::new(caller.user.clone()).in_timezone(caller.timezone.clone());
+    meta.correlation_id = super::request_log::request_id(headers);
     match headers.get("idempotency-key") {
         None => Ok(meta),
         Some(value) => {

@@ -11,6 +11,7 @@ mod health;
 pub mod limits;
 mod metrics;
 pub mod openapi;
+pub mod request_log;
 mod routes;
 
 use axum::Router;
@@ -20,7 +21,6 @@ use axum::routing::get;
 use infra::Store;
 use projectors::pipeline::Pipeline;
 use std::sync::Arc;
-use tower_http::trace::TraceLayer;
 
 /// The largest request body accepted (413 beyond).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -50,6 +50,7 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::plans::router())
         .merge(routes::catalog::router())
         .merge(routes::insights::router())
+        .route_layer(axum::middleware::from_fn(request_log::route))
         .fallback(|| async { error::ApiError::not_found() })
         .method_not_allowed_fallback(|| async {
             error::ApiError::new(
@@ -59,6 +60,6 @@ pub fn app(state: AppState) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(TraceLayer::new_for_http())
+        .layer(axum::middleware::from_fn(request_log::layer))
         .with_state(state)
 }

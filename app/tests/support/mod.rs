@@ -39,13 +39,18 @@ pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
 /// Like `start`, with exactly these environment variables (the binary's own defaults
 /// for everything else).
 pub fn start_with_exact_env(args: &[&str], env: &[(&str, &str)]) -> Server {
+    start_logging_to(args, env, Stdio::inherit())
+}
+
+/// Like `start_with_exact_env`, its log (standard error) going to `stderr`.
+pub fn start_logging_to(args: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_vitals"))
         .arg("serve")
         .args(["--listen", "127.0.0.1:0"])
         .args(args)
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(stderr)
         .spawn()
         .expect("vitals starts");
     let stdout = child.stdout.take().expect("piped stdout");

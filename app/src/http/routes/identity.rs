@@ -118,6 +118,7 @@ pub async fn register(
     state.api.limits.account(&body.email)?;
     // The account does not exist yet; the command assigns the user id.
     let mut meta = CommandMeta::new(UserId::generate());
+    meta.correlation_id = crate::http::request_log::request_id(&headers);
     if let Some(key) = headers.get("idempotency-key") {
         let key = key.to_str().map_err(|_| {
             ApiError::new(

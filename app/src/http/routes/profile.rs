@@ -164,9 +164,11 @@ pub struct PasswordChange {
 pub async fn change_password(
     State(state): State<AppState>,
     caller: AuthUser,
+    headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<PasswordChange>,
 ) -> Result<StatusCode, ApiError> {
-    let meta = commands::CommandMeta::new(caller.user.clone());
+    let mut meta = commands::CommandMeta::new(caller.user.clone());
+    meta.correlation_id = crate::http::request_log::request_id(&headers);
     state
         .api
         .identity

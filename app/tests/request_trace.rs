@@ -1,0 +1,297 @@
+//! One request id followed through the JSON logs, from the HTTP request to every read
+//! row it caused: the access line, the command's commit of its event, and each
+//! subscription of that event applying it (its correlation id the request id, its
+//! causation id the event id) and writing its rows. On the embedded shape (`vitals
+//! serve`) and on the aws-local shape (`vitals serve --backend dynamodb` and `vitals
+//! work` as separate processes, on the emulator `VITALS_TEST_DYNAMODB_ENDPOINT` names).
+//! Also: no line about the request holds the token, the password, the body or the raw
+//! user id.
+
+mod support;
+
+use events_schema::envelope::EventPayload;
+use events_schema::events::nutrition::MealLogged;
+use serde_json::{Value, json};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use support::{Client, exchange, registration};
+
+const CONVERGE_WITHIN: Duration = Duration::from_secs(60);
+const PASSWORD: &str = "correct horse battery";
+const MEAL_NAME: &str = "Porridge with blueberries";
+
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Every line of the logs, each a JSON object (a line that is not one fails the test).
+fn read_lines(logs: &[PathBuf]) -> Vec<Value> {
+    logs.iter()
+        .flat_map(|path| {
+            std::fs::read_to_string(path)
+                .unwrap_or_default()
+                .lines()
+                .map(|line| {
+                    serde_json::from_str::<Value>(line)
+                        .unwrap_or_else(|e| panic!("a log line that is not JSON ({e}): {line}"))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The value of `field` of the enclosing span named `span`, if any.
+fn span_field<'a>(line: &'a Value, span: &str, field: &str) -> Option<&'a str> {
+    line["spans"]
+        .as_array()?
+        .iter()
+        .find(|s| s["name"] == span)
+        .and_then(|s| s[field].as_str())
+}
+
+/// The subscriptions that apply a MealLogged, and the tables they write.
+fn consumers_of_meals() -> Vec<(&'static str, String)> {
+    projectors::registry::described()
+        .into_iter()
+        .filter(|p| p.consumes().contains(&MealLogged::EVENT_TYPE))
+        .map(|p| (p.name(), p.target().to_string()))
+        .collect()
+}
+
+/// What one request left in the logs.
+struct Trail {
+    access: Vec<Value>,
+    commit: Option<String>,
+    applied: Vec<String>,
+    rows: Vec<(String, String)>,
+    all: Vec<Value>,
+}
+
+fn trail(logs: &[PathBuf], request_id: &str) -> Trail {
+    let all: Vec<Value> = read_lines(logs)
+        .into_iter()
+        .filter(|line| line.to_string().contains(request_id))
+        .collect();
+    let in_request = |line: &&Value| span_field(line, "request", "request_id") == Some(request_id);
+    let commit = all
+        .iter()
+        .filter(in_request)
+        .filter(|l| l["target"] == "vitals::store" && l["fields"]["table"] == "nutrition")
+        .find_map(|l| l["fields"]["row"].as_str()?.strip_prefix("EVT#"))
+        .map(str::to_owned);
+    let caused = |line: &&Value| {
+        span_field(line, "event", "correlation_id") == Some(request_id)
+            && span_field(line, "event", "causation_id") == commit.as_deref()
+    };
+    let subscription = |l: &Value| span_field(l, "event", "subscription").map(str::to_owned);
+    Trail {
+        access: all
+            .iter()
+            .filter(in_request)
+            .filter(|l| l["target"] == "vitals::access")
+            .cloned()
+            .collect(),
+        applied: all
+            .iter()
+            .filter(caused)
+            .filter(|l| l["fields"]["message"] == "event applied")
+            .filter_map(subscription)
+            .collect(),
+        rows: all
+            .iter()
+            .filter(caused)
+            .filter(|l| l["target"] == "vitals::store")
+            .filter_map(|l| Some((subscription(l)?, l["fields"]["table"].as_str()?.to_owned())))
+            .collect(),
+        commit,
+        all,
+    }
+}
+
+/// A goal, so that the goals subscription has a row to write for the meal.
+fn set_a_protein_goal(ana: &Client) {
+    let (status, goal) = ana.call(
+        "POST",
+        "/v1/me/goals",
+        Some(json!({"kind": "daily_protein_grams", "target": "50", "title": "Protein"})),
+        &[],
+    );
+    assert_eq!(status, 201, "{goal}");
+}
+
+/// Logs a meal with a `traceparent`, then follows its trace id through `logs`.
+fn follow_one_meal(address: &str, logs: &[PathBuf]) {
+    let (status, reply) = Client::anonymous(address).call(
+        "POST",
+        "/v1/auth/register",
+        Some(registration("ana@example.com")),
+        &[],
+    );
+    assert_eq!(status, 201, "{reply}");
+    let ana = Client::signed_in(address, &reply);
+    set_a_protein_goal(&ana);
+
+    let trace_id = format!("{:032x}", ulid::Ulid::new().0);
+    let traceparent = format!("00-{trace_id}-00f067aa0ba902b7-01");
+    let token = ana.token.clone().expect("token");
+    let auth = format!("Bearer {token}");
+    let day = support::today();
+    let body = json!({"name": MEAL_NAME, "eaten_at": format!("{day}T08:00:00Z"), "calories": "350", "protein_g": "12", "carbs_g": "60", "fat_g": "6"}).to_string();
+    let (status, headers, reply) = exchange(
+        address,
+        "POST",
+        "/v1/me/meals",
+        &[
+            ("Content-Type", "application/json"),
+            ("Authorization", &auth),
+            ("traceparent", &traceparent),
+        ],
+        Some(body.as_bytes()),
+    );
+    assert_eq!(status, 201, "{reply}");
+    assert_eq!(
+        headers.get("x-request-id"),
+        Some(&trace_id),
+        "answered with the request id"
+    );
+
+    let consumers = consumers_of_meals();
+    assert!(consumers.len() >= 2, "{consumers:?}");
+    let deadline = Instant::now() + CONVERGE_WITHIN;
+    let trail = loop {
+        let trail = trail(logs, &trace_id);
+        let done = consumers.iter().all(|(name, table)| {
+            trail.applied.iter().any(|a| a == name)
+                && trail.rows.iter().any(|(s, t)| s == name && t == table)
+        });
+        if done {
+            break trail;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not every subscription of MealLogged logged its apply and its row under \
+             {trace_id} within {CONVERGE_WITHIN:?}: commit {:?}, applied {:?}, rows {:?}",
+            trail.commit,
+            trail.applied,
+            trail.rows
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+
+    // The access line: the route's template, the status, a digest of the user.
+    let [access] = trail.access.as_slice() else {
+        panic!("one access line per request: {:?}", trail.access);
+    };
+    let fields = &access["fields"];
+    assert_eq!(
+        (
+            &fields["method"],
+            &fields["route"],
+            &fields["status"],
+            &access["level"]
+        ),
+        (
+            &json!("POST"),
+            &json!("/v1/me/meals"),
+            &json!(201),
+            &json!("INFO")
+        ),
+        "{access}"
+    );
+    let user = fields["user"].as_str().expect("user digest");
+    assert_eq!(user.len(), 16, "{access}");
+    assert!(fields["latency_ms"].as_str().is_some(), "{access}");
+    assert!(trail.commit.is_some(), "the command's commit of its event");
+
+    // Every subscription applied that very event once, and wrote in its own table.
+    for (name, table) in &consumers {
+        let applied = trail.applied.iter().filter(|a| *a == name).count();
+        assert_eq!(applied, 1, "{name} applied the event once");
+        assert!(
+            trail.rows.iter().any(|(s, t)| s == name && t == table),
+            "{name} wrote a row in {table}"
+        );
+    }
+    // Nothing logged about the request holds what must not be logged.
+    for line in &trail.all {
+        let text = line.to_string();
+        for secret in [token.as_str(), PASSWORD, MEAL_NAME, ana.user_id.as_str()] {
+            assert!(!text.contains(secret), "{secret:?} logged: {text}");
+        }
+    }
+}
+
+fn log_file(dir: &Path, name: &str) -> (PathBuf, Stdio) {
+    let path = dir.join(name);
+    let file = File::create(&path).expect("log file");
+    (path, Stdio::from(file))
+}
+
+const JSON_LOGS: [(&str, &str); 4] = [
+    ("VITALS_LOG_FORMAT", "json"),
+    ("RUST_LOG", "info"),
+    ("VITALS_AUTH_RATE_LIMIT", "100000"),
+    ("VITALS_RATE_LIMIT", "100000"),
+];
+
+#[test]
+fn one_request_id_leads_from_the_request_to_every_row_on_the_embedded_shape() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let (log, stderr) = log_file(dir.path(), "serve.log");
+    let server = support::start_logging_to(
+        &["--data-dir", data.to_str().expect("utf-8 path")],
+        &JSON_LOGS,
+        stderr,
+    );
+    follow_one_meal(&server.address, &[log]);
+    assert!(server.stop().success());
+}
+
+#[test]
+fn one_request_id_leads_from_the_request_to_every_row_on_the_aws_local_shape() {
+    let endpoint = match std::env::var("VITALS_TEST_DYNAMODB_ENDPOINT") {
+        Ok(url) if !url.trim().is_empty() => url,
+        _ => panic!("VITALS_TEST_DYNAMODB_ENDPOINT is not set: run `scripts/test-all`"),
+    };
+    let prefix = format!("t{}-", ulid::Ulid::new().to_string().to_lowercase());
+    let aws = [
+        "--backend",
+        "dynamodb",
+        "--endpoint-url",
+        endpoint.as_str(),
+        "--table-prefix",
+        prefix.as_str(),
+    ];
+    let bootstrapped = Command::new(env!("CARGO_BIN_EXE_vitals"))
+        .args(["bootstrap", "--kinesis"])
+        .args(&aws[2..])
+        .status()
+        .expect("vitals bootstrap runs");
+    assert!(bootstrapped.success());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (work_log, work_stderr) = log_file(dir.path(), "work.log");
+    let _worker = Process(
+        Command::new(env!("CARGO_BIN_EXE_vitals"))
+            .arg("work")
+            .args(&aws[2..])
+            .envs(JSON_LOGS)
+            .stdout(Stdio::null())
+            .stderr(work_stderr)
+            .spawn()
+            .expect("vitals work starts"),
+    );
+    let (serve_log, serve_stderr) = log_file(dir.path(), "serve.log");
+    let mut env = JSON_LOGS.to_vec();
+    env.push(("VITALS_JWT_SECRET", "test-jwt-secret"));
+    let server = support::start_logging_to(&aws, &env, serve_stderr);
+    follow_one_meal(&server.address, &[serve_log, work_log]);
+    assert!(server.stop().success());
+}
