@@ -309,6 +309,17 @@ def main():
         return access and applied == meal_consumers and (access, applied)
 
     access, applied = wait_for(f"request {request_id} in the functions' logs", followed)
+
+    # Each batch's metrics, as Embedded Metric Format lines of the consumer's log.
+    def measured():
+        documents = [json.loads(m) for m in stack.log_messages(stack.physical("NutritionConsumer"))
+                     if m.lstrip().startswith("{") and '"_aws"' in m]
+        return {d.get("subscription") for d in documents
+                if d["_aws"].get("CloudWatchMetrics")} >= set(meal_consumers) and documents
+
+    documents = wait_for("EMF documents in the nutrition consumer's log", measured)
+    say(f"nutrition consumer: {len(documents)} EMF documents, e.g. "
+        + json.dumps({k: v for k, v in documents[-1].items() if k != "_aws"}))
     say(f"request {request_id}: access line {access[0]['fields']}; applied by {', '.join(applied)} "
         "in the nutrition consumer, under that correlation id")
 

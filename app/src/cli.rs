@@ -220,6 +220,10 @@ pub struct WorkArgs {
     /// forwarding, such as moto).
     #[arg(long)]
     pub bridge: bool,
+    /// Where `GET /metrics` (Prometheus text, the families of `vitals serve`) is served
+    /// (port 0 picks a free port; the address is printed on standard output).
+    #[arg(long, env = "VITALS_METRICS_LISTEN", default_value = "127.0.0.1:9464")]
+    pub metrics_listen: SocketAddr,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

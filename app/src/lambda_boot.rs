@@ -137,10 +137,19 @@ pub async fn run() -> anyhow::Result<()> {
             lambda_runtime::run(service_fn(move |event: LambdaEvent<KinesisEvent>| {
                 let (handlers, prefix) = (handlers.clone(), prefix.clone());
                 async move {
-                    Ok::<_, lambda_runtime::Error>(
-                        projectors::lambda::fan_out(&handlers, source, &event.payload, &prefix)
-                            .await,
+                    let (response, metrics) = projectors::lambda::fan_out_measured(
+                        &handlers,
+                        source,
+                        &event.payload,
+                        &prefix,
                     )
+                    .await;
+                    // Embedded Metric Format: one JSON document a line on standard
+                    // output, which CloudWatch Logs turns into metrics.
+                    for document in metrics {
+                        println!("{document}");
+                    }
+                    Ok::<_, lambda_runtime::Error>(response)
                 }
             }))
             .await

@@ -85,7 +85,15 @@ pub fn dead_letters(
 
 pub async fn work(args: &WorkArgs) -> anyhow::Result<()> {
     let config = storage::aws_config(&args.aws).await;
-    let pipeline = start(&config, &args.aws, args.dlq);
+    let listener = tokio::net::TcpListener::bind(args.metrics_listen)
+        .await
+        .with_context(|| format!("binding the metrics address {}", args.metrics_listen))?;
+    let address = listener.local_addr()?;
+    let pipeline = Arc::new(start(&config, &args.aws, args.dlq));
+    let (stop_metrics, metrics_stopped) = tokio::sync::watch::channel(false);
+    let metrics = tokio::spawn(serve_metrics(listener, pipeline.clone(), metrics_stopped));
+    // The address on stdout, so scripts and tests can find a port-0 listener.
+    println!("metrics on http://{address}/metrics");
     let (stop_bridge, bridge_stopped) = tokio::sync::watch::channel(false);
     let bridge = if args.bridge {
         Some(tokio::spawn(
@@ -100,8 +108,35 @@ pub async fn work(args: &WorkArgs) -> anyhow::Result<()> {
     if let Some(bridge) = bridge {
         let _ = bridge.await;
     }
+    let _ = stop_metrics.send(true);
+    let _ = metrics.await;
     pipeline.stop().await;
     Ok(())
+}
+
+/// `GET /metrics` of the workers: the same families, from the same snapshot, as
+/// `vitals serve`'s.
+async fn serve_metrics(
+    listener: tokio::net::TcpListener,
+    pipeline: Arc<Pipeline>,
+    mut stopped: tokio::sync::watch::Receiver<bool>,
+) {
+    let router = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let pipeline = pipeline.clone();
+            async move { crate::http::metrics_text(pipeline.stats().await) }
+        }),
+    );
+    let shutdown = async move {
+        let _ = stopped.wait_for(|stop| *stop).await;
+    };
+    if let Err(error) = axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+    {
+        tracing::error!(%error, "the metrics listener failed");
+    }
 }
 
 pub async fn lambda(subscription: &str, aws: &AwsArgs) -> anyhow::Result<()> {

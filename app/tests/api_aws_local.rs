@@ -265,6 +265,7 @@ fn spawn_worker(args: &[&str]) -> Worker {
     Worker(
         Command::new(env!("CARGO_BIN_EXE_vitals"))
             .arg("work")
+            .args(["--metrics-listen", "127.0.0.1:0"])
             .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

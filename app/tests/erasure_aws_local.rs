@@ -107,6 +107,7 @@ async fn erasure_removes_the_users_sqs_dead_letters() {
     let mut worker = Worker(
         Command::new(env!("CARGO_BIN_EXE_vitals"))
             .arg("work")
+            .args(["--metrics-listen", "127.0.0.1:0"])
             .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

@@ -12,7 +12,9 @@ mod support;
 use events_schema::envelope::EventPayload;
 use events_schema::events::nutrition::MealLogged;
 use serde_json::{Value, json};
+use std::collections::BTreeSet;
 use std::fs::File;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -252,6 +254,14 @@ fn one_request_id_leads_from_the_request_to_every_row_on_the_embedded_shape() {
         stderr,
     );
     follow_one_meal(&server.address, &[log]);
+    let text = metrics(&server.address);
+    assert_eq!(families(&text), every_family(), "{text}");
+    for (name, _) in consumers_of_meals() {
+        assert!(
+            processed(&text, name) >= 1,
+            "{name} counted the meal: {text}"
+        );
+    }
     assert!(server.stop().success());
 }
 
@@ -271,27 +281,88 @@ fn one_request_id_leads_from_the_request_to_every_row_on_the_aws_local_shape() {
         prefix.as_str(),
     ];
     let bootstrapped = Command::new(env!("CARGO_BIN_EXE_vitals"))
-        .args(["bootstrap", "--kinesis"])
+        .args(["bootstrap", "--kinesis", "--dlq-queues"])
         .args(&aws[2..])
         .status()
         .expect("vitals bootstrap runs");
     assert!(bootstrapped.success());
     let dir = tempfile::tempdir().expect("tempdir");
     let (work_log, work_stderr) = log_file(dir.path(), "work.log");
-    let _worker = Process(
+    let mut worker = Process(
         Command::new(env!("CARGO_BIN_EXE_vitals"))
             .arg("work")
+            .args(["--metrics-listen", "127.0.0.1:0"])
             .args(&aws[2..])
             .envs(JSON_LOGS)
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(work_stderr)
             .spawn()
             .expect("vitals work starts"),
     );
+    let mut line = String::new();
+    BufReader::new(worker.0.stdout.take().expect("piped stdout"))
+        .read_line(&mut line)
+        .expect("metrics address line");
+    let work_metrics = line
+        .trim()
+        .strip_prefix("metrics on http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
     let (serve_log, serve_stderr) = log_file(dir.path(), "serve.log");
     let mut env = JSON_LOGS.to_vec();
     env.push(("VITALS_JWT_SECRET", "test-jwt-secret"));
     let server = support::start_logging_to(&aws, &env, serve_stderr);
     follow_one_meal(&server.address, &[serve_log, work_log]);
+    // The workers report the families `vitals serve` does; on Kinesis, lag in time.
+    let text = metrics(&work_metrics);
+    assert_eq!(families(&text), every_family(), "{text}");
+    for (name, _) in consumers_of_meals() {
+        assert!(
+            text.contains(&format!(
+                "vitals_projector_lag_milliseconds{{subscription=\"{name}\"}}"
+            )) && !text.contains(&format!(
+                "vitals_projector_lag_records{{subscription=\"{name}\"}}"
+            )),
+            "{name}: {text}"
+        );
+        assert!(
+            processed(&text, name) >= 1,
+            "{name} counted the meal: {text}"
+        );
+    }
     assert!(server.stop().success());
+}
+
+/// `GET /metrics` at `address`.
+fn metrics(address: &str) -> String {
+    let (status, text) = support::request(address, "GET", "/metrics");
+    assert_eq!(status, 200, "{text}");
+    text
+}
+
+/// The metric families a Prometheus text declares.
+fn families(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn every_family() -> BTreeSet<String> {
+    projectors::pipeline::FAMILIES
+        .iter()
+        .map(|(name, _)| (*name).to_owned())
+        .collect()
+}
+
+/// The events a subscription has applied, as its counter says.
+fn processed(text: &str, subscription: &str) -> u64 {
+    let series =
+        format!("vitals_projector_events_processed_total{{subscription=\"{subscription}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&series))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
 }

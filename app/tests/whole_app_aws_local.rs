@@ -40,6 +40,7 @@ fn a_phone_uses_the_whole_app_on_aws_local() {
     let _worker = Worker(
         Command::new(env!("CARGO_BIN_EXE_vitals"))
             .arg("work")
+            .args(["--metrics-listen", "127.0.0.1:0"])
             .args(aws)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

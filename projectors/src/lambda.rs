@@ -9,11 +9,57 @@
 //! - [`handle_kinesis_event`]: one subscription, failing the batch at its first failing
 //!   record (`vitals lambda --subscription`, for trying one projection alone).
 
+use crate::emf::{self, SubscriptionBatch};
 use crate::projector::Projector;
 use crate::runtime::Handler;
 use aws_lambda_events::event::kinesis::KinesisEvent;
 use aws_lambda_events::event::streams::KinesisEventResponse;
 use events_schema::Context;
+use std::sync::atomic::Ordering;
+
+/// [`fan_out`], with the batch's metrics as Embedded Metric Format documents (one per
+/// subscription) for the function to log.
+pub async fn fan_out_measured(
+    handlers: &[Handler],
+    source: Context,
+    event: &KinesisEvent,
+    table_prefix: &str,
+) -> (KinesisEventResponse, Vec<serde_json::Value>) {
+    let counts = |h: &Handler| {
+        let m = h.metrics();
+        [&m.processed, &m.failed, &m.dead_lettered].map(|c| c.load(Ordering::Relaxed))
+    };
+    let before: Vec<[u64; 3]> = handlers.iter().map(counts).collect();
+    let response = fan_out(handlers, source, event, table_prefix).await;
+    let batches: Vec<SubscriptionBatch> = handlers
+        .iter()
+        .zip(before)
+        .map(|(handler, before)| {
+            let after = counts(handler);
+            SubscriptionBatch {
+                subscription: handler.projector().name(),
+                processed: after[0] - before[0],
+                failed: after[1] - before[1],
+                dead_lettered: after[2] - before[2],
+            }
+        })
+        .collect();
+    // The newest record applied: the last one before the first reported for retry.
+    let first_failed = response
+        .batch_item_failures
+        .first()
+        .and_then(|f| f.item_identifier.clone());
+    let now = chrono::Utc::now();
+    let newest_age_ms = event
+        .records
+        .iter()
+        .take_while(|r| Some(&r.kinesis.sequence_number) != first_failed.as_ref())
+        .map(|r| *r.kinesis.approximate_arrival_timestamp)
+        .max()
+        .map(|arrival| (now - arrival).num_milliseconds().max(0) as u64);
+    let documents = emf::documents(source, &batches, newest_age_ms, now.timestamp_millis());
+    (response, documents)
+}
 
 /// Applies a batch of `source`'s stream to every subscription of it (`handlers`).
 pub async fn fan_out(

@@ -18,9 +18,11 @@
 //! - [`replay`]: rebuilds read models from the outbox events of the source tables.
 //! - [`pipeline`]: every subscription's worker on one feed, in-process, with metrics.
 //! - [`lambda`]: a subscription as a Lambda function on Kinesis events.
+//! - [`emf`]: a consumer's per-batch figures in CloudWatch Embedded Metric Format.
 
 pub mod cross;
 pub mod dashboard;
+pub mod emf;
 pub mod erasure;
 pub mod event_index;
 pub mod facts;

@@ -7,7 +7,7 @@ use crate::runtime::{Metrics, Worker};
 use infra::Store;
 use infra::StoreError;
 use infra::dlq::{DeadLetterQueue, TableDlq};
-use infra::feed::ChangeFeed;
+use infra::feed::{ChangeFeed, Lag};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use tokio::sync::watch;
@@ -28,8 +28,8 @@ pub struct SubscriptionStats {
     pub processed: u64,
     pub failed: u64,
     pub dead_lettered: u64,
-    /// Records of the feed not yet processed by this subscription.
-    pub lag: u64,
+    /// How far this subscription is behind its feed.
+    pub lag: Lag,
     /// Letters waiting in its dead-letter queue.
     pub dlq_depth: usize,
 }
@@ -125,7 +125,7 @@ impl Pipeline {
     /// Whether every subscription has processed every record of the feed.
     pub async fn caught_up(&self) -> Result<bool, StoreError> {
         for running in &self.running {
-            if running.feed.lag(running.name).await? > 0 {
+            if !running.feed.lag(running.name).await?.is_zero() {
                 return Ok(false);
             }
         }
@@ -133,35 +133,61 @@ impl Pipeline {
     }
 }
 
-/// One metric series: name, Prometheus type, and how to read it from the stats.
-type Series = (&'static str, &'static str, fn(&SubscriptionStats) -> u64);
+/// One metric series: name, Prometheus type, and how to read it from the stats (none:
+/// this subscription has no value in that family).
+type Series = (
+    &'static str,
+    &'static str,
+    fn(&SubscriptionStats) -> Option<u64>,
+);
 
-/// The metrics as Prometheus text.
+/// The metric families every shape reports (`vitals serve`, `vitals work`, and the
+/// Lambda consumers in Embedded Metric Format), with what they count.
+pub const FAMILIES: [(&str, &str); 6] = [
+    ("vitals_projector_events_processed_total", "events applied"),
+    ("vitals_projector_events_failed_total", "failed attempts"),
+    (
+        "vitals_projector_dead_lettered_total",
+        "events dead-lettered",
+    ),
+    (
+        "vitals_projector_lag_records",
+        "records behind the feed's head",
+    ),
+    (
+        "vitals_projector_lag_milliseconds",
+        "milliseconds behind the stream's head",
+    ),
+    ("vitals_projector_dlq_depth", "dead letters waiting"),
+];
+
+/// The metrics as Prometheus text. Lag is in records on the embedded log and in
+/// milliseconds on Kinesis (which tells nothing else), each in its own family.
 pub fn prometheus(stats: &[SubscriptionStats]) -> String {
     let mut out = String::new();
-    let series: [Series; 5] = [
-        ("vitals_projector_events_processed_total", "counter", |s| {
-            s.processed
+    let series: [Series; 6] = [
+        (FAMILIES[0].0, "counter", |s| Some(s.processed)),
+        (FAMILIES[1].0, "counter", |s| Some(s.failed)),
+        (FAMILIES[2].0, "counter", |s| Some(s.dead_lettered)),
+        (FAMILIES[3].0, "gauge", |s| match s.lag {
+            Lag::Records(n) => Some(n),
+            Lag::Millis(_) => None,
         }),
-        ("vitals_projector_events_failed_total", "counter", |s| {
-            s.failed
+        (FAMILIES[4].0, "gauge", |s| match s.lag {
+            Lag::Millis(n) => Some(n),
+            Lag::Records(_) => None,
         }),
-        ("vitals_projector_dead_lettered_total", "counter", |s| {
-            s.dead_lettered
-        }),
-        ("vitals_projector_lag_records", "gauge", |s| s.lag),
-        ("vitals_projector_dlq_depth", "gauge", |s| {
-            s.dlq_depth as u64
-        }),
+        (FAMILIES[5].0, "gauge", |s| Some(s.dlq_depth as u64)),
     ];
-    for (name, kind, value) in series {
-        out.push_str(&format!("# TYPE {name} {kind}\n"));
+    for ((name, kind, value), (_, help)) in series.into_iter().zip(FAMILIES) {
+        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
         for s in stats {
-            out.push_str(&format!(
-                "{name}{{subscription=\"{}\"}} {}\n",
-                s.subscription,
-                value(s)
-            ));
+            if let Some(value) = value(s) {
+                out.push_str(&format!(
+                    "{name}{{subscription=\"{}\"}} {value}\n",
+                    s.subscription
+                ));
+            }
         }
     }
     out

@@ -106,12 +106,42 @@ async fn a_stream_consumer_dead_letters_the_poison_record_and_applies_the_rest_e
     let raw = include_str!("../fixtures/lambda/kinesis_nutrition_batch.json");
     let event: KinesisEvent = serde_json::from_str(raw).expect("an AWS Kinesis event");
 
-    let response =
-        projectors::lambda::fan_out(&handlers, Context::Nutrition, &event, "vitals-").await;
+    let (response, metrics) =
+        projectors::lambda::fan_out_measured(&handlers, Context::Nutrition, &event, "vitals-")
+            .await;
     assert!(
         response.batch_item_failures.is_empty(),
         "a poison record is dead-lettered, not retried by Lambda"
     );
+    // The batch's metrics: one EMF document per subscription, with what it did.
+    assert_eq!(metrics.len(), handlers.len());
+    for (document, handler) in metrics.iter().zip(&handlers) {
+        let line = document.to_string();
+        assert!(!line.contains('\n'), "one line");
+        assert_is_emf(&serde_json::from_str(&line).expect("JSON"));
+        let name = handler.projector().name();
+        assert_eq!(document["subscription"], name);
+        let consumes_meals = handler.projector().consumes().contains(&"MealLogged");
+        assert_eq!(
+            document["vitals_projector_dead_lettered_total"],
+            u64::from(consumes_meals),
+            "{name}: the poison, once: {document}"
+        );
+        assert_eq!(
+            document["vitals_projector_events_processed_total"].as_u64(),
+            Some(
+                handler
+                    .metrics()
+                    .processed
+                    .load(std::sync::atomic::Ordering::Relaxed)
+            ),
+            "{document}"
+        );
+        assert!(
+            document["vitals_projector_lag_milliseconds"].as_u64() > Some(0),
+            "the age of the newest record applied: {document}"
+        );
+    }
     for user in ["U1", "U3"] {
         let daily = store
             .get(
@@ -150,5 +180,73 @@ async fn a_stream_consumer_dead_letters_the_poison_record_and_applies_the_rest_e
             assert_eq!(poison, 1, "{name} keeps the poison record as a dead letter");
         }
         assert_eq!(letters.len(), poison, "{name}: nothing else dead-lettered");
+    }
+}
+
+/// Checks a document against the Embedded Metric Format specification: an `_aws`
+/// member with an integer `Timestamp` and `CloudWatchMetrics` directives, each naming a
+/// namespace, dimension sets of at most 30 dimensions that are string members of the
+/// root, and metrics (a name of 1 to 255 characters, a CloudWatch unit) that are number
+/// members of the root.
+fn assert_is_emf(document: &serde_json::Value) {
+    const UNITS: [&str; 27] = [
+        "Seconds",
+        "Microseconds",
+        "Milliseconds",
+        "Bytes",
+        "Kilobytes",
+        "Megabytes",
+        "Gigabytes",
+        "Terabytes",
+        "Bits",
+        "Kilobits",
+        "Megabits",
+        "Gigabits",
+        "Terabits",
+        "Percent",
+        "Count",
+        "Bytes/Second",
+        "Kilobytes/Second",
+        "Megabytes/Second",
+        "Gigabytes/Second",
+        "Terabytes/Second",
+        "Bits/Second",
+        "Kilobits/Second",
+        "Megabits/Second",
+        "Gigabits/Second",
+        "Terabits/Second",
+        "Count/Second",
+        "None",
+    ];
+    let aws = &document["_aws"];
+    assert!(aws["Timestamp"].is_i64(), "Timestamp: {document}");
+    let directives = aws["CloudWatchMetrics"]
+        .as_array()
+        .expect("CloudWatchMetrics");
+    assert!(!directives.is_empty(), "{document}");
+    for directive in directives {
+        let namespace = directive["Namespace"].as_str().expect("Namespace");
+        assert!(
+            !namespace.is_empty() && namespace.len() <= 255,
+            "{document}"
+        );
+        for set in directive["Dimensions"].as_array().expect("Dimensions") {
+            let set = set.as_array().expect("a dimension set");
+            assert!(set.len() <= 30, "{document}");
+            for dimension in set {
+                let name = dimension.as_str().expect("a dimension name");
+                assert!(document[name].is_string(), "dimension {name}: {document}");
+            }
+        }
+        let metrics = directive["Metrics"].as_array().expect("Metrics");
+        assert!(!metrics.is_empty() && metrics.len() <= 100, "{document}");
+        for metric in metrics {
+            let name = metric["Name"].as_str().expect("Name");
+            assert!(!name.is_empty() && name.len() <= 255, "{document}");
+            if let Some(unit) = metric.get("Unit") {
+                assert!(UNITS.contains(&unit.as_str().unwrap_or("")), "unit {unit}");
+            }
+            assert!(document[name].is_number(), "metric {name}: {document}");
+        }
     }
 }

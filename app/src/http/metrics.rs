@@ -4,7 +4,7 @@
 use super::AppState;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 
 /// Prometheus metrics.
 ///
@@ -19,24 +19,32 @@ use axum::response::IntoResponse;
         (status = 503, description = "The workers' state could not be read; empty body, the cause is logged."),
     ),
 )]
-pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    let text = match &state.pipeline {
-        Some(pipeline) => match pipeline.stats().await {
-            Ok(stats) => projectors::pipeline::prometheus(&stats),
-            Err(error) => {
-                tracing::error!(%error, "reading projector metrics failed");
-                return (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    [(header::CONTENT_TYPE, "text/plain")],
-                    String::new(),
-                );
-            }
-        },
-        None => String::new(),
-    };
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        text,
-    )
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    match &state.pipeline {
+        Some(pipeline) => metrics_text(pipeline.stats().await),
+        None => metrics_text(Ok(Vec::new())),
+    }
+}
+
+/// The answer of `GET /metrics` for a snapshot of the workers (or why there is none).
+pub fn metrics_text(
+    stats: Result<Vec<projectors::pipeline::SubscriptionStats>, infra::StoreError>,
+) -> Response {
+    match stats {
+        Ok(stats) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+            projectors::pipeline::prometheus(&stats),
+        )
+            .into_response(),
+        Err(error) => {
+            tracing::error!(%error, "reading projector metrics failed");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::CONTENT_TYPE, "text/plain")],
+                String::new(),
+            )
+                .into_response()
+        }
+    }
 }

@@ -10,6 +10,7 @@ mod formats;
 mod health;
 pub mod limits;
 mod metrics;
+pub use metrics::metrics_text;
 pub mod openapi;
 pub mod request_log;
 mod routes;

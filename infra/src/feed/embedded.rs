@@ -1,7 +1,7 @@
 //! The embedded store's change log as a change feed. Checkpoints live in the same redb
 //! file, written durably; consumers wake on commits instead of polling.
 
-use super::{Batch, ChangeFeed, FeedRecord, Progress};
+use super::{Batch, ChangeFeed, FeedRecord, Lag, Progress};
 use crate::embedded::EmbeddedStore;
 use crate::store::StoreError;
 use async_trait::async_trait;
@@ -71,9 +71,11 @@ impl ChangeFeed for EmbeddedFeed {
         }
     }
 
-    async fn lag(&self, consumer: &str) -> Result<u64, StoreError> {
+    async fn lag(&self, consumer: &str) -> Result<Lag, StoreError> {
         let head = self.store.last_sequence().await?;
-        Ok(head.saturating_sub(self.store.checkpoint(consumer).await?))
+        Ok(Lag::Records(
+            head.saturating_sub(self.store.checkpoint(consumer).await?),
+        ))
     }
 
     async fn wait(&self, consumer: &str, at_most: Duration) {

@@ -4,7 +4,7 @@
 //! restarted `vitals work` resumes where it stopped. Also provisions the streams and
 //! turns on each table's streaming destination.
 
-use super::{Batch, ChangeFeed, Progress, stream_record};
+use super::{Batch, ChangeFeed, Lag, Progress, stream_record};
 use crate::store::{Item, Key, Store, StoreError};
 use async_trait::async_trait;
 use aws_sdk_kinesis::error::{DisplayErrorContext, ProvideErrorMetadata};
@@ -178,13 +178,14 @@ impl ChangeFeed for KinesisFeed {
         Ok(())
     }
 
-    async fn lag(&self, consumer: &str) -> Result<u64, StoreError> {
-        Ok(self
-            .behind_ms
-            .lock()
-            .ok()
-            .and_then(|lag| lag.get(consumer).copied())
-            .unwrap_or(0))
+    async fn lag(&self, consumer: &str) -> Result<Lag, StoreError> {
+        Ok(Lag::Millis(
+            self.behind_ms
+                .lock()
+                .ok()
+                .and_then(|lag| lag.get(consumer).copied())
+                .unwrap_or(0),
+        ))
     }
 
     async fn wait(&self, _consumer: &str, at_most: Duration) {

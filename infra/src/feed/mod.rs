@@ -63,6 +63,22 @@ pub(crate) enum Progress {
     Shards(Vec<(String, String)>),
 }
 
+/// How far a consumer is behind its feed. The embedded log counts records; Kinesis
+/// tells only time (`MillisBehindLatest` of the last read): each is reported in its own
+/// unit, never one passed off as the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lag {
+    Records(u64),
+    Millis(u64),
+}
+
+impl Lag {
+    /// Nothing left to read.
+    pub fn is_zero(self) -> bool {
+        matches!(self, Lag::Records(0) | Lag::Millis(0))
+    }
+}
+
 #[async_trait]
 pub trait ChangeFeed: Send + Sync {
     /// Up to `limit` records after `consumer`'s checkpoint, oldest first.
@@ -71,9 +87,8 @@ pub trait ChangeFeed: Send + Sync {
     /// Durably records that `consumer` processed `batch` (and everything before it).
     async fn commit(&self, consumer: &str, batch: &Batch) -> Result<(), StoreError>;
 
-    /// How far behind `consumer` is: records for the embedded log, milliseconds for
-    /// Kinesis (its `MillisBehindLatest`).
-    async fn lag(&self, consumer: &str) -> Result<u64, StoreError>;
+    /// How far behind `consumer` is, in the unit the feed knows.
+    async fn lag(&self, consumer: &str) -> Result<Lag, StoreError>;
 
     /// Returns as soon as records past `consumer`'s checkpoint exist, or after `at_most`.
     async fn wait(&self, consumer: &str, at_most: Duration);
