@@ -46,14 +46,23 @@ pub async fn bootstrap(args: &BootstrapArgs) -> anyhow::Result<()> {
 
 /// Starts every subscription on the Kinesis streams.
 pub fn start(config: &aws_config::SdkConfig, aws: &AwsArgs, dlq: DlqKind) -> Pipeline {
+    start_with_store(config, aws, dlq).0
+}
+
+/// [`start`], and the store the workers write through (for its metrics).
+pub fn start_with_store(
+    config: &aws_config::SdkConfig,
+    aws: &AwsArgs,
+    dlq: DlqKind,
+) -> (Pipeline, Arc<dyn Store>) {
     let store = storage::logged(Arc::new(storage::dynamodb_on(config, aws)));
     let kinesis = aws_sdk_kinesis::Client::new(config);
     let dead_letters = dead_letters(config, aws, dlq, &store);
     let prefix = aws.table_prefix.clone();
     let feed_store = store.clone();
     let queues = dead_letters.clone();
-    Pipeline::start_with(
-        projectors::registry::all_with(store, &dead_letters),
+    let pipeline = Pipeline::start_with(
+        projectors::registry::all_with(store.clone(), &dead_letters),
         move |projector: &Arc<dyn Projector>| {
             Arc::new(KinesisFeed::new(
                 kinesis.clone(),
@@ -64,7 +73,8 @@ pub fn start(config: &aws_config::SdkConfig, aws: &AwsArgs, dlq: DlqKind) -> Pip
             )) as Arc<dyn ChangeFeed>
         },
         move |projector: &Arc<dyn Projector>| queues.queue_for(projector.target()),
-    )
+    );
+    (pipeline, store)
 }
 
 /// Where dead letters are kept: SQS queues, or rows of the subscribers' tables.
@@ -89,9 +99,15 @@ pub async fn work(args: &WorkArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding the metrics address {}", args.metrics_listen))?;
     let address = listener.local_addr()?;
-    let pipeline = Arc::new(start(&config, &args.aws, args.dlq));
+    let (pipeline, store) = start_with_store(&config, &args.aws, args.dlq);
+    let pipeline = Arc::new(pipeline);
     let (stop_metrics, metrics_stopped) = tokio::sync::watch::channel(false);
-    let metrics = tokio::spawn(serve_metrics(listener, pipeline.clone(), metrics_stopped));
+    let metrics = tokio::spawn(serve_metrics(
+        listener,
+        pipeline.clone(),
+        store,
+        metrics_stopped,
+    ));
     // The address on stdout, so scripts and tests can find a port-0 listener.
     println!("metrics on http://{address}/metrics");
     let (stop_bridge, bridge_stopped) = tokio::sync::watch::channel(false);
@@ -119,13 +135,14 @@ pub async fn work(args: &WorkArgs) -> anyhow::Result<()> {
 async fn serve_metrics(
     listener: tokio::net::TcpListener,
     pipeline: Arc<Pipeline>,
+    store: Arc<dyn Store>,
     mut stopped: tokio::sync::watch::Receiver<bool>,
 ) {
     let router = axum::Router::new().route(
         "/metrics",
         axum::routing::get(move || {
-            let pipeline = pipeline.clone();
-            async move { crate::http::metrics_text(pipeline.stats().await) }
+            let (pipeline, store) = (pipeline.clone(), store.clone());
+            async move { crate::http::metrics_text(pipeline.stats().await, &*store) }
         }),
     );
     let shutdown = async move {

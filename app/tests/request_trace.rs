@@ -331,6 +331,29 @@ fn one_request_id_leads_from_the_request_to_every_row_on_the_aws_local_shape() {
             "{name} counted the meal: {text}"
         );
     }
+    // Both processes report what they asked of DynamoDB and what it consumed.
+    for (process, text) in [("serve", metrics(&server.address)), ("work", text)] {
+        for family in [
+            "vitals_dynamodb_requests_total{operation=\"TransactWriteItems\"}",
+            "vitals_dynamodb_consumed_capacity_units_total{operation=\"TransactWriteItems\"}",
+            "vitals_dynamodb_throttled_total{operation=\"TransactWriteItems\"} 0",
+        ] {
+            let value = text
+                .lines()
+                .find_map(|l| l.strip_prefix(family.split(' ').next().unwrap_or(family)))
+                .and_then(|v| v.trim().parse::<f64>().ok());
+            assert!(value.is_some(), "{process}: {family}: {text}");
+        }
+        let consumed = text
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix(
+                    "vitals_dynamodb_consumed_capacity_units_total{operation=\"TransactWriteItems\"} ",
+                )
+            })
+            .and_then(|v| v.trim().parse::<f64>().ok());
+        assert!(consumed > Some(0.0), "{process}: {text}");
+    }
     assert!(server.stop().success());
 }
 
@@ -341,11 +364,12 @@ fn metrics(address: &str) -> String {
     text
 }
 
-/// The metric families a Prometheus text declares.
+/// The projector metric families a Prometheus text declares.
 fn families(text: &str) -> BTreeSet<String> {
     text.lines()
         .filter_map(|l| l.strip_prefix("# TYPE "))
         .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| name.starts_with("vitals_projector_"))
         .map(str::to_owned)
         .collect()
 }

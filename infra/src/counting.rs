@@ -1,6 +1,14 @@
 //! A storage wrapper that counts requests by kind, to prove the request economy of
-//! commands and queries ("one read and one transaction") in tests and benchmarks.
+//! commands and queries ("one read and one transaction") in tests and benchmarks, and
+//! the capacity units DynamoDB would bill for them ([`crate::capacity`]).
+//!
+//! To price a write it must know the item before it: it reads it from the store it
+//! wraps first (a read that is neither counted nor priced). Between that read and the
+//! write another writer may change the item: the figure is then off by that change,
+//! which is fine for what it is for (tests, benchmarks, `vitals cost`). Drains
+//! (erasure) are counted but not priced.
 
+use crate::capacity::{self, Capacity};
 use crate::store::{
     Condition, IndexQuery, Item, Key, Page, Query, Scan, Store, StoreError, TransactAction, Update,
 };
@@ -52,6 +60,7 @@ pub struct CountingStore {
     counters: Counters,
     /// Reads per table, to show which tables a query touched.
     reads_by_table: std::sync::Mutex<std::collections::BTreeMap<Context, usize>>,
+    capacity: std::sync::Mutex<Capacity>,
 }
 
 impl CountingStore {
@@ -60,6 +69,48 @@ impl CountingStore {
             inner,
             counters: Counters::default(),
             reads_by_table: Default::default(),
+            capacity: Default::default(),
+        }
+    }
+
+    /// The capacity units billed so far.
+    pub fn capacity(&self) -> Capacity {
+        self.capacity.lock().map(|c| *c).unwrap_or_default()
+    }
+
+    /// The capacity units billed so far, and starts again from zero.
+    pub fn take_capacity(&self) -> Capacity {
+        self.capacity
+            .lock()
+            .map(|mut c| std::mem::take(&mut *c))
+            .unwrap_or_default()
+    }
+
+    fn bill(&self, units: Capacity) {
+        if let Ok(mut capacity) = self.capacity.lock() {
+            *capacity += units;
+        }
+    }
+
+    /// The item a write is about to change (unbilled, uncounted).
+    async fn before(&self, table: Context, key: &Key) -> Result<Option<Item>, StoreError> {
+        self.inner.get(table, key, true).await
+    }
+
+    /// Bills a single write from its outcome.
+    fn bill_write<T>(
+        &self,
+        table: Context,
+        old: Option<&Item>,
+        new: Option<&Item>,
+        outcome: &Result<T, StoreError>,
+    ) {
+        match outcome {
+            Ok(_) => self.bill(capacity::write(table, old, new, false)),
+            Err(StoreError::ConditionFailed { existing }) => {
+                self.bill(capacity::refused_write(existing.as_ref(), false))
+            }
+            Err(_) => {}
         }
     }
 
@@ -105,6 +156,23 @@ impl CountingStore {
     }
 }
 
+#[derive(Clone, Copy)]
+enum ActionKind {
+    Put,
+    Update,
+    Delete,
+    Check,
+}
+
+fn action_kind(action: &TransactAction) -> ActionKind {
+    match action {
+        TransactAction::Put { .. } => ActionKind::Put,
+        TransactAction::Update { .. } => ActionKind::Update,
+        TransactAction::Delete { .. } => ActionKind::Delete,
+        TransactAction::ConditionCheck { .. } => ActionKind::Check,
+    }
+}
+
 fn bump(counter: &AtomicUsize) {
     counter.fetch_add(1, Ordering::SeqCst);
 }
@@ -113,6 +181,10 @@ fn bump(counter: &AtomicUsize) {
 impl Store for CountingStore {
     fn backend(&self) -> &'static str {
         self.inner.backend()
+    }
+
+    fn prometheus(&self) -> String {
+        self.inner.prometheus()
     }
 
     async fn health(&self) -> Result<(), StoreError> {
@@ -127,19 +199,26 @@ impl Store for CountingStore {
     ) -> Result<Option<Item>, StoreError> {
         bump(&self.counters.gets);
         self.read_of(table);
-        self.inner.get(table, key, consistent).await
+        let item = self.inner.get(table, key, consistent).await?;
+        self.bill(capacity::read(item.as_ref(), consistent));
+        Ok(item)
     }
 
     async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError> {
         bump(&self.counters.queries);
         self.read_of(table);
-        self.inner.query(table, query).await
+        let page = self.inner.query(table, query).await?;
+        self.bill(capacity::read(&page.items, query.consistent));
+        Ok(page)
     }
 
     async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
         bump(&self.counters.index_queries);
         self.read_of(table);
-        self.inner.query_index(table, query).await
+        let page = self.inner.query_index(table, query).await?;
+        // Index reads are eventually consistent.
+        self.bill(capacity::read(&page.items, false));
+        Ok(page)
     }
 
     async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError> {
@@ -155,7 +234,11 @@ impl Store for CountingStore {
         condition: Option<Condition>,
     ) -> Result<(), StoreError> {
         bump(&self.counters.single_writes);
-        self.inner.put(table, item, condition).await
+        let old = self.before(table, &Key::of(&item)?).await?;
+        let new = item.clone();
+        let outcome = self.inner.put(table, item, condition).await;
+        self.bill_write(table, old.as_ref(), Some(&new), &outcome);
+        outcome
     }
 
     async fn update(
@@ -166,7 +249,10 @@ impl Store for CountingStore {
         condition: Option<Condition>,
     ) -> Result<Item, StoreError> {
         bump(&self.counters.single_writes);
-        self.inner.update(table, key, update, condition).await
+        let old = self.before(table, key).await?;
+        let outcome = self.inner.update(table, key, update, condition).await;
+        self.bill_write(table, old.as_ref(), outcome.as_ref().ok(), &outcome);
+        outcome
     }
 
     async fn delete(
@@ -176,12 +262,41 @@ impl Store for CountingStore {
         condition: Option<Condition>,
     ) -> Result<Option<Item>, StoreError> {
         bump(&self.counters.single_writes);
-        self.inner.delete(table, key, condition).await
+        let outcome = self.inner.delete(table, key, condition).await;
+        let old = outcome.as_ref().ok().cloned().flatten();
+        self.bill_write(table, old.as_ref(), None, &outcome);
+        outcome
     }
 
     async fn transact(&self, actions: Vec<TransactAction>) -> Result<(), StoreError> {
         bump(&self.counters.transactions);
-        self.inner.transact(actions).await
+        let mut priced = Vec::with_capacity(actions.len());
+        for action in &actions {
+            let (table, key, new) = match action {
+                TransactAction::Put { table, item, .. } => (*table, Key::of(item)?, Some(item)),
+                TransactAction::Update { table, key, .. }
+                | TransactAction::Delete { table, key, .. }
+                | TransactAction::ConditionCheck { table, key, .. } => (*table, key.clone(), None),
+            };
+            let old = self.before(table, &key).await?;
+            priced.push((table, key, old, new.cloned(), action_kind(action)));
+        }
+        let outcome = self.inner.transact(actions).await;
+        if outcome.is_ok() {
+            for (table, key, old, new, kind) in priced {
+                let units = match kind {
+                    ActionKind::Check => capacity::refused_write(old.as_ref(), true),
+                    ActionKind::Put => capacity::write(table, old.as_ref(), new.as_ref(), true),
+                    ActionKind::Delete => capacity::write(table, old.as_ref(), None, true),
+                    ActionKind::Update => {
+                        let new = self.before(table, &key).await?;
+                        capacity::write(table, old.as_ref(), new.as_ref(), true)
+                    }
+                };
+                self.bill(units);
+            }
+        }
+        outcome
     }
 
     async fn drain_partition_page(

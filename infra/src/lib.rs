@@ -10,11 +10,13 @@
 //! - [`dlq`]: dead-letter queues for records a subscription gave up on.
 //! - [`table`]: typed per-context table handles (`Table<Nutrition>`), the only storage
 //!   access command handlers get.
-//! - [`counting`]: a wrapper counting requests, to prove request economy in tests.
+//! - [`counting`]: a wrapper counting requests, to prove request economy in tests, and
+//!   the capacity units they would cost ([`capacity`]: DynamoDB's billing rules).
 //! - [`logged`]: a wrapper logging every write that took effect (kind of row, no values).
 //! - [`aws_client`]: SDK configuration shared by every AWS adapter.
 
 pub mod aws_client;
+pub mod capacity;
 pub mod counting;
 pub mod dlq;
 pub mod dynamodb;

@@ -44,6 +44,10 @@ impl Store for LoggedStore {
         self.inner.backend()
     }
 
+    fn prometheus(&self) -> String {
+        self.inner.prometheus()
+    }
+
     async fn health(&self) -> Result<(), StoreError> {
         self.inner.health().await
     }

@@ -44,6 +44,14 @@ pub fn dynamodb_endpoint() -> String {
 static PREFIX: OnceCell<String> = OnceCell::const_new();
 
 pub async fn dynamodb() -> TestBackend {
+    TestBackend {
+        store: Arc::new(dynamodb_store().await),
+        dir: None,
+    }
+}
+
+/// The DynamoDB backend itself (for what only it has, such as its request metrics).
+pub async fn dynamodb_store() -> DynamoStore {
     let endpoint = dynamodb_endpoint();
     let settings = AwsSettings {
         endpoint_url: Some(endpoint),
@@ -60,9 +68,5 @@ pub async fn dynamodb() -> TestBackend {
             prefix
         })
         .await;
-    let store = DynamoStore::connect(&settings, prefix).await;
-    TestBackend {
-        store: Arc::new(store),
-        dir: None,
-    }
+    DynamoStore::connect(&settings, prefix).await
 }

@@ -96,6 +96,8 @@ async fn throttled_requests_are_retried_with_backoff_until_they_succeed() {
         3,
         "two throttled attempts, then success"
     );
+    let stats = store.metrics().snapshot()["GetItem"];
+    assert_eq!((stats.requests, stats.throttled), (1, 0), "{stats:?}");
 }
 
 #[tokio::test]
@@ -111,5 +113,12 @@ async fn persistent_throttling_is_a_typed_error() {
         requests.load(Ordering::SeqCst),
         3,
         "every allowed attempt was made"
+    );
+    // Reported on /metrics: one request that stayed throttled.
+    let text = store.prometheus();
+    assert!(
+        text.contains("vitals_dynamodb_requests_total{operation=\"GetItem\"} 1\n")
+            && text.contains("vitals_dynamodb_throttled_total{operation=\"GetItem\"} 1\n"),
+        "{text}"
     );
 }

@@ -20,21 +20,24 @@ use axum::response::{IntoResponse, Response};
     ),
 )]
 pub async fn metrics(State(state): State<AppState>) -> Response {
-    match &state.pipeline {
-        Some(pipeline) => metrics_text(pipeline.stats().await),
-        None => metrics_text(Ok(Vec::new())),
-    }
+    let stats = match &state.pipeline {
+        Some(pipeline) => pipeline.stats().await,
+        None => Ok(Vec::new()),
+    };
+    metrics_text(stats, &*state.store)
 }
 
-/// The answer of `GET /metrics` for a snapshot of the workers (or why there is none).
+/// The answer of `GET /metrics`: a snapshot of the workers (or why there is none), and
+/// the store's own figures.
 pub fn metrics_text(
     stats: Result<Vec<projectors::pipeline::SubscriptionStats>, infra::StoreError>,
+    store: &dyn infra::Store,
 ) -> Response {
     match stats {
         Ok(stats) => (
             StatusCode::OK,
             [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-            projectors::pipeline::prometheus(&stats),
+            projectors::pipeline::prometheus(&stats) + &store.prometheus(),
         )
             .into_response(),
         Err(error) => {

@@ -13,6 +13,11 @@ const THROTTLING: [&str; 4] = [
     "ThrottlingError",
 ];
 
+/// Whether an error code says the request was throttled.
+pub(super) fn is_throttling(code: &str) -> bool {
+    THROTTLING.contains(&code)
+}
+
 /// The errors every operation shares.
 pub(super) fn common<E, R>(error: SdkError<E, R>) -> StoreError
 where

@@ -7,8 +7,10 @@ mod bootstrap;
 mod errors;
 mod expr;
 mod marshal;
+mod metrics;
 
 pub use bootstrap::{TableStatusReport, bootstrap};
+pub use metrics::{DynamoMetrics, OperationStats};
 
 use self::expr::{Expr, key_attributes};
 use self::marshal::Attributes;
@@ -20,17 +22,19 @@ use crate::store::{
 };
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
-    self as ddb, DeleteRequest, ReturnValue, ReturnValuesOnConditionCheckFailure,
-    TransactWriteItem, WriteRequest,
+    self as ddb, ConsumedCapacity, DeleteRequest, ReturnConsumedCapacity, ReturnValue,
+    ReturnValuesOnConditionCheckFailure, TransactWriteItem, WriteRequest,
 };
 use events_schema::Context;
 use events_schema::tables::{self, PK, SK};
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The DynamoDB backend. Cheap to clone: the SDK client is shared.
@@ -38,6 +42,19 @@ use std::time::Duration;
 pub struct DynamoStore {
     client: Client,
     prefix: String,
+    metrics: Arc<DynamoMetrics>,
+}
+
+/// The units of a response's consumed capacity (none when it reported none).
+fn units(capacity: Option<&ConsumedCapacity>) -> f64 {
+    capacity
+        .and_then(ConsumedCapacity::capacity_units)
+        .unwrap_or(0.0)
+}
+
+/// The units of a multi-table response's consumed capacity.
+fn all_units(capacity: &[ConsumedCapacity]) -> f64 {
+    capacity.iter().map(|c| units(Some(c))).sum()
 }
 
 /// The condition failed: the item it was checked against, from the error itself.
@@ -77,6 +94,34 @@ impl DynamoStore {
         Self {
             client,
             prefix: prefix.to_owned(),
+            metrics: Arc::default(),
+        }
+    }
+
+    /// What this store has asked of DynamoDB.
+    pub fn metrics(&self) -> &DynamoMetrics {
+        &self.metrics
+    }
+
+    /// Records one request: its consumed capacity when it succeeded, whether it was
+    /// throttled when it failed.
+    fn observe<T, E, R>(
+        &self,
+        operation: &'static str,
+        result: &Result<T, SdkError<E, R>>,
+        capacity: impl Fn(&T) -> f64,
+    ) where
+        E: ProvideErrorMetadata,
+    {
+        match result {
+            Ok(output) => self.metrics.record(operation, capacity(output), false),
+            Err(error) => {
+                let throttled = error
+                    .as_service_error()
+                    .and_then(|e| e.code())
+                    .is_some_and(errors::is_throttling);
+                self.metrics.record(operation, 0.0, throttled)
+            }
         }
     }
 
@@ -115,9 +160,13 @@ impl DynamoStore {
                 .client
                 .batch_write_item()
                 .request_items(&name, requests)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send()
-                .await
-                .map_err(errors::common)?;
+                .await;
+            self.observe("BatchWriteItem", &output, |o| {
+                all_units(o.consumed_capacity())
+            });
+            let output = output.map_err(errors::common)?;
             requests = output
                 .unprocessed_items
                 .and_then(|mut left| left.remove(&name))
@@ -176,9 +225,11 @@ impl DynamoStore {
                 .set_limit(wanted.map(|w| w.min(i32::MAX as usize) as i32))
                 .consistent_read(spec.consistent)
                 .set_exclusive_start_key(start.take())
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send()
-                .await
-                .map_err(errors::common)?;
+                .await;
+            self.observe("Query", &output, |o| units(o.consumed_capacity()));
+            let output = output.map_err(errors::common)?;
             for attributes in output.items.unwrap_or_default() {
                 items.push(marshal::from_attributes(attributes)?);
             }
@@ -351,14 +402,19 @@ impl Store for DynamoStore {
         "dynamodb"
     }
 
+    fn prometheus(&self) -> String {
+        self.metrics.prometheus()
+    }
+
     async fn health(&self) -> Result<(), StoreError> {
-        self.client
+        let output = self
+            .client
             .describe_table()
             .table_name(self.table_name(Context::Identity))
             .send()
-            .await
-            .map(|_| ())
-            .map_err(errors::common)
+            .await;
+        self.observe("DescribeTable", &output, |_| 0.0);
+        output.map(|_| ()).map_err(errors::common)
     }
 
     async fn get(
@@ -374,9 +430,11 @@ impl Store for DynamoStore {
             .table_name(self.table_name(table))
             .set_key(Some(key_attributes(key)))
             .consistent_read(consistent)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
-            .await
-            .map_err(errors::common)?;
+            .await;
+        self.observe("GetItem", &output, |o| units(o.consumed_capacity()));
+        let output = output.map_err(errors::common)?;
         let item = output.item.map(marshal::from_attributes).transpose()?;
         Ok(item.filter(|item| !is_expired(item, now_epoch_seconds())))
     }
@@ -457,9 +515,11 @@ impl Store for DynamoStore {
             // right after a write sees it.
             .consistent_read(scan.index.is_none())
             .set_exclusive_start_key(start)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
-            .await
-            .map_err(errors::common)?;
+            .await;
+        self.observe("Scan", &output, |o| units(o.consumed_capacity()));
+        let output = output.map_err(errors::common)?;
         let items = output
             .items
             .unwrap_or_default()
@@ -492,8 +552,10 @@ impl Store for DynamoStore {
             .set_expression_attribute_names(expr.names())
             .set_expression_attribute_values(expr.values())
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await;
+        self.observe("PutItem", &result, |o| units(o.consumed_capacity()));
         match result {
             Ok(_) => Ok(()),
             Err(e) => match e.as_service_error() {
@@ -527,8 +589,10 @@ impl Store for DynamoStore {
             .set_expression_attribute_values(expr.values())
             .return_values(ReturnValue::AllNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await;
+        self.observe("UpdateItem", &result, |o| units(o.consumed_capacity()));
         match result {
             Ok(output) => match output.attributes {
                 Some(attributes) if !attributes.is_empty() => marshal::from_attributes(attributes),
@@ -563,8 +627,10 @@ impl Store for DynamoStore {
             .set_expression_attribute_values(expr.values())
             .return_values(ReturnValue::AllOld)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await;
+        self.observe("DeleteItem", &result, |o| units(o.consumed_capacity()));
         match result {
             Ok(output) => output
                 .attributes
@@ -590,8 +656,12 @@ impl Store for DynamoStore {
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await;
+        self.observe("TransactWriteItems", &result, |o| {
+            all_units(o.consumed_capacity())
+        });
         match result {
             Ok(_) => Ok(()),
             Err(e) => match e.as_service_error() {
@@ -625,9 +695,11 @@ impl Store for DynamoStore {
             .set_expression_attribute_values(expr.values())
             .consistent_read(true)
             .limit(page_size as i32)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
-            .await
-            .map_err(errors::common)?;
+            .await;
+        self.observe("Query", &output, |o| units(o.consumed_capacity()));
+        let output = output.map_err(errors::common)?;
         let keys = output.items.unwrap_or_default();
         if keys.is_empty() {
             return Ok(0);
@@ -649,9 +721,13 @@ impl Store for DynamoStore {
                 .client
                 .batch_write_item()
                 .request_items(&name, pending)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send()
-                .await
-                .map_err(errors::common)?;
+                .await;
+            self.observe("BatchWriteItem", &output, |o| {
+                all_units(o.consumed_capacity())
+            });
+            let output = output.map_err(errors::common)?;
             pending = output
                 .unprocessed_items
                 .and_then(|mut u| u.remove(&name))

@@ -36,6 +36,12 @@ pub trait Store: Send + Sync {
     /// Checks that the backend answers.
     async fn health(&self) -> Result<(), StoreError>;
 
+    /// The backend's own metrics as Prometheus text (requests, throttles, consumed
+    /// capacity), if it keeps any.
+    fn prometheus(&self) -> String {
+        String::new()
+    }
+
     /// Reads one item. `consistent` asks for a strongly consistent read.
     async fn get(
         &self,
