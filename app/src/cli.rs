@@ -77,6 +77,14 @@ pub enum Command {
         #[command(flatten)]
         aws: AwsArgs,
     },
+    /// What a user costs on AWS: a realistic user-day through the real handlers and
+    /// projectors, priced as DynamoDB, Kinesis, Lambda and API Gateway bill it, and the
+    /// stack's fixed monthly floor (committed as `docs/cost.md`).
+    Cost {
+        /// A JSON object overriding some of the prices (the output lists them all).
+        #[arg(long)]
+        prices: Option<PathBuf>,
+    },
     /// Copy an embedded store into DynamoDB tables (created if missing, empty at the
     /// start): batch writes, resumable, verified per table by count and checksum.
     Migrate {

@@ -8,6 +8,7 @@
 //! - [`server`]: binds, serves until shutdown, runs the projector workers and TTL purge.
 //! - [`admin`]: operator commands (redrive, nightly readiness, replay, residue).
 //! - [`deploy`]: the CloudFormation stack of the AWS shape, generated.
+//! - [`cost`]: what a user and the stack cost on AWS (`vitals cost`, `docs/cost.md`).
 //! - [`event_docs`]: the events index and the event JSON Schema files.
 //! - [`migrate`]: copies an embedded store into DynamoDB, resumable and verified.
 //! - [`residue`]: what is left of a user in every table and index.
@@ -20,6 +21,7 @@
 
 pub mod admin;
 pub mod cli;
+pub mod cost;
 pub mod deploy;
 pub mod event_docs;
 pub mod http;

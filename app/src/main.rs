@@ -86,6 +86,19 @@ async fn main() -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Command::Cost { prices } => {
+            let prices = match prices {
+                Some(path) => {
+                    let text = std::fs::read_to_string(&path)
+                        .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+                    serde_json::from_str(&text)
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+                }
+                None => vitals::cost::Prices::default(),
+            };
+            print!("{}", vitals::cost::report(&prices).await?);
+            Ok(())
+        }
         Command::RedriveFailures { source, aws } => {
             let context = events_schema::Context::ALL
                 .into_iter()

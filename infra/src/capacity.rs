@@ -24,6 +24,8 @@ pub struct Capacity {
     pub write_units: f64,
     /// Change data capture units of the tables that stream to Kinesis.
     pub cdc_units: f64,
+    /// Of the write units, those of writes that left the item as it was (waste).
+    pub unchanged_write_units: f64,
 }
 
 impl std::ops::AddAssign for Capacity {
@@ -31,6 +33,7 @@ impl std::ops::AddAssign for Capacity {
         self.read_units += other.read_units;
         self.write_units += other.write_units;
         self.cdc_units += other.cdc_units;
+        self.unchanged_write_units += other.unchanged_write_units;
     }
 }
 
@@ -107,11 +110,17 @@ pub fn write(
         .iter()
         .map(|gsi| index_write_units(gsi, old, new))
         .sum();
+    // A write that changes nothing makes no change record (as DynamoDB Streams).
     Capacity {
         read_units: 0.0,
         write_units: base + indexes,
         cdc_units: if def.stream && old != new {
             write_units(size)
+        } else {
+            0.0
+        },
+        unchanged_write_units: if old.is_some() && old == new {
+            base
         } else {
             0.0
         },

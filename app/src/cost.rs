@@ -1,0 +1,619 @@
+//! `vitals cost`: what one user costs on the AWS shape, and what the stack costs at rest.
+//!
+//! A realistic user-day runs through the real HTTP router, command handlers and
+//! projectors, on an embedded store that counts every request and prices it as DynamoDB
+//! bills it ([`infra::counting`], [`infra::capacity`]). After each request every outbox
+//! event it wrote is applied by every subscription of its stream, as the stream
+//! consumers do (no checkpoints: on AWS the event source mapping keeps the position).
+//! The figures are then priced at on-demand list prices ([`Prices`], which a JSON file
+//! can override), and the stack's fixed monthly floor is read from the generated
+//! template. The output for the default workload is committed as `docs/cost.md`.
+//!
+//! Assumptions, stated in the output: one consumer invocation per outbox event (an upper
+//! bound: a mapping batches up to 100 records of many users into one invocation), a
+//! Lambda duration per invocation, and Kinesis bytes of one KB per change-data-capture
+//! unit (an upper bound).
+
+use crate::cli::ApiArgs;
+use crate::http::{self, AppState};
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use events_schema::Context;
+use infra::Store;
+use infra::capacity::Capacity;
+use infra::counting::{CountingStore, RequestCounts};
+use infra::embedded::EmbeddedStore;
+use infra::feed::FeedRecord;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tower::ServiceExt;
+
+/// On-demand list prices in US dollars (us-east-1, as published in 2026). Any of them
+/// can be overridden by `vitals cost --prices FILE` (a JSON object of these fields).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Prices {
+    pub dynamodb_per_million_write_units: f64,
+    pub dynamodb_per_million_read_units: f64,
+    pub cdc_per_million_units: f64,
+    pub kinesis_per_gb_in: f64,
+    pub kinesis_per_gb_out: f64,
+    pub kinesis_per_stream_hour: f64,
+    pub lambda_per_million_requests: f64,
+    pub lambda_per_gb_second: f64,
+    /// Assumed duration of one invocation, in milliseconds.
+    pub lambda_ms_per_invocation: f64,
+    pub api_gateway_per_million_requests: f64,
+    pub alarm_per_month: f64,
+    pub secret_per_month: f64,
+}
+
+impl Default for Prices {
+    fn default() -> Self {
+        Self {
+            dynamodb_per_million_write_units: 0.625,
+            dynamodb_per_million_read_units: 0.125,
+            cdc_per_million_units: 0.10,
+            kinesis_per_gb_in: 0.08,
+            kinesis_per_gb_out: 0.04,
+            kinesis_per_stream_hour: 0.04,
+            lambda_per_million_requests: 0.20,
+            lambda_per_gb_second: 0.000_016_666_7,
+            lambda_ms_per_invocation: 25.0,
+            api_gateway_per_million_requests: 1.00,
+            alarm_per_month: 0.10,
+            secret_per_month: 0.40,
+        }
+    }
+}
+
+/// Days in the month the figures are scaled to.
+const DAYS_PER_MONTH: f64 = 30.0;
+const HOURS_PER_MONTH: f64 = 730.0;
+
+/// What some requests used, with the events they caused applied.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Usage {
+    pub api_requests: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub transactions: u64,
+    pub capacity: Capacity,
+    /// Stream consumer invocations (one per outbox event, an upper bound).
+    pub consumer_invocations: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Self) {
+        self.api_requests += other.api_requests;
+        self.reads += other.reads;
+        self.writes += other.writes;
+        self.transactions += other.transactions;
+        self.capacity += other.capacity;
+        self.consumer_invocations += other.consumer_invocations;
+    }
+}
+
+/// One line of the user-day: what the app does, how often a day, and what it used.
+#[derive(Debug, Clone)]
+pub struct Line {
+    pub what: &'static str,
+    pub per_day: u32,
+    /// All occurrences of the day together.
+    pub usage: Usage,
+}
+
+/// The memory of the deployed functions, and the stack's fixed parts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stack {
+    pub api_memory_mb: f64,
+    pub consumer_memory_mb: f64,
+    pub streams: usize,
+    pub alarms: usize,
+    pub secrets: usize,
+}
+
+impl Stack {
+    /// Read from the generated template (`deploy/template.json`).
+    pub fn from_template(template: &Value) -> Self {
+        let resources = template["Resources"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let count = |kind: &str| resources.values().filter(|r| r["Type"] == kind).count();
+        let memory = |id: &str| {
+            resources[id]["Properties"]["MemorySize"]
+                .as_f64()
+                .unwrap_or(0.0)
+        };
+        Self {
+            api_memory_mb: memory("ApiFunction"),
+            consumer_memory_mb: memory(&crate::deploy::template::consumer_id(Context::Nutrition)),
+            streams: count("AWS::Kinesis::Stream"),
+            alarms: count("AWS::CloudWatch::Alarm"),
+            secrets: count("AWS::SecretsManager::Secret"),
+        }
+    }
+
+    /// Dollars a month whatever the traffic.
+    pub fn floor(&self, prices: &Prices) -> f64 {
+        self.streams as f64 * prices.kinesis_per_stream_hour * HOURS_PER_MONTH
+            + self.alarms as f64 * prices.alarm_per_month
+            + self.secrets as f64 * prices.secret_per_month
+    }
+}
+
+/// What some usage costs, in dollars, by service.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Dollars {
+    pub dynamodb: f64,
+    pub streams: f64,
+    pub lambda: f64,
+    pub api_gateway: f64,
+}
+
+impl Dollars {
+    pub fn of(usage: &Usage, prices: &Prices, stack: &Stack) -> Self {
+        let million = 1_000_000.0;
+        let c = &usage.capacity;
+        let gb = c.cdc_units / (1024.0 * 1024.0);
+        let seconds = prices.lambda_ms_per_invocation / 1000.0;
+        let gb_seconds = usage.api_requests as f64 * seconds * stack.api_memory_mb / 1024.0
+            + usage.consumer_invocations as f64 * seconds * stack.consumer_memory_mb / 1024.0;
+        Self {
+            dynamodb: c.write_units * prices.dynamodb_per_million_write_units / million
+                + c.read_units * prices.dynamodb_per_million_read_units / million,
+            streams: c.cdc_units * prices.cdc_per_million_units / million
+                + gb * (prices.kinesis_per_gb_in + prices.kinesis_per_gb_out),
+            lambda: (usage.api_requests + usage.consumer_invocations) as f64
+                * prices.lambda_per_million_requests
+                / million
+                + gb_seconds * prices.lambda_per_gb_second,
+            api_gateway: usage.api_requests as f64 * prices.api_gateway_per_million_requests
+                / million,
+        }
+    }
+
+    pub fn total(&self) -> f64 {
+        self.dynamodb + self.streams + self.lambda + self.api_gateway
+    }
+}
+
+/// The app's HTTP API on a counting embedded store, with every subscription applied
+/// after each request.
+struct Model {
+    router: Router,
+    log: Arc<EmbeddedStore>,
+    counting: Arc<CountingStore>,
+    handlers: Vec<projectors::runtime::Handler>,
+    applied_up_to: u64,
+    token: Option<String>,
+}
+
+const WEBHOOK_SECRET: &str = "cost-model-webhook-secret";
+
+impl Model {
+    fn new(dir: &std::path::Path) -> anyhow::Result<Self> {
+        let log = Arc::new(EmbeddedStore::open(dir)?);
+        let counting = Arc::new(CountingStore::new(log.clone()));
+        let store: Arc<dyn Store> = counting.clone();
+        let mut args: ApiArgs = crate::cli::api_args_from_env()?;
+        args.jwt_secret = Some("cost-model-signing-key".into());
+        args.webhook_secret = WEBHOOK_SECRET.into();
+        let api = crate::setup::api(store.clone(), &args)?;
+        let handlers = Context::ALL
+            .into_iter()
+            .flat_map(|source| crate::lambda_boot::stream_handlers(store.clone(), source))
+            .collect();
+        Ok(Self {
+            router: http::app(AppState {
+                store,
+                pipeline: None,
+                api,
+            }),
+            log,
+            counting,
+            handlers,
+            applied_up_to: 0,
+            token: None,
+        })
+    }
+
+    /// One request; its answer must have `expected` status.
+    async fn call(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        headers: &[(&str, String)],
+        expected: StatusCode,
+    ) -> anyhow::Result<Value> {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("content-type", "application/json");
+        if let Some(token) = &self.token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        let bytes = body.map(|b| b.to_string()).unwrap_or_default();
+        let response = self
+            .router
+            .clone()
+            .oneshot(request.body(Body::from(bytes))?)
+            .await?;
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await?;
+        let answer = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        anyhow::ensure!(
+            status == expected,
+            "{method} {path}: {status} (expected {expected}): {answer}"
+        );
+        Ok(answer)
+    }
+
+    /// Applies every change since the last call through the subscriptions of its
+    /// table; returns the outbox events among them.
+    async fn project(&mut self) -> anyhow::Result<u64> {
+        let mut events = 0;
+        loop {
+            let changes = self.log.changes_after(self.applied_up_to, 500).await?;
+            let Some(last) = changes.last() else {
+                return Ok(events);
+            };
+            self.applied_up_to = last.seq;
+            for change in changes {
+                let record = FeedRecord {
+                    position: change.seq.to_string(),
+                    table: change.table,
+                    pk: change.pk,
+                    sk: change.sk,
+                    old_image: change.old,
+                    new_image: change.new,
+                };
+                if record.sk.starts_with("EVT#") && record.new_image.is_some() {
+                    events += 1;
+                }
+                for handler in &self.handlers {
+                    if handler.projector().source() == record.table {
+                        handler.handle(&record).await?;
+                    }
+                }
+            }
+        }
+    }
+
+    /// One request of the app, with everything it caused: its usage.
+    async fn measure(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        headers: &[(&str, String)],
+        expected: StatusCode,
+    ) -> anyhow::Result<(Usage, Value)> {
+        self.project().await?;
+        self.counting.take();
+        self.counting.take_capacity();
+        let answer = self.call(method, path, body, headers, expected).await?;
+        let events = self.project().await?;
+        let counts: RequestCounts = self.counting.take();
+        let usage = Usage {
+            api_requests: 1,
+            reads: counts.reads() as u64,
+            writes: counts.writes() as u64,
+            transactions: counts.transactions as u64,
+            capacity: self.counting.take_capacity(),
+            consumer_invocations: events,
+        };
+        Ok((usage, answer))
+    }
+}
+
+/// The day the workload's facts belong to.
+const DAY: &str = "2026-03-02";
+
+fn meal(name: &str, hour: u32, calories: u32) -> Value {
+    json!({"name": name, "eaten_at": format!("{DAY}T{hour:02}:15:00.000Z"),
+        "calories": calories.to_string(), "protein_g": "25", "carbs_g": "40", "fat_g": "12"})
+}
+
+/// Runs the user-day; returns its lines and the one-time setup (sign-up, a goal, the
+/// wearable connected).
+pub async fn user_day() -> anyhow::Result<(Vec<Line>, Usage)> {
+    let dir = tempfile::tempdir()?;
+    let mut model = Model::new(dir.path())?;
+    let mut setup = Usage::default();
+    let registration = json!({"email": "ana@example.com", "password": "correct horse battery",
+        "display_name": "Ana", "timezone": "UTC"});
+    let (usage, answer) = model
+        .measure(
+            "POST",
+            "/v1/auth/register",
+            Some(&registration),
+            &[],
+            StatusCode::CREATED,
+        )
+        .await?;
+    setup += usage;
+    model.token = answer["access_token"].as_str().map(str::to_owned);
+    let goal = json!({"kind": "daily_protein_grams", "target": "100", "title": "Protein"});
+    let (usage, answer) = model
+        .measure(
+            "POST",
+            "/v1/me/goals",
+            Some(&goal),
+            &[],
+            StatusCode::CREATED,
+        )
+        .await?;
+    setup += usage;
+    let goal_id = answer["goal_id"].as_str().unwrap_or_default().to_owned();
+    let (usage, answer) = model
+        .measure(
+            "POST",
+            "/v1/integrations/sandbox/connect",
+            None,
+            &[],
+            StatusCode::OK,
+        )
+        .await?;
+    setup += usage;
+    let state = answer["state"].as_str().unwrap_or_default().to_owned();
+    let token = model.token.take();
+    let callback = format!("/v1/integrations/sandbox/callback?state={state}&code=code-ana-watch");
+    let (usage, _) = model
+        .measure("GET", &callback, None, &[], StatusCode::OK)
+        .await?;
+    setup += usage;
+    model.token = token;
+
+    let mut lines = Vec::new();
+    let mut line = |what: &'static str| {
+        lines.push(Line {
+            what,
+            per_day: 0,
+            usage: Usage::default(),
+        });
+        lines.len() - 1
+    };
+    let (log, edit, sync, sleep, open, check) = (
+        line("log a meal"),
+        line("edit a meal"),
+        line("a wearable delivers a workout (the second delivery a retry)"),
+        line("record a night of sleep"),
+        line("open the dashboard"),
+        line("check a goal's progress"),
+    );
+    let mut add = |index: usize, usage: Usage| {
+        lines[index].per_day += 1;
+        lines[index].usage += usage;
+    };
+
+    let mut first_meal = String::new();
+    for (name, hour, calories) in [
+        ("Oats", 7, 420),
+        ("Apple", 10, 95),
+        ("Soup", 12, 380),
+        ("Yogurt", 16, 150),
+        ("Pasta", 19, 610),
+    ] {
+        let (usage, answer) = model
+            .measure(
+                "POST",
+                "/v1/me/meals",
+                Some(&meal(name, hour, calories)),
+                &[],
+                StatusCode::CREATED,
+            )
+            .await?;
+        add(log, usage);
+        if first_meal.is_empty() {
+            first_meal = answer["meal_id"].as_str().unwrap_or_default().to_owned();
+        }
+    }
+    let path = format!("/v1/me/meals/{first_meal}");
+    let (usage, _) = model
+        .measure(
+            "PUT",
+            &path,
+            Some(&meal("Oats with berries", 7, 470)),
+            &[],
+            StatusCode::OK,
+        )
+        .await?;
+    add(edit, usage);
+
+    let workout = json!({"delivery_id": "d-1", "provider_user_id": "ana-watch", "workouts": [
+        {"external_id": "run-1", "sport": "run", "started_at": format!("{DAY}T06:00:00.000Z"),
+         "duration_s": 2400, "distance_m": 8000, "calories": null}]});
+    for delivery in ["d-1", "d-2"] {
+        let mut body = workout.clone();
+        body["delivery_id"] = json!(delivery);
+        let now = chrono::Utc::now().timestamp();
+        let signature = commands::integrations::sign(
+            WEBHOOK_SECRET.as_bytes(),
+            now,
+            body.to_string().as_bytes(),
+        );
+        let headers = [
+            ("x-vitals-timestamp", now.to_string()),
+            ("x-vitals-signature", signature),
+        ];
+        let token = model.token.take();
+        let measured = model
+            .measure(
+                "POST",
+                "/v1/integrations/sandbox/webhook",
+                Some(&body),
+                &headers,
+                StatusCode::ACCEPTED,
+            )
+            .await;
+        model.token = token;
+        add(sync, measured?.0);
+    }
+    let night = json!({"start": format!("{DAY}T22:40:00.000Z"), "end": "2026-03-03T06:50:00.000Z",
+        "score": 81, "stages": {"awake_min": 20, "light_min": 250, "deep_min": 90, "rem_min": 130}});
+    let (usage, _) = model
+        .measure(
+            "POST",
+            "/v1/me/sleep",
+            Some(&night),
+            &[],
+            StatusCode::CREATED,
+        )
+        .await?;
+    add(sleep, usage);
+    for _ in 0..10 {
+        let path = format!("/v1/me/dashboard?date={DAY}");
+        let (usage, _) = model
+            .measure("GET", &path, None, &[], StatusCode::OK)
+            .await?;
+        add(open, usage);
+    }
+    let path = format!("/v1/me/goals/{goal_id}/progress");
+    let (usage, _) = model
+        .measure("GET", &path, None, &[], StatusCode::OK)
+        .await?;
+    add(check, usage);
+    Ok((lines, setup))
+}
+
+/// The report, as Markdown.
+pub fn render(lines: &[Line], setup: &Usage, prices: &Prices, stack: &Stack) -> String {
+    let mut out = String::new();
+    out.push_str(
+        "# What a user costs\n\n\
+         Generated by `vitals cost` (a test fails when this file drifts; \
+         `VITALS_WRITE_COST=1 cargo test -p vitals --test cost_doc` rewrites it). One \
+         user-day runs through the real HTTP handlers, commands and projectors on a store \
+         that prices each request as DynamoDB bills it on demand; each outbox event is \
+         applied by every subscription of its stream, as the deployed consumers do.\n\n",
+    );
+    out.push_str(&format!(
+        "Assumptions: one consumer invocation per outbox event (an upper bound: a mapping \
+         batches up to 100 records), {} ms per Lambda invocation ({} MB api, {} MB \
+         consumers), one KB of Kinesis data per change-data-capture unit (an upper bound), \
+         {} days a month.\n\n",
+        prices.lambda_ms_per_invocation,
+        stack.api_memory_mb,
+        stack.consumer_memory_mb,
+        DAYS_PER_MONTH
+    ));
+    out.push_str("## Per command\n\n");
+    out.push_str(
+        "| what the app does | a day | reads | writes | of which transactions | read units | write units | of which changing nothing | CDC units | Lambda invocations | $ per 1,000 |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let mut day = Usage::default();
+    for line in lines {
+        day += line.usage;
+        let n = f64::from(line.per_day.max(1));
+        let u = &line.usage;
+        let dollars = Dollars::of(u, prices, stack).total();
+        out.push_str(&format!(
+            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.4} |\n",
+            line.what,
+            line.per_day,
+            u.reads as f64 / n,
+            u.writes as f64 / n,
+            u.transactions as f64 / n,
+            u.capacity.read_units / n,
+            u.capacity.write_units / n,
+            u.capacity.unchanged_write_units / n,
+            u.capacity.cdc_units / n,
+            (u.api_requests + u.consumer_invocations) as f64 / n,
+            dollars / n * 1000.0,
+        ));
+    }
+    let month = scale(&day, DAYS_PER_MONTH);
+    let dollars = Dollars::of(&month, prices, stack);
+    out.push_str(&format!(
+        "\nOne-time setup (sign-up, a goal, a wearable connected): {} requests, {:.1} read \
+         units, {:.1} write units, ${:.6}.\n\n",
+        setup.api_requests,
+        setup.capacity.read_units,
+        setup.capacity.write_units,
+        Dollars::of(setup, prices, stack).total()
+    ));
+    out.push_str("## An active user-month\n\n| | per month |\n|---|---:|\n");
+    for (label, value) in [
+        ("API requests", month.api_requests as f64),
+        ("DynamoDB reads (requests)", month.reads as f64),
+        ("DynamoDB writes (requests)", month.writes as f64),
+        ("of which transactions", month.transactions as f64),
+        ("read request units", month.capacity.read_units),
+        ("write request units", month.capacity.write_units),
+        (
+            "of which writes that changed nothing",
+            month.capacity.unchanged_write_units,
+        ),
+        ("change data capture units", month.capacity.cdc_units),
+        (
+            "Lambda invocations",
+            (month.api_requests + month.consumer_invocations) as f64,
+        ),
+    ] {
+        out.push_str(&format!("| {label} | {value:.0} |\n"));
+    }
+    for (label, value) in [
+        ("DynamoDB", dollars.dynamodb),
+        ("Kinesis (CDC units, data in and out)", dollars.streams),
+        ("Lambda", dollars.lambda),
+        ("API Gateway (HTTP API)", dollars.api_gateway),
+        ("**total per active user-month**", dollars.total()),
+    ] {
+        out.push_str(&format!("| {label} | ${value:.4} |\n"));
+    }
+    out.push_str(&format!(
+        "\n## The stack at rest\n\n{} on-demand Kinesis streams (${:.2} each an hour), {} \
+         alarms, {} secrets: **${:.2} a month** whatever the traffic (table storage aside), \
+         the cost of about {:.0} active users.\n\n",
+        stack.streams,
+        prices.kinesis_per_stream_hour,
+        stack.alarms,
+        stack.secrets,
+        stack.floor(prices),
+        stack.floor(prices) / dollars.total().max(f64::MIN_POSITIVE),
+    ));
+    out.push_str(
+        "## Prices (on demand, us-east-1; override with `vitals cost --prices FILE`)\n\n```json\n",
+    );
+    out.push_str(&serde_json::to_string_pretty(prices).unwrap_or_default());
+    out.push_str("\n```\n");
+    out
+}
+
+fn scale(usage: &Usage, factor: f64) -> Usage {
+    let times = |n: u64| (n as f64 * factor).round() as u64;
+    Usage {
+        api_requests: times(usage.api_requests),
+        reads: times(usage.reads),
+        writes: times(usage.writes),
+        transactions: times(usage.transactions),
+        capacity: Capacity {
+            read_units: usage.capacity.read_units * factor,
+            write_units: usage.capacity.write_units * factor,
+            cdc_units: usage.capacity.cdc_units * factor,
+            unchanged_write_units: usage.capacity.unchanged_write_units * factor,
+        },
+        consumer_invocations: times(usage.consumer_invocations),
+    }
+}
+
+/// `vitals cost`: the report for the default workload at `prices`.
+pub async fn report(prices: &Prices) -> anyhow::Result<String> {
+    let (lines, setup) = user_day().await?;
+    let template = crate::deploy::template::render(&crate::deploy::plan::plan());
+    Ok(render(
+        &lines,
+        &setup,
+        prices,
+        &Stack::from_template(&template),
+    ))
+}

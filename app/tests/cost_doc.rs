@@ -1,0 +1,66 @@
+//! `docs/cost.md` is what `vitals cost` prints for the default workload and prices
+//! (`VITALS_WRITE_COST=1` rewrites it), and `--prices` overrides prices, refusing a
+//! file it cannot read whole.
+
+use std::process::Command;
+
+fn vitals_cost(args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_vitals"))
+        .arg("cost")
+        .args(args)
+        .env("RUST_LOG", "error")
+        .output()
+        .expect("vitals cost runs");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_committed_cost_document_is_what_vitals_cost_prints() {
+    let (ok, printed, errors) = vitals_cost(&[]);
+    assert!(ok, "{errors}");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/cost.md");
+    if std::env::var("VITALS_WRITE_COST").as_deref() == Ok("1") {
+        std::fs::write(path, &printed).expect("writes docs/cost.md");
+    }
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        committed == printed,
+        "docs/cost.md is stale: run `VITALS_WRITE_COST=1 cargo test -p vitals --test cost_doc`"
+    );
+}
+
+/// The dollars of a labelled row of the month table.
+fn dollars(report: &str, label: &str) -> f64 {
+    report
+        .lines()
+        .find(|l| l.starts_with(&format!("| {label} |")))
+        .and_then(|l| l.rsplit('$').next())
+        .and_then(|v| v.trim_end_matches(" |").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {label} in {report}"))
+}
+
+#[test]
+fn prices_can_be_overridden_and_a_bad_file_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_, default, _) = vitals_cost(&[]);
+    let doubled = dir.path().join("prices.json");
+    std::fs::write(&doubled, r#"{"api_gateway_per_million_requests": 2.0}"#).expect("write");
+    let (ok, report, errors) = vitals_cost(&["--prices", doubled.to_str().expect("utf-8")]);
+    assert!(ok, "{errors}");
+    let (before, after) = (
+        dollars(&default, "API Gateway (HTTP API)"),
+        dollars(&report, "API Gateway (HTTP API)"),
+    );
+    assert!((after - 2.0 * before).abs() < 0.0001, "{before} -> {after}");
+    assert_eq!(dollars(&default, "DynamoDB"), dollars(&report, "DynamoDB"));
+
+    let unknown = dir.path().join("typo.json");
+    std::fs::write(&unknown, r#"{"dynamodb_per_milion_write_units": 1}"#).expect("write");
+    let (ok, report, errors) = vitals_cost(&["--prices", unknown.to_str().expect("utf-8")]);
+    assert!(!ok && report.is_empty(), "{report}");
+    assert!(errors.contains("unknown field"), "{errors}");
+}
