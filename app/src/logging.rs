@@ -5,9 +5,10 @@
 use crate::cli::LogFormat;
 use tracing_subscriber::EnvFilter;
 
-/// Installs the process's subscriber; `RUST_LOG` filters (default `info`).
-pub fn init(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+/// Installs the process's subscriber; `RUST_LOG` filters (default `default_level`).
+pub fn init(format: LogFormat, default_level: &str) {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

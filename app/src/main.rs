@@ -9,11 +9,17 @@ async fn main() -> anyhow::Result<()> {
     // The Lambda runtime starts `bootstrap` with no arguments: the environment says
     // which function this is.
     if std::env::args_os().len() == 1 && vitals::lambda_boot::in_lambda() {
-        vitals::logging::init(vitals::lambda_boot::log_format());
+        vitals::logging::init(vitals::lambda_boot::log_format(), "info");
         return vitals::lambda_boot::run().await;
     }
     let cli = Cli::parse();
-    vitals::logging::init(cli.log_format);
+    // `vitals cost` runs a whole user-day in-process: its report is the output, not the
+    // day's log lines.
+    let default_level = match cli.command {
+        Command::Cost { .. } => "warn",
+        _ => "info",
+    };
+    vitals::logging::init(cli.log_format, default_level);
     match cli.command {
         Command::Serve(args) => {
             let storage = storage::open(&args.store).await?.logged();

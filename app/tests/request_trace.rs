@@ -128,8 +128,9 @@ fn set_a_protein_goal(ana: &Client) {
     assert_eq!(status, 201, "{goal}");
 }
 
-/// Logs a meal with a `traceparent`, then follows its trace id through `logs`.
-fn follow_one_meal(address: &str, logs: &[PathBuf]) {
+/// Logs a meal with a `traceparent`, then follows its trace id through `logs`; the
+/// client of the account it made.
+fn follow_one_meal(address: &str, logs: &[PathBuf]) -> Client {
     let (status, reply) = Client::anonymous(address).call(
         "POST",
         "/v1/auth/register",
@@ -228,6 +229,44 @@ fn follow_one_meal(address: &str, logs: &[PathBuf]) {
             assert!(!text.contains(secret), "{secret:?} logged: {text}");
         }
     }
+    ana
+}
+
+/// The OAuth callback's command finds its user itself (from the state): its event still
+/// carries the callback request's id, and so does every subscription's apply of it.
+fn follow_a_wearable_connection(ana: &Client, logs: &[PathBuf]) {
+    let (status, started) = ana.call("POST", "/v1/integrations/sandbox/connect", None, &[]);
+    assert_eq!(status, 200, "{started}");
+    let state = started["state"].as_str().expect("state");
+    let trace_id = format!("{:032x}", ulid::Ulid::new().0);
+    let traceparent = format!("00-{trace_id}-00f067aa0ba902b7-01");
+    let (status, _, reply) = exchange(
+        &ana.address,
+        "GET",
+        &format!("/v1/integrations/sandbox/callback?state={state}&code=code-ana-watch"),
+        &[("traceparent", &traceparent)],
+        None,
+    );
+    assert_eq!(status, 200, "{reply}");
+    let deadline = Instant::now() + CONVERGE_WITHIN;
+    loop {
+        let applied: Vec<Value> = read_lines(logs)
+            .into_iter()
+            .filter(|l| {
+                l["fields"]["message"] == "event applied"
+                    && span_field(l, "event", "correlation_id") == Some(trace_id.as_str())
+                    && span_field(l, "event", "event_type") == Some("ProviderConnected")
+            })
+            .collect();
+        if !applied.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no apply of ProviderConnected under the callback's request id {trace_id}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn log_file(dir: &Path, name: &str) -> (PathBuf, Stdio) {
@@ -253,7 +292,8 @@ fn one_request_id_leads_from_the_request_to_every_row_on_the_embedded_shape() {
         &JSON_LOGS,
         stderr,
     );
-    follow_one_meal(&server.address, &[log]);
+    let ana = follow_one_meal(&server.address, std::slice::from_ref(&log));
+    follow_a_wearable_connection(&ana, &[log]);
     let text = metrics(&server.address);
     assert_eq!(families(&text), every_family(), "{text}");
     for (name, _) in consumers_of_meals() {

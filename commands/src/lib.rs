@@ -6,6 +6,8 @@
 //! Layout:
 //! - [`error`]: `CommandError`, the one error type of every handler.
 //! - [`envelope`]: what every command carries (the user, idempotency key, correlation).
+//! - [`correlation`]: the correlation id of the request or event in progress, for the
+//!   events of commands that find their user themselves.
 //! - [`outbox`], [`idempotency`], [`items`], [`validate`], [`retry`]: the shared mechanics;
 //!   `serial`: one writer per user inside a process; [`password`]: argon2 on a bounded pool.
 //! - [`identity`], [`nutrition`], [`activity`], [`sleep`], [`goals`], [`integrations`],
@@ -14,6 +16,7 @@
 //!   and sleep.
 
 pub mod activity;
+pub mod correlation;
 pub mod envelope;
 pub mod environment;
 pub mod erasure;

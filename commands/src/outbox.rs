@@ -24,7 +24,10 @@ pub fn envelope<P: EventPayload>(
 ) -> Result<EventEnvelope, CommandError> {
     let mut envelope = EventEnvelope::new(Some(meta.user.clone()), occurred_at, payload)
         .map_err(|e| CommandError::Internal(format!("event does not serialize: {e}")))?;
-    envelope.correlation_id = meta.correlation_id.clone();
+    envelope.correlation_id = meta
+        .correlation_id
+        .clone()
+        .or_else(crate::correlation::current);
     envelope.recorded_at = clock.now();
     Ok(envelope)
 }

@@ -228,7 +228,13 @@ impl Handler {
             causation_id = %event.event_id,
             correlation_id = event.correlation_id.as_deref().unwrap_or("-"),
         );
-        self.apply(record, &event).instrument(span).await
+        // What the projection records (a wearable's sync, an eraser's events) carries
+        // the same correlation id.
+        let apply = self.apply(record, &event).instrument(span);
+        match event.correlation_id.clone() {
+            Some(id) => commands::correlation::scope(id, apply).await,
+            None => apply.await,
+        }
     }
 
     async fn apply(&self, record: &FeedRecord, event: &EventEnvelope) -> Result<(), StoreError> {

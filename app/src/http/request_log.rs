@@ -101,7 +101,8 @@ pub async fn layer(mut request: Request, next: Next) -> Response {
     request.extensions_mut().insert(seen.clone());
     let method = request.method().clone();
     let span = tracing::info_span!("request", request_id = %id);
-    let mut response = next.run(request).instrument(span.clone()).await;
+    let serve = commands::correlation::scope(id.clone(), next.run(request));
+    let mut response = serve.instrument(span.clone()).await;
     if let Some(value) = header {
         response.headers_mut().insert(REQUEST_ID, value);
     }
