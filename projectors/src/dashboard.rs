@@ -16,7 +16,7 @@ use crate::rows::{
 };
 use async_trait::async_trait;
 use chrono::{Datelike as _, Duration};
-use events_schema::envelope::EventEnvelope;
+use events_schema::envelope::{EventEnvelope, EventPayload};
 use events_schema::events::activity::Workout;
 use events_schema::events::goals::{Goal, GoalCreated, GoalStatus, GoalStatusChanged};
 use events_schema::events::identity::{EmailChanged, ProfileState, ProfileUpdated, UserRegistered};
@@ -234,9 +234,9 @@ impl Projector for DashboardFromIdentity {
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let profile: ProfileState = match event.event_type.as_str() {
-            "UserRegistered" => decode::<UserRegistered>(event)?.profile,
-            "EmailChanged" => decode::<EmailChanged>(event)?.profile,
-            "ProfileUpdated" => decode::<ProfileUpdated>(event)?.profile,
+            UserRegistered::EVENT_TYPE => decode::<UserRegistered>(event)?.profile,
+            EmailChanged::EVENT_TYPE => decode::<EmailChanged>(event)?.profile,
+            ProfileUpdated::EVENT_TYPE => decode::<ProfileUpdated>(event)?.profile,
             _ => return Ok(()),
         };
         let pk = user_pk(event)?;
@@ -308,7 +308,7 @@ impl Projector for DashboardFromNutrition {
         let mut memo = Admissions::default();
         let rows = &self.0;
         match event.event_type.as_str() {
-            "MealLogged" => {
+            MealLogged::EVENT_TYPE => {
                 let logged: MealLogged = decode(event)?;
                 let pk = user_pk(event)?;
                 self.totals(&mut memo, &pk, &logged.day_totals).await?;
@@ -323,7 +323,7 @@ impl Projector for DashboardFromNutrition {
                 )
                 .await?;
             }
-            "MealEdited" => {
+            MealEdited::EVENT_TYPE => {
                 let edited: MealEdited = decode(event)?;
                 let pk = user_pk(event)?;
                 for totals in &edited.day_totals {
@@ -351,7 +351,7 @@ impl Projector for DashboardFromNutrition {
                 )
                 .await?;
             }
-            "MealDeleted" => {
+            MealDeleted::EVENT_TYPE => {
                 let deleted: MealDeleted = decode(event)?;
                 let pk = user_pk(event)?;
                 self.totals(&mut memo, &pk, &deleted.day_totals).await?;
@@ -570,8 +570,8 @@ impl Projector for DashboardFromGoals {
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let goal: Goal = match event.event_type.as_str() {
-            "GoalCreated" => decode::<GoalCreated>(event)?.goal,
-            "GoalStatusChanged" => decode::<GoalStatusChanged>(event)?.goal,
+            GoalCreated::EVENT_TYPE => decode::<GoalCreated>(event)?.goal,
+            GoalStatusChanged::EVENT_TYPE => decode::<GoalStatusChanged>(event)?.goal,
             _ => return Ok(()),
         };
         let pk = user_pk(event)?;
@@ -609,7 +609,7 @@ impl Projector for DashboardFromIntegrations {
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let mut row = match event.event_type.as_str() {
-            "ProviderConnected" => {
+            ProviderConnected::EVENT_TYPE => {
                 let connected: ProviderConnected = decode(event)?;
                 ConnectionRow {
                     provider: connected.provider,
@@ -619,7 +619,7 @@ impl Projector for DashboardFromIntegrations {
                     version: connected.version,
                 }
             }
-            "ProviderDisconnected" => {
+            ProviderDisconnected::EVENT_TYPE => {
                 let disconnected: ProviderDisconnected = decode(event)?;
                 ConnectionRow {
                     provider: disconnected.provider,

@@ -3,7 +3,7 @@
 //! (each with the day it moved from, if it moved). Other event types give nothing.
 
 use crate::projector::{ProjectionError, decode};
-use events_schema::envelope::EventEnvelope;
+use events_schema::envelope::{EventEnvelope, EventPayload};
 use events_schema::events::activity::{Workout, WorkoutRecorded, WorkoutUpdated};
 use events_schema::events::nutrition::{DayTotals, MealDeleted, MealEdited, MealLogged};
 use events_schema::events::sleep::{SleepRecorded, SleepSession, SleepUpdated};
@@ -20,9 +20,9 @@ pub const SLEEP_EVENTS: &[&str] = crate::projector::event_types![SleepRecorded, 
 /// The day totals a nutrition event carries (empty for other events).
 pub fn day_totals(event: &EventEnvelope) -> Result<Vec<DayTotals>, ProjectionError> {
     Ok(match event.event_type.as_str() {
-        "MealLogged" => vec![decode::<MealLogged>(event)?.day_totals],
-        "MealEdited" => decode::<MealEdited>(event)?.day_totals,
-        "MealDeleted" => vec![decode::<MealDeleted>(event)?.day_totals],
+        MealLogged::EVENT_TYPE => vec![decode::<MealLogged>(event)?.day_totals],
+        MealEdited::EVENT_TYPE => decode::<MealEdited>(event)?.day_totals,
+        MealDeleted::EVENT_TYPE => vec![decode::<MealDeleted>(event)?.day_totals],
         _ => Vec::new(),
     })
 }
@@ -32,8 +32,8 @@ pub fn workout_of(
     event: &EventEnvelope,
 ) -> Result<Option<(Workout, Option<Day>)>, ProjectionError> {
     Ok(match event.event_type.as_str() {
-        "WorkoutRecorded" => Some((decode::<WorkoutRecorded>(event)?.workout, None)),
-        "WorkoutUpdated" => {
+        WorkoutRecorded::EVENT_TYPE => Some((decode::<WorkoutRecorded>(event)?.workout, None)),
+        WorkoutUpdated::EVENT_TYPE => {
             let updated: WorkoutUpdated = decode(event)?;
             Some((updated.workout, updated.previous_day))
         }
@@ -46,8 +46,8 @@ pub fn sleep_of(
     event: &EventEnvelope,
 ) -> Result<Option<(SleepSession, Option<Day>)>, ProjectionError> {
     Ok(match event.event_type.as_str() {
-        "SleepRecorded" => Some((decode::<SleepRecorded>(event)?.session, None)),
-        "SleepUpdated" => {
+        SleepRecorded::EVENT_TYPE => Some((decode::<SleepRecorded>(event)?.session, None)),
+        SleepUpdated::EVENT_TYPE => {
             let updated: SleepUpdated = decode(event)?;
             Some((updated.session, updated.previous_night))
         }

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use commands::activity::ActivityCommands;
 use commands::sleep::SleepCommands;
 use commands::{CommandError, CommandMeta};
-use events_schema::envelope::EventEnvelope;
+use events_schema::envelope::{EventEnvelope, EventPayload};
 use events_schema::events::integrations::{WearableSleepReceived, WearableWorkoutReceived};
 
 /// The day of a synced entity is named in the user's timezone when they connected the
@@ -42,7 +42,7 @@ impl Projector for ActivityFromIntegrations {
     subscription!("activity-from-integrations", Integrations -> Activity, consumes event_types![WearableWorkoutReceived]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
-        if event.event_type != "WearableWorkoutReceived" {
+        if event.event_type != WearableWorkoutReceived::EVENT_TYPE {
             return Ok(());
         }
         let received: WearableWorkoutReceived = decode(event)?;
@@ -66,7 +66,7 @@ impl Projector for SleepFromIntegrations {
     subscription!("sleep-from-integrations", Integrations -> Sleep, consumes event_types![WearableSleepReceived]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
-        if event.event_type != "WearableSleepReceived" {
+        if event.event_type != WearableSleepReceived::EVENT_TYPE {
             return Ok(());
         }
         let received: WearableSleepReceived = decode(event)?;
