@@ -34,10 +34,3 @@ pub fn from_item<T: DeserializeOwned>(item: Item) -> Result<T, CommandError> {
         )))
     })
 }
-
-/// The `version` attribute of an item (0 when absent).
-pub fn version_of(item: &Item) -> u64 {
-    item.get(events_schema::tables::VERSION)
-        .and_then(Value::as_u64)
-        .unwrap_or(0)
-}
