@@ -58,10 +58,12 @@ impl Guarded {
         Self { inner, store }
     }
 
-    async fn erased(&self, user: &UserId) -> Result<bool, StoreError> {
+    /// Whether the target table holds the user's tombstone. `consistent`: a strongly
+    /// consistent read (twice the read units of an eventually consistent one on DynamoDB).
+    async fn erased(&self, user: &UserId, consistent: bool) -> Result<bool, StoreError> {
         Ok(self
             .store
-            .get(self.inner.target(), &erasure_key(user), true)
+            .get(self.inner.target(), &erasure_key(user), consistent)
             .await?
             .is_some())
     }
@@ -100,12 +102,16 @@ impl Projector for Guarded {
         let Some(user) = &event.user_id else {
             return self.inner.apply(event).await;
         };
-        if self.erased(user).await? {
+        // The first look only spares an erased user's event the work: it may read a
+        // replica that has not seen a fresh tombstone yet (half the read units), because
+        // the second look, strongly consistent, is what keeps the guarantee: whatever
+        // the event wrote, or whatever error it met, is swept if the user is erased.
+        if self.erased(user, false).await? {
             self.sweep(user).await?;
             return Ok(());
         }
         let applied = self.inner.apply(event).await;
-        if self.erased(user).await? {
+        if self.erased(user, true).await? {
             // Erased while this event was applied: whatever it wrote goes, and an error
             // of an erased user's event is not worth a dead letter.
             self.sweep(user).await?;
