@@ -131,8 +131,15 @@ class Stack:
             spec = props.get("KinesisStreamSpecification")
             if spec:
                 stream = self.physical(spec["StreamArn"]["Fn::GetAtt"][0])
-                arn = self.kinesis.describe_stream_summary(StreamName=stream)[
-                    "StreamDescriptionSummary"]["StreamARN"]
+                summary = self.kinesis.describe_stream_summary(StreamName=stream)[
+                    "StreamDescriptionSummary"]
+                arn = summary["StreamARN"]
+                # The template's default: provisioned streams of StreamShards shards.
+                shards = self.template["Parameters"]["StreamShards"]["Default"]
+                mode = summary["StreamModeDetails"]["StreamMode"]
+                if (mode, summary["OpenShardCount"]) != ("PROVISIONED", shards):
+                    raise SystemExit(f"{stream}: {mode} with {summary['OpenShardCount']} shards, "
+                                     f"expected PROVISIONED with {shards}")
 
                 def destination_status():
                     found = self.ddb.describe_kinesis_streaming_destination(TableName=table)

@@ -40,7 +40,12 @@ pub struct Prices {
     pub cdc_per_million_units: f64,
     pub kinesis_per_gb_in: f64,
     pub kinesis_per_gb_out: f64,
+    /// An on-demand stream's hourly charge.
     pub kinesis_per_stream_hour: f64,
+    /// A provisioned shard's hourly charge.
+    pub kinesis_per_shard_hour: f64,
+    /// Provisioned streams bill records put in 25 KB units (and reads not at all).
+    pub kinesis_per_million_put_units: f64,
     pub lambda_per_million_requests: f64,
     pub lambda_per_gb_second: f64,
     /// Assumed duration of one invocation, in milliseconds.
@@ -59,6 +64,8 @@ impl Default for Prices {
             kinesis_per_gb_in: 0.08,
             kinesis_per_gb_out: 0.04,
             kinesis_per_stream_hour: 0.04,
+            kinesis_per_shard_hour: 0.015,
+            kinesis_per_million_put_units: 0.014,
             lambda_per_million_requests: 0.20,
             lambda_per_gb_second: 0.000_016_666_7,
             lambda_ms_per_invocation: 25.0,
@@ -111,6 +118,8 @@ pub struct Stack {
     pub api_memory_mb: f64,
     pub consumer_memory_mb: f64,
     pub streams: usize,
+    /// Shards of each stream, 0 when the streams are on demand.
+    pub stream_shards: u32,
     pub alarms: usize,
     pub secrets: usize,
 }
@@ -132,14 +141,35 @@ impl Stack {
             api_memory_mb: memory("ApiFunction"),
             consumer_memory_mb: memory(&crate::deploy::template::consumer_id(Context::Nutrition)),
             streams: count("AWS::Kinesis::Stream"),
+            stream_shards: template["Parameters"]["StreamShards"]["Default"]
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(0),
             alarms: count("AWS::CloudWatch::Alarm"),
             secrets: count("AWS::SecretsManager::Secret"),
         }
     }
 
+    /// The streams' share of the floor.
+    pub fn streams_floor(&self, prices: &Prices) -> f64 {
+        let hourly = match self.stream_shards {
+            0 => prices.kinesis_per_stream_hour,
+            shards => f64::from(shards) * prices.kinesis_per_shard_hour,
+        };
+        self.streams as f64 * hourly * HOURS_PER_MONTH
+    }
+
+    /// The same stack with its streams on demand (`StreamShards=0`).
+    pub fn on_demand(&self) -> Self {
+        Self {
+            stream_shards: 0,
+            ..*self
+        }
+    }
+
     /// Dollars a month whatever the traffic.
     pub fn floor(&self, prices: &Prices) -> f64 {
-        self.streams as f64 * prices.kinesis_per_stream_hour * HOURS_PER_MONTH
+        self.streams_floor(prices)
             + self.alarms as f64 * prices.alarm_per_month
             + self.secrets as f64 * prices.secret_per_month
     }
@@ -165,8 +195,13 @@ impl Dollars {
         Self {
             dynamodb: c.write_units * prices.dynamodb_per_million_write_units / million
                 + c.read_units * prices.dynamodb_per_million_read_units / million,
+            // A record is at least one CDC unit and at most 25 KB here, so CDC units
+            // bound the put units from above.
             streams: c.cdc_units * prices.cdc_per_million_units / million
-                + gb * (prices.kinesis_per_gb_in + prices.kinesis_per_gb_out),
+                + match stack.stream_shards {
+                    0 => gb * (prices.kinesis_per_gb_in + prices.kinesis_per_gb_out),
+                    _ => c.cdc_units * prices.kinesis_per_million_put_units / million,
+                },
             lambda: (usage.api_requests + usage.consumer_invocations) as f64
                 * prices.lambda_per_million_requests
                 / million
@@ -563,7 +598,7 @@ pub fn render(lines: &[Line], setup: &Usage, prices: &Prices, stack: &Stack) -> 
     }
     for (label, value) in [
         ("DynamoDB", dollars.dynamodb),
-        ("Kinesis (CDC units, data in and out)", dollars.streams),
+        ("Kinesis (CDC units, records in and out)", dollars.streams),
         ("Lambda", dollars.lambda),
         ("API Gateway (HTTP API)", dollars.api_gateway),
         ("**total per active user-month**", dollars.total()),
@@ -571,22 +606,45 @@ pub fn render(lines: &[Line], setup: &Usage, prices: &Prices, stack: &Stack) -> 
         out.push_str(&format!("| {label} | ${value:.4} |\n"));
     }
     out.push_str(&format!(
-        "\n## The stack at rest\n\n{} on-demand Kinesis streams (${:.2} each an hour), {} \
-         alarms, {} secrets: **${:.2} a month** whatever the traffic (table storage aside), \
-         the cost of about {:.0} active users.\n\n",
-        stack.streams,
-        prices.kinesis_per_stream_hour,
+        "\n## The stack at rest\n\n{}, {} alarms, {} secrets: **${:.2} a month** whatever \
+         the traffic (table storage aside), the cost of about {:.0} active users.\n\n",
+        streams_phrase(stack, prices),
         stack.alarms,
         stack.secrets,
         stack.floor(prices),
         stack.floor(prices) / dollars.total().max(f64::MIN_POSITIVE),
     ));
+    if stack.stream_shards > 0 {
+        let on_demand = stack.on_demand();
+        out.push_str(&format!(
+            "With `StreamShards=0`, {} and no shards to size: **${:.2} a month**, and \
+             ${:.4} per active user-month.\n\n",
+            streams_phrase(&on_demand, prices),
+            on_demand.floor(prices),
+            Dollars::of(&month, prices, &on_demand).total(),
+        ));
+    }
     out.push_str(
         "## Prices (on demand, us-east-1; override with `vitals cost --prices FILE`)\n\n```json\n",
     );
     out.push_str(&serde_json::to_string_pretty(prices).unwrap_or_default());
     out.push_str("\n```\n");
     out
+}
+
+fn streams_phrase(stack: &Stack, prices: &Prices) -> String {
+    match stack.stream_shards {
+        0 => format!(
+            "{} on-demand Kinesis streams (${:.3} each an hour)",
+            stack.streams, prices.kinesis_per_stream_hour
+        ),
+        shards => format!(
+            "{} Kinesis streams of {shards} provisioned shard{} (${:.3} a shard-hour)",
+            stack.streams,
+            if shards == 1 { "" } else { "s" },
+            prices.kinesis_per_shard_hour
+        ),
+    }
 }
 
 fn scale(usage: &Usage, factor: f64) -> Usage {

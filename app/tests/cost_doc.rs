@@ -64,3 +64,36 @@ fn prices_can_be_overridden_and_a_bad_file_is_refused() {
     assert!(!ok && report.is_empty(), "{report}");
     assert!(errors.contains("unknown field"), "{errors}");
 }
+
+/// The first and second `**$X a month**` of the report: the deployed stack's floor and
+/// the same stack with on-demand streams.
+fn floors(report: &str) -> Vec<f64> {
+    report
+        .split("**$")
+        .skip(1)
+        .filter_map(|rest| rest.split_once(" a month**"))
+        .filter_map(|(value, _)| value.parse().ok())
+        .collect()
+}
+
+#[test]
+fn the_floor_prices_provisioned_shards_and_shows_the_on_demand_alternative() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_, default, _) = vitals_cost(&[]);
+    let pricier = dir.path().join("prices.json");
+    std::fs::write(&pricier, r#"{"kinesis_per_shard_hour": 0.030}"#).expect("write");
+    let (ok, report, errors) = vitals_cost(&["--prices", pricier.to_str().expect("utf-8")]);
+    assert!(ok, "{errors}");
+    let (before, after) = (floors(&default), floors(&report));
+    assert_eq!((before.len(), after.len()), (2, 2), "{default}");
+    // 8 streams of one shard, $0.015 more an hour each, 730 hours.
+    assert!(
+        (after[0] - before[0] - 8.0 * 0.015 * 730.0).abs() < 0.01,
+        "{before:?} -> {after:?}"
+    );
+    assert_eq!(before[1], after[1], "the on-demand floor has no shards");
+    assert!(
+        before[0] < before[1],
+        "provisioned is the cheaper floor: {before:?}"
+    );
+}

@@ -135,12 +135,30 @@ fn the_tables_are_the_table_definitions() {
                 json!({"Fn::GetAtt": [stream_id(def.context), "Arn"]})
             );
             let stream = &resources(&template)[&stream_id(def.context)]["Properties"];
-            assert_eq!(stream["StreamModeDetails"]["StreamMode"], "ON_DEMAND");
+            // Provisioned with the `StreamShards` parameter's shards, on demand when it is 0.
+            assert_eq!(
+                stream["StreamModeDetails"],
+                json!({"Fn::If": ["OnDemandStreams", {"StreamMode": "ON_DEMAND"}, {"StreamMode": "PROVISIONED"}]})
+            );
+            assert_eq!(
+                stream["ShardCount"],
+                json!({"Fn::If": ["OnDemandStreams", {"Ref": "AWS::NoValue"}, {"Ref": "StreamShards"}]})
+            );
         }
     }
     assert_eq!(
         of_type(&template, "AWS::Kinesis::Stream").len(),
         consumed.len()
+    );
+    assert_eq!(
+        template["Conditions"]["OnDemandStreams"],
+        json!({"Fn::Equals": [{"Ref": "StreamShards"}, "0"]})
+    );
+    let shards = &template["Parameters"]["StreamShards"];
+    assert_eq!(shards["Type"], "Number");
+    assert!(
+        shards["Default"].as_u64().is_some_and(|n| n >= 1),
+        "provisioned by default: {shards}"
     );
 }
 

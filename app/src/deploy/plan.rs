@@ -38,6 +38,18 @@ pub const MAXIMUM_RETRY_ATTEMPTS: u32 = 5;
 pub const MAXIMUM_RECORD_AGE_SECONDS: u32 = 3_600;
 /// Kinesis retention of the change streams.
 pub const RETENTION_HOURS: u32 = 24;
+/// Shards of each change stream unless the stack's `StreamShards` parameter says
+/// otherwise (0: on demand).
+///
+/// Why provisioned, one shard. An on-demand stream costs $0.04 an hour before it
+/// carries a record: eight of them were $233.60 of the stack's $238 monthly floor
+/// (`docs/cost.md`), the price of ~50,000 active users. A provisioned shard costs
+/// $0.015 an hour and takes 1,000 records (1 MB) a second. An active user makes about
+/// 80 changes a day over all streams (`docs/cost.md`: ~2,400 CDC units a month), 0.001
+/// a second, so even with every change on one stream and the busiest hour at ten times
+/// the average, one shard carries ~100,000 active users. Past that, raise
+/// `StreamShards` (a stack update resharding in place) or set it to 0.
+pub const DEFAULT_STREAM_SHARDS: u32 = 1;
 
 /// The contexts the HTTP API writes: every context that owns commands. Dashboard and
 /// insights rows are written only by their projections (and the nightly job).
