@@ -129,6 +129,7 @@ pub async fn replay(
     args: &StoreArgs,
     projection: &str,
     user: Option<&str>,
+    mode: projectors::replay::Mode,
 ) -> anyhow::Result<projectors::replay::Replayed> {
     let storage = storage::open(args).await?;
     let store = storage.store.clone();
@@ -157,8 +158,15 @@ pub async fn replay(
         )
         .context("progress template")?,
     );
-    let replayed =
-        projectors::replay::replay(store, &selected, user.as_ref(), &Bar(bar.clone())).await?;
+    let replayed = projectors::replay::replay_with(
+        store,
+        &selected,
+        user.as_ref(),
+        &Bar(bar.clone()),
+        projectors::replay::BATCH_EVENTS,
+        mode,
+    )
+    .await?;
     bar.finish();
     if let Some(embedded) = &storage.embedded {
         embedded.close();

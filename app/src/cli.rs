@@ -102,6 +102,11 @@ pub enum Command {
         /// Only this user's events.
         #[arg(long)]
         user: Option<String>,
+        /// Fold each batch of events in memory and write only the final rows, in large
+        /// batches: many times faster, but only with the projection workers stopped
+        /// (it overwrites what they write meanwhile).
+        #[arg(long)]
+        rebuild: bool,
         #[command(flatten)]
         store: StoreArgs,
     },

@@ -127,9 +127,16 @@ async fn main() -> anyhow::Result<()> {
         Command::Replay {
             projection,
             user,
+            rebuild,
             store,
         } => {
-            let replayed = vitals::admin::replay(&store, &projection, user.as_deref()).await?;
+            let mode = if rebuild {
+                projectors::replay::Mode::Rebuild
+            } else {
+                projectors::replay::Mode::Incremental
+            };
+            let replayed =
+                vitals::admin::replay(&store, &projection, user.as_deref(), mode).await?;
             println!(
                 "replayed {} events ({} applications, {} refused)",
                 replayed.events, replayed.applications, replayed.rejected

@@ -219,6 +219,18 @@ fn residue_and_replay_after_an_erasure_leave_nothing_of_her_and_all_of_him() {
         "left of Ana after a replay: {nothing}"
     );
 
+    // A rebuild (folded in memory, final rows written in batches) likewise.
+    let rebuilt = vitals(&[&["replay", "all", "--rebuild"][..], &store].concat());
+    assert_eq!(rebuilt.code, Some(0), "{rebuilt}");
+    let (rebuilt_events, _) = replayed(&rebuilt);
+    assert!(rebuilt_events >= events, "every event again: {rebuilt}");
+    let nothing = residue(&ana.user_id);
+    assert_eq!(
+        nothing.code,
+        Some(0),
+        "left of Ana after a rebuild: {nothing}"
+    );
+
     // One projection, one user.
     let bobs = vitals(
         &[

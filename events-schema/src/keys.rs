@@ -66,8 +66,14 @@ pub struct ErasureDigest(String);
 impl ErasureDigest {
     pub fn of(user: &UserId) -> Self {
         use sha2::{Digest, Sha256};
+        use std::fmt::Write as _;
         let digest = Sha256::digest(format!("vitals-erasure:{user}").as_bytes());
-        Self(digest.iter().map(|b| format!("{b:02x}")).collect())
+        let mut hex = String::with_capacity(2 * digest.len());
+        for byte in digest {
+            // Writing to a String cannot fail.
+            let _ = write!(hex, "{byte:02x}");
+        }
+        Self(hex)
     }
 }
 

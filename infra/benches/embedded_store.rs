@@ -11,7 +11,9 @@ use anyhow::{Context as _, Result, bail, ensure};
 use events_schema::Context;
 use hdrhistogram::Histogram;
 use infra::embedded::EmbeddedStore;
-use infra::store::{Condition, Item, Key, Query, SortKeyCondition, Store, TransactAction};
+use infra::store::{
+    BatchWrite, Condition, Item, Key, Query, SortKeyCondition, Store, TransactAction,
+};
 use redb::{ReadableDatabase as _, TableDefinition};
 use rusqlite::{Connection, OptionalExtension as _, params};
 use serde_json::{Value, json};
@@ -86,6 +88,63 @@ fn main() -> Result<()> {
 
     println!();
     print_table(&rows);
+    println!();
+    ceiling(&data, count(CEILING_ITEMS))?;
+    Ok(())
+}
+
+/// Items of the engine-ceiling runs at scale 1.
+const CEILING_ITEMS: f64 = 400_000.0;
+/// Items per durable transaction in the ceiling runs.
+const CEILING_CHUNK: usize = 4096;
+
+/// The engine's own write ceiling on this machine: the same items inserted into raw
+/// redb in large durable transactions, and through the embedded store's batch write
+/// (`Store::write_batch`, what a rebuild flushes with), so every write figure can be
+/// read as a fraction of it.
+fn ceiling(data: &Dataset, items: u64) -> Result<()> {
+    let mut rng = Rng(11);
+    let batch: Vec<Item> = (0..items)
+        .map(|n| put_item(data, &mut rng, 10_000_000 + n))
+        .collect();
+
+    let dir = tempfile::tempdir_in(std::env::temp_dir())?;
+    let db = redb::Database::create(dir.path().join("ceiling.redb"))?;
+    let started = Instant::now();
+    for chunk in batch.chunks(CEILING_CHUNK) {
+        let txn = db.begin_write()?;
+        {
+            let mut table = txn.open_table(RAW_ITEMS)?;
+            for item in chunk {
+                table.insert(key_of(item), serde_json::to_vec(item)?.as_slice())?;
+            }
+        }
+        txn.commit()?;
+    }
+    let raw = items as f64 / started.elapsed().as_secs_f64();
+    drop(db);
+    dir.close()?;
+
+    let dir = tempfile::tempdir_in(std::env::temp_dir())?;
+    let store = Arc::new(EmbeddedStore::open(dir.path())?);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let writes: Vec<BatchWrite> = batch.into_iter().map(BatchWrite::Put).collect();
+    let started = Instant::now();
+    runtime.block_on(store.write_batch(TABLE, writes))?;
+    let layered = items as f64 / started.elapsed().as_secs_f64();
+    store.close();
+    dir.close()?;
+
+    println!(
+        "engine ceiling: {items} items of ~{ITEM_BYTES} B, durable transactions of {CEILING_CHUNK}"
+    );
+    println!("  redb-raw inserts:              {raw:>10.0} items/s");
+    println!(
+        "  embedded Store::write_batch:   {layered:>10.0} items/s ({:.0}% of raw: the layer adds the change log and index upkeep)",
+        100.0 * layered / raw
+    );
     Ok(())
 }
 

@@ -10,7 +10,8 @@
 
 use crate::capacity::{self, Capacity};
 use crate::store::{
-    Condition, IndexQuery, Item, Key, Page, Query, Scan, Store, StoreError, TransactAction, Update,
+    BatchWrite, Condition, IndexQuery, Item, Key, Page, Query, Scan, Store, StoreError,
+    TransactAction, Update,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -28,6 +29,8 @@ pub struct RequestCounts {
     pub single_writes: usize,
     pub transactions: usize,
     pub drains: usize,
+    /// Batch write requests as DynamoDB takes them (`BatchWriteItem`, 25 writes each).
+    pub batch_writes: usize,
 }
 
 impl RequestCounts {
@@ -36,7 +39,7 @@ impl RequestCounts {
     }
 
     pub fn writes(&self) -> usize {
-        self.single_writes + self.transactions + self.drains
+        self.single_writes + self.transactions + self.drains + self.batch_writes
     }
 
     pub fn total(&self) -> usize {
@@ -53,6 +56,7 @@ struct Counters {
     single_writes: AtomicUsize,
     transactions: AtomicUsize,
     drains: AtomicUsize,
+    batch_writes: AtomicUsize,
 }
 
 pub struct CountingStore {
@@ -124,6 +128,7 @@ impl CountingStore {
             single_writes: c.single_writes.load(Ordering::SeqCst),
             transactions: c.transactions.load(Ordering::SeqCst),
             drains: c.drains.load(Ordering::SeqCst),
+            batch_writes: c.batch_writes.load(Ordering::SeqCst),
         }
     }
 
@@ -152,6 +157,7 @@ impl CountingStore {
             single_writes: c.single_writes.swap(0, Ordering::SeqCst),
             transactions: c.transactions.swap(0, Ordering::SeqCst),
             drains: c.drains.swap(0, Ordering::SeqCst),
+            batch_writes: c.batch_writes.swap(0, Ordering::SeqCst),
         }
     }
 }
@@ -297,6 +303,28 @@ impl Store for CountingStore {
             }
         }
         outcome
+    }
+
+    async fn write_batch(&self, table: Context, writes: Vec<BatchWrite>) -> Result<(), StoreError> {
+        /// Writes per `BatchWriteItem` request.
+        const PER_REQUEST: usize = 25;
+        self.counters
+            .batch_writes
+            .fetch_add(writes.len().div_ceil(PER_REQUEST), Ordering::SeqCst);
+        let mut priced = Vec::with_capacity(writes.len());
+        for write in &writes {
+            let old = self.before(table, &write.key()?).await?;
+            let new = match write {
+                BatchWrite::Put(item) => Some(item.clone()),
+                BatchWrite::Delete(_) => None,
+            };
+            priced.push((old, new));
+        }
+        self.inner.write_batch(table, writes).await?;
+        for (old, new) in priced {
+            self.bill(capacity::write(table, old.as_ref(), new.as_ref(), false));
+        }
+        Ok(())
     }
 
     async fn drain_partition_page(

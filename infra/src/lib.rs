@@ -12,10 +12,13 @@
 //!   access command handlers get.
 //! - [`counting`]: a wrapper counting requests, to prove request economy in tests, and
 //!   the capacity units they would cost ([`capacity`]: DynamoDB's billing rules).
+//! - [`buffered`]: a write-back view of some tables for rebuilds (reads and conditional
+//!   writes in memory, the changed rows written in batches at the end).
 //! - [`logged`]: a wrapper logging every write that took effect (kind of row, no values).
 //! - [`aws_client`]: SDK configuration shared by every AWS adapter.
 
 pub mod aws_client;
+pub mod buffered;
 pub mod capacity;
 pub mod counting;
 pub mod dlq;

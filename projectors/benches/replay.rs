@@ -3,8 +3,11 @@
 //! 1. Replay: `BENCH_REPLAY_EVENTS` (default 1,000,000) `MealLogged` outbox items for
 //!    `BENCH_REPLAY_USERS` users (default 10,000; two meals a day, newest days last)
 //!    are written straight into the nutrition table, then `replay` rebuilds every
-//!    projection (dashboard, goals, insights, cross-context) from them. Prints events/s
-//!    and projector applications/s.
+//!    projection (dashboard, goals, insights, cross-context) from them, in each mode of
+//!    `BENCH_REPLAY_MODES` (default `rebuild,incremental`; a fresh store each). Prints
+//!    events/s and projector applications/s. Then, on `BENCH_REPLAY_COUNTED_EVENTS`
+//!    (default 20,000) events, the same replay through a store that counts requests
+//!    as DynamoDB takes them (25 writes per `BatchWriteItem`): requests per event.
 //! 2. Erasure: one user with `BENCH_HISTORY_DAYS` (default 730) days of history (two
 //!    meals, a workout and a sleep per day, through the command handlers, projectors
 //!    running) asks for deletion; prints the time until identity marks it complete.
@@ -22,12 +25,13 @@ use events_schema::ids::{EventId, MealId, UserId};
 use events_schema::keys::PartitionKey;
 use events_schema::time::{Day, Timestamp};
 use infra::Store;
+use infra::counting::CountingStore;
 use infra::embedded::EmbeddedStore;
 use infra::feed::embedded::EmbeddedFeed;
 use infra::store::{Query, TransactAction};
 use infra::table::Table;
 use projectors::pipeline::Pipeline;
-use projectors::replay::Progress;
+use projectors::replay::{BATCH_EVENTS, Mode, Progress, replay_with};
 use rust_decimal::Decimal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -100,9 +104,13 @@ fn meal_event(user: &UserId, n: usize) -> anyhow::Result<EventEnvelope> {
     Ok(event)
 }
 
-async fn replay_bench(events: usize, users: usize) -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let store = Arc::new(EmbeddedStore::open(dir.path())?);
+/// Writes `events` `MealLogged` outbox items for `users` users into a fresh store.
+async fn seeded_store(
+    dir: &std::path::Path,
+    events: usize,
+    users: usize,
+) -> anyhow::Result<Arc<EmbeddedStore>> {
+    let store = Arc::new(EmbeddedStore::open(dir)?);
     let shared: Arc<dyn Store> = store.clone();
     let per_user = events.div_ceil(users);
     let started = Instant::now();
@@ -145,17 +153,30 @@ async fn replay_bench(events: usize, users: usize) -> anyhow::Result<()> {
         "seeded {written} MealLogged outbox items for {users} users in {:.1} s",
         started.elapsed().as_secs_f64()
     );
+    Ok(store)
+}
 
+async fn replay_bench(events: usize, users: usize, mode: Mode) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let store = seeded_store(dir.path(), events, users).await?;
+    let shared: Arc<dyn Store> = store.clone();
     let subscriptions = projectors::registry::projections(shared.clone());
     let progress = Every {
         started: Instant::now(),
         done: AtomicU64::new(0),
     };
-    let replayed =
-        projectors::replay::replay(shared.clone(), &subscriptions, None, &progress).await?;
+    let replayed = replay_with(
+        shared.clone(),
+        &subscriptions,
+        None,
+        &progress,
+        BATCH_EVENTS,
+        mode,
+    )
+    .await?;
     let secs = progress.started.elapsed().as_secs_f64();
     println!(
-        "replay (all {} projections; {} of them consume nutrition): {} events, {} applications, {} refused in {secs:.1} s",
+        "replay, {mode:?} (all {} projections; {} of them consume nutrition): {} events, {} applications, {} refused in {secs:.1} s",
         subscriptions.len(),
         subscriptions
             .iter()
@@ -169,6 +190,38 @@ async fn replay_bench(events: usize, users: usize) -> anyhow::Result<()> {
         "  {:.0} events/s, {:.0} applications/s (counting pass included)",
         replayed.events as f64 / secs,
         replayed.applications as f64 / secs
+    );
+    store.close();
+    Ok(())
+}
+
+/// The replay's requests per event, counted as DynamoDB takes them.
+async fn replay_requests(events: usize, users: usize, mode: Mode) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let store = seeded_store(dir.path(), events, users).await?;
+    let counting = Arc::new(CountingStore::new(store.clone()));
+    let shared: Arc<dyn Store> = counting.clone();
+    let subscriptions = projectors::registry::projections(shared.clone());
+    let replayed = replay_with(
+        shared,
+        &subscriptions,
+        None,
+        &projectors::replay::Quiet,
+        BATCH_EVENTS,
+        mode,
+    )
+    .await?;
+    let counts = counting.counts();
+    let per_event = |n: usize| n as f64 / replayed.events.max(1) as f64;
+    println!(
+        "replay requests, {mode:?}, {} events: {:.3} write requests per event ({} single, {} transactions, {} batch writes of up to 25), {:.3} reads per event; {:.2} write units per event",
+        replayed.events,
+        per_event(counts.writes()),
+        counts.single_writes,
+        counts.transactions,
+        counts.batch_writes,
+        per_event(counts.reads()),
+        counting.capacity().write_units / replayed.events.max(1) as f64,
     );
     store.close();
     Ok(())
@@ -326,11 +379,19 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async {
         if env("BENCH_SKIP_REPLAY", 0) == 0 {
-            replay_bench(
-                env("BENCH_REPLAY_EVENTS", 1_000_000),
-                env("BENCH_REPLAY_USERS", 10_000),
-            )
-            .await?;
+            let modes = std::env::var("BENCH_REPLAY_MODES")
+                .unwrap_or_else(|_| "rebuild,incremental".to_owned());
+            let users = env("BENCH_REPLAY_USERS", 10_000);
+            for mode in modes.split(',') {
+                let mode = match mode.trim() {
+                    "rebuild" => Mode::Rebuild,
+                    "incremental" => Mode::Incremental,
+                    other => anyhow::bail!("BENCH_REPLAY_MODES: unknown mode {other:?}"),
+                };
+                replay_bench(env("BENCH_REPLAY_EVENTS", 1_000_000), users, mode).await?;
+                let counted = env("BENCH_REPLAY_COUNTED_EVENTS", 20_000);
+                replay_requests(counted, users.min(counted / 10).max(1), mode).await?;
+            }
         }
         erasure_bench(env("BENCH_HISTORY_DAYS", 730)).await
     })

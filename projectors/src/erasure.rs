@@ -60,10 +60,10 @@ impl Guarded {
 
     /// Whether the target table holds the user's tombstone. `consistent`: a strongly
     /// consistent read (twice the read units of an eventually consistent one on DynamoDB).
-    async fn erased(&self, user: &UserId, consistent: bool) -> Result<bool, StoreError> {
+    async fn erased(&self, tombstone: &Key, consistent: bool) -> Result<bool, StoreError> {
         Ok(self
             .store
-            .get(self.inner.target(), &erasure_key(user), consistent)
+            .get(self.inner.target(), tombstone, consistent)
             .await?
             .is_some())
     }
@@ -106,12 +106,13 @@ impl Projector for Guarded {
         // replica that has not seen a fresh tombstone yet (half the read units), because
         // the second look, strongly consistent, is what keeps the guarantee: whatever
         // the event wrote, or whatever error it met, is swept if the user is erased.
-        if self.erased(user, false).await? {
+        let tombstone = erasure_key(user);
+        if self.erased(&tombstone, false).await? {
             self.sweep(user).await?;
             return Ok(());
         }
         let applied = self.inner.apply(event).await;
-        if self.erased(user, true).await? {
+        if self.erased(&tombstone, true).await? {
             // Erased while this event was applied: whatever it wrote goes, and an error
             // of an erased user's event is not worth a dead letter.
             self.sweep(user).await?;

@@ -11,6 +11,14 @@
 //! position of each source is checkpointed after every page (`REPLAY#<subscription>` in
 //! each target table), so an interrupted replay resumes where it stopped; a finished
 //! one removes its checkpoints.
+//!
+//! Two ways to write ([`Mode`]): incremental (every event applied through the store,
+//! version-guarded, safe next to running workers: `vitals replay --user` repairs one
+//! user live) and rebuild (each batch folded in memory through the same projector code
+//! on an [`infra::buffered::Buffered`] view of the target tables, then only the final
+//! rows written, in large unconditional batches; the workers must be stopped). Both
+//! produce the rows the live pipeline produces (`tests/tests/replay_rebuild.rs`, the
+//! model-based test).
 
 use crate::projector::{ProjectionError, Projector};
 use crate::runtime::RetryPolicy;
@@ -18,6 +26,7 @@ use events_schema::Context;
 use events_schema::envelope::{EventEnvelope, OUTBOX_ATTR};
 use events_schema::ids::UserId;
 use events_schema::keys::{PartitionKey, prefix};
+use infra::buffered::Buffered;
 use infra::store::{Cursor, Item, Key, Page, Query, Scan, SortKeyCondition};
 use infra::{Store, StoreError};
 use serde_json::{Value, json};
@@ -41,7 +50,16 @@ const SOURCE_ORDER: [Context; 9] = [
 /// Items read per page.
 const PAGE: usize = 1000;
 /// Events applied between checkpoints (more when a page ends past it).
-const BATCH_EVENTS: usize = 16_384;
+pub const BATCH_EVENTS: usize = 16_384;
+
+/// How a replay writes its rows (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Through the store, event by event: safe next to running workers.
+    Incremental,
+    /// Folded in memory per batch, the final rows written in batches: workers stopped.
+    Rebuild,
+}
 
 /// What a replay reports as it goes.
 pub trait Progress: Send + Sync {
@@ -79,6 +97,25 @@ pub async fn replay(
     replay_in_batches(store, subscriptions, user, progress, BATCH_EVENTS).await
 }
 
+/// Rebuilds `subscriptions` (from `registry::projections`, used for their names), for
+/// one user or everyone, in [`Mode::Rebuild`]. The projection workers must be stopped.
+pub async fn rebuild(
+    store: Arc<dyn Store>,
+    subscriptions: &[Arc<dyn Projector>],
+    user: Option<&UserId>,
+    progress: &dyn Progress,
+) -> Result<Replayed, StoreError> {
+    replay_with(
+        store,
+        subscriptions,
+        user,
+        progress,
+        BATCH_EVENTS,
+        Mode::Rebuild,
+    )
+    .await
+}
+
 /// [`replay`], checkpointing after every `batch_events` events (or the page that passes
 /// that many).
 pub async fn replay_in_batches(
@@ -87,6 +124,26 @@ pub async fn replay_in_batches(
     user: Option<&UserId>,
     progress: &dyn Progress,
     batch_events: usize,
+) -> Result<Replayed, StoreError> {
+    replay_with(
+        store,
+        subscriptions,
+        user,
+        progress,
+        batch_events,
+        Mode::Incremental,
+    )
+    .await
+}
+
+/// A replay in either [`Mode`], checkpointing after every `batch_events` events.
+pub async fn replay_with(
+    store: Arc<dyn Store>,
+    subscriptions: &[Arc<dyn Projector>],
+    user: Option<&UserId>,
+    progress: &dyn Progress,
+    batch_events: usize,
+    mode: Mode,
 ) -> Result<Replayed, StoreError> {
     let batch_events = batch_events.max(1);
     // Per source, the subscriptions that publish into the source's own table
@@ -109,6 +166,7 @@ pub async fn replay_in_batches(
             group,
             user: user.cloned(),
             page_size: PAGE.min(batch_events),
+            mode,
         })
         .collect();
     let mut total = 0;
@@ -240,6 +298,7 @@ struct Run {
     group: Vec<Arc<dyn Projector>>,
     user: Option<UserId>,
     page_size: usize,
+    mode: Mode,
 }
 
 impl Run {
@@ -254,9 +313,40 @@ impl Run {
         .await
     }
 
-    /// Applies a page's events: partitions (users) concurrently, each user's events in
-    /// order, every subscription of the source in turn.
+    /// Applies a batch's events: through the store, or folded on a buffered view of the
+    /// target tables whose changed rows are then written in batches.
     async fn apply(&self, events: &[(String, EventEnvelope)]) -> Result<Applied, StoreError> {
+        match self.mode {
+            Mode::Incremental => Self::apply_events(&self.group, events).await,
+            Mode::Rebuild => {
+                let buffered = Arc::new(Buffered::new(
+                    self.store.clone(),
+                    self.group.iter().map(|s| s.target()),
+                ));
+                // The same subscriptions, bound to the buffered view.
+                let names: Vec<&str> = self.group.iter().map(|s| s.name()).collect();
+                let bound: Vec<Arc<dyn Projector>> = crate::registry::projections(buffered.clone())
+                    .into_iter()
+                    .filter(|s| names.contains(&s.name()))
+                    .collect();
+                if bound.len() != self.group.len() {
+                    return Err(StoreError::Validation(format!(
+                        "a rebuild runs the registry's projections only, not {names:?}"
+                    )));
+                }
+                let applied = Self::apply_events(&bound, events).await?;
+                buffered.flush().await?;
+                Ok(applied)
+            }
+        }
+    }
+
+    /// Applies a batch's events: partitions (users) concurrently, each user's events in
+    /// order, every subscription of the source in turn.
+    async fn apply_events(
+        group: &[Arc<dyn Projector>],
+        events: &[(String, EventEnvelope)],
+    ) -> Result<Applied, StoreError> {
         let mut by_partition: BTreeMap<&str, Vec<EventEnvelope>> = BTreeMap::new();
         for (pk, event) in events {
             by_partition.entry(pk).or_default().push(event.clone());
@@ -267,7 +357,7 @@ impl Run {
         let mut tasks = JoinSet::new();
         for (_, events) in by_partition {
             let events = Arc::new(events);
-            for subscription in &self.group {
+            for subscription in group {
                 let (subscription, events) = (subscription.clone(), events.clone());
                 tasks.spawn(async move {
                     let mut applied = Applied::default();

@@ -28,6 +28,19 @@ pub async fn embedded() -> TestBackend {
     }
 }
 
+/// Every table buffered in memory ([`infra::buffered::Buffered`]) over a fresh embedded
+/// store: what a rebuild's projectors write to.
+pub async fn buffered_embedded() -> TestBackend {
+    let backend = embedded().await;
+    TestBackend {
+        store: Arc::new(infra::buffered::Buffered::new(
+            backend.store,
+            events_schema::Context::ALL,
+        )),
+        dir: backend.dir,
+    }
+}
+
 /// The emulator's endpoint. Panics with instructions when it is not set: the DynamoDB
 /// suites must never pass by silently skipping.
 pub fn dynamodb_endpoint() -> String {

@@ -5,8 +5,9 @@
 use events_schema::Context;
 use events_schema::ids::UserId;
 use infra::store::{
-    CancelReason, Condition, Cursor, IndexQuery, Item, Key, Page, Query, Scan, SortKeyCondition,
-    Store, StoreError, TransactAction, Update, drain_partition, now_epoch_seconds,
+    BatchWrite, CancelReason, Condition, Cursor, IndexQuery, Item, Key, Page, Query, Scan,
+    SortKeyCondition, Store, StoreError, TransactAction, Update, drain_partition,
+    now_epoch_seconds,
 };
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -1302,5 +1303,65 @@ pub async fn concurrent_version_guarded_writers_lose_no_update(store: Shared) {
     assert_eq!(
         last["writers"].as_array().map(Vec::len),
         Some(writers as usize)
+    );
+}
+
+pub async fn batch_writes_put_and_delete_many_items(store: Shared) {
+    let pk = fresh_pk();
+    let sk = |prefix: &str, n: usize| format!("{prefix}#{n:03}");
+    for n in 0..10 {
+        store
+            .put(
+                Context::Dashboard,
+                item(json!({"pk": pk, "sk": sk("A", n), "v": 1})),
+                None,
+            )
+            .await
+            .expect("put");
+    }
+    // More writes than one DynamoDB request takes (25), puts and deletes mixed.
+    let mut writes: Vec<BatchWrite> = (0..60)
+        .map(|n| BatchWrite::Put(item(json!({"pk": pk, "sk": sk("B", n), "v": n}))))
+        .collect();
+    writes.extend((0..5).map(|n| BatchWrite::Delete(Key::new(&pk, sk("A", n)))));
+    writes.push(BatchWrite::Put(item(
+        json!({"pk": pk, "sk": sk("A", 5), "v": 2}),
+    )));
+    // Deleting what is not there is no error.
+    writes.push(BatchWrite::Delete(Key::new(&pk, sk("C", 0))));
+    store
+        .write_batch(Context::Dashboard, writes)
+        .await
+        .expect("batch");
+    let items = all_pages(
+        &*store,
+        Context::Dashboard,
+        Query::partition(&pk).limit(40).consistent(),
+    )
+    .await;
+    let expected: Vec<String> = (5..10)
+        .map(|n| sk("A", n))
+        .chain((0..60).map(|n| sk("B", n)))
+        .collect();
+    assert_eq!(sks(&items), expected);
+    assert_eq!(items[0]["v"], json!(2), "a put replaces the item");
+    assert_eq!(items[10]["v"], json!(5));
+
+    // The same item twice is refused, and nothing of the batch is written.
+    let twice = vec![
+        BatchWrite::Put(item(json!({"pk": pk, "sk": sk("D", 0)}))),
+        BatchWrite::Put(item(json!({"pk": pk, "sk": sk("D", 0), "v": 1}))),
+    ];
+    assert!(matches!(
+        store.write_batch(Context::Dashboard, twice).await,
+        Err(StoreError::Validation(_))
+    ));
+    let key = Key::new(&pk, sk("D", 0));
+    assert_eq!(
+        store
+            .get(Context::Dashboard, &key, true)
+            .await
+            .expect("get"),
+        None
     );
 }

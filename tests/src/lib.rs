@@ -125,6 +125,7 @@ macro_rules! conformance_suite {
             drain_leaves_nothing_in_table_or_index,
             scan_reads_every_item_of_table_and_index_once,
             concurrent_version_guarded_writers_lose_no_update,
+            batch_writes_put_and_delete_many_items,
         );
     };
 }

@@ -16,9 +16,9 @@ use self::expr::{Expr, key_attributes};
 use self::marshal::Attributes;
 use crate::aws_client::{self, AwsSettings};
 use crate::store::{
-    Condition, Cursor, IndexQuery, Item, Key, MAX_TRANSACTION_ACTIONS, Page, Query, Scan,
-    SortKeyCondition, Store, StoreError, TransactAction, Update, is_expired, now_epoch_seconds,
-    validate_index_attributes,
+    BatchWrite, Condition, Cursor, IndexQuery, Item, Key, MAX_TRANSACTION_ACTIONS, Page, Query,
+    Scan, SortKeyCondition, Store, StoreError, TransactAction, Update, is_expired,
+    now_epoch_seconds, validate_index_attributes,
 };
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
@@ -28,7 +28,7 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
-    self as ddb, ConsumedCapacity, DeleteRequest, ReturnConsumedCapacity, ReturnValue,
+    self as ddb, ConsumedCapacity, DeleteRequest, PutRequest, ReturnConsumedCapacity, ReturnValue,
     ReturnValuesOnConditionCheckFailure, TransactWriteItem, WriteRequest,
 };
 use events_schema::Context;
@@ -704,7 +704,7 @@ impl Store for DynamoStore {
         if keys.is_empty() {
             return Ok(0);
         }
-        let mut pending = keys
+        let pending = keys
             .iter()
             .map(|key| {
                 let delete = DeleteRequest::builder()
@@ -714,13 +714,62 @@ impl Store for DynamoStore {
                 Ok(WriteRequest::builder().delete_request(delete).build())
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
-        // Unprocessed items come back under load; retry them with backoff.
+        self.batch_write_requests(&name, pending).await?;
+        Ok(keys.len())
+    }
+
+    async fn write_batch(&self, table: Context, writes: Vec<BatchWrite>) -> Result<(), StoreError> {
+        let name = self.table_name(table);
+        let mut seen = HashSet::new();
+        let mut requests = Vec::with_capacity(writes.len());
+        for write in writes {
+            if !seen.insert(write.key()?) {
+                return Err(StoreError::Validation(
+                    "a batch cannot write the same item twice".into(),
+                ));
+            }
+            requests.push(match write {
+                BatchWrite::Put(item) => {
+                    validate_index_attributes(table, &item)?;
+                    let put = PutRequest::builder()
+                        .set_item(Some(marshal::to_attributes(&item)?))
+                        .build()
+                        .map_err(build_error)?;
+                    WriteRequest::builder().put_request(put).build()
+                }
+                BatchWrite::Delete(key) => {
+                    let delete = DeleteRequest::builder()
+                        .set_key(Some(key_attributes(&key)))
+                        .build()
+                        .map_err(build_error)?;
+                    WriteRequest::builder().delete_request(delete).build()
+                }
+            });
+        }
+        for chunk in requests.chunks(BATCH_WRITE_REQUESTS) {
+            self.batch_write_requests(&name, chunk.to_vec()).await?;
+        }
+        Ok(())
+    }
+}
+
+/// `BatchWriteItem` takes at most 25 requests.
+const BATCH_WRITE_REQUESTS: usize = 25;
+
+impl DynamoStore {
+    /// Sends up to 25 write requests to one table, retrying the unprocessed ones
+    /// (they come back under load) with backoff.
+    async fn batch_write_requests(
+        &self,
+        name: &str,
+        mut pending: Vec<WriteRequest>,
+    ) -> Result<(), StoreError> {
         let mut backoff = Duration::from_millis(50);
         for _ in 0..10 {
             let output = self
                 .client
                 .batch_write_item()
-                .request_items(&name, pending)
+                .request_items(name, pending)
                 .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send()
                 .await;
@@ -730,10 +779,10 @@ impl Store for DynamoStore {
             let output = output.map_err(errors::common)?;
             pending = output
                 .unprocessed_items
-                .and_then(|mut u| u.remove(&name))
+                .and_then(|mut u| u.remove(name))
                 .unwrap_or_default();
             if pending.is_empty() {
-                return Ok(keys.len());
+                return Ok(());
             }
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(Duration::from_secs(2));

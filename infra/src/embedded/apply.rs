@@ -72,6 +72,24 @@ pub(super) fn plan(
             actions.len()
         )));
     }
+    plan_actions(txn, names, actions)
+}
+
+/// [`plan`] without the transaction size limit: a batch of unconditional writes
+/// (`Store::write_batch`), as large as the caller makes it.
+pub(super) fn plan_batch(
+    txn: &WriteTransaction,
+    names: &Names,
+    actions: &[TransactAction],
+) -> Result<Vec<Change>, StoreError> {
+    plan_actions(txn, names, actions)
+}
+
+fn plan_actions(
+    txn: &WriteTransaction,
+    names: &Names,
+    actions: &[TransactAction],
+) -> Result<Vec<Change>, StoreError> {
     let mut seen = HashSet::new();
     let mut keys = Vec::with_capacity(actions.len());
     for action in actions {

@@ -14,8 +14,8 @@ use self::apply::backend;
 use self::layout::{CHANGELOG, CHECKPOINTS, EXPIRY, Names};
 use self::writer::{Job, WriteOp, WriteOutcome};
 use crate::store::{
-    CancelReason, Condition, IndexQuery, Item, Key, Page, Query, Scan, Store, StoreError,
-    TransactAction, Update, now_epoch_seconds,
+    BatchWrite, CancelReason, Condition, IndexQuery, Item, Key, Page, Query, Scan, Store,
+    StoreError, TransactAction, Update, now_epoch_seconds,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -351,6 +351,22 @@ impl Store for EmbeddedStore {
 
     async fn transact(&self, actions: Vec<TransactAction>) -> Result<(), StoreError> {
         self.submit(WriteOp::Transact(actions)).await.map(|_| ())
+    }
+
+    async fn write_batch(&self, table: Context, writes: Vec<BatchWrite>) -> Result<(), StoreError> {
+        // One commit per chunk: large enough to amortise the fsync, small enough that a
+        // redb transaction stays a few megabytes.
+        const CHUNK: usize = 4096;
+        let mut writes = writes.into_iter().peekable();
+        while writes.peek().is_some() {
+            let chunk: Vec<TransactAction> = writes
+                .by_ref()
+                .take(CHUNK)
+                .map(|w| w.into_action(table))
+                .collect();
+            self.submit(WriteOp::Batch(chunk)).await?;
+        }
+        Ok(())
     }
 
     async fn drain_partition_page(

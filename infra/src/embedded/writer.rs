@@ -22,6 +22,8 @@ const MAX_GROUP: usize = 512;
 /// A write request.
 pub(super) enum WriteOp {
     Transact(Vec<TransactAction>),
+    /// Unconditional writes of any number (a rebuild's final rows), in one commit.
+    Batch(Vec<TransactAction>),
     Drain {
         table: Context,
         pk: String,
@@ -129,6 +131,7 @@ fn commit_group(db: &Database, names: &Names, group: Vec<Job>, next_seq: &mut u6
         }
         let planned = match &job.op {
             WriteOp::Transact(actions) => apply::plan(&txn, names, actions),
+            WriteOp::Batch(actions) => apply::plan_batch(&txn, names, actions),
             WriteOp::Drain { table, pk, limit } => {
                 apply::plan_drain(&txn, names, *table, pk, *limit)
             }
@@ -201,7 +204,9 @@ fn outcome(op: &WriteOp, changes: Vec<Change>) -> WriteOutcome {
         WriteOp::Transact(_) => {
             WriteOutcome::Applied(changes.into_iter().map(|c| (c.old, c.new)).collect())
         }
-        WriteOp::Drain { .. } | WriteOp::Purge { .. } => WriteOutcome::Deleted(changes.len()),
+        WriteOp::Drain { .. } | WriteOp::Purge { .. } | WriteOp::Batch(_) => {
+            WriteOutcome::Deleted(changes.len())
+        }
         WriteOp::Checkpoint { .. } => WriteOutcome::Done,
         WriteOp::TrimChanges { .. } => WriteOutcome::Deleted(0),
     }

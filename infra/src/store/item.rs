@@ -114,14 +114,46 @@ pub fn is_expired(item: &Item, now: i64) -> bool {
 /// same way on every backend: attribute names plus the JSON text of their values.
 pub(crate) fn item_size(item: &Item) -> usize {
     item.iter()
-        .map(|(name, value)| name.len() + value.to_string().len())
+        .map(|(name, value)| name.len() + json_len(value))
         .sum()
+}
+
+/// The length of a value's JSON text, without building the text.
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` to an in-memory counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_items_size_counts_its_values_json_text() {
+        let value = json!({"pk": "USER#1", "sk": "DAILY#2026-01-01", "n": 12.5, "s": "caf\u{e9} \"q\"\n",
+                           "l": [1, null, true, {"a": []}], "m": {"k": "v"}});
+        let Value::Object(item) = value else {
+            unreachable!()
+        };
+        let expected: usize = item
+            .iter()
+            .map(|(k, v)| k.len() + v.to_string().len())
+            .sum();
+        assert_eq!(item_size(&item), expected);
+    }
 
     #[test]
     fn key_of_requires_string_keys() {

@@ -14,8 +14,8 @@ pub use cursor::Cursor;
 pub use error::{CancelReason, StoreError};
 pub use item::{Item, Key, is_expired, now_epoch_seconds, validate_index_attributes};
 pub use request::{
-    Condition, IndexQuery, MAX_TRANSACTION_ACTIONS, Page, Query, Scan, SortKeyCondition,
-    TransactAction, Update,
+    BatchWrite, Condition, IndexQuery, MAX_TRANSACTION_ACTIONS, Page, Query, Scan,
+    SortKeyCondition, TransactAction, Update,
 };
 
 use async_trait::async_trait;
@@ -89,6 +89,24 @@ pub trait Store: Send + Sync {
     /// two on the same item. A failed condition cancels the whole transaction and is
     /// reported per action in [`StoreError::TransactionCanceled`].
     async fn transact(&self, actions: Vec<TransactAction>) -> Result<(), StoreError>;
+
+    /// Writes and deletes items of one table unconditionally, in as few requests as
+    /// the backend allows: what a rebuild uses to write its final rows. Each write is
+    /// atomic, the batch as a whole is not (DynamoDB's `BatchWriteItem` is not), and no
+    /// two writes may address the same item. The default takes transactions of
+    /// [`MAX_TRANSACTION_ACTIONS`]; the backends do better.
+    async fn write_batch(&self, table: Context, writes: Vec<BatchWrite>) -> Result<(), StoreError> {
+        let mut writes = writes.into_iter().peekable();
+        while writes.peek().is_some() {
+            let chunk: Vec<TransactAction> = writes
+                .by_ref()
+                .take(MAX_TRANSACTION_ACTIONS)
+                .map(|w| w.into_action(table))
+                .collect();
+            self.transact(chunk).await?;
+        }
+        Ok(())
+    }
 
     /// Deletes up to `page_size` items of the partition `pk` (expired ones included)
     /// and returns how many it deleted; 0 means the partition is empty.

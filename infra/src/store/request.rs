@@ -96,6 +96,39 @@ impl TransactAction {
     }
 }
 
+/// One unconditional write of a batch ([`crate::Store::write_batch`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum BatchWrite {
+    Put(Item),
+    Delete(Key),
+}
+
+impl BatchWrite {
+    /// The key written.
+    pub fn key(&self) -> Result<Key, crate::StoreError> {
+        match self {
+            BatchWrite::Put(item) => Key::of(item),
+            BatchWrite::Delete(key) => Ok(key.clone()),
+        }
+    }
+
+    /// As an action of a transaction on `table`.
+    pub fn into_action(self, table: Context) -> TransactAction {
+        match self {
+            BatchWrite::Put(item) => TransactAction::Put {
+                table,
+                item,
+                condition: None,
+            },
+            BatchWrite::Delete(key) => TransactAction::Delete {
+                table,
+                key,
+                condition: None,
+            },
+        }
+    }
+}
+
 /// A condition on the sort key of a query (or the index sort key of an index query).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SortKeyCondition {

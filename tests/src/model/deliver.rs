@@ -25,20 +25,24 @@ pub enum Delivery {
     /// The projections are rebuilt by `vitals replay`'s code from the outboxes, then
     /// the erasure subscriptions get the deletion requests.
     Replay,
+    /// As `Replay`, in rebuild mode: each batch folded in memory on a buffered view of
+    /// the target tables, the final rows written in batches.
+    Rebuild,
 }
 
 impl Delivery {
-    pub const ALL: [Delivery; 5] = [
+    pub const ALL: [Delivery; 6] = [
         Delivery::InOrder,
         Delivery::EveryEventTwice,
         Delivery::Shuffled,
         Delivery::FailedBatchRetried,
         Delivery::Replay,
+        Delivery::Rebuild,
     ];
 
     fn order(self, events: Vec<EventEnvelope>, rng: &mut StdRng) -> Vec<EventEnvelope> {
         match self {
-            Delivery::InOrder | Delivery::Replay => events,
+            Delivery::InOrder | Delivery::Replay | Delivery::Rebuild => events,
             Delivery::EveryEventTwice => events.into_iter().flat_map(|e| [e.clone(), e]).collect(),
             Delivery::Shuffled => {
                 let mut events = events;
@@ -82,12 +86,19 @@ pub async fn deliver(
     let subscriptions = projectors::registry::all(store.clone());
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
     let mut round = first;
-    if delivery == Delivery::Replay {
-        projectors::replay::replay(
+    if matches!(delivery, Delivery::Replay | Delivery::Rebuild) {
+        let mode = match delivery {
+            Delivery::Rebuild => projectors::replay::Mode::Rebuild,
+            _ => projectors::replay::Mode::Incremental,
+        };
+        projectors::replay::replay_with(
             store,
             &projectors::registry::projections(capture.clone()),
             None,
             &projectors::replay::Quiet,
+            // Small batches, so a user's rows folded in one are read back by the next.
+            16,
+            mode,
         )
         .await
         .unwrap_or_else(|e| panic!("seed {seed}: replay: {e}"));

@@ -1,0 +1,465 @@
+//! A write-back view of some tables, for a rebuild: the partitions of the tables it
+//! buffers are read from the store they wrap once, on first use, and kept in memory;
+//! every read and conditional write on them is served from memory, with the port's
+//! semantics (conditions, updates, transactions all-or-nothing, TTL hidden from reads);
+//! [`Buffered::flush`] then writes only the rows that changed, in large unconditional
+//! batches ([`Store::write_batch`]). Other tables pass through to the wrapped store.
+//!
+//! Why: a replay through the store applies each event with a few durable conditional
+//! writes, most of them rewriting a row that the next event of the same user rewrites
+//! again. Folding a batch of users' events in memory through the same projector code
+//! and writing the final rows once costs one write per row instead of several per event.
+//!
+//! It is not live-safe: the flush overwrites what others wrote to those rows since they
+//! were read. A rebuild runs with the projection workers stopped.
+
+use crate::store::{
+    BatchWrite, CancelReason, Condition, IndexQuery, Item, Key, MAX_ITEM_BYTES,
+    MAX_TRANSACTION_ACTIONS, Page, Query, Scan, SortKeyCondition, Store, StoreError,
+    TransactAction, Update, is_expired, now_epoch_seconds, validate_index_attributes,
+};
+use crate::store::{Cursor, item::item_size};
+use async_trait::async_trait;
+use events_schema::Context;
+use events_schema::tables::{PK, SK};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::ops::Bound;
+use std::sync::{Arc, Mutex};
+
+/// One partition of a buffered table, as read and as changed since.
+#[derive(Default)]
+struct Partition {
+    items: BTreeMap<String, Item>,
+    /// The value each changed row had when read (None: absent), to write only the
+    /// rows whose final value differs.
+    read_as: HashMap<String, Option<Item>>,
+}
+
+impl Partition {
+    fn set(&mut self, sk: &str, new: Option<Item>) {
+        let old = match new {
+            Some(item) => self.items.insert(sk.to_owned(), item),
+            None => self.items.remove(sk),
+        };
+        self.read_as.entry(sk.to_owned()).or_insert(old);
+    }
+
+    fn changed(&self) -> impl Iterator<Item = (&String, Option<&Item>)> {
+        self.read_as
+            .iter()
+            .map(|(sk, was)| (sk, was.as_ref(), self.items.get(sk)))
+            .filter(|(_, was, now)| was != now)
+            .map(|(sk, _, now)| (sk, now))
+    }
+}
+
+type PartitionId = (Context, String);
+
+/// See the module docs.
+pub struct Buffered {
+    base: Arc<dyn Store>,
+    tables: BTreeSet<Context>,
+    partitions: Mutex<HashMap<PartitionId, Partition>>,
+}
+
+impl Buffered {
+    /// Buffers `tables` of `base`.
+    pub fn new(base: Arc<dyn Store>, tables: impl IntoIterator<Item = Context>) -> Self {
+        Self {
+            base,
+            tables: tables.into_iter().collect(),
+            partitions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn buffers(&self, table: Context) -> bool {
+        self.tables.contains(&table)
+    }
+
+    fn lock(
+        &self,
+    ) -> Result<std::sync::MutexGuard<'_, HashMap<PartitionId, Partition>>, StoreError> {
+        self.partitions
+            .lock()
+            .map_err(|_| StoreError::Backend("buffered partitions lock poisoned".into()))
+    }
+
+    /// Reads the partition from the wrapped store unless it is already here.
+    async fn load(&self, table: Context, pk: &str) -> Result<(), StoreError> {
+        let id = (table, pk.to_owned());
+        if self.lock()?.contains_key(&id) {
+            return Ok(());
+        }
+        let mut partition = Partition::default();
+        let mut cursor = None;
+        loop {
+            let page = self
+                .base
+                .query(table, &Query::partition(pk).consistent().after(cursor))
+                .await?;
+            for item in page.items {
+                if let Some(sk) = item.get(SK).and_then(|v| v.as_str()) {
+                    partition.items.insert(sk.to_owned(), item);
+                }
+            }
+            match page.cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        // Another task may have loaded (and changed) it meanwhile: theirs wins.
+        self.lock()?.entry(id).or_insert(partition);
+        Ok(())
+    }
+
+    /// Runs `f` on the loaded partition of `key`.
+    async fn with<T>(
+        &self,
+        table: Context,
+        pk: &str,
+        f: impl FnOnce(&mut Partition) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.load(table, pk).await?;
+        let mut partitions = self.lock()?;
+        let partition = partitions
+            .get_mut(&(table, pk.to_owned()))
+            .ok_or_else(|| StoreError::Backend("buffered partition vanished".into()))?;
+        f(partition)
+    }
+
+    /// Writes every row that changed since it was read, in batches, and forgets the
+    /// partitions; returns how many rows it wrote or deleted.
+    pub async fn flush(&self) -> Result<usize, StoreError> {
+        let partitions = std::mem::take(&mut *self.lock()?);
+        let mut by_table: BTreeMap<Context, Vec<BatchWrite>> = BTreeMap::new();
+        for ((table, pk), partition) in &partitions {
+            for (sk, now) in partition.changed() {
+                by_table.entry(*table).or_default().push(match now {
+                    Some(item) => BatchWrite::Put(item.clone()),
+                    None => BatchWrite::Delete(Key::new(pk.clone(), sk.clone())),
+                });
+            }
+        }
+        let mut written = 0;
+        for (table, writes) in by_table {
+            written += writes.len();
+            self.base.write_batch(table, writes).await?;
+        }
+        Ok(written)
+    }
+}
+
+fn validate(table: Context, item: &Item) -> Result<Key, StoreError> {
+    let key = Key::of(item)?;
+    validate_index_attributes(table, item)?;
+    if item_size(item) > MAX_ITEM_BYTES {
+        return Err(StoreError::Validation(format!(
+            "item larger than {MAX_ITEM_BYTES} bytes"
+        )));
+    }
+    Ok(key)
+}
+
+fn updated(key: &Key, current: Option<&Item>, update: &Update) -> Result<Item, StoreError> {
+    let mut item = current.cloned().unwrap_or_else(|| key.to_item());
+    for (attr, value) in &update.set {
+        if attr == PK || attr == SK {
+            return Err(StoreError::Validation(format!(
+                "cannot update key attribute {attr}"
+            )));
+        }
+        item.insert(attr.clone(), value.clone());
+    }
+    for attr in &update.remove {
+        if attr == PK || attr == SK {
+            return Err(StoreError::Validation(format!(
+                "cannot remove key attribute {attr}"
+            )));
+        }
+        item.remove(attr);
+    }
+    Ok(item)
+}
+
+/// The key an action addresses and the item it leaves (None: deleted or only checked).
+fn planned(action: &TransactAction, current: Option<&Item>) -> Result<Option<Item>, StoreError> {
+    match action {
+        TransactAction::Put { item, .. } => Ok(Some(item.clone())),
+        TransactAction::Update { key, update, .. } => updated(key, current, update).map(Some),
+        TransactAction::Delete { .. } | TransactAction::ConditionCheck { .. } => Ok(None),
+    }
+}
+
+fn action_key(action: &TransactAction) -> Result<Key, StoreError> {
+    match action {
+        TransactAction::Put { table, item, .. } => validate(*table, item),
+        TransactAction::Update { key, .. }
+        | TransactAction::Delete { key, .. }
+        | TransactAction::ConditionCheck { key, .. } => {
+            key.validate()?;
+            Ok(key.clone())
+        }
+    }
+}
+
+fn query_partition(partition: &Partition, query: &Query) -> Result<Page, StoreError> {
+    if query.limit == Some(0) {
+        return Err(StoreError::Validation(
+            "a query's limit must be at least 1".into(),
+        ));
+    }
+    let start = match &query.cursor {
+        Some(cursor) => {
+            let key = cursor.to_key(&[PK, SK])?;
+            if key.get(PK) != Some(&query.pk) {
+                return Err(StoreError::Validation(
+                    "the cursor is not valid for this query".into(),
+                ));
+            }
+            key.get(SK).cloned()
+        }
+        None => None,
+    };
+    let (lower, upper) = match (&start, query.forward) {
+        (Some(sk), true) => (Bound::Excluded(sk.as_str()), Bound::Unbounded),
+        (Some(sk), false) => (Bound::Unbounded, Bound::Excluded(sk.as_str())),
+        (None, _) => (Bound::Unbounded, Bound::Unbounded),
+    };
+    let range = partition.items.range::<str, _>((lower, upper));
+    let entries: Box<dyn Iterator<Item = (&String, &Item)>> = if query.forward {
+        Box::new(range)
+    } else {
+        Box::new(range.rev())
+    };
+    let now = now_epoch_seconds();
+    let sort_key = query.sort_key.as_ref();
+    let mut matching = entries
+        .filter(|(sk, _)| sort_key.is_none_or(|c: &SortKeyCondition| c.matches(sk)))
+        .filter(|(_, item)| !is_expired(item, now));
+    let limit = query.limit.unwrap_or(usize::MAX);
+    let items: Vec<(&String, &Item)> = matching.by_ref().take(limit).collect();
+    let cursor = match items.last() {
+        Some((sk, _)) if items.len() == limit && matching.next().is_some() => {
+            Some(Cursor::from_key(&BTreeMap::from([
+                (PK.to_owned(), query.pk.clone()),
+                (SK.to_owned(), (*sk).clone()),
+            ])))
+        }
+        _ => None,
+    };
+    Ok(Page {
+        items: items.into_iter().map(|(_, item)| item.clone()).collect(),
+        cursor,
+    })
+}
+
+fn refused(what: &str) -> StoreError {
+    StoreError::Validation(format!("{what} is not served on a table being rebuilt"))
+}
+
+#[async_trait]
+impl Store for Buffered {
+    fn backend(&self) -> &'static str {
+        self.base.backend()
+    }
+
+    async fn health(&self) -> Result<(), StoreError> {
+        self.base.health().await
+    }
+
+    async fn get(
+        &self,
+        table: Context,
+        key: &Key,
+        consistent: bool,
+    ) -> Result<Option<Item>, StoreError> {
+        if !self.buffers(table) {
+            return self.base.get(table, key, consistent).await;
+        }
+        key.validate()?;
+        let now = now_epoch_seconds();
+        self.with(table, &key.pk, |p| {
+            Ok(p.items
+                .get(&key.sk)
+                .filter(|i| !is_expired(i, now))
+                .cloned())
+        })
+        .await
+    }
+
+    async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError> {
+        if !self.buffers(table) {
+            return self.base.query(table, query).await;
+        }
+        self.with(table, &query.pk, |p| query_partition(p, query))
+            .await
+    }
+
+    async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
+        if self.buffers(table) {
+            return Err(refused("an index query"));
+        }
+        self.base.query_index(table, query).await
+    }
+
+    async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError> {
+        if self.buffers(table) {
+            return Err(refused("a scan"));
+        }
+        self.base.scan(table, scan).await
+    }
+
+    async fn put(
+        &self,
+        table: Context,
+        item: Item,
+        condition: Option<Condition>,
+    ) -> Result<(), StoreError> {
+        if !self.buffers(table) {
+            return self.base.put(table, item, condition).await;
+        }
+        let key = validate(table, &item)?;
+        self.with(table, &key.pk, |p| {
+            let current = p.items.get(&key.sk);
+            if !condition.as_ref().is_none_or(|c| c.holds(current)) {
+                return Err(StoreError::ConditionFailed {
+                    existing: current.cloned(),
+                });
+            }
+            p.set(&key.sk, Some(item));
+            Ok(())
+        })
+        .await
+    }
+
+    async fn update(
+        &self,
+        table: Context,
+        key: &Key,
+        update: Update,
+        condition: Option<Condition>,
+    ) -> Result<Item, StoreError> {
+        if !self.buffers(table) {
+            return self.base.update(table, key, update, condition).await;
+        }
+        key.validate()?;
+        self.with(table, &key.pk, |p| {
+            let current = p.items.get(&key.sk);
+            if !condition.as_ref().is_none_or(|c| c.holds(current)) {
+                return Err(StoreError::ConditionFailed {
+                    existing: current.cloned(),
+                });
+            }
+            let item = updated(key, current, &update)?;
+            validate(table, &item)?;
+            p.set(&key.sk, Some(item.clone()));
+            Ok(item)
+        })
+        .await
+    }
+
+    async fn delete(
+        &self,
+        table: Context,
+        key: &Key,
+        condition: Option<Condition>,
+    ) -> Result<Option<Item>, StoreError> {
+        if !self.buffers(table) {
+            return self.base.delete(table, key, condition).await;
+        }
+        key.validate()?;
+        self.with(table, &key.pk, |p| {
+            let current = p.items.get(&key.sk).cloned();
+            if !condition.as_ref().is_none_or(|c| c.holds(current.as_ref())) {
+                return Err(StoreError::ConditionFailed { existing: current });
+            }
+            if current.is_some() {
+                p.set(&key.sk, None);
+            }
+            Ok(current)
+        })
+        .await
+    }
+
+    async fn transact(&self, actions: Vec<TransactAction>) -> Result<(), StoreError> {
+        let buffered = actions.iter().filter(|a| self.buffers(a.table())).count();
+        if buffered == 0 {
+            return self.base.transact(actions).await;
+        }
+        if buffered < actions.len() {
+            // Half in memory, half written now would not be all-or-nothing.
+            return Err(refused("a transaction that also writes other tables"));
+        }
+        if actions.is_empty() || actions.len() > MAX_TRANSACTION_ACTIONS {
+            return Err(StoreError::Validation(format!(
+                "a transaction takes 1 to {MAX_TRANSACTION_ACTIONS} actions, not {}",
+                actions.len()
+            )));
+        }
+        let mut seen = HashSet::new();
+        let mut keys = Vec::with_capacity(actions.len());
+        for action in &actions {
+            let key = action_key(action)?;
+            if !seen.insert((action.table(), key.clone())) {
+                return Err(StoreError::Validation(
+                    "a transaction cannot include two actions on the same item".to_owned(),
+                ));
+            }
+            self.load(action.table(), &key.pk).await?;
+            keys.push(key);
+        }
+        let mut partitions = self.lock()?;
+        let mut reasons = Vec::with_capacity(actions.len());
+        let mut changes = Vec::with_capacity(actions.len());
+        for (action, key) in actions.iter().zip(&keys) {
+            let current = partitions
+                .get(&(action.table(), key.pk.clone()))
+                .and_then(|p| p.items.get(&key.sk));
+            let holds = action.condition().is_none_or(|c| c.holds(current));
+            reasons.push(if holds {
+                CancelReason::None
+            } else {
+                CancelReason::ConditionFailed {
+                    existing: current.cloned(),
+                }
+            });
+            if matches!(action, TransactAction::ConditionCheck { .. }) {
+                continue;
+            }
+            let new = planned(action, current)?;
+            if let Some(item) = &new {
+                validate(action.table(), item)?;
+            }
+            changes.push((action.table(), key, new));
+        }
+        if reasons.iter().any(|r| *r != CancelReason::None) {
+            return Err(StoreError::TransactionCanceled { reasons });
+        }
+        for (table, key, new) in changes {
+            let partition = partitions
+                .get_mut(&(table, key.pk.clone()))
+                .ok_or_else(|| StoreError::Backend("buffered partition vanished".into()))?;
+            partition.set(&key.sk, new);
+        }
+        Ok(())
+    }
+
+    async fn drain_partition_page(
+        &self,
+        table: Context,
+        pk: &str,
+        page_size: usize,
+    ) -> Result<usize, StoreError> {
+        if !self.buffers(table) {
+            return self.base.drain_partition_page(table, pk, page_size).await;
+        }
+        self.with(table, pk, |p| {
+            let doomed: Vec<String> = p.items.keys().take(page_size.max(1)).cloned().collect();
+            for sk in &doomed {
+                p.set(sk, None);
+            }
+            Ok(doomed.len())
+        })
+        .await
+    }
+}
