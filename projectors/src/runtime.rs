@@ -114,7 +114,10 @@ impl Worker {
 
     /// Processes one batch; returns how many records it read (0 when caught up).
     pub async fn run_once(&self) -> Result<usize, StoreError> {
-        let batch = self.feed.poll(self.name(), BATCH).await?;
+        let batch = self
+            .feed
+            .poll_events(self.name(), self.projector.source(), BATCH)
+            .await?;
         // Events of one partition (one user) are applied in feed order; partitions are
         // independent, so they are applied concurrently and their writes share commits.
         let mut by_partition: HashMap<&str, Vec<FeedRecord>> = HashMap::new();
@@ -160,6 +163,10 @@ impl Worker {
         while !*shutdown.borrow() {
             match self.run_once().await {
                 Ok(0) => {
+                    // Caught up: the position becomes durable before the worker idles.
+                    if let Err(error) = self.feed.settle(self.name(), false).await {
+                        tracing::warn!(subscription = self.name(), %error, "checkpoint not written; retrying");
+                    }
                     tokio::select! {
                         () = self.feed.wait(self.name(), IDLE_WAIT) => {}
                         _ = shutdown.changed() => {}
@@ -174,6 +181,9 @@ impl Worker {
                     }
                 }
             }
+        }
+        if let Err(error) = self.feed.settle(self.name(), true).await {
+            tracing::warn!(subscription = self.name(), %error, "checkpoint not written at stop");
         }
     }
 }

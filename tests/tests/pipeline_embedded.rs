@@ -589,3 +589,62 @@ async fn a_goal_set_after_the_days_meals_starts_from_them() {
     .await;
     pipeline.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriptions_feed_reads_only_its_sources_events_and_moves_past_the_rest() {
+    use infra::feed::ChangeFeed;
+    let (store, _dir) = open();
+    let world = World::new(store.clone());
+    world
+        .nutrition
+        .log_meal(&world.meta, meal("2026-03-01T08:00:00.000Z", 100, 1))
+        .await
+        .expect("meal");
+    let mut row = Key::new(world.pk(), "DAILY#2026-03-01").to_item();
+    row.insert("version".into(), serde_json::json!(1));
+    store
+        .put(Context::Dashboard, row, None)
+        .await
+        .expect("a row of another table");
+    world
+        .nutrition
+        .log_meal(&world.meta, meal("2026-03-01T09:00:00.000Z", 200, 2))
+        .await
+        .expect("meal");
+
+    let feed = EmbeddedFeed::new(store.clone());
+    let everything = feed.poll("probe-everything", 1000).await.expect("poll");
+    let expected: Vec<String> = everything
+        .records
+        .iter()
+        .filter(|r| r.table == Context::Nutrition && r.sk.starts_with("EVT#"))
+        .map(|r| r.position.clone())
+        .collect();
+    assert_eq!(expected.len(), 2, "two meals, two events");
+    assert!(everything.records.len() > expected.len() + 1);
+
+    let events = feed
+        .poll_events("probe", Context::Nutrition, 1000)
+        .await
+        .expect("poll events");
+    let positions: Vec<String> = events.records.iter().map(|r| r.position.clone()).collect();
+    assert_eq!(positions, expected);
+    feed.commit("probe", &events).await.expect("commit");
+    assert!(
+        feed.lag("probe").await.expect("lag").is_zero(),
+        "past the skipped records too"
+    );
+
+    // Settled, the position survives the process: a new feed starts after it.
+    feed.settle("probe", true).await.expect("settle");
+    let restarted = EmbeddedFeed::new(store.clone());
+    assert!(restarted.lag("probe").await.expect("lag").is_zero());
+    let again = restarted
+        .poll_events("probe", Context::Nutrition, 1000)
+        .await
+        .expect("poll");
+    assert!(
+        again.records.is_empty(),
+        "nothing delivered twice after a settle"
+    );
+}

@@ -28,6 +28,24 @@ impl ChangeRecord {
         serde_json::to_vec(self).unwrap_or_default()
     }
 
+    /// Whether the encoded record is of `table` with a sort key starting with
+    /// `sk_prefix`, read without building its images (they are skipped, not decoded).
+    pub(super) fn matches(
+        bytes: &[u8],
+        table: Context,
+        sk_prefix: &str,
+    ) -> Result<bool, StoreError> {
+        #[derive(Deserialize)]
+        struct Header<'a> {
+            table: Context,
+            #[serde(borrow)]
+            sk: std::borrow::Cow<'a, str>,
+        }
+        let header: Header = serde_json::from_slice(bytes)
+            .map_err(|e| StoreError::Backend(format!("corrupt change record: {e}")))?;
+        Ok(header.table == table && header.sk.starts_with(sk_prefix))
+    }
+
     pub(super) fn decode(bytes: &[u8]) -> Result<Self, StoreError> {
         serde_json::from_slice(bytes)
             .map_err(|e| StoreError::Backend(format!("corrupt change record: {e}")))

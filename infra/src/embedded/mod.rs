@@ -155,6 +155,25 @@ impl EmbeddedStore {
             .map_err(backend)?
     }
 
+    /// Up to `limit` change records after `after` of `table` whose sort key starts with
+    /// `sk_prefix`, scanning at most `scan` records (the others are skipped without
+    /// decoding their images); returns them and the last sequence number scanned.
+    pub async fn matching_changes_after(
+        &self,
+        after: u64,
+        limit: usize,
+        scan: usize,
+        table: Context,
+        sk_prefix: &'static str,
+    ) -> Result<(Vec<ChangeRecord>, u64), StoreError> {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || {
+            read::matching_changes_after(&db, after, limit.max(1), scan.max(1), table, sk_prefix)
+        })
+        .await
+        .map_err(backend)?
+    }
+
     /// The sequence number of the newest change record (0 when the log is empty).
     pub async fn last_sequence(&self) -> Result<u64, StoreError> {
         let db = self.db.clone();

@@ -251,6 +251,38 @@ pub(super) fn changes_after(
     Ok(records)
 }
 
+/// Up to `limit` change records after `after` of `table` whose sort key starts with
+/// `sk_prefix`, scanning at most `scan` records; returns them and the last sequence
+/// number scanned (`after` when none).
+pub(super) fn matching_changes_after(
+    db: &redb::Database,
+    after: u64,
+    limit: usize,
+    scan: usize,
+    table: Context,
+    sk_prefix: &str,
+) -> Result<(Vec<ChangeRecord>, u64), StoreError> {
+    let txn = db.begin_read().map_err(backend)?;
+    let log = txn.open_table(CHANGELOG).map_err(backend)?;
+    let mut records = Vec::new();
+    let mut last = after;
+    for entry in log
+        .range(after.saturating_add(1)..)
+        .map_err(backend)?
+        .take(scan)
+    {
+        let (seq, value) = entry.map_err(backend)?;
+        last = seq.value();
+        if ChangeRecord::matches(value.value(), table, sk_prefix)? {
+            records.push(ChangeRecord::decode(value.value())?);
+            if records.len() == limit {
+                break;
+            }
+        }
+    }
+    Ok((records, last))
+}
+
 /// One page of a whole table (`scan.index` None) or index, expired items included.
 pub(super) fn scan(
     txn: &ReadTransaction,

@@ -84,8 +84,35 @@ pub trait ChangeFeed: Send + Sync {
     /// Up to `limit` records after `consumer`'s checkpoint, oldest first.
     async fn poll(&self, consumer: &str, limit: usize) -> Result<Batch, StoreError>;
 
-    /// Durably records that `consumer` processed `batch` (and everything before it).
+    /// Records that `consumer` processed `batch` (and everything before it). A feed may
+    /// make this durable lazily (coalescing checkpoints), at the latest at the next
+    /// [`ChangeFeed::settle`]: after a crash it then delivers again what was processed
+    /// since, which projections absorb (they converge).
     async fn commit(&self, consumer: &str, batch: &Batch) -> Result<(), StoreError>;
+
+    /// Makes what `consumer` committed durable: `now`, or only if the feed's own
+    /// interval has passed since it last did. Workers call it when they are caught up
+    /// (not now) and when they stop (now).
+    async fn settle(&self, _consumer: &str, _now: bool) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Like [`ChangeFeed::poll`], keeping only the records that can publish an event of
+    /// `source` (its outbox items, `EVT#`): what a subscription reads. The batch still
+    /// commits past the records it skipped. Feeds that can skip records without
+    /// decoding them do it here.
+    async fn poll_events(
+        &self,
+        consumer: &str,
+        source: Context,
+        limit: usize,
+    ) -> Result<Batch, StoreError> {
+        let mut batch = self.poll(consumer, limit).await?;
+        batch
+            .records
+            .retain(|r| r.table == source && r.sk.starts_with(prefix::EVENT));
+        Ok(batch)
+    }
 
     /// How far behind `consumer` is, in the unit the feed knows.
     async fn lag(&self, consumer: &str) -> Result<Lag, StoreError>;
