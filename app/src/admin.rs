@@ -248,7 +248,7 @@ pub async fn redrive_failures(
 ) -> anyhow::Result<FailuresRedriven> {
     let config = storage::aws_config(aws).await;
     let store: Arc<dyn Store> = Arc::new(storage::dynamodb_on(&config, aws));
-    let handlers = crate::lambda_boot::stream_handlers(store, source);
+    let handlers = projectors::registry::stream_handlers(store, source);
     let sqs = aws_sdk_sqs::Client::new(&config);
     let kinesis = aws_sdk_kinesis::Client::new(&config);
     let queue = failure_queue(&aws.table_prefix, source);

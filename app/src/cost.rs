@@ -240,7 +240,7 @@ impl Model {
         let api = crate::setup::api(store.clone(), &args)?;
         let handlers = Context::ALL
             .into_iter()
-            .flat_map(|source| crate::lambda_boot::stream_handlers(store.clone(), source))
+            .flat_map(|source| projectors::registry::stream_handlers(store.clone(), source))
             .collect();
         Ok(Self {
             router: http::app(AppState {

@@ -17,7 +17,6 @@ use aws_lambda_events::event::eventbridge::EventBridgeEvent;
 use aws_lambda_events::event::kinesis::KinesisEvent;
 use events_schema::Context;
 use infra::Store;
-use infra::dlq::DeadLetterStore;
 use lambda_runtime::{LambdaEvent, service_fn};
 use std::sync::Arc;
 
@@ -130,7 +129,7 @@ pub async fn run() -> anyhow::Result<()> {
                 .map_err(runtime_error)
         }
         Role::Stream { source } => {
-            let handlers = stream_handlers(store, source);
+            let handlers = projectors::registry::stream_handlers(store, source);
             let prefix = boot.aws.table_prefix.clone();
             let handlers = Arc::new(handlers);
             ready();
@@ -178,22 +177,6 @@ async fn run_nightly(store: Arc<dyn Store>) -> anyhow::Result<()> {
     ))
     .await
     .map_err(|e| anyhow::anyhow!("lambda runtime: {e}"))
-}
-
-/// Every subscription of `source`'s stream, dead letters in its subscriber's table.
-pub fn stream_handlers(
-    store: Arc<dyn Store>,
-    source: Context,
-) -> Vec<projectors::runtime::Handler> {
-    let dead_letters = DeadLetterStore::Tables(store.clone());
-    projectors::registry::all_with(store, &dead_letters)
-        .into_iter()
-        .filter(|s| s.source() == source)
-        .map(|s| {
-            let dlq = dead_letters.queue_for(s.target());
-            projectors::runtime::Handler::new(s, dlq)
-        })
-        .collect()
 }
 
 /// A secret's value; an empty or missing one is an error naming `variable`.

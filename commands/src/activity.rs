@@ -2,10 +2,10 @@
 //! blocks. Items: `WORKOUT#<date>#<id>`, `EXTERNAL#<provider>#<external-id>`,
 //! `TRAINING_BLOCK#<start-date>#<id>`.
 
-use crate::envelope::{CommandMeta, Outcome};
 use crate::external_sync::{self, Written};
 use crate::idempotency::{self, Committed};
 use crate::items::{from_item, to_item};
+use crate::meta::{CommandMeta, Outcome};
 use crate::outbox::{envelope, event_action};
 use crate::{CommandError, validate};
 use events_schema::events::Source;

@@ -12,9 +12,9 @@
 //! records its revision.
 
 use crate::CommandError;
-use crate::envelope::{CommandMeta, Outcome};
 use crate::idempotency::{self, Committed};
 use crate::items::{from_item, to_item};
+use crate::meta::{CommandMeta, Outcome};
 use crate::outbox::event_action;
 use crate::retry::MAX_ATTEMPTS;
 use events_schema::envelope::EventEnvelope;

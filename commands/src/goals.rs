@@ -2,9 +2,9 @@
 //! keys (`USER#<id>#STATUS#<status>`, `GOAL#<id>`), rewritten with every status change,
 //! so "my active goals" is one index query. Items: `GOAL#<goal-id>`.
 
-use crate::envelope::{CommandMeta, Outcome};
 use crate::idempotency::{self, Committed};
 use crate::items::{from_item, to_item};
+use crate::meta::{CommandMeta, Outcome};
 use crate::outbox::{envelope, event_action};
 use crate::retry::MAX_ATTEMPTS;
 use crate::{CommandError, validate};

@@ -4,11 +4,9 @@
 //! the happy path: same request -> the stored response, different request -> an error.
 
 use crate::CommandError;
-use crate::envelope::{CommandMeta, Outcome};
+use crate::meta::{CommandMeta, Outcome};
 use crate::outbox::event_action;
 use events_schema::envelope::EventEnvelope;
-use events_schema::ids::RequestKey;
-use events_schema::keys::SortKey;
 use infra::store::{CancelReason, Condition, Item, StoreError, now_epoch_seconds};
 use infra::table::{Action, ContextTable, Table};
 use serde::Serialize;
@@ -18,52 +16,6 @@ use sha2::{Digest, Sha256};
 
 /// How long a key is remembered. This is a request record, not user data.
 pub const KEY_TTL_SECONDS: i64 = 24 * 3600;
-
-/// A client's `Idempotency-Key`: 1 to 128 visible ASCII characters, no `#`; with the
-/// operation it was sent to, when the caller names one (the HTTP API does): a key is the
-/// caller's for that operation only, so the same key on another operation is another
-/// request, never the replay of this one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IdempotencyKey {
-    key: RequestKey,
-    operation: Option<events_schema::ids::ConsumerName>,
-}
-
-impl IdempotencyKey {
-    pub fn parse(raw: &str) -> Result<Self, CommandError> {
-        let ok = !raw.is_empty()
-            && raw.len() <= 128
-            && raw.bytes().all(|b| b.is_ascii_graphic() && b != b'#');
-        match RequestKey::parse(raw) {
-            Ok(key) if ok => Ok(Self {
-                key,
-                operation: None,
-            }),
-            _ => Err(CommandError::invalid(
-                "idempotency_key",
-                "must be 1 to 128 visible ASCII characters without '#'",
-            )),
-        }
-    }
-
-    /// The key, for `operation` only.
-    pub fn for_operation(mut self, operation: &str) -> Result<Self, CommandError> {
-        self.operation = Some(
-            events_schema::ids::ConsumerName::parse(operation)
-                .map_err(|e| CommandError::Internal(e.to_string()))?,
-        );
-        Ok(self)
-    }
-
-    pub fn sort_key(&self) -> String {
-        match &self.operation {
-            Some(operation) => {
-                SortKey::ScopedIdempotency(operation.clone(), self.key.clone()).to_string()
-            }
-            None => SortKey::Idempotency(self.key.clone()).to_string(),
-        }
-    }
-}
 
 /// A stable hash of a command's input.
 pub fn request_hash(request: &impl Serialize) -> String {
@@ -223,14 +175,6 @@ pub fn erasure_key(user: &events_schema::ids::UserId) -> infra::store::Key {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn keys_are_validated() {
-        assert!(IdempotencyKey::parse("abc-123_XYZ").is_ok());
-        for bad in ["", "a#b", "a b", "é", &"k".repeat(129)] {
-            assert!(IdempotencyKey::parse(bad).is_err(), "{bad:?}");
-        }
-    }
 
     #[test]
     fn request_hash_depends_on_content() {

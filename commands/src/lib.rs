@@ -5,7 +5,8 @@
 //!
 //! Layout:
 //! - [`error`]: `CommandError`, the one error type of every handler.
-//! - [`envelope`]: what every command carries (the user, idempotency key, correlation).
+//! - [`meta`]: what every command carries (the user, idempotency key, correlation) and
+//!   returns.
 //! - [`correlation`]: the correlation id of the request or event in progress, for the
 //!   events of commands that find their user themselves.
 //! - [`outbox`], [`idempotency`], [`items`], [`validate`], [`retry`]: the shared mechanics;
@@ -17,7 +18,6 @@
 
 pub mod activity;
 pub mod correlation;
-pub mod envelope;
 pub mod environment;
 pub mod erasure;
 pub mod error;
@@ -27,6 +27,7 @@ pub mod idempotency;
 pub mod identity;
 pub mod integrations;
 pub(crate) mod items;
+pub mod meta;
 pub mod nutrition;
 pub mod outbox;
 pub mod password;
@@ -35,5 +36,5 @@ mod serial;
 pub mod sleep;
 pub(crate) mod validate;
 
-pub use envelope::{CommandMeta, Outcome};
 pub use error::CommandError;
+pub use meta::{CommandMeta, Outcome};

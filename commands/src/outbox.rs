@@ -3,7 +3,7 @@
 //! kind of record projectors consume.
 
 use crate::CommandError;
-use crate::envelope::CommandMeta;
+use crate::meta::CommandMeta;
 use events_schema::envelope::{EventEnvelope, EventPayload};
 use events_schema::keys::SortKey;
 use events_schema::time::{Clock, Timestamp};

@@ -1,10 +1,10 @@
 //! Sleep: sessions entered in the app or synced from a wearable by external id.
 //! Items: `SLEEP#<date>#<id>`, `EXTERNAL#<provider>#<external-id>`.
 
-use crate::envelope::{CommandMeta, Outcome};
 use crate::external_sync::{self, Written};
 use crate::idempotency::{self};
 use crate::items::to_item;
+use crate::meta::{CommandMeta, Outcome};
 use crate::outbox::envelope;
 use crate::{CommandError, validate};
 use events_schema::events::Source;

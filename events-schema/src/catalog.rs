@@ -2,30 +2,8 @@
 //! it and the version it writes. Each context's `events!` declaration is the source
 //! (older versions and their upcasters are listed there); this module gathers them.
 
-use crate::Context;
 use crate::events::{activity, erasure, goals, identity, integrations, nutrition, sleep};
-
-/// One event type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EventSpec {
-    pub event_type: &'static str,
-    /// The context that publishes it; `None` for an event every context publishes.
-    pub context: Option<Context>,
-    /// The version this release writes; every version from 1 up to it is read.
-    pub version: u32,
-}
-
-impl EventSpec {
-    /// Every version a stored event of this type may hold, oldest first.
-    pub fn versions(&self) -> std::ops::RangeInclusive<u32> {
-        1..=self.version
-    }
-}
-
-/// The file of `event_type`'s schema at `version`, under `events-schema/schemas/`.
-pub fn schema_file(event_type: &str, version: u32) -> String {
-    format!("{event_type}.v{version}.json")
-}
+pub use crate::spec::{EventSpec, schema_file};
 
 /// Every event type, grouped by publishing context.
 pub fn all() -> Vec<EventSpec> {
@@ -63,6 +41,7 @@ pub fn find(event_type: &str) -> Option<EventSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Context;
 
     #[test]
     fn every_event_type_is_listed_once() {

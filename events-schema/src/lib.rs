@@ -12,6 +12,7 @@
 //! - [`rows`]: the projection rows, one type each, shared by their writer and reader.
 //! - [`events`]: the typed, versioned events of each context, with the upcasters of
 //!   their older versions.
+//! - [`spec`]: what an event declaration describes itself with (catalog entry, schema).
 //! - [`catalog`]: every event type, its publishing context and current version.
 //! - `schemas` (feature `openapi`): the JSON Schema of every event version.
 //! - [`schema_compat`]: whether a changed schema still reads every stored version.
@@ -26,6 +27,7 @@ pub mod rows;
 pub mod schema_compat;
 #[cfg(feature = "openapi")]
 pub mod schemas;
+pub mod spec;
 pub mod tables;
 pub mod time;
 

@@ -5,58 +5,7 @@
 //! that a change keeps every stored version readable.
 
 use crate::events::{activity, erasure, goals, identity, integrations, nutrition, sleep};
-use serde_json::{Map, Value, json};
-
-/// The schema of one version of one event type.
-#[derive(Debug, Clone, PartialEq)]
-pub struct VersionSchema {
-    pub event_type: &'static str,
-    pub version: u32,
-    pub schema: Value,
-}
-
-impl VersionSchema {
-    /// Its file under `events-schema/schemas/`: `MealLogged.v1.json`.
-    pub fn file_name(&self) -> String {
-        crate::catalog::schema_file(self.event_type, self.version)
-    }
-}
-
-/// The schema of payload type `T`, published as `event_type` version `version`.
-pub fn of<T: utoipa::ToSchema>(event_type: &'static str, version: u32) -> VersionSchema {
-    let mut used = Vec::new();
-    T::schemas(&mut used);
-    let defs: Map<String, Value> = used
-        .into_iter()
-        .map(|(name, schema)| (name, to_json(&schema)))
-        .collect();
-    let mut document = Map::new();
-    document.insert(
-        "$schema".into(),
-        json!("https://json-schema.org/draft/2020-12/schema"),
-    );
-    document.insert(
-        "$id".into(),
-        json!(format!(
-            "vitals:events/{}",
-            crate::catalog::schema_file(event_type, version)
-        )),
-    );
-    document.insert("title".into(), json!(format!("{event_type} v{version}")));
-    if let Value::Object(root) = to_json(&T::schema()) {
-        document.extend(root);
-    }
-    if !defs.is_empty() {
-        document.insert("$defs".into(), Value::Object(defs));
-    }
-    let mut schema = Value::Object(document);
-    point_refs_at_defs(&mut schema);
-    VersionSchema {
-        event_type,
-        version,
-        schema,
-    }
-}
+pub use crate::spec::{VersionSchema, of};
 
 /// Every version of every event, by context then type, oldest version first.
 pub fn all() -> Vec<VersionSchema> {
@@ -72,36 +21,11 @@ pub fn all() -> Vec<VersionSchema> {
     .concat()
 }
 
-fn to_json<S: serde::Serialize>(schema: &S) -> Value {
-    // A schema is plain data: serializing it cannot fail.
-    serde_json::to_value(schema).unwrap_or(Value::Null)
-}
-
-/// utoipa refers to `#/components/schemas/X` (an OpenAPI document's place for them);
-/// a standalone JSON Schema keeps them under `#/$defs/X`.
-fn point_refs_at_defs(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            for (key, child) in map.iter_mut() {
-                if key == "$ref"
-                    && let Value::String(target) = child
-                    && let Some(name) = target.strip_prefix("#/components/schemas/")
-                {
-                    *target = format!("#/$defs/{name}");
-                } else {
-                    point_refs_at_defs(child);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(point_refs_at_defs),
-        _ => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::catalog;
+    use serde_json::Value;
 
     #[test]
     fn every_version_of_every_cataloged_event_has_one_schema() {

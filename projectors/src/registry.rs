@@ -38,6 +38,20 @@ pub fn all_with(store: Arc<dyn Store>, dead_letters: &DeadLetterStore) -> Vec<Ar
     subscriptions
 }
 
+/// Every subscription of `source`'s stream as a handler, dead letters in its
+/// subscriber's table: what a stream consumer (or its redrive) applies each record with.
+pub fn stream_handlers(store: Arc<dyn Store>, source: Context) -> Vec<crate::runtime::Handler> {
+    let dead_letters = DeadLetterStore::Tables(store.clone());
+    all_with(store, &dead_letters)
+        .into_iter()
+        .filter(|s| s.source() == source)
+        .map(|s| {
+            let dlq = dead_letters.queue_for(s.target());
+            crate::runtime::Handler::new(s, dlq)
+        })
+        .collect()
+}
+
 /// The read-model projections only (what `vitals replay` rebuilds), each guarded so an
 /// erased user's events write nothing.
 pub fn projections(store: Arc<dyn Store>) -> Vec<Arc<dyn Projector>> {

@@ -13,6 +13,7 @@ mod metrics;
 pub use metrics::metrics_text;
 pub mod openapi;
 pub mod request_log;
+pub mod responses;
 mod routes;
 
 use axum::Router;

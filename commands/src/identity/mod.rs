@@ -5,9 +5,9 @@
 //! password hash, status, version) and the reservation `EMAIL#<email>/EMAIL`, which
 //! commits together with the profile so two accounts can never share an email.
 
-use crate::envelope::{CommandMeta, Outcome};
 use crate::idempotency::{self, Committed};
 use crate::items::{from_item, to_item};
+use crate::meta::{CommandMeta, Outcome};
 use crate::outbox::{envelope, event_action};
 use crate::retry::MAX_ATTEMPTS;
 use crate::{CommandError, password, validate};

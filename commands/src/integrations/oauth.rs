@@ -5,9 +5,9 @@
 
 use super::IntegrationCommands;
 use crate::CommandError;
-use crate::envelope::{CommandMeta, Outcome};
 use crate::idempotency::{self, Committed};
 use crate::items::to_item;
+use crate::meta::{CommandMeta, Outcome};
 use crate::outbox::{envelope, event_action};
 use events_schema::events::integrations::{ProviderConnected, ProviderDisconnected};
 use events_schema::ids::{OAuthState, ProviderName, ProviderUserId, UserId};

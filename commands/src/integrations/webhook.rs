@@ -7,9 +7,9 @@
 use super::IntegrationCommands;
 use super::oauth::provider_user_key;
 use crate::CommandError;
-use crate::envelope::{CommandMeta, Outcome};
 use crate::idempotency::{self, Committed};
 use crate::items::to_item;
+use crate::meta::{CommandMeta, Outcome};
 use crate::outbox::{envelope, event_action};
 use events_schema::events::integrations::{
     ProviderSleep, ProviderWorkout, WearableSleepReceived, WearableWorkoutReceived,

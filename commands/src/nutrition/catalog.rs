@@ -3,9 +3,9 @@
 //! `<name>#<id>`), and the browse query over that index.
 
 use super::NutritionCommands;
-use crate::envelope::{CommandMeta, Outcome};
 use crate::idempotency::{self, Committed};
 use crate::items::to_item;
+use crate::meta::{CommandMeta, Outcome};
 use crate::{CommandError, validate};
 use events_schema::envelope::EventEnvelope;
 use events_schema::events::nutrition::{MealPlanCurated, Nutrients, RecipeCurated};

@@ -5,9 +5,9 @@
 //! whatever the concurrency.
 
 use super::NutritionCommands;
-use crate::envelope::{CommandMeta, Outcome};
 use crate::idempotency::{self, Committed};
 use crate::items::{from_item, to_item};
+use crate::meta::{CommandMeta, Outcome};
 use crate::outbox::{envelope, event_action};
 use crate::retry::MAX_ATTEMPTS;
 use crate::{CommandError, validate};

@@ -3,9 +3,9 @@
 
 use super::NutritionCommands;
 use super::meals::{MealInput, MealRecord};
-use crate::envelope::{CommandMeta, Outcome};
 use crate::idempotency::{self, Committed};
 use crate::items::{from_item, to_item};
+use crate::meta::{CommandMeta, Outcome};
 use crate::outbox::{envelope, event_action};
 use crate::{CommandError, validate};
 use events_schema::events::nutrition::{

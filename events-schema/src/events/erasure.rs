@@ -33,7 +33,7 @@ pub fn upcast(
 }
 
 /// This context's entry of the event catalog: published by every context.
-pub const CATALOG: &[crate::catalog::EventSpec] = &[crate::catalog::EventSpec {
+pub const CATALOG: &[crate::spec::EventSpec] = &[crate::spec::EventSpec {
     event_type: "PartitionDrained",
     context: None,
     version: 1,
@@ -41,9 +41,6 @@ pub const CATALOG: &[crate::catalog::EventSpec] = &[crate::catalog::EventSpec {
 
 /// The JSON Schema of every version of `PartitionDrained`.
 #[cfg(feature = "openapi")]
-pub fn schemas() -> Vec<crate::schemas::VersionSchema> {
-    vec![crate::schemas::of::<PartitionDrained>(
-        "PartitionDrained",
-        1,
-    )]
+pub fn schemas() -> Vec<crate::spec::VersionSchema> {
+    vec![crate::spec::of::<PartitionDrained>("PartitionDrained", 1)]
 }

@@ -58,17 +58,17 @@ macro_rules! events {
             }
         }
         /// This context's entries of the event catalog.
-        pub const CATALOG: &[$crate::catalog::EventSpec] = &[$($crate::catalog::EventSpec {
+        pub const CATALOG: &[$crate::spec::EventSpec] = &[$($crate::spec::EventSpec {
             event_type: stringify!($name),
             context: Some($context),
             version: $version,
         }),*];
         /// The JSON Schema of every version of this context's events, oldest first.
         #[cfg(feature = "openapi")]
-        pub fn schemas() -> Vec<$crate::schemas::VersionSchema> {
+        pub fn schemas() -> Vec<$crate::spec::VersionSchema> {
             vec![$(
-                $($($crate::schemas::of::<$old_ty>(stringify!($name), $old),)+)?
-                $crate::schemas::of::<$name>(stringify!($name), $version),
+                $($($crate::spec::of::<$old_ty>(stringify!($name), $old),)+)?
+                $crate::spec::of::<$name>(stringify!($name), $version),
             )*]
         }
     };

@@ -7,7 +7,7 @@ use crate::http::auth::AuthUser;
 use crate::http::etag::viewed;
 use crate::http::extract::{ApiJson, ApiQuery, meta};
 use crate::http::formats::{TimezoneName, Whole, day};
-use crate::http::openapi::responses;
+use crate::http::responses;
 use axum::Router;
 use axum::extract::State;
 use axum::http::HeaderMap;

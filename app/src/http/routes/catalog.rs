@@ -7,7 +7,7 @@ use crate::http::AppState;
 use crate::http::auth::AuthUser;
 use crate::http::etag::viewed;
 use crate::http::extract::ApiQuery;
-use crate::http::openapi::responses;
+use crate::http::responses;
 use axum::Router;
 use axum::extract::State;
 use axum::http::HeaderMap;

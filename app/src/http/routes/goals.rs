@@ -7,7 +7,7 @@ use crate::http::auth::AuthUser;
 use crate::http::etag::viewed;
 use crate::http::extract::{ApiJson, ApiQuery, meta};
 use crate::http::formats::{Quantity, TimezoneName};
-use crate::http::openapi::responses;
+use crate::http::responses;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;

@@ -7,7 +7,7 @@ use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
 use crate::http::formats::TimezoneName;
 use crate::http::limits::ClientAddress;
-use crate::http::openapi::responses;
+use crate::http::responses;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};

@@ -16,7 +16,7 @@ use crate::http::auth::AuthUser;
 use crate::http::error::ErrorBody;
 use crate::http::extract::{ApiBytes, ApiQuery, meta};
 use crate::http::limits::ClientAddress;
-use crate::http::openapi::responses;
+use crate::http::responses;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};

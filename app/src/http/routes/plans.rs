@@ -9,7 +9,7 @@ use crate::http::auth::AuthUser;
 use crate::http::etag::viewed;
 use crate::http::extract::{ApiJson, ApiQuery, meta};
 use crate::http::formats::{Quantity, TimezoneName, Whole};
-use crate::http::openapi::responses;
+use crate::http::responses;
 use crate::http::routes::activity::HistoryQuery;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};

@@ -7,7 +7,7 @@ use crate::http::auth::AuthUser;
 use crate::http::etag::viewed;
 use crate::http::extract::{ApiJson, meta};
 use crate::http::formats::TimezoneName;
-use crate::http::openapi::responses;
+use crate::http::responses;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;

@@ -1,8 +1,9 @@
-//! What every command carries besides its input, and what every command returns.
+//! What every command carries besides its input (the caller, the idempotency key, the
+//! correlation id) and what every command returns.
 
 use crate::CommandError;
-use crate::idempotency::IdempotencyKey;
-use events_schema::ids::UserId;
+use events_schema::ids::{RequestKey, UserId};
+use events_schema::keys::SortKey;
 
 /// The caller and the request around a command.
 #[derive(Debug, Clone)]
@@ -76,6 +77,65 @@ impl<T> Outcome<T> {
         Self {
             value,
             replayed: true,
+        }
+    }
+}
+
+/// A client's `Idempotency-Key`: 1 to 128 visible ASCII characters, no `#`; with the
+/// operation it was sent to, when the caller names one (the HTTP API does): a key is the
+/// caller's for that operation only, so the same key on another operation is another
+/// request, never the replay of this one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyKey {
+    key: RequestKey,
+    operation: Option<events_schema::ids::ConsumerName>,
+}
+
+impl IdempotencyKey {
+    pub fn parse(raw: &str) -> Result<Self, CommandError> {
+        let ok = !raw.is_empty()
+            && raw.len() <= 128
+            && raw.bytes().all(|b| b.is_ascii_graphic() && b != b'#');
+        match RequestKey::parse(raw) {
+            Ok(key) if ok => Ok(Self {
+                key,
+                operation: None,
+            }),
+            _ => Err(CommandError::invalid(
+                "idempotency_key",
+                "must be 1 to 128 visible ASCII characters without '#'",
+            )),
+        }
+    }
+
+    /// The key, for `operation` only.
+    pub fn for_operation(mut self, operation: &str) -> Result<Self, CommandError> {
+        self.operation = Some(
+            events_schema::ids::ConsumerName::parse(operation)
+                .map_err(|e| CommandError::Internal(e.to_string()))?,
+        );
+        Ok(self)
+    }
+
+    pub fn sort_key(&self) -> String {
+        match &self.operation {
+            Some(operation) => {
+                SortKey::ScopedIdempotency(operation.clone(), self.key.clone()).to_string()
+            }
+            None => SortKey::Idempotency(self.key.clone()).to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_validated() {
+        assert!(IdempotencyKey::parse("abc-123_XYZ").is_ok());
+        for bad in ["", "a#b", "a b", "é", &"k".repeat(129)] {
+            assert!(IdempotencyKey::parse(bad).is_err(), "{bad:?}");
         }
     }
 }
