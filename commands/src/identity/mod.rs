@@ -11,6 +11,7 @@ use crate::meta::{CommandMeta, Outcome};
 use crate::outbox::{envelope, event_action};
 use crate::retry::MAX_ATTEMPTS;
 use crate::{CommandError, password, validate};
+use events_schema::envelope::EventEnvelope;
 use events_schema::events::identity::{
     AccountDeletionRequested, EmailChanged, ProfileState, ProfileUpdated, Units, UserRegistered,
 };
@@ -323,29 +324,7 @@ impl IdentityCommands {
                     profile: next.state(),
                 },
             )?;
-            let mut actions = vec![
-                Action::Update {
-                    key: profile_key(&meta.user),
-                    update: Update::default()
-                        .set("email", new_email.clone())
-                        .set("email_pk", new_email.clone())
-                        .set("version", next.version),
-                    condition: Some(Condition::VersionEquals(current.version)),
-                },
-                Action::Delete {
-                    key: email_key(&current.email),
-                    condition: Some(Condition::AttributeEquals(
-                        "user_id".into(),
-                        json!(meta.user),
-                    )),
-                },
-                reservation(&new_email, &meta.user)?,
-                event_action(&meta.user_pk(), &event)?,
-            ];
-            actions.extend(records.into_iter().map(|key| Action::Delete {
-                key,
-                condition: None,
-            }));
+            let mut actions = email_change(&meta.user, &current, &next, &event, records)?;
             // A new email ends every session: whoever signs in again signs in to it.
             actions.extend(self.end_every_session(&meta.user).await?);
             match idempotency::commit(
@@ -516,4 +495,38 @@ fn erasure_tombstone(user: &UserId, now: Timestamp) -> infra::store::Item {
     item.insert("status".into(), json!("erasing"));
     item.insert("requested_at".into(), json!(now));
     item
+}
+
+/// What moving `current`'s account to `next`'s email writes (sessions aside): the profile
+/// if still at the version read, the old email's reservation released if still this
+/// user's, the new one taken (the third action: its failure means the email is taken),
+/// the event, and the sign-up's request records under the old email deleted.
+fn email_change(
+    user: &UserId,
+    current: &Profile,
+    next: &Profile,
+    event: &EventEnvelope,
+    records: Vec<Key>,
+) -> Result<Vec<Action>, CommandError> {
+    let mut actions = vec![
+        Action::Update {
+            key: profile_key(user),
+            update: Update::default()
+                .set("email", next.email.clone())
+                .set("email_pk", next.email.clone())
+                .set("version", next.version),
+            condition: Some(Condition::VersionEquals(current.version)),
+        },
+        Action::Delete {
+            key: email_key(&current.email),
+            condition: Some(Condition::AttributeEquals("user_id".into(), json!(user))),
+        },
+        reservation(&next.email, user)?,
+        event_action(&PartitionKey::User(user.clone()).to_string(), event)?,
+    ];
+    actions.extend(records.into_iter().map(|key| Action::Delete {
+        key,
+        condition: None,
+    }));
+    Ok(actions)
 }

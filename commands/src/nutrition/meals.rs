@@ -153,6 +153,65 @@ fn summary_action(
     })
 }
 
+/// What an edit that keeps the meal's day writes: the meal (if still at the version
+/// read) and its day's summary with the old nutrients out and the new ones in; and the
+/// day's new totals.
+fn same_day_edit(
+    pk: &str,
+    current: &MealRecord,
+    next: &MealRecord,
+    summary: &SummaryRecord,
+) -> Result<(Vec<Action>, Vec<DayTotals>), CommandError> {
+    let edited = with_meal(
+        &with_meal(summary, current.nutrients, false),
+        next.nutrients,
+        true,
+    );
+    let edited = SummaryRecord {
+        version: summary.version + 1,
+        ..edited
+    };
+    let actions = vec![
+        Action::Put {
+            item: to_item(&meal_key(pk, next.day, &next.meal_id), next)?,
+            condition: Some(Condition::VersionEquals(current.version)),
+        },
+        summary_action(pk, summary, &edited)?,
+    ];
+    Ok((actions, vec![edited.totals()]))
+}
+
+/// What an edit that moves the meal to another day writes: the meal deleted from its
+/// old day (if still at the version read) and put on the new one, both days' summaries,
+/// and the meal's reference to its day; and both days' new totals (the new day first).
+fn moved_day_edit(
+    pk: &str,
+    current: &MealRecord,
+    next: &MealRecord,
+    old_summary: &SummaryRecord,
+    new_summary: &SummaryRecord,
+) -> Result<(Vec<Action>, Vec<DayTotals>), CommandError> {
+    let left = with_meal(old_summary, current.nutrients, false);
+    let arrived = with_meal(new_summary, next.nutrients, true);
+    let actions = vec![
+        Action::Delete {
+            key: meal_key(pk, current.day, &current.meal_id),
+            condition: Some(Condition::VersionEquals(current.version)),
+        },
+        Action::Put {
+            item: to_item(&meal_key(pk, next.day, &next.meal_id), next)?,
+            condition: Some(Condition::ItemNotExists),
+        },
+        summary_action(pk, old_summary, &left)?,
+        summary_action(pk, new_summary, &arrived)?,
+        Action::Put {
+            item: to_item(&ref_key(pk, &next.meal_id), &json!({"day": next.day}))?,
+            condition: Some(Condition::AttributeEquals("day".into(), json!(current.day))),
+        },
+    ];
+    Ok((actions, vec![arrived.totals(), left.totals()]))
+}
+
 fn with_meal(summary: &SummaryRecord, nutrients: Nutrients, added: bool) -> SummaryRecord {
     SummaryRecord {
         day: summary.day,
@@ -323,48 +382,15 @@ impl NutritionCommands {
                 self.table.get(&summary_key(&pk, current.day), true).await?,
                 current.day,
             )?;
-            let mut actions = Vec::new();
-            let mut day_totals = Vec::new();
-            if next.day == current.day {
-                let summary = with_meal(
-                    &with_meal(&old_summary, current.nutrients, false),
-                    next.nutrients,
-                    true,
-                );
-                let summary = SummaryRecord {
-                    version: old_summary.version + 1,
-                    ..summary
-                };
-                actions.push(Action::Put {
-                    item: to_item(&meal_key(&pk, next.day, &next.meal_id), &next)?,
-                    condition: Some(Condition::VersionEquals(current.version)),
-                });
-                actions.push(summary_action(&pk, &old_summary, &summary)?);
-                day_totals.push(summary.totals());
+            let (mut actions, day_totals) = if next.day == current.day {
+                same_day_edit(&pk, &current, &next, &old_summary)?
             } else {
                 let new_summary = summary_from(
                     self.table.get(&summary_key(&pk, next.day), true).await?,
                     next.day,
                 )?;
-                let left = with_meal(&old_summary, current.nutrients, false);
-                let arrived = with_meal(&new_summary, next.nutrients, true);
-                actions.push(Action::Delete {
-                    key: meal_key(&pk, current.day, &current.meal_id),
-                    condition: Some(Condition::VersionEquals(current.version)),
-                });
-                actions.push(Action::Put {
-                    item: to_item(&meal_key(&pk, next.day, &next.meal_id), &next)?,
-                    condition: Some(Condition::ItemNotExists),
-                });
-                actions.push(summary_action(&pk, &old_summary, &left)?);
-                actions.push(summary_action(&pk, &new_summary, &arrived)?);
-                actions.push(Action::Put {
-                    item: to_item(&ref_key(&pk, &next.meal_id), &json!({"day": next.day}))?,
-                    condition: Some(Condition::AttributeEquals("day".into(), json!(current.day))),
-                });
-                day_totals.push(arrived.totals());
-                day_totals.push(left.totals());
-            }
+                moved_day_edit(&pk, &current, &next, &old_summary, &new_summary)?
+            };
             let event = envelope(
                 meta,
                 &self.clock,
@@ -502,5 +528,117 @@ fn meal_event(record: &MealRecord) -> Meal {
         name: record.name.clone(),
         nutrients: record.nutrients,
         version: record.version,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PK: &str = "USER#01M8ZF5ZSJP5Z70GTS7AGAV9T7";
+
+    fn kcal(n: i64) -> Nutrients {
+        Nutrients {
+            calories: Decimal::from(n),
+            ..Nutrients::default()
+        }
+    }
+
+    fn day(text: &str) -> Day {
+        Day::parse(text).expect("day")
+    }
+
+    fn meal(id: &MealId, on: &str, calories: i64, version: u64) -> MealRecord {
+        MealRecord {
+            meal_id: id.clone(),
+            day: day(on),
+            eaten_at: Timestamp::parse(&format!("{on}T12:00:00.000Z")).expect("time"),
+            name: "soup".into(),
+            nutrients: kcal(calories),
+            version,
+        }
+    }
+
+    fn summary(on: &str, meals: u32, calories: i64, version: u64) -> SummaryRecord {
+        SummaryRecord {
+            day: day(on),
+            meals,
+            totals: kcal(calories),
+            version,
+        }
+    }
+
+    /// A put's item read back as `T`, and its condition.
+    fn put<T: serde::de::DeserializeOwned>(action: &Action) -> (T, Option<Condition>) {
+        match action {
+            Action::Put { item, condition } => {
+                (from_item(item.clone()).expect("item"), condition.clone())
+            }
+            other => panic!("not a put: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_edit_on_the_same_day_swaps_the_meals_nutrients_in_its_summary() {
+        // Given a day of two meals, 300 and 500 kcal, the summary at version 4,
+        let id = MealId::generate();
+        let current = meal(&id, "2026-03-01", 500, 2);
+        let before = summary("2026-03-01", 2, 800, 4);
+        // when the 500 kcal meal becomes 200 kcal,
+        let next = meal(&id, "2026-03-01", 200, 3);
+        let (actions, totals) = same_day_edit(PK, &current, &next, &before).expect("decide");
+        // then the meal is replaced if still at version 2,
+        assert_eq!(actions.len(), 2);
+        let (written, condition) = put::<MealRecord>(&actions[0]);
+        assert_eq!(written, next);
+        assert_eq!(condition, Some(Condition::VersionEquals(2)));
+        // and the summary holds 2 meals, 500 kcal, at version 5, if still at version 4.
+        let (after, condition) = put::<SummaryRecord>(&actions[1]);
+        assert_eq!(after, summary("2026-03-01", 2, 500, 5));
+        assert_eq!(condition, Some(Condition::VersionEquals(4)));
+        assert_eq!(totals, vec![after.totals()]);
+    }
+
+    #[test]
+    fn an_edit_that_moves_the_meal_changes_both_days_and_its_reference() {
+        // Given a 500 kcal meal on a day of two meals (800 kcal) and nothing on the next day,
+        let id = MealId::generate();
+        let current = meal(&id, "2026-03-01", 500, 2);
+        let old_day = summary("2026-03-01", 2, 800, 4);
+        let new_day = SummaryRecord::empty(day("2026-03-02"));
+        // when it moves to the next day,
+        let next = meal(&id, "2026-03-02", 500, 3);
+        let (actions, totals) =
+            moved_day_edit(PK, &current, &next, &old_day, &new_day).expect("decide");
+        // then it leaves its day if still at version 2 and arrives on a free key,
+        assert_eq!(actions.len(), 5);
+        match &actions[0] {
+            Action::Delete { key, condition } => {
+                assert_eq!(key, &meal_key(PK, day("2026-03-01"), &id));
+                assert_eq!(condition, &Some(Condition::VersionEquals(2)));
+            }
+            other => panic!("not a delete: {other:?}"),
+        }
+        let (arrived, condition) = put::<MealRecord>(&actions[1]);
+        assert_eq!(arrived, next);
+        assert_eq!(condition, Some(Condition::ItemNotExists));
+        // both summaries change (the new one created), and the reference follows the meal
+        // from the day it was on.
+        let (left, condition) = put::<SummaryRecord>(&actions[2]);
+        assert_eq!((left.meals, left.totals), (1, kcal(300)));
+        assert_eq!(condition, Some(Condition::VersionEquals(4)));
+        let (gained, condition) = put::<SummaryRecord>(&actions[3]);
+        assert_eq!((gained.meals, gained.totals), (1, kcal(500)));
+        assert_eq!(condition, Some(Condition::ItemNotExists));
+        let (reference, condition) = put::<serde_json::Value>(&actions[4]);
+        assert_eq!(reference["day"], json!("2026-03-02"));
+        assert_eq!(
+            condition,
+            Some(Condition::AttributeEquals(
+                "day".into(),
+                json!(day("2026-03-01"))
+            ))
+        );
+        assert_eq!(totals, vec![gained.totals(), left.totals()]);
     }
 }

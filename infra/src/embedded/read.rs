@@ -153,24 +153,7 @@ pub(super) fn query_index(
     let pk_end = layout::partition_end(&query.pk);
     let (mut lower, mut upper) = layout::index_bounds(&query.pk, &pk_end, &range);
 
-    let mut required = vec![gsi.partition_key, PK, SK];
-    required.extend(gsi.sort_key);
-    let start = match &query.cursor {
-        Some(cursor) => {
-            let key = cursor.to_key(&required)?;
-            if key.get(gsi.partition_key) != Some(&query.pk) {
-                return Err(StoreError::Validation(
-                    "the cursor is not valid for this query".into(),
-                ));
-            }
-            let gsk = gsi
-                .sort_key
-                .and_then(|name| key.get(name).cloned())
-                .unwrap_or_default();
-            Some((gsk, key[PK].clone(), key[SK].clone()))
-        }
-        None => None,
-    };
+    let start = index_start(gsi, query)?;
     if let Some((gsk, pk, sk)) = &start {
         let after =
             std::ops::Bound::Excluded((query.pk.as_str(), gsk.as_str(), pk.as_str(), sk.as_str()));
@@ -212,24 +195,53 @@ pub(super) fn query_index(
         }
     }
     let more = page.full() && entries.next().is_some();
-    let cursor = match (more, last) {
-        (true, Some((gsk, pk, sk))) => {
-            let mut key = BTreeMap::from([
-                (gsi.partition_key.to_owned(), query.pk.clone()),
-                (PK.to_owned(), pk),
-                (SK.to_owned(), sk),
-            ]);
-            if let Some(name) = gsi.sort_key {
-                key.insert(name.to_owned(), gsk);
-            }
-            Some(Cursor::from_key(&key))
-        }
-        _ => None,
-    };
     Ok(Page {
         items: page.items,
-        cursor,
+        cursor: last
+            .filter(|_| more)
+            .map(|last| index_cursor(gsi, query, last)),
     })
+}
+
+/// Where an index query resumes: the (index sort key, pk, sk) its cursor names.
+fn index_start(
+    gsi: &tables::GsiDef,
+    query: &IndexQuery,
+) -> Result<Option<(String, String, String)>, StoreError> {
+    let Some(cursor) = &query.cursor else {
+        return Ok(None);
+    };
+    let mut required = vec![gsi.partition_key, PK, SK];
+    required.extend(gsi.sort_key);
+    let key = cursor.to_key(&required)?;
+    if key.get(gsi.partition_key) != Some(&query.pk) {
+        return Err(StoreError::Validation(
+            "the cursor is not valid for this query".into(),
+        ));
+    }
+    let gsk = gsi
+        .sort_key
+        .and_then(|name| key.get(name).cloned())
+        .unwrap_or_default();
+    Ok(Some((gsk, key[PK].clone(), key[SK].clone())))
+}
+
+/// The cursor after the index entry (index sort key, pk, sk) `last`.
+fn index_cursor(
+    gsi: &tables::GsiDef,
+    query: &IndexQuery,
+    last: (String, String, String),
+) -> Cursor {
+    let (gsk, pk, sk) = last;
+    let mut key = BTreeMap::from([
+        (gsi.partition_key.to_owned(), query.pk.clone()),
+        (PK.to_owned(), pk),
+        (SK.to_owned(), sk),
+    ]);
+    if let Some(name) = gsi.sort_key {
+        key.insert(name.to_owned(), gsk);
+    }
+    Cursor::from_key(&key)
 }
 
 pub(super) fn changes_after(
@@ -290,44 +302,65 @@ pub(super) fn scan(
     table: Context,
     scan: &Scan,
 ) -> Result<Page, StoreError> {
-    let mut page = PageBuilder::new(scan.limit)?;
+    let page = PageBuilder::new(scan.limit)?;
+    match &scan.index {
+        None => scan_items(txn, names, table, scan, page),
+        Some(index) => scan_index(txn, names, table, index, scan, page),
+    }
+}
+
+fn scan_items(
+    txn: &ReadTransaction,
+    names: &Names,
+    table: Context,
+    scan: &Scan,
+    mut page: PageBuilder,
+) -> Result<Page, StoreError> {
     let items = txn.open_table(names.items(table)).map_err(backend)?;
-    let Some(index) = &scan.index else {
-        let start = match &scan.cursor {
-            Some(cursor) => Some(cursor.to_key(&[PK, SK])?),
-            None => None,
-        };
-        let range = match &start {
-            Some(key) => items.range((
-                std::ops::Bound::Excluded((key[PK].as_str(), key[SK].as_str())),
-                std::ops::Bound::Unbounded,
-            )),
-            None => items.range::<(&str, &str)>(..),
-        }
-        .map_err(backend)?;
-        let mut entries = range.peekable();
-        let mut last = None;
-        for entry in entries.by_ref() {
-            let (key, value) = entry.map_err(backend)?;
-            let (pk, sk) = key.value();
-            last = Some((pk.to_owned(), sk.to_owned()));
-            page.push(layout::decode(value.value())?, value.value().len());
-            if page.full() {
-                break;
-            }
-        }
-        let cursor = match (page.full() && entries.peek().is_some(), last) {
-            (true, Some((pk, sk))) => Some(Cursor::from_key(&BTreeMap::from([
-                (PK.to_owned(), pk),
-                (SK.to_owned(), sk),
-            ]))),
-            _ => None,
-        };
-        return Ok(Page {
-            items: page.items,
-            cursor,
-        });
+    let start = match &scan.cursor {
+        Some(cursor) => Some(cursor.to_key(&[PK, SK])?),
+        None => None,
     };
+    let range = match &start {
+        Some(key) => items.range((
+            std::ops::Bound::Excluded((key[PK].as_str(), key[SK].as_str())),
+            std::ops::Bound::Unbounded,
+        )),
+        None => items.range::<(&str, &str)>(..),
+    }
+    .map_err(backend)?;
+    let mut entries = range.peekable();
+    let mut last = None;
+    for entry in entries.by_ref() {
+        let (key, value) = entry.map_err(backend)?;
+        let (pk, sk) = key.value();
+        last = Some((pk.to_owned(), sk.to_owned()));
+        page.push(layout::decode(value.value())?, value.value().len());
+        if page.full() {
+            break;
+        }
+    }
+    let cursor = match (page.full() && entries.peek().is_some(), last) {
+        (true, Some((pk, sk))) => Some(Cursor::from_key(&BTreeMap::from([
+            (PK.to_owned(), pk),
+            (SK.to_owned(), sk),
+        ]))),
+        _ => None,
+    };
+    Ok(Page {
+        items: page.items,
+        cursor,
+    })
+}
+
+fn scan_index(
+    txn: &ReadTransaction,
+    names: &Names,
+    table: Context,
+    index: &str,
+    scan: &Scan,
+    mut page: PageBuilder,
+) -> Result<Page, StoreError> {
     let gsi = tables::table(table)
         .gsi(index)
         .ok_or_else(|| StoreError::Validation(format!("table {table} has no index {index}")))?;
@@ -339,6 +372,7 @@ pub(super) fn scan(
         Some(cursor) => Some(cursor.to_key(&[IPK, ISK, PK, SK])?),
         None => None,
     };
+    let items = txn.open_table(names.items(table)).map_err(backend)?;
     let index_name = layout::index_table_name(table, gsi);
     let entries_table = txn
         .open_table(layout::index_def(&index_name))
