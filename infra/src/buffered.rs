@@ -160,32 +160,11 @@ fn validate(table: Context, item: &Item) -> Result<Key, StoreError> {
     Ok(key)
 }
 
-fn updated(key: &Key, current: Option<&Item>, update: &Update) -> Result<Item, StoreError> {
-    let mut item = current.cloned().unwrap_or_else(|| key.to_item());
-    for (attr, value) in &update.set {
-        if attr == PK || attr == SK {
-            return Err(StoreError::Validation(format!(
-                "cannot update key attribute {attr}"
-            )));
-        }
-        item.insert(attr.clone(), value.clone());
-    }
-    for attr in &update.remove {
-        if attr == PK || attr == SK {
-            return Err(StoreError::Validation(format!(
-                "cannot remove key attribute {attr}"
-            )));
-        }
-        item.remove(attr);
-    }
-    Ok(item)
-}
-
 /// The key an action addresses and the item it leaves (None: deleted or only checked).
 fn planned(action: &TransactAction, current: Option<&Item>) -> Result<Option<Item>, StoreError> {
     match action {
         TransactAction::Put { item, .. } => Ok(Some(item.clone())),
-        TransactAction::Update { key, update, .. } => updated(key, current, update).map(Some),
+        TransactAction::Update { key, update, .. } => update.applied_to(key, current).map(Some),
         TransactAction::Delete { .. } | TransactAction::ConditionCheck { .. } => Ok(None),
     }
 }
@@ -350,7 +329,7 @@ impl Store for Buffered {
                     existing: current.cloned(),
                 });
             }
-            let item = updated(key, current, &update)?;
+            let item = update.applied_to(key, current)?;
             validate(table, &item)?;
             p.set(&key.sk, Some(item.clone()));
             Ok(item)

@@ -19,28 +19,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use vitals_tests::snapshot::snapshot;
 
-vitals_tests::conformance_tests!(vitals_tests::backends::buffered_embedded;
-    put_then_get_round_trips_every_value_type,
-    get_of_a_missing_item_is_none,
-    put_if_absent_fails_the_second_time_and_keeps_the_first,
-    version_guarded_update_accepts_the_current_version_only,
-    update_creates_a_missing_item_and_removes_attributes,
-    key_attributes_cannot_be_updated,
-    conditional_delete_returns_the_old_item,
-    attribute_conditions_and_their_conjunction,
-    newer_guard_keeps_the_highest_version_whatever_the_order,
-    items_without_valid_keys_are_rejected,
-    transaction_applies_every_action,
-    transaction_with_one_failing_condition_writes_nothing,
-    transaction_reports_a_failed_condition_check,
-    transaction_limits_are_enforced,
-    query_sort_key_conditions_forward_and_reverse,
-    sort_order_is_by_utf8_bytes,
-    pagination_returns_every_item_exactly_once,
-    index_key_attribute_must_be_a_string,
-    concurrent_version_guarded_writers_lose_no_update,
-    batch_writes_put_and_delete_many_items,
-);
+vitals_tests::conformance_item_cases!(vitals_tests::backends::buffered_embedded);
 
 const TABLES: [Context; 2] = [Context::Dashboard, Context::Goals];
 const PKS: [&str; 2] = ["USER#a", "USER#b"];

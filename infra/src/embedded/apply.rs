@@ -10,7 +10,7 @@ use crate::store::{
     validate_index_attributes,
 };
 use events_schema::Context;
-use events_schema::tables::{self, PK, SK};
+use events_schema::tables;
 use redb::{ReadableTable, WriteTransaction};
 use std::collections::HashSet;
 
@@ -117,26 +117,7 @@ fn plan_actions(
         });
         let new = match action {
             TransactAction::Put { item, .. } => Some(item.clone()),
-            TransactAction::Update { update, .. } => {
-                let mut item = old.clone().unwrap_or_else(|| key.to_item());
-                for (attr, value) in &update.set {
-                    if attr == PK || attr == SK {
-                        return Err(StoreError::Validation(format!(
-                            "cannot update key attribute {attr}"
-                        )));
-                    }
-                    item.insert(attr.clone(), value.clone());
-                }
-                for attr in &update.remove {
-                    if attr == PK || attr == SK {
-                        return Err(StoreError::Validation(format!(
-                            "cannot remove key attribute {attr}"
-                        )));
-                    }
-                    item.remove(attr);
-                }
-                Some(item)
-            }
+            TransactAction::Update { update, .. } => Some(update.applied_to(&key, old.as_ref())?),
             TransactAction::Delete { .. } => None,
             TransactAction::ConditionCheck { .. } => continue,
         };

@@ -48,6 +48,31 @@ impl Update {
         self.remove.push(attr.into());
         self
     }
+
+    /// The item this update leaves at `key`, given the `current` one (None: created
+    /// from the key). Backends that apply updates themselves use it (the embedded store,
+    /// the buffered view); key attributes cannot be set or removed.
+    pub fn applied_to(&self, key: &Key, current: Option<&Item>) -> Result<Item, crate::StoreError> {
+        use events_schema::tables::{PK, SK};
+        let mut item = current.cloned().unwrap_or_else(|| key.to_item());
+        for (attr, value) in &self.set {
+            if attr == PK || attr == SK {
+                return Err(crate::StoreError::Validation(format!(
+                    "cannot update key attribute {attr}"
+                )));
+            }
+            item.insert(attr.clone(), value.clone());
+        }
+        for attr in &self.remove {
+            if attr == PK || attr == SK {
+                return Err(crate::StoreError::Validation(format!(
+                    "cannot remove key attribute {attr}"
+                )));
+            }
+            item.remove(attr);
+        }
+        Ok(item)
+    }
 }
 
 /// One action of a transaction.
