@@ -15,8 +15,8 @@ use crate::CommandError;
 use crate::idempotency::{self, Committed};
 use crate::items::{from_item, to_item};
 use crate::meta::{CommandMeta, Outcome};
+use crate::optimistic::{self, Attempt};
 use crate::outbox::event_action;
-use crate::retry::MAX_ATTEMPTS;
 use events_schema::envelope::EventEnvelope;
 use events_schema::ids::{ExternalId, ProviderName};
 use events_schema::keys::SortKey;
@@ -163,11 +163,10 @@ async fn sync_ids<C: ContextTable>(
             Committed::Done(outcome) => return Ok(outcome),
             Committed::Cancelled(reasons) => pointer_from(table, &pointer_key, &reasons).await?,
         };
-    for attempt in 0..MAX_ATTEMPTS {
-        crate::retry::backoff(attempt).await;
+    optimistic::run!({
         // Stale or repeated: what is stored is at least as new.
         if delivery.order() <= existing.order() {
-            return Ok(Outcome::replayed(existing.entity_id));
+            return Ok(Attempt::Done(Outcome::replayed(existing.entity_id.clone())));
         }
         if existing.fingerprint == fingerprint {
             // Newer, same content: only the revision moves on.
@@ -192,10 +191,12 @@ async fn sync_ids<C: ContextTable>(
             )
             .await?
             {
-                Committed::Done(outcome) => return Ok(Outcome::replayed(outcome.value)),
+                Committed::Done(outcome) => {
+                    return Ok(Attempt::Done(Outcome::replayed(outcome.value)));
+                }
                 Committed::Cancelled(reasons) => {
                     existing = pointer_from(table, &pointer_key, &reasons).await?;
-                    continue;
+                    return Ok(Attempt::LostRace);
                 }
             }
         }
@@ -240,13 +241,13 @@ async fn sync_ids<C: ContextTable>(
         )
         .await?
         {
-            Committed::Done(outcome) => return Ok(outcome),
+            Committed::Done(outcome) => Ok(Attempt::Done(outcome)),
             Committed::Cancelled(reasons) => {
-                existing = pointer_from(table, &pointer_key, &reasons).await?
+                existing = pointer_from(table, &pointer_key, &reasons).await?;
+                Ok(Attempt::LostRace)
             }
         }
-    }
-    Err(CommandError::Contention)
+    })
 }
 
 /// Records `revision` on the pointer (removes it when the delivery had none).

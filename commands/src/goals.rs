@@ -2,11 +2,11 @@
 //! keys (`USER#<id>#STATUS#<status>`, `GOAL#<id>`), rewritten with every status change,
 //! so "my active goals" is one index query. Items: `GOAL#<goal-id>`.
 
-use crate::idempotency::{self, Committed};
+use crate::idempotency;
 use crate::items::{from_item, to_item};
 use crate::meta::{CommandMeta, Outcome};
+use crate::optimistic::{self, Attempt};
 use crate::outbox::{envelope, event_action};
-use crate::retry::MAX_ATTEMPTS;
 use crate::{CommandError, validate};
 use events_schema::events::goals::{
     Goal, GoalCreated, GoalKind, GoalPeriod, GoalStatus, GoalStatusChanged,
@@ -142,11 +142,10 @@ impl GoalCommands {
     ) -> Result<Outcome<Goal>, CommandError> {
         let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
-        for attempt in 0..MAX_ATTEMPTS {
-            crate::retry::backoff(attempt).await;
+        optimistic::run!({
             let current = self.goal(meta, id).await?;
             if current.status == to {
-                return Ok(Outcome::replayed(current));
+                return Ok(Attempt::Done(Outcome::replayed(current)));
             }
             if !can_move(current.status, to) {
                 return Err(CommandError::Conflict(format!(
@@ -183,16 +182,10 @@ impl GoalCommands {
                 event_action(&pk, &event)?,
             ];
             let request = json!({"goal": id, "status": to});
-            match idempotency::commit(&self.table, meta, &pk, &request, actions, next.clone())
-                .await?
-            {
-                Committed::Done(outcome) => return Ok(outcome),
-                Committed::Cancelled(reasons) if idempotency::lost_race(&reasons) => {
-                    continue;
-                }
-                Committed::Cancelled(reasons) => return Err(idempotency::unexpected(&reasons)),
-            }
-        }
-        Err(CommandError::Contention)
+            optimistic::settled(
+                idempotency::commit(&self.table, meta, &pk, &request, actions, next.clone())
+                    .await?,
+            )
+        })
     }
 }

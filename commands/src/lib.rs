@@ -9,7 +9,8 @@
 //!   returns.
 //! - [`correlation`]: the correlation id of the request or event in progress, for the
 //!   events of commands that find their user themselves.
-//! - [`outbox`], [`idempotency`], [`items`], [`validate`], [`retry`]: the shared mechanics;
+//! - [`outbox`], [`idempotency`], `optimistic` (the one read-decide-commit-retry loop),
+//!   `items`, `validate`, `retry`: the shared mechanics;
 //!   `serial`: one writer per user inside a process; [`password`]: argon2 on a bounded pool.
 //! - [`identity`], [`nutrition`], [`activity`], [`sleep`], [`goals`], [`integrations`],
 //!   [`environment`]: the contexts.
@@ -29,6 +30,7 @@ pub mod integrations;
 pub(crate) mod items;
 pub mod meta;
 pub mod nutrition;
+pub(crate) mod optimistic;
 pub mod outbox;
 pub mod password;
 pub(crate) mod retry;

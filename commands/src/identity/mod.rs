@@ -8,8 +8,8 @@
 use crate::idempotency::{self, Committed};
 use crate::items::{from_item, to_item};
 use crate::meta::{CommandMeta, Outcome};
+use crate::optimistic::{self, Attempt};
 use crate::outbox::{envelope, event_action};
-use crate::retry::MAX_ATTEMPTS;
 use crate::{CommandError, password, validate};
 use events_schema::envelope::EventEnvelope;
 use events_schema::events::identity::{
@@ -299,11 +299,10 @@ impl IdentityCommands {
     ) -> Result<Outcome<ProfileState>, CommandError> {
         let new_email = validate::email("email", new_email)?;
         let _writer = crate::serial::user(&meta.user).await;
-        for attempt in 0..MAX_ATTEMPTS {
-            crate::retry::backoff(attempt).await;
+        optimistic::run!({
             let current = self.profile(&meta.user).await?;
             if current.email == new_email {
-                return Ok(Outcome::replayed(current.state()));
+                return Ok(Attempt::Done(Outcome::replayed(current.state())));
             }
             // The sign-up's request records live under the old email: they go with it.
             let records = self
@@ -337,20 +336,20 @@ impl IdentityCommands {
             )
             .await?
             {
-                Committed::Done(outcome) => return Ok(outcome),
+                Committed::Done(outcome) => Ok(Attempt::Done(outcome)),
                 Committed::Cancelled(reasons) => match reasons.as_slice() {
+                    // The new email's reservation: someone else has it.
                     [_, _, CancelReason::ConditionFailed { .. }, ..] => {
-                        return Err(CommandError::EmailTaken);
+                        Err(CommandError::EmailTaken)
                     }
                     [
                         CancelReason::ConditionFailed { .. } | CancelReason::Conflict,
                         ..,
-                    ] => continue,
-                    other => return Err(idempotency::unexpected(other)),
+                    ] => Ok(Attempt::LostRace),
+                    other => Err(idempotency::unexpected(other)),
                 },
             }
-        }
-        Err(CommandError::Contention)
+        })
     }
 
     /// The registration request records of `user` kept under `email`'s partition.
@@ -379,15 +378,14 @@ impl IdentityCommands {
     ) -> Result<Outcome<ProfileState>, CommandError> {
         let display_name = input.checked_display_name()?;
         let _writer = crate::serial::user(&meta.user).await;
-        for attempt in 0..MAX_ATTEMPTS {
-            crate::retry::backoff(attempt).await;
+        optimistic::run!({
             let current = self.profile(&meta.user).await?;
             let mut next = current.clone();
             next.display_name = display_name.clone().unwrap_or(next.display_name);
             next.timezone = input.timezone.clone().unwrap_or(next.timezone);
             next.units = input.units.unwrap_or(next.units);
             if next == current {
-                return Ok(Outcome::replayed(current.state()));
+                return Ok(Attempt::Done(Outcome::replayed(current.state())));
             }
             next.version += 1;
             let event = envelope(
@@ -410,35 +408,28 @@ impl IdentityCommands {
                 },
                 event_action(&meta.user_pk(), &event)?,
             ];
-            match idempotency::commit(
-                &self.table,
-                meta,
-                &meta.user_pk(),
-                &input,
-                actions,
-                next.state(),
+            optimistic::settled(
+                idempotency::commit(
+                    &self.table,
+                    meta,
+                    &meta.user_pk(),
+                    &input,
+                    actions,
+                    next.state(),
+                )
+                .await?,
             )
-            .await?
-            {
-                Committed::Done(outcome) => return Ok(outcome),
-                Committed::Cancelled(reasons) if idempotency::lost_race(&reasons) => {
-                    continue;
-                }
-                Committed::Cancelled(reasons) => return Err(idempotency::unexpected(&reasons)),
-            }
-        }
-        Err(CommandError::Contention)
+        })
     }
 
     /// Records the request to delete the account (the drain comes later). Login is
     /// refused from now on; asking again publishes nothing new.
     pub async fn request_deletion(&self, meta: &CommandMeta) -> Result<Outcome<()>, CommandError> {
         let _writer = crate::serial::user(&meta.user).await;
-        for attempt in 0..MAX_ATTEMPTS {
-            crate::retry::backoff(attempt).await;
+        optimistic::run!({
             let current = self.profile(&meta.user).await?;
             if current.status == AccountStatus::DeletionRequested {
-                return Ok(Outcome::replayed(()));
+                return Ok(Attempt::Done(Outcome::replayed(())));
             }
             let event = envelope(
                 meta,
@@ -467,24 +458,18 @@ impl IdentityCommands {
             ];
             let mut actions = actions;
             actions.extend(self.end_every_session(&meta.user).await?);
-            match idempotency::commit(
-                &self.table,
-                meta,
-                &meta.user_pk(),
-                &json!("delete"),
-                actions,
-                (),
+            optimistic::settled(
+                idempotency::commit(
+                    &self.table,
+                    meta,
+                    &meta.user_pk(),
+                    &json!("delete"),
+                    actions,
+                    (),
+                )
+                .await?,
             )
-            .await?
-            {
-                Committed::Done(outcome) => return Ok(outcome),
-                Committed::Cancelled(reasons) if idempotency::lost_race(&reasons) => {
-                    continue;
-                }
-                Committed::Cancelled(reasons) => return Err(idempotency::unexpected(&reasons)),
-            }
-        }
-        Err(CommandError::Contention)
+        })
     }
 }
 

@@ -8,6 +8,7 @@ use crate::CommandError;
 use crate::idempotency::{self, Committed};
 use crate::items::to_item;
 use crate::meta::{CommandMeta, Outcome};
+use crate::optimistic::{self, Attempt};
 use crate::outbox::{envelope, event_action};
 use events_schema::events::integrations::{ProviderConnected, ProviderDisconnected};
 use events_schema::ids::{OAuthState, ProviderName, ProviderUserId, UserId};
@@ -178,8 +179,7 @@ impl IntegrationCommands {
         let meta = CommandMeta::new(user.clone());
         let _writer = crate::serial::user(&user).await;
         let pk = meta.user_pk();
-        for attempt in 0..crate::retry::MAX_ATTEMPTS {
-            crate::retry::backoff(attempt).await;
+        optimistic::run!({
             let connection_key = connection_key(&pk, provider.name());
             let existing: Option<StoredConnection> = self
                 .table
@@ -253,16 +253,15 @@ impl IntegrationCommands {
             match idempotency::commit(&self.table, &meta, &pk, &json!({}), actions, user.clone())
                 .await?
             {
-                Committed::Done(outcome) => return Ok(outcome),
+                Committed::Done(outcome) => Ok(Attempt::Done(outcome)),
                 Committed::Cancelled(reasons) => match reasons.first() {
-                    Some(CancelReason::ConditionFailed { .. }) => return Err(unknown_state()),
+                    Some(CancelReason::ConditionFailed { .. }) => Err(unknown_state()),
                     // The connection or an identity changed meanwhile: look again.
-                    _ if idempotency::lost_race(&reasons) => continue,
-                    _ => return Err(idempotency::unexpected(&reasons)),
+                    _ if idempotency::lost_race(&reasons) => Ok(Attempt::LostRace),
+                    _ => Err(idempotency::unexpected(&reasons)),
                 },
             }
-        }
-        Err(CommandError::Contention)
+        })
     }
 
     /// The account a provider identity routes to, if any.
@@ -287,8 +286,7 @@ impl IntegrationCommands {
         let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
         let key = connection_key(&pk, provider.name());
-        for attempt in 0..crate::retry::MAX_ATTEMPTS {
-            crate::retry::backoff(attempt).await;
+        optimistic::run!({
             let Some(existing) = self
                 .table
                 .get(&key, true)
@@ -297,7 +295,7 @@ impl IntegrationCommands {
                 .transpose()?
                 .filter(StoredConnection::connected)
             else {
-                return Ok(Outcome::replayed(()));
+                return Ok(Attempt::Done(Outcome::replayed(())));
             };
             let version = next_version(existing.version, self.clock.now());
             let event = envelope(
@@ -337,21 +335,17 @@ impl IntegrationCommands {
                     )),
                 });
             }
-            match idempotency::commit(
-                &self.table,
-                meta,
-                &pk,
-                &json!({"disconnect": provider.name()}),
-                actions,
-                (),
+            optimistic::settled(
+                idempotency::commit(
+                    &self.table,
+                    meta,
+                    &pk,
+                    &json!({"disconnect": provider.name()}),
+                    actions,
+                    (),
+                )
+                .await?,
             )
-            .await?
-            {
-                Committed::Done(outcome) => return Ok(outcome),
-                Committed::Cancelled(reasons) if idempotency::lost_race(&reasons) => continue,
-                Committed::Cancelled(reasons) => return Err(idempotency::unexpected(&reasons)),
-            }
-        }
-        Err(CommandError::Contention)
+        })
     }
 }

@@ -8,8 +8,8 @@ use super::NutritionCommands;
 use crate::idempotency::{self, Committed};
 use crate::items::{from_item, to_item};
 use crate::meta::{CommandMeta, Outcome};
+use crate::optimistic::{self, Attempt};
 use crate::outbox::{envelope, event_action};
-use crate::retry::MAX_ATTEMPTS;
 use crate::{CommandError, validate};
 use events_schema::events::nutrition::{
     DayTotals, Meal, MealDeleted, MealEdited, MealLogged, Nutrients,
@@ -285,8 +285,7 @@ impl NutritionCommands {
             self.table.get(&summary_key(&pk, meal.day), true).await?,
             meal.day,
         )?;
-        for attempt in 0..MAX_ATTEMPTS {
-            crate::retry::backoff(attempt).await;
+        optimistic::run!({
             let next = with_meal(&summary, record.nutrients, true);
             let event = envelope(
                 meta,
@@ -313,29 +312,33 @@ impl NutritionCommands {
             match idempotency::commit(&self.table, meta, &pk, request, actions, record.clone())
                 .await?
             {
-                Committed::Done(outcome) => return Ok(outcome),
+                Committed::Done(outcome) => Ok(Attempt::Done(outcome)),
                 Committed::Cancelled(reasons)
                     if reasons
                         .iter()
                         .skip(4)
                         .any(|r| matches!(r, CancelReason::ConditionFailed { .. })) =>
                 {
-                    return Err(CommandError::NotFound("scheduled meal"));
+                    Err(CommandError::NotFound("scheduled meal"))
                 }
+                // The summary moved on: the cancellation returned it.
                 Committed::Cancelled(reasons) => match refreshed(&reasons, 2, record.day) {
-                    Some(fresh) => summary = fresh?,
+                    Some(fresh) => {
+                        summary = fresh?;
+                        Ok(Attempt::LostRace)
+                    }
                     // A transaction conflict carries no item: read the summary again.
                     None if reasons.contains(&CancelReason::Conflict) => {
                         summary = summary_from(
                             self.table.get(&summary_key(&pk, meal.day), true).await?,
                             meal.day,
                         )?;
+                        Ok(Attempt::LostRace)
                     }
-                    None => return Err(idempotency::unexpected(&reasons)),
+                    None => Err(idempotency::unexpected(&reasons)),
                 },
             }
-        }
-        Err(CommandError::Contention)
+        })
     }
 
     async fn load_meal(&self, pk: &str, meal_id: &MealId) -> Result<MealRecord, CommandError> {
@@ -367,8 +370,8 @@ impl NutritionCommands {
         let meal = validate_meal(&input.meal, self.clock.now())?;
         let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
-        for attempt in 0..MAX_ATTEMPTS {
-            crate::retry::backoff(attempt).await;
+        // A concurrent change to the meal or a summary: read again and retry.
+        optimistic::run!({
             let current = self.load_meal(&pk, &input.meal_id).await?;
             let next = MealRecord {
                 meal_id: current.meal_id.clone(),
@@ -402,17 +405,10 @@ impl NutritionCommands {
                 },
             )?;
             actions.push(event_action(&pk, &event)?);
-            match idempotency::commit(&self.table, meta, &pk, &input, actions, next.clone()).await?
-            {
-                Committed::Done(outcome) => return Ok(outcome),
-                // A concurrent change to the meal or a summary: read again and retry.
-                Committed::Cancelled(reasons) if idempotency::lost_race(&reasons) => {
-                    continue;
-                }
-                Committed::Cancelled(reasons) => return Err(idempotency::unexpected(&reasons)),
-            }
-        }
-        Err(CommandError::Contention)
+            optimistic::settled(
+                idempotency::commit(&self.table, meta, &pk, &input, actions, next.clone()).await?,
+            )
+        })
     }
 
     /// Deletes a meal and takes it out of its day's summary.
@@ -423,13 +419,12 @@ impl NutritionCommands {
     ) -> Result<Outcome<()>, CommandError> {
         let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
-        for attempt in 0..MAX_ATTEMPTS {
-            crate::retry::backoff(attempt).await;
+        optimistic::run!({
             let current = match self.load_meal(&pk, meal_id).await {
                 Ok(meal) => meal,
                 // Deleting twice with the same key answers as the first time did.
                 Err(CommandError::NotFound(_)) if meta.idempotency_key.is_some() => {
-                    return self.replay_delete(meta, meal_id).await;
+                    return self.replay_delete(meta, meal_id).await.map(Attempt::Done);
                 }
                 Err(e) => return Err(e),
             };
@@ -461,24 +456,18 @@ impl NutritionCommands {
                 summary_action(&pk, &summary, &next)?,
                 event_action(&pk, &event)?,
             ];
-            match idempotency::commit(
-                &self.table,
-                meta,
-                &pk,
-                &json!({"delete_meal": meal_id}),
-                actions,
-                (),
+            optimistic::settled(
+                idempotency::commit(
+                    &self.table,
+                    meta,
+                    &pk,
+                    &json!({"delete_meal": meal_id}),
+                    actions,
+                    (),
+                )
+                .await?,
             )
-            .await?
-            {
-                Committed::Done(outcome) => return Ok(outcome),
-                Committed::Cancelled(reasons) if idempotency::lost_race(&reasons) => {
-                    continue;
-                }
-                Committed::Cancelled(reasons) => return Err(idempotency::unexpected(&reasons)),
-            }
-        }
-        Err(CommandError::Contention)
+        })
     }
 
     async fn replay_delete(

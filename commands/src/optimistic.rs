@@ -1,0 +1,99 @@
+//! The one optimistic-commit loop every command that reads before it writes shares:
+//! read, decide, commit with conditions on what was read; when a condition fails
+//! because someone else wrote first (a lost race), wait a jittered moment and try
+//! again from the read; after `MAX_ATTEMPTS` lost races, report contention.
+
+use crate::CommandError;
+use crate::idempotency::{self, Committed};
+use crate::meta::Outcome;
+
+/// What one attempt came to.
+pub(crate) enum Attempt<T> {
+    Done(T),
+    /// Someone else wrote what the attempt read: read again and decide again.
+    LostRace,
+}
+
+/// Runs `$attempt`, a block evaluating to `Result<Attempt<T>, CommandError>` (it may
+/// `return` early and use `?`), until it is done or fails, backing off between
+/// attempts; `CommandError::Contention` after `MAX_ATTEMPTS` lost races. The value of
+/// the whole is `Result<T, CommandError>`.
+///
+/// A macro rather than a function taking an async closure: the attempt borrows the
+/// command's state mutably between attempts (a summary refreshed from a cancellation),
+/// and a future returned by a closure cannot borrow from it; an async block awaited in
+/// place can, and stays `Send`.
+macro_rules! run {
+    ($attempt:block) => {{
+        let mut outcome = Err($crate::CommandError::Contention);
+        for n in 0..$crate::retry::MAX_ATTEMPTS {
+            $crate::retry::backoff(n).await;
+            let step: Result<$crate::optimistic::Attempt<_>, $crate::CommandError> =
+                async $attempt.await;
+            match step {
+                Ok($crate::optimistic::Attempt::Done(value)) => {
+                    outcome = Ok(value);
+                    break;
+                }
+                Ok($crate::optimistic::Attempt::LostRace) => continue,
+                Err(error) => {
+                    outcome = Err(error);
+                    break;
+                }
+            }
+        }
+        outcome
+    }};
+}
+pub(crate) use run;
+
+/// The usual reading of a commit: done, a lost race (any failed condition or
+/// conflict), or an error for anything else.
+pub(crate) fn settled<T>(committed: Committed<T>) -> Result<Attempt<Outcome<T>>, CommandError> {
+    match committed {
+        Committed::Done(outcome) => Ok(Attempt::Done(outcome)),
+        Committed::Cancelled(reasons) if idempotency::lost_race(&reasons) => Ok(Attempt::LostRace),
+        Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::retry::MAX_ATTEMPTS;
+
+    #[tokio::test]
+    async fn lost_races_are_tried_again_until_done() {
+        let mut attempts = 0;
+        let done: Result<u32, CommandError> = run!({
+            attempts += 1;
+            if attempts < 3 {
+                return Ok(Attempt::LostRace);
+            }
+            Ok(Attempt::Done(attempts))
+        });
+        assert_eq!(done.ok(), Some(3));
+    }
+
+    #[tokio::test]
+    async fn every_race_lost_is_contention_after_the_last_attempt() {
+        let mut attempts = 0;
+        let lost: Result<(), CommandError> = run!({
+            attempts += 1;
+            Ok(Attempt::LostRace)
+        });
+        assert!(matches!(lost, Err(CommandError::Contention)));
+        assert_eq!(attempts, MAX_ATTEMPTS);
+    }
+
+    #[tokio::test]
+    async fn an_error_ends_the_attempts_at_once() {
+        let mut attempts = 0;
+        let failed: Result<(), CommandError> = run!({
+            attempts += 1;
+            Err(CommandError::NotFound("meal"))
+        });
+        assert!(matches!(failed, Err(CommandError::NotFound("meal"))));
+        assert_eq!(attempts, 1);
+    }
+}
