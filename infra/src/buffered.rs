@@ -187,18 +187,7 @@ fn query_partition(partition: &Partition, query: &Query) -> Result<Page, StoreEr
             "a query's limit must be at least 1".into(),
         ));
     }
-    let start = match &query.cursor {
-        Some(cursor) => {
-            let key = cursor.to_key(&[PK, SK])?;
-            if key.get(PK) != Some(&query.pk) {
-                return Err(StoreError::Validation(
-                    "the cursor is not valid for this query".into(),
-                ));
-            }
-            key.get(SK).cloned()
-        }
-        None => None,
-    };
+    let start = query.resume_after()?;
     let (lower, upper) = match (&start, query.forward) {
         (Some(sk), true) => (Bound::Excluded(sk.as_str()), Bound::Unbounded),
         (Some(sk), false) => (Bound::Unbounded, Bound::Excluded(sk.as_str())),

@@ -15,7 +15,7 @@ use self::layout::{CHANGELOG, CHECKPOINTS, EXPIRY, Names};
 use self::writer::{Job, WriteOp, WriteOutcome};
 use crate::store::{
     BatchWrite, CancelReason, Condition, IndexQuery, Item, Key, Page, Query, Scan, Store,
-    StoreError, TransactAction, Update, now_epoch_seconds,
+    StoreError, TransactAction, Update, batch_chunks, now_epoch_seconds,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -376,13 +376,7 @@ impl Store for EmbeddedStore {
         // One commit per chunk: large enough to amortise the fsync, small enough that a
         // redb transaction stays a few megabytes.
         const CHUNK: usize = 4096;
-        let mut writes = writes.into_iter().peekable();
-        while writes.peek().is_some() {
-            let chunk: Vec<TransactAction> = writes
-                .by_ref()
-                .take(CHUNK)
-                .map(|w| w.into_action(table))
-                .collect();
+        for chunk in batch_chunks(table, writes, CHUNK) {
             self.submit(WriteOp::Batch(chunk)).await?;
         }
         Ok(())

@@ -75,18 +75,7 @@ pub(super) fn query(
     let range = StrRange::of(query.sort_key.as_ref());
     let pk_end = layout::partition_end(&query.pk);
     let (mut lower, mut upper) = layout::item_bounds(&query.pk, &pk_end, &range);
-    let start = match &query.cursor {
-        Some(cursor) => {
-            let key = cursor.to_key(&[PK, SK])?;
-            if key.get(PK) != Some(&query.pk) {
-                return Err(StoreError::Validation(
-                    "the cursor is not valid for this query".into(),
-                ));
-            }
-            key.get(SK).cloned()
-        }
-        None => None,
-    };
+    let start = query.resume_after()?;
     if let Some(sk) = &start {
         let after = std::ops::Bound::Excluded((query.pk.as_str(), sk.as_str()));
         if query.forward {

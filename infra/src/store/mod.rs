@@ -15,7 +15,7 @@ pub use error::{CancelReason, StoreError};
 pub use item::{Item, Key, is_expired, now_epoch_seconds, validate_index_attributes};
 pub use request::{
     BatchWrite, Condition, IndexQuery, MAX_TRANSACTION_ACTIONS, Page, Query, Scan,
-    SortKeyCondition, TransactAction, Update,
+    SortKeyCondition, TransactAction, Update, batch_chunks,
 };
 
 use async_trait::async_trait;
@@ -96,13 +96,7 @@ pub trait Store: Send + Sync {
     /// two writes may address the same item. The default takes transactions of
     /// [`MAX_TRANSACTION_ACTIONS`]; the backends do better.
     async fn write_batch(&self, table: Context, writes: Vec<BatchWrite>) -> Result<(), StoreError> {
-        let mut writes = writes.into_iter().peekable();
-        while writes.peek().is_some() {
-            let chunk: Vec<TransactAction> = writes
-                .by_ref()
-                .take(MAX_TRANSACTION_ACTIONS)
-                .map(|w| w.into_action(table))
-                .collect();
+        for chunk in batch_chunks(table, writes, MAX_TRANSACTION_ACTIONS) {
             self.transact(chunk).await?;
         }
         Ok(())

@@ -154,6 +154,22 @@ impl BatchWrite {
     }
 }
 
+/// `writes` as transaction actions on `table`, in chunks of at most `size`.
+pub fn batch_chunks(
+    table: Context,
+    writes: Vec<BatchWrite>,
+    size: usize,
+) -> impl Iterator<Item = Vec<TransactAction>> {
+    let mut writes = writes
+        .into_iter()
+        .map(move |w| w.into_action(table))
+        .peekable();
+    std::iter::from_fn(move || {
+        writes.peek()?;
+        Some(writes.by_ref().take(size.max(1)).collect())
+    })
+}
+
 /// A condition on the sort key of a query (or the index sort key of an index query).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SortKeyCondition {
@@ -226,6 +242,22 @@ impl Query {
     pub fn after(mut self, cursor: Option<Cursor>) -> Self {
         self.cursor = cursor;
         self
+    }
+
+    /// The sort key the query resumes after: the one its cursor names, which must be a
+    /// cursor of this partition (None without a cursor).
+    pub fn resume_after(&self) -> Result<Option<String>, crate::StoreError> {
+        use events_schema::tables::{PK, SK};
+        let Some(cursor) = &self.cursor else {
+            return Ok(None);
+        };
+        let key = cursor.to_key(&[PK, SK])?;
+        if key.get(PK) != Some(&self.pk) {
+            return Err(crate::StoreError::Validation(
+                "the cursor is not valid for this query".into(),
+            ));
+        }
+        Ok(key.get(SK).cloned())
     }
 
     pub fn consistent(mut self) -> Self {
