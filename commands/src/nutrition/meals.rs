@@ -153,6 +153,52 @@ fn summary_action(
     })
 }
 
+/// What logging `record` writes, given its day's `summary` (event aside): the meal and
+/// its reference on free keys, and the summary with it (if still as read); and that
+/// summary.
+fn new_meal(
+    pk: &str,
+    record: &MealRecord,
+    summary: &SummaryRecord,
+) -> Result<(Vec<Action>, SummaryRecord), CommandError> {
+    let next = with_meal(summary, record.nutrients, true);
+    let actions = vec![
+        Action::Put {
+            item: to_item(&meal_key(pk, record.day, &record.meal_id), record)?,
+            condition: Some(Condition::ItemNotExists),
+        },
+        Action::Put {
+            item: to_item(&ref_key(pk, &record.meal_id), &json!({"day": record.day}))?,
+            condition: Some(Condition::ItemNotExists),
+        },
+        summary_action(pk, summary, &next)?,
+    ];
+    Ok((actions, next))
+}
+
+/// What deleting `current` writes, given its day's `summary` (event aside): the meal
+/// gone if still at the version read, its reference gone, and the summary without it;
+/// and that summary.
+fn removed_meal(
+    pk: &str,
+    current: &MealRecord,
+    summary: &SummaryRecord,
+) -> Result<(Vec<Action>, SummaryRecord), CommandError> {
+    let next = with_meal(summary, current.nutrients, false);
+    let actions = vec![
+        Action::Delete {
+            key: meal_key(pk, current.day, &current.meal_id),
+            condition: Some(Condition::VersionEquals(current.version)),
+        },
+        Action::Delete {
+            key: ref_key(pk, &current.meal_id),
+            condition: Some(Condition::ItemExists),
+        },
+        summary_action(pk, summary, &next)?,
+    ];
+    Ok((actions, next))
+}
+
 /// What an edit that keeps the meal's day writes: the meal (if still at the version
 /// read) and its day's summary with the old nutrients out and the new ones in; and the
 /// day's new totals.
@@ -286,7 +332,7 @@ impl NutritionCommands {
             meal.day,
         )?;
         optimistic::run!({
-            let next = with_meal(&summary, record.nutrients, true);
+            let (mut actions, next) = new_meal(&pk, &record, &summary)?;
             let event = envelope(
                 meta,
                 &self.clock,
@@ -296,18 +342,7 @@ impl NutritionCommands {
                     day_totals: next.totals(),
                 },
             )?;
-            let mut actions = vec![
-                Action::Put {
-                    item: to_item(&meal_key(&pk, record.day, &meal_id), &record)?,
-                    condition: Some(Condition::ItemNotExists),
-                },
-                Action::Put {
-                    item: to_item(&ref_key(&pk, &meal_id), &json!({"day": record.day}))?,
-                    condition: Some(Condition::ItemNotExists),
-                },
-                summary_action(&pk, &summary, &next)?,
-                event_action(&pk, &event)?,
-            ];
+            actions.push(event_action(&pk, &event)?);
             actions.extend(also(&record)?);
             match idempotency::commit(&self.table, meta, &pk, request, actions, record.clone())
                 .await?
@@ -432,7 +467,7 @@ impl NutritionCommands {
                 self.table.get(&summary_key(&pk, current.day), true).await?,
                 current.day,
             )?;
-            let next = with_meal(&summary, current.nutrients, false);
+            let (mut actions, next) = removed_meal(&pk, &current, &summary)?;
             let event = envelope(
                 meta,
                 &self.clock,
@@ -444,18 +479,7 @@ impl NutritionCommands {
                     day_totals: next.totals(),
                 },
             )?;
-            let actions = vec![
-                Action::Delete {
-                    key: meal_key(&pk, current.day, meal_id),
-                    condition: Some(Condition::VersionEquals(current.version)),
-                },
-                Action::Delete {
-                    key: ref_key(&pk, meal_id),
-                    condition: Some(Condition::ItemExists),
-                },
-                summary_action(&pk, &summary, &next)?,
-                event_action(&pk, &event)?,
-            ];
+            actions.push(event_action(&pk, &event)?);
             optimistic::settled(
                 idempotency::commit(
                     &self.table,
@@ -629,5 +653,76 @@ mod tests {
             ))
         );
         assert_eq!(totals, vec![gained.totals(), left.totals()]);
+    }
+
+    #[test]
+    fn a_new_meal_takes_free_keys_and_joins_its_days_summary() {
+        // Given a day with one 300 kcal meal (summary version 1),
+        let id = MealId::generate();
+        let before = summary("2026-03-01", 1, 300, 1);
+        // when a 500 kcal meal is logged,
+        let record = meal(&id, "2026-03-01", 500, 1);
+        let (actions, next) = new_meal(PK, &record, &before).expect("decide");
+        // then the meal and its reference take free keys,
+        assert_eq!(actions.len(), 3);
+        let (written, condition) = put::<MealRecord>(&actions[0]);
+        assert_eq!(
+            (written, condition),
+            (record, Some(Condition::ItemNotExists))
+        );
+        let (reference, condition) = put::<serde_json::Value>(&actions[1]);
+        assert_eq!(reference["day"], json!("2026-03-01"));
+        assert_eq!(condition, Some(Condition::ItemNotExists));
+        // and the summary counts 2 meals, 800 kcal, if still at version 1.
+        let (after, condition) = put::<SummaryRecord>(&actions[2]);
+        assert_eq!(after, summary("2026-03-01", 2, 800, 2));
+        assert_eq!(
+            (after, condition),
+            (next, Some(Condition::VersionEquals(1)))
+        );
+    }
+
+    #[test]
+    fn the_first_meal_of_a_day_creates_its_summary() {
+        let id = MealId::generate();
+        let empty = SummaryRecord::empty(day("2026-03-01"));
+        let (actions, next) =
+            new_meal(PK, &meal(&id, "2026-03-01", 250, 1), &empty).expect("decide");
+        let (after, condition) = put::<SummaryRecord>(&actions[2]);
+        assert_eq!(after, summary("2026-03-01", 1, 250, 1));
+        assert_eq!(next, after);
+        assert_eq!(condition, Some(Condition::ItemNotExists));
+    }
+
+    #[test]
+    fn a_deleted_meal_leaves_its_days_summary() {
+        // Given a day of two meals, 300 and 500 kcal (summary version 2),
+        let id = MealId::generate();
+        let current = meal(&id, "2026-03-01", 500, 3);
+        let before = summary("2026-03-01", 2, 800, 2);
+        // when the 500 kcal meal (version 3) is deleted,
+        let (actions, next) = removed_meal(PK, &current, &before).expect("decide");
+        // then it goes if still at version 3, with its reference,
+        assert_eq!(actions.len(), 3);
+        match (&actions[0], &actions[1]) {
+            (
+                Action::Delete { key, condition },
+                Action::Delete {
+                    key: reference,
+                    condition: reference_condition,
+                },
+            ) => {
+                assert_eq!(key, &meal_key(PK, day("2026-03-01"), &id));
+                assert_eq!(condition, &Some(Condition::VersionEquals(3)));
+                assert_eq!(reference, &ref_key(PK, &id));
+                assert_eq!(reference_condition, &Some(Condition::ItemExists));
+            }
+            other => panic!("not two deletes: {other:?}"),
+        }
+        // and the summary keeps 1 meal, 300 kcal.
+        let (after, condition) = put::<SummaryRecord>(&actions[2]);
+        assert_eq!(after, summary("2026-03-01", 1, 300, 3));
+        assert_eq!(next, after);
+        assert_eq!(condition, Some(Condition::VersionEquals(2)));
     }
 }
