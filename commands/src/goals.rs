@@ -51,6 +51,41 @@ pub fn can_move(from: GoalStatus, to: GoalStatus) -> bool {
     )
 }
 
+/// What moving `current` to `to` writes (event aside), and the goal it becomes; None
+/// when it is already there; a conflict when the move is not allowed.
+fn status_change(
+    pk: &str,
+    current: &Goal,
+    to: GoalStatus,
+) -> Result<Option<(Vec<Action>, Goal)>, CommandError> {
+    if current.status == to {
+        return Ok(None);
+    }
+    if !can_move(current.status, to) {
+        return Err(CommandError::Conflict(format!(
+            "a {} goal cannot become {}",
+            current.status.as_str(),
+            to.as_str()
+        )));
+    }
+    let next = Goal {
+        status: to,
+        version: current.version + 1,
+        ..current.clone()
+    };
+    // An update, not a put: the goal's current value (kept by the goals projectors)
+    // must survive a status change.
+    let actions = vec![Action::Update {
+        key: goal_key(pk, &current.goal_id),
+        update: Update::default()
+            .set("status", json!(to))
+            .set("status_pk", json!(status_pk(pk, to)))
+            .set("version", next.version),
+        condition: Some(Condition::VersionEquals(current.version)),
+    }];
+    Ok(Some((actions, next)))
+}
+
 fn goal_key(pk: &str, id: &GoalId) -> Key {
     Key::new(pk, SortKey::Goal(id.clone()).to_string())
 }
@@ -144,20 +179,8 @@ impl GoalCommands {
         let pk = meta.user_pk();
         optimistic::run!({
             let current = self.goal(meta, id).await?;
-            if current.status == to {
+            let Some((mut actions, next)) = status_change(&pk, &current, to)? else {
                 return Ok(Attempt::Done(Outcome::replayed(current)));
-            }
-            if !can_move(current.status, to) {
-                return Err(CommandError::Conflict(format!(
-                    "a {} goal cannot become {}",
-                    current.status.as_str(),
-                    to.as_str()
-                )));
-            }
-            let next = Goal {
-                status: to,
-                version: current.version + 1,
-                ..current.clone()
             };
             let event = envelope(
                 meta,
@@ -168,24 +191,90 @@ impl GoalCommands {
                     goal: next.clone(),
                 },
             )?;
-            let actions = vec![
-                // An update, not a put: the goal's current value (kept by the goals
-                // projectors) must survive a status change.
-                Action::Update {
-                    key: goal_key(&pk, id),
-                    update: Update::default()
-                        .set("status", json!(to))
-                        .set("status_pk", json!(status_pk(&pk, to)))
-                        .set("version", next.version),
-                    condition: Some(Condition::VersionEquals(current.version)),
-                },
-                event_action(&pk, &event)?,
-            ];
+            actions.push(event_action(&pk, &event)?);
             let request = json!({"goal": id, "status": to});
             optimistic::settled(
                 idempotency::commit(&self.table, meta, &pk, &request, actions, next.clone())
                     .await?,
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use events_schema::events::goals::{GoalKind, GoalPeriod};
+
+    const PK: &str = "USER#01M8ZF5ZSJP5Z70GTS7AGAV9T7";
+
+    fn goal(status: GoalStatus, version: u64) -> Goal {
+        Goal {
+            goal_id: GoalId::generate(),
+            kind: GoalKind::WeeklyWorkoutCount,
+            target: Decimal::from(3),
+            period: GoalPeriod::Weekly,
+            status,
+            title: "three a week".into(),
+            version,
+            created_on: None,
+        }
+    }
+
+    #[test]
+    fn pausing_an_active_goal_updates_its_status_and_index_entry() {
+        // Given an active goal at version 4,
+        let current = goal(GoalStatus::Active, 4);
+        // when it is paused,
+        let (actions, next) = status_change(PK, &current, GoalStatus::Paused)
+            .expect("allowed")
+            .expect("a change");
+        // then only status, index partition and version are set, if still at version 4.
+        assert_eq!(next.status, GoalStatus::Paused);
+        assert_eq!(next.version, 5);
+        assert_eq!((next.target, &next.title), (current.target, &current.title));
+        match actions.as_slice() {
+            [
+                Action::Update {
+                    key,
+                    update,
+                    condition,
+                },
+            ] => {
+                assert_eq!(key, &goal_key(PK, &current.goal_id));
+                assert_eq!(update.set["status"], json!(GoalStatus::Paused));
+                assert_eq!(
+                    update.set["status_pk"],
+                    json!(format!("{PK}#STATUS#paused"))
+                );
+                assert_eq!(update.set["version"], json!(5));
+                assert_eq!(update.set.len(), 3);
+                assert_eq!(condition, &Some(Condition::VersionEquals(4)));
+            }
+            other => panic!("not one update: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn asking_for_the_status_a_goal_has_writes_nothing() {
+        let current = goal(GoalStatus::Paused, 2);
+        assert!(
+            status_change(PK, &current, GoalStatus::Paused)
+                .expect("allowed")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_finished_goal_does_not_come_back() {
+        for finished in [GoalStatus::Completed, GoalStatus::Abandoned] {
+            let current = goal(finished, 7);
+            for to in [GoalStatus::Active, GoalStatus::Paused] {
+                assert!(matches!(
+                    status_change(PK, &current, to),
+                    Err(CommandError::Conflict(_))
+                ));
+            }
+        }
     }
 }
