@@ -515,3 +515,89 @@ fn email_change(
     }));
     Ok(actions)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(user: &UserId, email: &str, version: u64) -> Profile {
+        Profile {
+            user_id: user.clone(),
+            email: email.into(),
+            email_pk: email.into(),
+            display_name: "Ana".into(),
+            timezone: "Europe/Paris".into(),
+            units: Units::Metric,
+            password_hash: "argon2-hash".into(),
+            status: AccountStatus::Active,
+            version,
+        }
+    }
+
+    #[test]
+    fn an_email_change_moves_the_reservation_with_the_profile() {
+        // Given Ana's profile at version 3 under ana@old.example,
+        let user = UserId::generate();
+        let current = profile(&user, "ana@old.example", 3);
+        // when she moves to ana@new.example (one sign-up record under the old email),
+        let next = Profile {
+            email: "ana@new.example".into(),
+            email_pk: "ana@new.example".into(),
+            version: 4,
+            ..current.clone()
+        };
+        let event = EventEnvelope::new(
+            Some(user.clone()),
+            Timestamp::now(),
+            &EmailChanged {
+                old_email: current.email.clone(),
+                profile: next.state(),
+            },
+        )
+        .expect("event");
+        let record = Key::new("EMAIL#ana@old.example", "REQ#sign-up");
+        let actions =
+            email_change(&user, &current, &next, &event, vec![record.clone()]).expect("decide");
+        // then the profile changes if still at version 3,
+        assert_eq!(actions.len(), 5);
+        match &actions[0] {
+            Action::Update {
+                key,
+                update,
+                condition,
+            } => {
+                assert_eq!(key, &profile_key(&user));
+                assert_eq!(update.set["email"], json!("ana@new.example"));
+                assert_eq!(update.set["email_pk"], json!("ana@new.example"));
+                assert_eq!(update.set["version"], json!(4));
+                assert_eq!(condition, &Some(Condition::VersionEquals(3)));
+            }
+            other => panic!("not an update: {other:?}"),
+        }
+        // the old reservation goes only if it is still hers,
+        match &actions[1] {
+            Action::Delete { key, condition } => {
+                assert_eq!(key, &email_key("ana@old.example"));
+                assert_eq!(
+                    condition,
+                    &Some(Condition::AttributeEquals("user_id".into(), json!(user)))
+                );
+            }
+            other => panic!("not a delete: {other:?}"),
+        }
+        // the new one is taken only if free (third: its failure means "email taken"),
+        assert_eq!(
+            actions[2],
+            reservation("ana@new.example", &user).expect("reservation")
+        );
+        // the event is published, and the sign-up's record goes with the old email.
+        assert!(matches!(&actions[3], Action::Put { .. }));
+        assert_eq!(
+            actions[4],
+            Action::Delete {
+                key: record,
+                condition: None
+            }
+        );
+    }
+}
