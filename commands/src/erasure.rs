@@ -3,7 +3,6 @@
 //! partition before it is drained), and the drain itself. Each step is idempotent, so an
 //! erasure interrupted anywhere is finished by running it again.
 
-use crate::idempotency::erasure_key;
 use events_schema::Context;
 use events_schema::ids::{OAuthState, ProviderName, ProviderUserId, UserId};
 use events_schema::keys::{PartitionKey, SortKey, prefix};
@@ -25,7 +24,7 @@ pub async fn begin<C: ContextTable>(
     user: &UserId,
     requested_at: Timestamp,
 ) -> Result<(), StoreError> {
-    let mut item = erasure_key(user).to_item();
+    let mut item = Key::tombstone(user).to_item();
     item.insert(STATUS.into(), json!("erasing"));
     item.insert("requested_at".into(), json!(requested_at));
     match table.put(item, Some(Condition::ItemNotExists)).await {
@@ -39,7 +38,7 @@ pub async fn tombstone<C: ContextTable>(
     table: &Table<C>,
     user: &UserId,
 ) -> Result<Option<Item>, StoreError> {
-    table.get(&erasure_key(user), true).await
+    table.get(&Key::tombstone(user), true).await
 }
 
 /// The erasure's status in this table's tombstone (`erasing`, `drained`, `complete`),
@@ -141,7 +140,7 @@ pub async fn mark<C: ContextTable>(
     update: Update,
 ) -> Result<Item, StoreError> {
     table
-        .update(&erasure_key(user), update, Some(Condition::ItemExists))
+        .update(&Key::tombstone(user), update, Some(Condition::ItemExists))
         .await
 }
 
@@ -185,7 +184,7 @@ pub async fn finish_identity(
             condition: None,
         },
         Action::Update {
-            key: erasure_key(user),
+            key: Key::tombstone(user),
             update: Update::default().set(STATUS, json!("complete")),
             condition: Some(Condition::ItemExists),
         },

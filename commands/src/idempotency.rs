@@ -47,7 +47,7 @@ pub async fn commit<C: ContextTable, T: Serialize + DeserializeOwned>(
     response: T,
 ) -> Result<Committed<T>, CommandError> {
     let hash = request_hash(request);
-    let tombstone = erasure_key(&meta.user);
+    let tombstone = infra::store::Key::tombstone(&meta.user);
     // A command that writes the tombstone itself (the deletion request) checks nothing.
     let guarded = !actions.iter().any(|a| a.targets(&tombstone));
     if let Some(key) = &meta.idempotency_key {
@@ -164,12 +164,6 @@ pub fn unexpected(reasons: &[CancelReason]) -> CommandError {
             reasons: reasons.to_vec(),
         })
     }
-}
-
-/// The key of a user's erasure tombstone (the same in every context's table).
-pub fn erasure_key(user: &events_schema::ids::UserId) -> infra::store::Key {
-    let (pk, sk) = events_schema::keys::erased(user);
-    infra::store::Key::new(pk.to_string(), sk.to_string())
 }
 
 #[cfg(test)]

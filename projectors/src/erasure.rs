@@ -18,7 +18,6 @@
 use crate::projector::{ProjectionError, Projector};
 use async_trait::async_trait;
 use commands::erasure;
-use commands::idempotency::erasure_key;
 use commands::outbox::event_item;
 use events_schema::Context;
 use events_schema::envelope::EventEnvelope;
@@ -106,7 +105,7 @@ impl Projector for Guarded {
         // replica that has not seen a fresh tombstone yet (half the read units), because
         // the second look, strongly consistent, is what keeps the guarantee: whatever
         // the event wrote, or whatever error it met, is swept if the user is erased.
-        let tombstone = erasure_key(user);
+        let tombstone = Key::tombstone(user);
         if self.erased(&tombstone, false).await? {
             self.sweep(user).await?;
             return Ok(());
@@ -176,7 +175,7 @@ impl<C: ContextTable> Eraser<C> {
                     condition: None,
                 },
                 Action::Update {
-                    key: erasure_key(user),
+                    key: Key::tombstone(user),
                     update: Update::default().set(erasure::STATUS, json!("drained")),
                     condition: None,
                 },

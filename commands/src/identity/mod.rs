@@ -252,11 +252,7 @@ impl IdentityCommands {
     /// Whether `user` asked for their account's deletion (from the request on: the
     /// identity tombstone is written with it). One strongly consistent read.
     pub async fn is_deleted(&self, user: &UserId) -> Result<bool, CommandError> {
-        Ok(self
-            .table
-            .get(&crate::idempotency::erasure_key(user), true)
-            .await?
-            .is_some())
+        Ok(self.table.get(&Key::tombstone(user), true).await?.is_some())
     }
 
     /// The user whose email and password these are. One index query.
@@ -475,7 +471,7 @@ impl IdentityCommands {
 
 /// A new erasure tombstone for `user`: `status` `erasing`, no context drained yet.
 fn erasure_tombstone(user: &UserId, now: Timestamp) -> infra::store::Item {
-    let key = crate::idempotency::erasure_key(user);
+    let key = Key::tombstone(user);
     let mut item = key.to_item();
     item.insert("status".into(), json!("erasing"));
     item.insert("requested_at".into(), json!(now));

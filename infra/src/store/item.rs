@@ -63,6 +63,14 @@ impl Key {
     }
 
     /// The key as an item holding only `pk` and `sk`.
+    /// The key of `user`'s erasure tombstone, as the key map names it
+    /// (`events_schema::keys::erased`): every context's table holds it once the user's
+    /// erasure has begun there.
+    pub fn tombstone(user: &events_schema::ids::UserId) -> Self {
+        let (pk, sk) = events_schema::keys::erased(user);
+        Self::new(pk.to_string(), sk.to_string())
+    }
+
     pub fn to_item(&self) -> Item {
         let mut item = Item::new();
         item.insert(PK.to_owned(), Value::String(self.pk.clone()));
