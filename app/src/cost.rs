@@ -362,6 +362,40 @@ fn meal(name: &str, hour: u32, calories: u32) -> Value {
 pub async fn user_day() -> anyhow::Result<(Vec<Line>, Usage)> {
     let dir = tempfile::tempdir()?;
     let mut model = Model::new(dir.path())?;
+    let (setup, goal_id) = set_up(&mut model).await?;
+    let (logs, edits) = meals(&mut model).await?;
+    let lines = vec![
+        line("log a meal", logs),
+        line("edit a meal", edits),
+        line(
+            "a wearable delivers a workout (the second delivery a retry)",
+            workout_deliveries(&mut model).await?,
+        ),
+        line("record a night of sleep", night(&mut model).await?),
+        line("open the dashboard", dashboard_opens(&mut model).await?),
+        line(
+            "check a goal's progress",
+            goal_check(&mut model, &goal_id).await?,
+        ),
+    ];
+    Ok((lines, setup))
+}
+
+/// A line of the user-day from what each of its occurrences used.
+fn line(what: &'static str, occurrences: Vec<Usage>) -> Line {
+    let mut usage = Usage::default();
+    for occurrence in &occurrences {
+        usage += *occurrence;
+    }
+    Line {
+        what,
+        per_day: occurrences.len() as u32,
+        usage,
+    }
+}
+
+/// Sign-up, a goal and the wearable connected; returns what they used and the goal's id.
+async fn set_up(model: &mut Model) -> anyhow::Result<(Usage, String)> {
     let mut setup = Usage::default();
     let registration = json!({"email": "ana@example.com", "password": "correct horse battery",
         "display_name": "Ana", "timezone": "UTC"});
@@ -406,29 +440,12 @@ pub async fn user_day() -> anyhow::Result<(Vec<Line>, Usage)> {
         .await?;
     setup += usage;
     model.token = token;
+    Ok((setup, goal_id))
+}
 
-    let mut lines = Vec::new();
-    let mut line = |what: &'static str| {
-        lines.push(Line {
-            what,
-            per_day: 0,
-            usage: Usage::default(),
-        });
-        lines.len() - 1
-    };
-    let (log, edit, sync, sleep, open, check) = (
-        line("log a meal"),
-        line("edit a meal"),
-        line("a wearable delivers a workout (the second delivery a retry)"),
-        line("record a night of sleep"),
-        line("open the dashboard"),
-        line("check a goal's progress"),
-    );
-    let mut add = |index: usize, usage: Usage| {
-        lines[index].per_day += 1;
-        lines[index].usage += usage;
-    };
-
+/// Five meals logged, the first one edited; returns what each log and the edit used.
+async fn meals(model: &mut Model) -> anyhow::Result<(Vec<Usage>, Vec<Usage>)> {
+    let mut logs = Vec::new();
     let mut first_meal = String::new();
     for (name, hour, calories) in [
         ("Oats", 7, 420),
@@ -446,13 +463,13 @@ pub async fn user_day() -> anyhow::Result<(Vec<Line>, Usage)> {
                 StatusCode::CREATED,
             )
             .await?;
-        add(log, usage);
+        logs.push(usage);
         if first_meal.is_empty() {
             first_meal = answer["meal_id"].as_str().unwrap_or_default().to_owned();
         }
     }
     let path = format!("/v1/me/meals/{first_meal}");
-    let (usage, _) = model
+    let (edit, _) = model
         .measure(
             "PUT",
             &path,
@@ -461,11 +478,15 @@ pub async fn user_day() -> anyhow::Result<(Vec<Line>, Usage)> {
             StatusCode::OK,
         )
         .await?;
-    add(edit, usage);
+    Ok((logs, vec![edit]))
+}
 
+/// One workout delivered by the wearable's webhook twice (the second a retry).
+async fn workout_deliveries(model: &mut Model) -> anyhow::Result<Vec<Usage>> {
     let workout = json!({"delivery_id": "d-1", "provider_user_id": "ana-watch", "workouts": [
         {"external_id": "run-1", "sport": "run", "started_at": format!("{DAY}T06:00:00.000Z"),
          "duration_s": 2400, "distance_m": 8000, "calories": null}]});
+    let mut deliveries = Vec::new();
     for delivery in ["d-1", "d-2"] {
         let mut body = workout.clone();
         body["delivery_id"] = json!(delivery);
@@ -490,8 +511,13 @@ pub async fn user_day() -> anyhow::Result<(Vec<Line>, Usage)> {
             )
             .await;
         model.token = token;
-        add(sync, measured?.0);
+        deliveries.push(measured?.0);
     }
+    Ok(deliveries)
+}
+
+/// One night of sleep recorded.
+async fn night(model: &mut Model) -> anyhow::Result<Vec<Usage>> {
     let night = json!({"start": format!("{DAY}T22:40:00.000Z"), "end": "2026-03-03T06:50:00.000Z",
         "score": 81, "stages": {"awake_min": 20, "light_min": 250, "deep_min": 90, "rem_min": 130}});
     let (usage, _) = model
@@ -503,20 +529,29 @@ pub async fn user_day() -> anyhow::Result<(Vec<Line>, Usage)> {
             StatusCode::CREATED,
         )
         .await?;
-    add(sleep, usage);
+    Ok(vec![usage])
+}
+
+/// The dashboard opened ten times.
+async fn dashboard_opens(model: &mut Model) -> anyhow::Result<Vec<Usage>> {
+    let mut opens = Vec::new();
     for _ in 0..10 {
         let path = format!("/v1/me/dashboard?date={DAY}");
         let (usage, _) = model
             .measure("GET", &path, None, &[], StatusCode::OK)
             .await?;
-        add(open, usage);
+        opens.push(usage);
     }
+    Ok(opens)
+}
+
+/// The goal's progress looked at once.
+async fn goal_check(model: &mut Model, goal_id: &str) -> anyhow::Result<Vec<Usage>> {
     let path = format!("/v1/me/goals/{goal_id}/progress");
     let (usage, _) = model
         .measure("GET", &path, None, &[], StatusCode::OK)
         .await?;
-    add(check, usage);
-    Ok((lines, setup))
+    Ok(vec![usage])
 }
 
 /// The report, as Markdown.
@@ -540,7 +575,31 @@ pub fn render(lines: &[Line], setup: &Usage, prices: &Prices, stack: &Stack) -> 
         stack.consumer_memory_mb,
         DAYS_PER_MONTH
     ));
-    out.push_str("## Per command\n\n");
+    let (table, day) = per_command(lines, prices, stack);
+    out.push_str(&table);
+    let month = scale(&day, DAYS_PER_MONTH);
+    let dollars = Dollars::of(&month, prices, stack);
+    out.push_str(&format!(
+        "\nOne-time setup (sign-up, a goal, a wearable connected): {} requests, {:.1} read \
+         units, {:.1} write units, ${:.6}.\n\n",
+        setup.api_requests,
+        setup.capacity.read_units,
+        setup.capacity.write_units,
+        Dollars::of(setup, prices, stack).total()
+    ));
+    out.push_str(&user_month(&month, &dollars));
+    out.push_str(&at_rest(&month, &dollars, prices, stack));
+    out.push_str(
+        "## Prices (on demand, us-east-1; override with `vitals cost --prices FILE`)\n\n```json\n",
+    );
+    out.push_str(&serde_json::to_string_pretty(prices).unwrap_or_default());
+    out.push_str("\n```\n");
+    out
+}
+
+/// The per-command table, and the whole day's usage.
+fn per_command(lines: &[Line], prices: &Prices, stack: &Stack) -> (String, Usage) {
+    let mut out = String::from("## Per command\n\n");
     out.push_str(
         "| what the app does | a day | reads | writes | of which transactions | read units | write units | of which changing nothing | CDC units | Lambda invocations | $ per 1,000 |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
@@ -566,17 +625,12 @@ pub fn render(lines: &[Line], setup: &Usage, prices: &Prices, stack: &Stack) -> 
             dollars / n * 1000.0,
         ));
     }
-    let month = scale(&day, DAYS_PER_MONTH);
-    let dollars = Dollars::of(&month, prices, stack);
-    out.push_str(&format!(
-        "\nOne-time setup (sign-up, a goal, a wearable connected): {} requests, {:.1} read \
-         units, {:.1} write units, ${:.6}.\n\n",
-        setup.api_requests,
-        setup.capacity.read_units,
-        setup.capacity.write_units,
-        Dollars::of(setup, prices, stack).total()
-    ));
-    out.push_str("## An active user-month\n\n| | per month |\n|---|---:|\n");
+    (out, day)
+}
+
+/// The table of an active user-month.
+fn user_month(month: &Usage, dollars: &Dollars) -> String {
+    let mut out = String::from("## An active user-month\n\n| | per month |\n|---|---:|\n");
     for (label, value) in [
         ("API requests", month.api_requests as f64),
         ("DynamoDB reads (requests)", month.reads as f64),
@@ -605,7 +659,12 @@ pub fn render(lines: &[Line], setup: &Usage, prices: &Prices, stack: &Stack) -> 
     ] {
         out.push_str(&format!("| {label} | ${value:.4} |\n"));
     }
-    out.push_str(&format!(
+    out
+}
+
+/// The stack's fixed monthly floor, and the on-demand alternative.
+fn at_rest(month: &Usage, dollars: &Dollars, prices: &Prices, stack: &Stack) -> String {
+    let mut out = format!(
         "\n## The stack at rest\n\n{}, {} alarms, {} secrets: **${:.2} a month** whatever \
          the traffic (table storage aside), the cost of about {:.0} active users.\n\n",
         streams_phrase(stack, prices),
@@ -613,7 +672,7 @@ pub fn render(lines: &[Line], setup: &Usage, prices: &Prices, stack: &Stack) -> 
         stack.secrets,
         stack.floor(prices),
         stack.floor(prices) / dollars.total().max(f64::MIN_POSITIVE),
-    ));
+    );
     if stack.stream_shards > 0 {
         let on_demand = stack.on_demand();
         out.push_str(&format!(
@@ -621,14 +680,9 @@ pub fn render(lines: &[Line], setup: &Usage, prices: &Prices, stack: &Stack) -> 
              ${:.4} per active user-month.\n\n",
             streams_phrase(&on_demand, prices),
             on_demand.floor(prices),
-            Dollars::of(&month, prices, &on_demand).total(),
+            Dollars::of(month, prices, &on_demand).total(),
         ));
     }
-    out.push_str(
-        "## Prices (on demand, us-east-1; override with `vitals cost --prices FILE`)\n\n```json\n",
-    );
-    out.push_str(&serde_json::to_string_pretty(prices).unwrap_or_default());
-    out.push_str("\n```\n");
     out
 }
 
