@@ -21,41 +21,16 @@ async fn main() -> anyhow::Result<()> {
     };
     vitals::logging::init(cli.log_format, default_level);
     match cli.command {
-        Command::Serve(args) => {
-            let storage = storage::open(&args.store).await?.logged();
-            let listener = tokio::net::TcpListener::bind(args.listen).await?;
-            let address = listener.local_addr()?;
-            tracing::info!(backend = storage.store.backend(), %address, "vitals serving");
-            // The address on stdout, so scripts and tests can find a port-0 server.
-            println!("listening on http://{address}");
-            let api = vitals::setup::api(storage.store.clone(), &args.api)?;
-            server::run(listener, storage, api, server::shutdown_signal()).await
-        }
+        Command::Serve(args) => serve(&args).await,
         Command::Bootstrap(args) => vitals::work::bootstrap(&args).await,
         Command::Work(args) => vitals::work::work(&args).await,
         Command::Lambda { subscription, aws } => vitals::work::lambda(&subscription, &aws).await,
         Command::ApiLambda { store, api } => vitals::lambda_api::run(&store, &api).await,
-        Command::Docs {
-            doc: Doc::AccessPatterns,
-        } => {
-            print!("{}", events_schema::tables::access_pattern_document());
-            Ok(())
-        }
+        Command::Docs { doc } => docs(doc),
         Command::Deploy {
             what: Deploy::Template,
         } => {
             print!("{}", vitals::deploy::template_text());
-            Ok(())
-        }
-        Command::Docs { doc: Doc::Events } => {
-            print!("{}", vitals::event_docs::index());
-            Ok(())
-        }
-        Command::Docs {
-            doc: Doc::EventSchemas { out },
-        } => {
-            let written = vitals::event_docs::write_schemas(&out)?;
-            println!("wrote {written} event schemas to {}", out.display());
             Ok(())
         }
         Command::Redrive {
@@ -70,107 +45,18 @@ async fn main() -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Command::Migrate { data_dir, aws } => {
-            let migrated = vitals::migrate::migrate(&data_dir, &aws).await?;
-            println!("copied {} items", migrated.copied);
-            for check in &migrated.checks {
-                println!(
-                    "{}\t{} items\t{} in DynamoDB\tchecksum {}\t{}",
-                    check.table,
-                    check.source_items,
-                    check.target_items,
-                    check.source_checksum,
-                    if check.matches() { "ok" } else { "MISMATCH" }
-                );
-            }
-            anyhow::ensure!(
-                migrated
-                    .checks
-                    .iter()
-                    .all(vitals::migrate::TableCheck::matches),
-                "the copy does not match the embedded store"
-            );
-            Ok(())
-        }
-        Command::Cost { prices } => {
-            let prices = match prices {
-                Some(path) => {
-                    let text = std::fs::read_to_string(&path)
-                        .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
-                    serde_json::from_str(&text)
-                        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
-                }
-                None => vitals::cost::Prices::default(),
-            };
-            print!("{}", vitals::cost::report(&prices).await?);
-            Ok(())
-        }
-        Command::RedriveFailures { source, aws } => {
-            let context = events_schema::Context::ALL
-                .into_iter()
-                .find(|c| c.to_string() == source)
-                .ok_or_else(|| anyhow::anyhow!("{source:?} is not a context"))?;
-            let outcome = vitals::admin::redrive_failures(&aws, context).await?;
-            println!(
-                "{source}: {} batches redriven ({} records), {} unreadable messages left",
-                outcome.batches, outcome.records, outcome.unreadable
-            );
-            for batch in &outcome.expired {
-                println!(
-                    "expired: {batch} is no longer retained by the stream (left in the queue); \
-                     rebuild the affected read models with `vitals replay NAME --user ID` \
-                     (or `vitals replay all`), then delete the message"
-                );
-            }
-            Ok(())
-        }
+        Command::Migrate { data_dir, aws } => migrate(&data_dir, &aws).await,
+        Command::Cost { prices } => cost(prices.as_deref()).await,
+        Command::RedriveFailures { source, aws } => redrive_failures(&source, &aws).await,
         Command::Replay {
             projection,
             user,
             rebuild,
             store,
-        } => {
-            let mode = if rebuild {
-                projectors::replay::Mode::Rebuild
-            } else {
-                projectors::replay::Mode::Incremental
-            };
-            let replayed =
-                vitals::admin::replay(&store, &projection, user.as_deref(), mode).await?;
-            println!(
-                "replayed {} events ({} applications, {} refused)",
-                replayed.events, replayed.applications, replayed.rejected
-            );
-            Ok(())
-        }
+        } => replay(&projection, user.as_deref(), rebuild, &store).await,
         Command::Admin {
             command: AdminCommand::Residue { user, store, dlq },
-        } => {
-            let residue = vitals::admin::residue(&store, &user, dlq).await?;
-            for remnant in &residue.remnants {
-                println!("{remnant}");
-            }
-            for letters in &residue.dead_letters {
-                println!("{letters}");
-            }
-            for change in &residue.logged {
-                println!("{change}");
-            }
-            match &residue.erasure {
-                Some(status) => println!("erasure of {user}: {status}"),
-                None => println!("no erasure is recorded for {user} (is it the right id?)"),
-            }
-            let left = residue.remnants.len()
-                + residue.logged.len()
-                + residue.dead_letters.iter().map(|d| d.letters).sum::<u64>() as usize;
-            if left == 0 {
-                println!("nothing left of {user}");
-                Ok(())
-            } else {
-                println!("{left} items left of {user}");
-                std::process::exit(1);
-            }
-        }
+        } => residue(&user, &store, dlq).await,
         Command::Admin {
             command:
                 curate @ (AdminCommand::CurateRecipe { .. } | AdminCommand::CurateMealPlan { .. }),
@@ -189,4 +75,141 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// `vitals serve`: the HTTP API and, on the embedded store, the projectors.
+async fn serve(args: &vitals::cli::ServeArgs) -> anyhow::Result<()> {
+    let storage = storage::open(&args.store).await?.logged();
+    let listener = tokio::net::TcpListener::bind(args.listen).await?;
+    let address = listener.local_addr()?;
+    tracing::info!(backend = storage.store.backend(), %address, "vitals serving");
+    // The address on stdout, so scripts and tests can find a port-0 server.
+    println!("listening on http://{address}");
+    let api = vitals::setup::api(storage.store.clone(), &args.api)?;
+    server::run(listener, storage, api, server::shutdown_signal()).await
+}
+
+/// `vitals migrate`: copies the embedded store to DynamoDB and checks the copy.
+async fn migrate(data_dir: &std::path::Path, aws: &vitals::cli::AwsArgs) -> anyhow::Result<()> {
+    let migrated = vitals::migrate::migrate(data_dir, aws).await?;
+    println!("copied {} items", migrated.copied);
+    for check in &migrated.checks {
+        println!(
+            "{}\t{} items\t{} in DynamoDB\tchecksum {}\t{}",
+            check.table,
+            check.source_items,
+            check.target_items,
+            check.source_checksum,
+            if check.matches() { "ok" } else { "MISMATCH" }
+        );
+    }
+    anyhow::ensure!(
+        migrated
+            .checks
+            .iter()
+            .all(vitals::migrate::TableCheck::matches),
+        "the copy does not match the embedded store"
+    );
+    Ok(())
+}
+
+/// `vitals cost`, at default prices or those of a JSON file.
+async fn cost(prices: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let prices = match prices {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+            serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+        }
+        None => vitals::cost::Prices::default(),
+    };
+    print!("{}", vitals::cost::report(&prices).await?);
+    Ok(())
+}
+
+/// `vitals redrive-failures SOURCE`: the batches described in the source's on-failure
+/// queue, fetched back from the stream and applied.
+async fn redrive_failures(source: &str, aws: &vitals::cli::AwsArgs) -> anyhow::Result<()> {
+    let context = events_schema::Context::ALL
+        .into_iter()
+        .find(|c| c.to_string() == source)
+        .ok_or_else(|| anyhow::anyhow!("{source:?} is not a context"))?;
+    let outcome = vitals::admin::redrive_failures(aws, context).await?;
+    println!(
+        "{source}: {} batches redriven ({} records), {} unreadable messages left",
+        outcome.batches, outcome.records, outcome.unreadable
+    );
+    for batch in &outcome.expired {
+        println!(
+            "expired: {batch} is no longer retained by the stream (left in the queue); \
+             rebuild the affected read models with `vitals replay NAME --user ID` \
+             (or `vitals replay all`), then delete the message"
+        );
+    }
+    Ok(())
+}
+
+/// `vitals admin residue USER`: what is left of a user anywhere; exits 1 if anything.
+async fn residue(
+    user: &str,
+    store: &vitals::cli::StoreArgs,
+    dlq: vitals::cli::DlqKind,
+) -> anyhow::Result<()> {
+    let residue = vitals::admin::residue(store, user, dlq).await?;
+    for remnant in &residue.remnants {
+        println!("{remnant}");
+    }
+    for letters in &residue.dead_letters {
+        println!("{letters}");
+    }
+    for change in &residue.logged {
+        println!("{change}");
+    }
+    match &residue.erasure {
+        Some(status) => println!("erasure of {user}: {status}"),
+        None => println!("no erasure is recorded for {user} (is it the right id?)"),
+    }
+    let left = residue.remnants.len()
+        + residue.logged.len()
+        + residue.dead_letters.iter().map(|d| d.letters).sum::<u64>() as usize;
+    if left == 0 {
+        println!("nothing left of {user}");
+        Ok(())
+    } else {
+        println!("{left} items left of {user}");
+        std::process::exit(1);
+    }
+}
+
+/// `vitals docs ...`: the generated documents.
+fn docs(doc: Doc) -> anyhow::Result<()> {
+    match doc {
+        Doc::AccessPatterns => print!("{}", events_schema::tables::access_pattern_document()),
+        Doc::Events => print!("{}", vitals::event_docs::index()),
+        Doc::EventSchemas { out } => {
+            let written = vitals::event_docs::write_schemas(&out)?;
+            println!("wrote {written} event schemas to {}", out.display());
+        }
+    }
+    Ok(())
+}
+
+/// `vitals replay NAME|all [--user ID] [--rebuild]`.
+async fn replay(
+    projection: &str,
+    user: Option<&str>,
+    rebuild: bool,
+    store: &vitals::cli::StoreArgs,
+) -> anyhow::Result<()> {
+    let mode = if rebuild {
+        projectors::replay::Mode::Rebuild
+    } else {
+        projectors::replay::Mode::Incremental
+    };
+    let replayed = vitals::admin::replay(store, projection, user, mode).await?;
+    println!(
+        "replayed {} events ({} applications, {} refused)",
+        replayed.events, replayed.applications, replayed.rejected
+    );
+    Ok(())
 }
