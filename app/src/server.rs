@@ -30,52 +30,16 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let subscriptions = registry::all(storage.store.clone());
     let consumers: Vec<&'static str> = subscriptions.iter().map(|p| p.name()).collect();
-    let purger = storage.embedded.clone().map(|store| {
-        let consumers = consumers.clone();
-        tokio::spawn(async move {
-            let feed = EmbeddedFeed::new(store.clone());
-            let mut tick = tokio::time::interval(PURGE_EVERY);
-            loop {
-                tick.tick().await;
-                // Purge in batches until nothing is due, so one tick does all the work.
-                loop {
-                    match store.purge_expired(now_epoch_seconds(), PURGE_BATCH).await {
-                        Ok(n) if n == PURGE_BATCH => continue,
-                        Ok(_) => break,
-                        Err(error) => {
-                            tracing::warn!(%error, "purging expired items failed");
-                            break;
-                        }
-                    }
-                }
-                // The change log keeps only what some subscription has yet to process
-                // (like a stream's retention), so erased data does not linger in it.
-                if let Err(error) = feed.trim_processed(&consumers).await {
-                    tracing::warn!(%error, "trimming the change log failed");
-                }
-            }
-        })
-    });
-    // The embedded shape has no scheduler: the nightly readiness job runs here, scoring
-    // each day once it has ended in every timezone (on AWS a scheduled rule runs it).
-    let nightly = storage.embedded.as_ref().map(|_| {
-        let table = infra::table::Table::new(storage.store.clone());
-        tokio::spawn(async move {
-            let mut schedule = projectors::insights::NightlySchedule::new(table);
-            let mut tick = tokio::time::interval(NIGHTLY_CHECK_EVERY);
-            loop {
-                tick.tick().await;
-                match schedule.tick(events_schema::time::Timestamp::now()).await {
-                    Ok(days) => {
-                        for (day, users) in days {
-                            tracing::info!(%day, users, "readiness scored");
-                        }
-                    }
-                    Err(error) => tracing::warn!(%error, "the nightly readiness job failed"),
-                }
-            }
-        })
-    });
+    let purger = storage
+        .embedded
+        .clone()
+        .map(|store| tokio::spawn(purge_and_trim(store, consumers.clone())));
+    // The embedded shape has no scheduler: the nightly readiness job runs here (on AWS
+    // a scheduled rule runs it).
+    let nightly = storage
+        .embedded
+        .as_ref()
+        .map(|_| tokio::spawn(nightly_readiness(storage.store.clone())));
     // The embedded shape runs every projector in-process, fed by the store's change log.
     let pipeline = storage.embedded.clone().map(|store| {
         let feed = Arc::new(EmbeddedFeed::new(store));
@@ -114,6 +78,50 @@ pub async fn run(
     }
     served?;
     Ok(())
+}
+
+/// Every `PURGE_EVERY`: purges the items whose TTL has passed, then trims the change
+/// records every subscription has processed.
+async fn purge_and_trim(store: Arc<infra::embedded::EmbeddedStore>, consumers: Vec<&'static str>) {
+    let feed = EmbeddedFeed::new(store.clone());
+    let mut tick = tokio::time::interval(PURGE_EVERY);
+    loop {
+        tick.tick().await;
+        // Purge in batches until nothing is due, so one tick does all the work.
+        loop {
+            match store.purge_expired(now_epoch_seconds(), PURGE_BATCH).await {
+                Ok(n) if n == PURGE_BATCH => continue,
+                Ok(_) => break,
+                Err(error) => {
+                    tracing::warn!(%error, "purging expired items failed");
+                    break;
+                }
+            }
+        }
+        // The change log keeps only what some subscription has yet to process (like a
+        // stream's retention), so erased data does not linger in it.
+        if let Err(error) = feed.trim_processed(&consumers).await {
+            tracing::warn!(%error, "trimming the change log failed");
+        }
+    }
+}
+
+/// Every `NIGHTLY_CHECK_EVERY`: scores readiness for each day once it has ended in
+/// every timezone.
+async fn nightly_readiness(store: Arc<dyn infra::Store>) {
+    let mut schedule = projectors::insights::NightlySchedule::new(infra::table::Table::new(store));
+    let mut tick = tokio::time::interval(NIGHTLY_CHECK_EVERY);
+    loop {
+        tick.tick().await;
+        match schedule.tick(events_schema::time::Timestamp::now()).await {
+            Ok(days) => {
+                for (day, users) in days {
+                    tracing::info!(%day, users, "readiness scored");
+                }
+            }
+            Err(error) => tracing::warn!(%error, "the nightly readiness job failed"),
+        }
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

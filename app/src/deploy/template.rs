@@ -331,6 +331,30 @@ fn function_alarms(id: &str) -> Map<String, Value> {
     alarms
 }
 
+/// The event source mapping of consumer `id` on `source`'s stream, failing over to
+/// `queue`.
+fn mapping(id: &str, source: Context, queue: &str) -> Value {
+    json!({
+        "Type": "AWS::Lambda::EventSourceMapping",
+        "Properties": {
+            "FunctionName": {"Ref": id},
+            "EventSourceArn": {"Fn::GetAtt": [stream_id(source), "Arn"]},
+            "StartingPosition": "TRIM_HORIZON",
+            "BatchSize": BATCH_SIZE,
+            "MaximumBatchingWindowInSeconds": 1,
+            "ParallelizationFactor": PARALLELIZATION_FACTOR,
+            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+            "BisectBatchOnFunctionError": true,
+            "MaximumRetryAttempts": MAXIMUM_RETRY_ATTEMPTS,
+            "MaximumRecordAgeInSeconds": MAXIMUM_RECORD_AGE_SECONDS,
+            "DestinationConfig": {"OnFailure": {"Destination": {"Fn::GetAtt": [queue, "Arn"]}}},
+            // Only outbox items are events: every other change of the table is dropped
+            // before the function is invoked (and billed).
+            "FilterCriteria": {"Filters": [{"Pattern": outbox_filter()}]}
+        }
+    })
+}
+
 fn consumer_resources(consumer: &Consumer) -> Map<String, Value> {
     let id = consumer_id(consumer.source);
     let suffix = format!("{}-consumer", consumer.source);
@@ -371,25 +395,7 @@ fn consumer_resources(consumer: &Consumer) -> Map<String, Value> {
     );
     resources.insert(
         format!("{id}Mapping"),
-        json!({
-            "Type": "AWS::Lambda::EventSourceMapping",
-            "Properties": {
-                "FunctionName": {"Ref": id},
-                "EventSourceArn": {"Fn::GetAtt": [stream_id(consumer.source), "Arn"]},
-                "StartingPosition": "TRIM_HORIZON",
-                "BatchSize": BATCH_SIZE,
-                "MaximumBatchingWindowInSeconds": 1,
-                "ParallelizationFactor": PARALLELIZATION_FACTOR,
-                "FunctionResponseTypes": ["ReportBatchItemFailures"],
-                "BisectBatchOnFunctionError": true,
-                "MaximumRetryAttempts": MAXIMUM_RETRY_ATTEMPTS,
-                "MaximumRecordAgeInSeconds": MAXIMUM_RECORD_AGE_SECONDS,
-                "DestinationConfig": {"OnFailure": {"Destination": {"Fn::GetAtt": [queue.as_str(), "Arn"]}}},
-                // Only outbox items are events: every other change of the table is
-                // dropped before the function is invoked (and billed).
-                "FilterCriteria": {"Filters": [{"Pattern": outbox_filter()}]}
-            }
-        }),
+        mapping(&id, consumer.source, &queue),
     );
     resources.insert(
         format!("{id}IteratorAge"),
