@@ -155,25 +155,7 @@ impl IntegrationCommands {
     ) -> Result<Outcome<UserId>, CommandError> {
         let provider = self.providers.get(provider)?.clone();
         let state = OAuthState::parse(state).map_err(|_| unknown_state())?;
-        // Reads never return an expired state, so an expired one is unknown here.
-        let stored = self
-            .table
-            .get(&state_key(&state), true)
-            .await?
-            .ok_or_else(unknown_state)?;
-        if stored.get("provider").and_then(Value::as_str) != Some(provider.name().as_str()) {
-            return Err(unknown_state());
-        }
-        let user: UserId = stored
-            .get("user_id")
-            .and_then(Value::as_str)
-            .and_then(|u| UserId::parse(u).ok())
-            .ok_or_else(unknown_state)?;
-        let timezone = stored
-            .get("timezone")
-            .and_then(Value::as_str)
-            .unwrap_or("UTC")
-            .to_owned();
+        let (user, timezone) = self.pending_connect(provider.name(), &state).await?;
         let grant = provider.exchange_code(code).await?;
         let identity = provider_user_key(provider.name(), &grant.provider_user_id)?;
         let meta = CommandMeta::new(user.clone());
@@ -221,35 +203,20 @@ impl IntegrationCommands {
                 },
                 Action::Put {
                     item: to_item(&connection_key, &connection)?,
-                    condition: Some(match &existing {
-                        Some(c) => Condition::AttributeEquals("version".into(), json!(c.version)),
-                        None => Condition::ItemNotExists,
-                    }),
+                    condition: Some(replaces(existing.as_ref().map(|c| c.version))),
                 },
-                Action::Put {
-                    item: to_item(&identity, &json!({"user_id": user, "timezone": timezone}))?,
-                    condition: Some(match holder {
-                        Some(_) => Condition::AttributeEquals("user_id".into(), json!(user)),
-                        None => Condition::ItemNotExists,
-                    }),
-                },
+                identity_put(&identity, &user, &timezone, holder.is_some())?,
                 event_action(&pk, &event)?,
             ];
-            // The identity held before, if it is another one, is released.
-            if let Some(previous) = existing
-                .as_ref()
-                .filter(|c| c.connected())
-                .and_then(|c| c.provider_user_id.as_deref())
-                .filter(|previous| *previous != grant.provider_user_id)
-            {
-                let previous = provider_user_key(provider.name(), previous)?;
-                if self.identity_holder(&previous).await?.as_ref() == Some(&user) {
-                    actions.push(Action::Delete {
-                        key: previous,
-                        condition: Some(Condition::AttributeEquals("user_id".into(), json!(user))),
-                    });
-                }
-            }
+            actions.extend(
+                self.released_identity(
+                    provider.name(),
+                    existing.as_ref(),
+                    &grant.provider_user_id,
+                    &user,
+                )
+                .await?,
+            );
             match idempotency::commit(&self.table, &meta, &pk, &json!({}), actions, user.clone())
                 .await?
             {
@@ -262,6 +229,60 @@ impl IntegrationCommands {
                 },
             }
         })
+    }
+
+    /// The user and timezone a connection started with `state` for `provider` is for;
+    /// an unknown state for anything else (reads never return an expired state).
+    async fn pending_connect(
+        &self,
+        provider: &ProviderName,
+        state: &OAuthState,
+    ) -> Result<(UserId, String), CommandError> {
+        let stored = self
+            .table
+            .get(&state_key(state), true)
+            .await?
+            .ok_or_else(unknown_state)?;
+        if stored.get("provider").and_then(Value::as_str) != Some(provider.as_str()) {
+            return Err(unknown_state());
+        }
+        let user: UserId = stored
+            .get("user_id")
+            .and_then(Value::as_str)
+            .and_then(|u| UserId::parse(u).ok())
+            .ok_or_else(unknown_state)?;
+        let timezone = stored
+            .get("timezone")
+            .and_then(Value::as_str)
+            .unwrap_or("UTC")
+            .to_owned();
+        Ok((user, timezone))
+    }
+
+    /// The release of the provider identity `user`'s connection held before, if it is
+    /// another one than `granted` and still `user`'s.
+    async fn released_identity(
+        &self,
+        provider: &ProviderName,
+        existing: Option<&StoredConnection>,
+        granted: &str,
+        user: &UserId,
+    ) -> Result<Option<Action>, CommandError> {
+        let Some(previous) = existing
+            .filter(|c| c.connected())
+            .and_then(|c| c.provider_user_id.as_deref())
+            .filter(|previous| *previous != granted)
+        else {
+            return Ok(None);
+        };
+        let previous = provider_user_key(provider, previous)?;
+        if self.identity_holder(&previous).await?.as_ref() != Some(user) {
+            return Ok(None);
+        }
+        Ok(Some(Action::Delete {
+            key: previous,
+            condition: Some(Condition::AttributeEquals("user_id".into(), json!(user))),
+        }))
     }
 
     /// The account a provider identity routes to, if any.
@@ -348,4 +369,29 @@ impl IntegrationCommands {
             )
         })
     }
+}
+
+/// The condition of a connection write: it replaces the version read, or takes a free key.
+fn replaces(version_read: Option<u64>) -> Condition {
+    match version_read {
+        Some(version) => Condition::AttributeEquals("version".into(), json!(version)),
+        None => Condition::ItemNotExists,
+    }
+}
+
+/// The provider identity routed to `user`: taken if free, or kept if already theirs.
+fn identity_put(
+    identity: &Key,
+    user: &UserId,
+    timezone: &str,
+    held: bool,
+) -> Result<Action, CommandError> {
+    Ok(Action::Put {
+        item: to_item(identity, &json!({"user_id": user, "timezone": timezone}))?,
+        condition: Some(if held {
+            Condition::AttributeEquals("user_id".into(), json!(user))
+        } else {
+            Condition::ItemNotExists
+        }),
+    })
 }

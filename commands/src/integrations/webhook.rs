@@ -14,7 +14,7 @@ use crate::outbox::{envelope, event_action};
 use events_schema::events::integrations::{
     ProviderSleep, ProviderWorkout, WearableSleepReceived, WearableWorkoutReceived,
 };
-use events_schema::ids::{DeliveryId, UserId};
+use events_schema::ids::{DeliveryId, ProviderName, UserId};
 use events_schema::keys::SortKey;
 use hmac::{Hmac, Mac};
 use infra::store::{CancelReason, Condition, Key};
@@ -100,36 +100,10 @@ impl IntegrationCommands {
             // handlers' clock says.
             infra::store::now_epoch_seconds(),
         )?;
-        let payload: WebhookPayload = serde_json::from_slice(body)
-            .map_err(|e| CommandError::invalid("body", e.to_string()))?;
-        let delivery_id = crate::validate::text("delivery_id", &payload.delivery_id, 1, 100)?;
-        let delivery = DeliveryId::parse(&delivery_id)
-            .map_err(|e| CommandError::invalid("delivery_id", e.to_string()))?;
-        let count = payload.workouts.len() + payload.sleep.len();
-        if count > MAX_ITEMS {
-            return Err(CommandError::invalid(
-                "body",
-                format!("carries {count} items, at most {MAX_ITEMS}"),
-            ));
-        }
-        let pointer = self
-            .table
-            .get(
-                &provider_user_key(provider.name(), &payload.provider_user_id)?,
-                true,
-            )
-            .await?
-            .ok_or(CommandError::NotFound("connection"))?;
-        let user = pointer
-            .get("user_id")
-            .and_then(Value::as_str)
-            .and_then(|u| UserId::parse(u).ok())
-            .ok_or(CommandError::NotFound("connection"))?;
-        // The user's timezone when they connected names the days of what arrives.
-        let timezone = pointer
-            .get("timezone")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+        let (payload, delivery_id, delivery, count) = parse_delivery(body)?;
+        let (user, timezone) = self
+            .connected_user(provider.name(), &payload.provider_user_id)
+            .await?;
         let meta = CommandMeta::new(user);
         let pk = meta.user_pk();
         let delivery_key = Key::new(
@@ -177,6 +151,50 @@ impl IntegrationCommands {
             Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
         }
     }
+
+    /// The account connected as `provider_user_id` of `provider`, and the timezone it
+    /// had when it connected (it names the days of what arrives).
+    async fn connected_user(
+        &self,
+        provider: &ProviderName,
+        provider_user_id: &str,
+    ) -> Result<(UserId, Option<String>), CommandError> {
+        let pointer = self
+            .table
+            .get(&provider_user_key(provider, provider_user_id)?, true)
+            .await?
+            .ok_or(CommandError::NotFound("connection"))?;
+        let user = pointer
+            .get("user_id")
+            .and_then(Value::as_str)
+            .and_then(|u| UserId::parse(u).ok())
+            .ok_or(CommandError::NotFound("connection"))?;
+        let timezone = pointer
+            .get("timezone")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Ok((user, timezone))
+    }
+}
+
+/// A delivery's body, its id (as sent and as a key part) and how many items it carries;
+/// an invalid request error, naming the field, for anything else.
+fn parse_delivery(
+    body: &[u8],
+) -> Result<(WebhookPayload, String, DeliveryId, usize), CommandError> {
+    let payload: WebhookPayload =
+        serde_json::from_slice(body).map_err(|e| CommandError::invalid("body", e.to_string()))?;
+    let delivery_id = crate::validate::text("delivery_id", &payload.delivery_id, 1, 100)?;
+    let delivery = DeliveryId::parse(&delivery_id)
+        .map_err(|e| CommandError::invalid("delivery_id", e.to_string()))?;
+    let count = payload.workouts.len() + payload.sleep.len();
+    if count > MAX_ITEMS {
+        return Err(CommandError::invalid(
+            "body",
+            format!("carries {count} items, at most {MAX_ITEMS}"),
+        ));
+    }
+    Ok((payload, delivery_id, delivery, count))
 }
 
 #[cfg(test)]

@@ -92,90 +92,116 @@ impl StreamBridge {
         let mut forwarded = 0;
         for def in TABLES.iter().filter(|def| def.stream) {
             let table = def.physical_name(&self.prefix);
-            let described = self
-                .dynamodb
-                .describe_table()
-                .table_name(&table)
-                .send()
-                .await
-                .map_err(backend)?;
-            let Some(arn) = described
-                .table()
-                .and_then(|t| t.latest_stream_arn())
-                .map(str::to_owned)
-            else {
+            let Some((arn, shards)) = self.stream_shards(&table).await? else {
                 continue;
             };
-            let stream = self
-                .streams
-                .describe_stream()
-                .stream_arn(&arn)
+            for shard in shards {
+                forwarded += self
+                    .forward_shard(def.context, &table, &arn, &shard)
+                    .await?;
+            }
+        }
+        Ok(forwarded)
+    }
+
+    /// The table's stream and its shards (None when the table has no stream).
+    async fn stream_shards(
+        &self,
+        table: &str,
+    ) -> Result<Option<(String, Vec<String>)>, StoreError> {
+        let described = self
+            .dynamodb
+            .describe_table()
+            .table_name(table)
+            .send()
+            .await
+            .map_err(backend)?;
+        let Some(arn) = described
+            .table()
+            .and_then(|t| t.latest_stream_arn())
+            .map(str::to_owned)
+        else {
+            return Ok(None);
+        };
+        let stream = self
+            .streams
+            .describe_stream()
+            .stream_arn(&arn)
+            .send()
+            .await
+            .map_err(backend)?;
+        let shards: Vec<String> = stream
+            .stream_description()
+            .map(|d| {
+                d.shards()
+                    .iter()
+                    .filter_map(|s| s.shard_id().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Some((arn, shards)))
+    }
+
+    /// Forwards what `shard` of `table`'s stream holds past the last record forwarded
+    /// from it; returns how many records.
+    async fn forward_shard(
+        &self,
+        context: events_schema::Context,
+        table: &str,
+        arn: &str,
+        shard: &str,
+    ) -> Result<usize, StoreError> {
+        // Shard ids repeat across streams: positions are per stream and shard.
+        let position = format!("{arn}|{shard}");
+        let after = self
+            .positions
+            .lock()
+            .ok()
+            .and_then(|p| p.get(&position).cloned());
+        let request = self
+            .streams
+            .get_shard_iterator()
+            .stream_arn(arn)
+            .shard_id(shard);
+        let request = match &after {
+            Some(sequence) => request
+                .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
+                .sequence_number(sequence),
+            None => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
+        };
+        let Some(iterator) = request.send().await.map_err(backend)?.shard_iterator else {
+            return Ok(0);
+        };
+        let records = self
+            .streams
+            .get_records()
+            .shard_iterator(iterator)
+            .limit(1000)
+            .send()
+            .await
+            .map_err(backend)?;
+        let mut forwarded = 0;
+        for record in records.records() {
+            let data = serde_json::to_vec(&kinesis_json(table, record)?).map_err(backend)?;
+            let keys = record
+                .dynamodb()
+                .and_then(|c| image(c.keys.as_ref()).ok().flatten())
+                .unwrap_or_default();
+            self.kinesis
+                .put_record()
+                .stream_name(stream_name(&self.prefix, context))
+                .partition_key(keys.to_string())
+                .data(Blob::new(data))
                 .send()
                 .await
                 .map_err(backend)?;
-            let shards: Vec<String> = stream
-                .stream_description()
-                .map(|d| {
-                    d.shards()
-                        .iter()
-                        .filter_map(|s| s.shard_id().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default();
-            for shard in shards {
-                // Shard ids repeat across streams: positions are per stream and shard.
-                let position = format!("{arn}|{shard}");
-                let after = self
-                    .positions
-                    .lock()
-                    .ok()
-                    .and_then(|p| p.get(&position).cloned());
-                let request = self
-                    .streams
-                    .get_shard_iterator()
-                    .stream_arn(&arn)
-                    .shard_id(&shard);
-                let request = match &after {
-                    Some(sequence) => request
-                        .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
-                        .sequence_number(sequence),
-                    None => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
-                };
-                let Some(iterator) = request.send().await.map_err(backend)?.shard_iterator else {
-                    continue;
-                };
-                let records = self
-                    .streams
-                    .get_records()
-                    .shard_iterator(iterator)
-                    .limit(1000)
-                    .send()
-                    .await
-                    .map_err(backend)?;
-                for record in records.records() {
-                    let data =
-                        serde_json::to_vec(&kinesis_json(&table, record)?).map_err(backend)?;
-                    let keys = record
-                        .dynamodb()
-                        .and_then(|c| image(c.keys.as_ref()).ok().flatten())
-                        .unwrap_or_default();
-                    self.kinesis
-                        .put_record()
-                        .stream_name(stream_name(&self.prefix, def.context))
-                        .partition_key(keys.to_string())
-                        .data(Blob::new(data))
-                        .send()
-                        .await
-                        .map_err(backend)?;
-                    if let (Some(sequence), Ok(mut positions)) = (
-                        record.dynamodb().and_then(|c| c.sequence_number()),
-                        self.positions.lock(),
-                    ) {
-                        positions.insert(position.clone(), sequence.to_owned());
-                    }
-                    forwarded += 1;
-                }
+            if let (Some(sequence), Ok(mut positions)) = (
+                record.dynamodb().and_then(|c| c.sequence_number()),
+                self.positions.lock(),
+            ) {
+                positions.insert(position.clone(), sequence.to_owned());
             }
+            forwarded += 1;
         }
         Ok(forwarded)
     }
