@@ -139,25 +139,7 @@ async fn sync_ids<C: ContextTable>(
                          "fingerprint": fingerprint, "revision": delivery.revision_millis()});
 
     let first = canonical(build(&new_id, 1, None)?, provider, external_id, 1);
-    let sk = sort_key_of(&first.item)?;
-    let pointer = Pointer {
-        entity_id: new_id.clone(),
-        target_sk: sk,
-        fingerprint: fingerprint.clone(),
-        version: 1,
-        revision: delivery.revision_millis(),
-    };
-    let actions = vec![
-        Action::Put {
-            item: to_item(&pointer_key, &pointer)?,
-            condition: Some(Condition::ItemNotExists),
-        },
-        Action::Put {
-            item: first.item,
-            condition: Some(Condition::ItemNotExists),
-        },
-        event_action(&pk, &first.event)?,
-    ];
+    let actions = first_writes(&pk, &pointer_key, &new_id, &delivery, first)?;
     let mut existing =
         match idempotency::commit(table, meta, &pk, &request, actions, new_id).await? {
             Committed::Done(outcome) => return Ok(outcome),
@@ -170,18 +152,12 @@ async fn sync_ids<C: ContextTable>(
         }
         if existing.fingerprint == fingerprint {
             // Newer, same content: only the revision moves on.
-            let actions = vec![Action::Update {
-                key: pointer_key.clone(),
-                update: with_revision(Update::default(), delivery.revision_millis()),
-                condition: Some(Condition::All(vec![
-                    Condition::VersionEquals(existing.version),
-                    match existing.revision {
-                        Some(r) => Condition::AttributeEquals("revision".into(), json!(r)),
-                        None => Condition::AttributeNotExists("revision".into()),
-                    },
-                ])),
-            }];
-            match idempotency::commit(
+            let actions = vec![revision_update(
+                &pointer_key,
+                &existing,
+                delivery.revision_millis(),
+            )];
+            let committed = idempotency::commit(
                 table,
                 meta,
                 &pk,
@@ -189,16 +165,13 @@ async fn sync_ids<C: ContextTable>(
                 actions,
                 existing.entity_id.clone(),
             )
-            .await?
-            {
-                Committed::Done(outcome) => {
-                    return Ok(Attempt::Done(Outcome::replayed(outcome.value)));
-                }
-                Committed::Cancelled(reasons) => {
-                    existing = pointer_from(table, &pointer_key, &reasons).await?;
-                    return Ok(Attempt::LostRace);
-                }
-            }
+            .await?;
+            // Nothing the app reads changed: answered as a replay.
+            let attempt = settle(table, &pointer_key, &mut existing, committed).await?;
+            return Ok(match attempt {
+                Attempt::Done(outcome) => Attempt::Done(Outcome::replayed(outcome.value)),
+                lost => lost,
+            });
         }
         let version = existing.version + 1;
         let next = canonical(
@@ -207,31 +180,15 @@ async fn sync_ids<C: ContextTable>(
             external_id,
             version,
         );
-        let sk = sort_key_of(&next.item)?;
-        let mut actions = vec![Action::Update {
-            key: pointer_key.clone(),
-            update: with_revision(
-                Update::default()
-                    .set("fingerprint", fingerprint.clone())
-                    .set("version", version)
-                    .set("target_sk", sk.clone()),
-                delivery.revision_millis(),
-            ),
-            condition: Some(Condition::VersionEquals(existing.version)),
-        }];
-        // The entity's sort key holds its day: a changed start moves it.
-        if sk != existing.target_sk {
-            actions.push(Action::Delete {
-                key: Key::new(&pk, &existing.target_sk),
-                condition: None,
-            });
-        }
-        actions.push(Action::Put {
-            item: next.item,
-            condition: None,
-        });
-        actions.push(event_action(&pk, &next.event)?);
-        match idempotency::commit(
+        let actions = correction_writes(
+            &pk,
+            &pointer_key,
+            &existing,
+            next,
+            &fingerprint,
+            delivery.revision_millis(),
+        )?;
+        let committed = idempotency::commit(
             table,
             meta,
             &pk,
@@ -239,15 +196,108 @@ async fn sync_ids<C: ContextTable>(
             actions,
             existing.entity_id.clone(),
         )
-        .await?
-        {
-            Committed::Done(outcome) => Ok(Attempt::Done(outcome)),
-            Committed::Cancelled(reasons) => {
-                existing = pointer_from(table, &pointer_key, &reasons).await?;
-                Ok(Attempt::LostRace)
-            }
-        }
+        .await?;
+        settle(table, &pointer_key, &mut existing, committed).await
     })
+}
+
+/// A sync's commit read: done, or lost to another delivery of the same record, whose
+/// pointer (from the cancellation, or read again) becomes `existing`.
+async fn settle<C: ContextTable>(
+    table: &Table<C>,
+    pointer_key: &Key,
+    existing: &mut Pointer,
+    committed: Committed<String>,
+) -> Result<Attempt<Outcome<String>>, CommandError> {
+    match committed {
+        Committed::Done(outcome) => Ok(Attempt::Done(outcome)),
+        Committed::Cancelled(reasons) => {
+            *existing = pointer_from(table, pointer_key, &reasons).await?;
+            Ok(Attempt::LostRace)
+        }
+    }
+}
+
+/// A first delivery's writes: the pointer (version 1) and the entity `new_id` on free
+/// keys, and its event.
+fn first_writes(
+    pk: &str,
+    pointer_key: &Key,
+    new_id: &str,
+    delivery: &Delivery,
+    first: Written,
+) -> Result<Vec<Action>, CommandError> {
+    let pointer = Pointer {
+        entity_id: new_id.to_owned(),
+        target_sk: sort_key_of(&first.item)?,
+        fingerprint: delivery.fingerprint.clone(),
+        version: 1,
+        revision: delivery.revision_millis(),
+    };
+    Ok(vec![
+        Action::Put {
+            item: to_item(pointer_key, &pointer)?,
+            condition: Some(Condition::ItemNotExists),
+        },
+        Action::Put {
+            item: first.item,
+            condition: Some(Condition::ItemNotExists),
+        },
+        event_action(pk, &first.event)?,
+    ])
+}
+
+/// A newer delivery of the same content: only the pointer's revision moves on, if the
+/// pointer is still as read.
+fn revision_update(pointer_key: &Key, existing: &Pointer, revision: Option<i64>) -> Action {
+    Action::Update {
+        key: pointer_key.clone(),
+        update: with_revision(Update::default(), revision),
+        condition: Some(Condition::All(vec![
+            Condition::VersionEquals(existing.version),
+            match existing.revision {
+                Some(r) => Condition::AttributeEquals("revision".into(), json!(r)),
+                None => Condition::AttributeNotExists("revision".into()),
+            },
+        ])),
+    }
+}
+
+/// A corrected delivery's writes: the pointer moves on (if still at the version read),
+/// the entity is rewritten (moved when its day, held in its sort key, changed), and its
+/// event.
+fn correction_writes(
+    pk: &str,
+    pointer_key: &Key,
+    existing: &Pointer,
+    next: Written,
+    fingerprint: &str,
+    revision: Option<i64>,
+) -> Result<Vec<Action>, CommandError> {
+    let sk = sort_key_of(&next.item)?;
+    let mut actions = vec![Action::Update {
+        key: pointer_key.clone(),
+        update: with_revision(
+            Update::default()
+                .set("fingerprint", fingerprint)
+                .set("version", existing.version + 1)
+                .set("target_sk", sk.clone()),
+            revision,
+        ),
+        condition: Some(Condition::VersionEquals(existing.version)),
+    }];
+    if sk != existing.target_sk {
+        actions.push(Action::Delete {
+            key: Key::new(pk, &existing.target_sk),
+            condition: None,
+        });
+    }
+    actions.push(Action::Put {
+        item: next.item,
+        condition: None,
+    });
+    actions.push(event_action(pk, &next.event)?);
+    Ok(actions)
 }
 
 /// Records `revision` on the pointer (removes it when the delivery had none).
