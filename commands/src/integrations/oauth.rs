@@ -163,12 +163,7 @@ impl IntegrationCommands {
         let pk = meta.user_pk();
         optimistic::run!({
             let connection_key = connection_key(&pk, provider.name());
-            let existing: Option<StoredConnection> = self
-                .table
-                .get(&connection_key, true)
-                .await?
-                .map(crate::items::from_item)
-                .transpose()?;
+            let existing = self.stored_connection(&connection_key).await?;
             let holder = self.identity_holder(&identity).await?;
             if holder.as_ref().is_some_and(|holder| holder != &user) {
                 return Err(CommandError::ProviderIdentityTaken);
@@ -229,6 +224,15 @@ impl IntegrationCommands {
                 },
             }
         })
+    }
+
+    /// The connection stored under `key`, if any.
+    async fn stored_connection(&self, key: &Key) -> Result<Option<StoredConnection>, CommandError> {
+        self.table
+            .get(key, true)
+            .await?
+            .map(crate::items::from_item)
+            .transpose()
     }
 
     /// The user and timezone a connection started with `state` for `provider` is for;
@@ -309,11 +313,8 @@ impl IntegrationCommands {
         let key = connection_key(&pk, provider.name());
         optimistic::run!({
             let Some(existing) = self
-                .table
-                .get(&key, true)
+                .stored_connection(&key)
                 .await?
-                .map(crate::items::from_item::<StoredConnection>)
-                .transpose()?
                 .filter(StoredConnection::connected)
             else {
                 return Ok(Attempt::Done(Outcome::replayed(())));
