@@ -254,6 +254,37 @@ impl DynamoStore {
         }
     }
 
+    /// A transaction's update action.
+    fn transact_update(
+        &self,
+        table: Context,
+        key: &Key,
+        update: &Update,
+        condition: Option<Condition>,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let mut expr = Expr::default();
+        let update_expr = expr.update(update)?;
+        let condition = condition.map(|c| expr.condition(&c)).transpose()?.flatten();
+        let update = ddb::Update::builder()
+            .table_name(self.table_name(table))
+            .set_key(Some(key_attributes(key)))
+            // DynamoDB requires an expression in a transaction's update.
+            .update_expression(update_expr.unwrap_or_else(|| {
+                format!(
+                    "SET {} = {}",
+                    expr.name(PK),
+                    expr.value(ddb::AttributeValue::S(key.pk.clone()))
+                )
+            }))
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(build_error)?;
+        Ok(TransactWriteItem::builder().update(update).build())
+    }
+
     fn transact_item(&self, action: TransactAction) -> Result<TransactWriteItem, StoreError> {
         let mut expr = Expr::default();
         let on_failure = ReturnValuesOnConditionCheckFailure::AllOld;
@@ -280,28 +311,7 @@ impl DynamoStore {
                 key,
                 update,
                 condition,
-            } => {
-                let update_expr = expr.update(&update)?;
-                let condition = condition.map(|c| expr.condition(&c)).transpose()?.flatten();
-                let update = ddb::Update::builder()
-                    .table_name(self.table_name(table))
-                    .set_key(Some(key_attributes(&key)))
-                    // DynamoDB requires an expression in a transaction's update.
-                    .update_expression(update_expr.unwrap_or_else(|| {
-                        format!(
-                            "SET {} = {}",
-                            expr.name(PK),
-                            expr.value(ddb::AttributeValue::S(key.pk.clone()))
-                        )
-                    }))
-                    .set_condition_expression(condition)
-                    .set_expression_attribute_names(expr.names())
-                    .set_expression_attribute_values(expr.values())
-                    .return_values_on_condition_check_failure(on_failure)
-                    .build()
-                    .map_err(build_error)?;
-                TransactWriteItem::builder().update(update).build()
-            }
+            } => self.transact_update(table, &key, &update, condition)?,
             TransactAction::Delete {
                 table,
                 key,
