@@ -375,3 +375,149 @@ fn canonical(
     event.recorded_at = event.occurred_at;
     written
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use events_schema::events::erasure::PartitionDrained;
+
+    const PK: &str = "USER#01M8ZF5ZSJP5Z70GTS7AGAV9T7";
+
+    fn pointer_key() -> Key {
+        Key::new(PK, "EXTERNAL#sandbox#run-1")
+    }
+
+    /// An entity item on `sk` and an event (its type does not matter here).
+    fn written(sk: &str) -> Written {
+        let mut item = Key::new(PK, sk).to_item();
+        item.insert("minutes".into(), json!(40));
+        let event = EventEnvelope::new(
+            None,
+            events_schema::time::Timestamp::now(),
+            &PartitionDrained {
+                context: events_schema::Context::Activity,
+                items_deleted: 0,
+            },
+        )
+        .expect("event");
+        Written { item, event }
+    }
+
+    fn pointer(version: u64, sk: &str, revision: Option<i64>) -> Pointer {
+        Pointer {
+            entity_id: "w-1".into(),
+            target_sk: sk.into(),
+            fingerprint: "old".into(),
+            version,
+            revision,
+        }
+    }
+
+    #[test]
+    fn a_first_delivery_takes_free_keys_for_its_pointer_and_entity() {
+        let delivery = Delivery {
+            revision: None,
+            fingerprint: "f1".into(),
+        };
+        let actions = first_writes(
+            PK,
+            &pointer_key(),
+            "w-1",
+            &delivery,
+            written("WORKOUT#2026-03-01#w-1"),
+        )
+        .expect("decide");
+        assert_eq!(actions.len(), 3);
+        match &actions[0] {
+            Action::Put { item, condition } => {
+                let stored: Pointer = from_item(item.clone()).expect("pointer");
+                assert_eq!(stored.version, 1);
+                assert_eq!(stored.target_sk, "WORKOUT#2026-03-01#w-1");
+                assert_eq!(stored.fingerprint, "f1");
+                assert_eq!(condition, &Some(Condition::ItemNotExists));
+            }
+            other => panic!("not a put: {other:?}"),
+        }
+        assert!(matches!(
+            &actions[1],
+            Action::Put {
+                condition: Some(Condition::ItemNotExists),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn the_same_content_newer_moves_only_the_revision_of_the_pointer_read() {
+        let existing = pointer(3, "WORKOUT#2026-03-01#w-1", Some(1_000));
+        match revision_update(&pointer_key(), &existing, Some(2_000)) {
+            Action::Update {
+                key,
+                update,
+                condition,
+            } => {
+                assert_eq!(key, pointer_key());
+                assert_eq!(update.set.len(), 1);
+                assert_eq!(update.set["revision"], json!(2_000));
+                assert_eq!(
+                    condition,
+                    Some(Condition::All(vec![
+                        Condition::VersionEquals(3),
+                        Condition::AttributeEquals("revision".into(), json!(1_000)),
+                    ]))
+                );
+            }
+            other => panic!("not an update: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_correction_that_changes_the_day_moves_the_entity() {
+        // Given the workout stored on the 1st (pointer version 2),
+        let existing = pointer(2, "WORKOUT#2026-03-01#w-1", None);
+        // when a correction puts it on the 2nd,
+        let actions = correction_writes(
+            PK,
+            &pointer_key(),
+            &existing,
+            written("WORKOUT#2026-03-02#w-1"),
+            "f2",
+            None,
+        )
+        .expect("decide");
+        // then the pointer moves on to version 3 if still at 2, the old item goes,
+        // the new one is written, and the event is published.
+        assert_eq!(actions.len(), 4);
+        match &actions[0] {
+            Action::Update {
+                update, condition, ..
+            } => {
+                assert_eq!(update.set["version"], json!(3));
+                assert_eq!(update.set["target_sk"], json!("WORKOUT#2026-03-02#w-1"));
+                assert_eq!(update.set["fingerprint"], json!("f2"));
+                assert_eq!(update.remove, vec!["revision".to_owned()]);
+                assert_eq!(condition, &Some(Condition::VersionEquals(2)));
+            }
+            other => panic!("not an update: {other:?}"),
+        }
+        assert_eq!(
+            actions[1],
+            Action::Delete {
+                key: Key::new(PK, "WORKOUT#2026-03-01#w-1"),
+                condition: None
+            }
+        );
+        // On the same day, nothing is deleted.
+        let same_day = correction_writes(
+            PK,
+            &pointer_key(),
+            &existing,
+            written("WORKOUT#2026-03-01#w-1"),
+            "f2",
+            None,
+        )
+        .expect("decide");
+        assert_eq!(same_day.len(), 3);
+        assert!(!same_day.iter().any(|a| matches!(a, Action::Delete { .. })));
+    }
+}
