@@ -376,14 +376,10 @@ impl IdentityCommands {
         let _writer = crate::serial::user(&meta.user).await;
         optimistic::run!({
             let current = self.profile(&meta.user).await?;
-            let mut next = current.clone();
-            next.display_name = display_name.clone().unwrap_or(next.display_name);
-            next.timezone = input.timezone.clone().unwrap_or(next.timezone);
-            next.units = input.units.unwrap_or(next.units);
-            if next == current {
+            let Some((update, next)) = profile_update(&current, display_name.clone(), &input)
+            else {
                 return Ok(Attempt::Done(Outcome::replayed(current.state())));
-            }
-            next.version += 1;
+            };
             let event = envelope(
                 meta,
                 &self.clock,
@@ -392,18 +388,7 @@ impl IdentityCommands {
                     profile: next.state(),
                 },
             )?;
-            let actions = vec![
-                Action::Update {
-                    key: profile_key(&meta.user),
-                    update: Update::default()
-                        .set("display_name", next.display_name.clone())
-                        .set("timezone", next.timezone.clone())
-                        .set("units", json!(next.units))
-                        .set("version", next.version),
-                    condition: Some(Condition::VersionEquals(current.version)),
-                },
-                event_action(&meta.user_pk(), &event)?,
-            ];
+            let actions = vec![update, event_action(&meta.user_pk(), &event)?];
             optimistic::settled(
                 idempotency::commit(
                     &self.table,
@@ -476,6 +461,33 @@ fn erasure_tombstone(user: &UserId, now: Timestamp) -> infra::store::Item {
     item.insert("status".into(), json!("erasing"));
     item.insert("requested_at".into(), json!(now));
     item
+}
+
+/// The profile `input` makes of `current` (`display_name` already checked) and its
+/// write, if still at the version read; None when nothing changes.
+fn profile_update(
+    current: &Profile,
+    display_name: Option<String>,
+    input: &UpdateProfile,
+) -> Option<(Action, Profile)> {
+    let mut next = current.clone();
+    next.display_name = display_name.unwrap_or(next.display_name);
+    next.timezone = input.timezone.clone().unwrap_or(next.timezone);
+    next.units = input.units.unwrap_or(next.units);
+    if &next == current {
+        return None;
+    }
+    next.version += 1;
+    let update = Action::Update {
+        key: profile_key(&current.user_id),
+        update: Update::default()
+            .set("display_name", next.display_name.clone())
+            .set("timezone", next.timezone.clone())
+            .set("units", json!(next.units))
+            .set("version", next.version),
+        condition: Some(Condition::VersionEquals(current.version)),
+    };
+    Some((update, next))
 }
 
 /// What moving `current`'s account to `next`'s email writes (sessions aside): the profile
@@ -595,5 +607,41 @@ mod tests {
                 condition: None
             }
         );
+    }
+
+    #[test]
+    fn a_profile_update_writes_only_what_changes_the_profile() {
+        let user = UserId::generate();
+        let current = profile(&user, "ana@example.com", 5);
+        // Given a profile in Paris, metric, at version 5: moving it to Lisbon
+        let input = UpdateProfile {
+            display_name: None,
+            timezone: Some("Europe/Lisbon".into()),
+            units: None,
+        };
+        let (update, next) = profile_update(&current, None, &input).expect("a change");
+        // makes version 6 with the new timezone, written if still at version 5;
+        assert_eq!((next.timezone.as_str(), next.version), ("Europe/Lisbon", 6));
+        assert_eq!(next.display_name, current.display_name);
+        match update {
+            Action::Update {
+                key,
+                update,
+                condition,
+            } => {
+                assert_eq!(key, profile_key(&user));
+                assert_eq!(update.set["timezone"], json!("Europe/Lisbon"));
+                assert_eq!(update.set["version"], json!(6));
+                assert_eq!(condition, Some(Condition::VersionEquals(5)));
+            }
+            other => panic!("not an update: {other:?}"),
+        }
+        // asking for what it already is writes nothing.
+        let same = UpdateProfile {
+            display_name: Some("Ana".into()),
+            timezone: Some("Europe/Paris".into()),
+            units: Some(Units::Metric),
+        };
+        assert!(profile_update(&current, Some("Ana".into()), &same).is_none());
     }
 }
