@@ -13,7 +13,7 @@ use events_schema::events::goals::{
 };
 use events_schema::ids::GoalId;
 use events_schema::keys::SortKey;
-use events_schema::time::Clock;
+use events_schema::time::{Clock, Timestamp};
 use infra::store::{Condition, Item, Key, Update};
 use infra::table::{Action, Table, contexts::Goals};
 use rust_decimal::Decimal;
@@ -49,6 +49,26 @@ pub fn can_move(from: GoalStatus, to: GoalStatus) -> bool {
         (from, to),
         (Active, Paused | Completed | Abandoned) | (Paused, Active | Completed | Abandoned)
     )
+}
+
+/// The goal `input` sets at `now`: active, version 1, its period and the upper bound of
+/// its target from its kind, counted from the user's day; an invalid-field error (nothing
+/// written) for a bad title, target or timezone.
+fn new_goal(input: &CreateGoal, now: Timestamp) -> Result<Goal, CommandError> {
+    let title = validate::text("title", &input.title, 1, 80)?;
+    let (period, max) = rules(input.kind);
+    let target = validate::decimal("target", input.target, Decimal::new(1, 1), max, 1)?;
+    let timezone = validate::timezone("timezone", input.timezone.as_deref().unwrap_or("UTC"))?;
+    Ok(Goal {
+        goal_id: GoalId::generate(),
+        kind: input.kind,
+        target,
+        period,
+        status: GoalStatus::Active,
+        title,
+        version: 1,
+        created_on: Some(validate::day_in(now, timezone)),
+    })
 }
 
 /// What moving `current` to `to` writes (event aside), and the goal it becomes; None
@@ -130,23 +150,10 @@ impl GoalCommands {
         meta: &CommandMeta,
         input: CreateGoal,
     ) -> Result<Outcome<Goal>, CommandError> {
-        let title = validate::text("title", &input.title, 1, 80)?;
-        let (period, max) = rules(input.kind);
-        let target = validate::decimal("target", input.target, Decimal::new(1, 1), max, 1)?;
-        let timezone = validate::timezone("timezone", input.timezone.as_deref().unwrap_or("UTC"))?;
+        let now = self.clock.now();
+        let goal = new_goal(&input, now)?;
         let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
-        let now = self.clock.now();
-        let goal = Goal {
-            goal_id: GoalId::generate(),
-            kind: input.kind,
-            target,
-            period,
-            status: GoalStatus::Active,
-            title,
-            version: 1,
-            created_on: Some(validate::day_in(now, timezone)),
-        };
         let event = envelope(meta, &self.clock, now, &GoalCreated { goal: goal.clone() })?;
         idempotency::create(
             &self.table,
@@ -274,6 +281,58 @@ mod tests {
                     status_change(PK, &current, to),
                     Err(CommandError::Conflict(_))
                 ));
+            }
+        }
+    }
+
+    fn create(kind: GoalKind, target: &str, title: &str, timezone: Option<&str>) -> CreateGoal {
+        CreateGoal {
+            kind,
+            target: target.parse().expect("decimal"),
+            title: title.into(),
+            timezone: timezone.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_new_goal_is_active_from_the_users_day() {
+        // Given 23:30 UTC on the 1st, a user in Tokyo (already the 2nd there)
+        let now = Timestamp::parse("2026-03-01T23:30:00.000Z").expect("time");
+        let input = create(
+            GoalKind::DailyProteinGrams,
+            "120",
+            "Protein",
+            Some("Asia/Tokyo"),
+        );
+        // when the goal is set,
+        let goal = new_goal(&input, now).expect("valid");
+        // then it is active at version 1, daily, counted from the 2nd.
+        assert_eq!((goal.status, goal.version), (GoalStatus::Active, 1));
+        assert_eq!(goal.period, GoalPeriod::Daily);
+        assert_eq!(goal.target, Decimal::from(120));
+        assert_eq!(
+            goal.created_on.map(|d| d.to_string()),
+            Some("2026-03-02".into())
+        );
+    }
+
+    #[test]
+    fn a_goal_out_of_bounds_names_its_field() {
+        let now = Timestamp::parse("2026-03-01T12:00:00.000Z").expect("time");
+        for (input, field) in [
+            (
+                create(GoalKind::WeeklyWorkoutCount, "0", "Runs", None),
+                "target",
+            ),
+            (create(GoalKind::WeeklyWorkoutCount, "3", "", None), "title"),
+            (
+                create(GoalKind::WeeklyWorkoutCount, "3", "Runs", Some("Mars/Base")),
+                "timezone",
+            ),
+        ] {
+            match new_goal(&input, now) {
+                Err(error) => assert!(error.to_string().contains(field), "{error} names {field}"),
+                Ok(goal) => panic!("accepted {goal:?}"),
             }
         }
     }

@@ -420,24 +420,8 @@ impl IdentityCommands {
                     email: current.email.clone(),
                 },
             )?;
-            let actions = vec![
-                Action::Update {
-                    key: profile_key(&meta.user),
-                    update: Update::default()
-                        .set("status", json!(AccountStatus::DeletionRequested))
-                        .set("version", current.version + 1),
-                    condition: Some(Condition::VersionEquals(current.version)),
-                },
-                event_action(&meta.user_pk(), &event)?,
-                // Identity's tombstone: from now on no command writes this user's
-                // identity items, and the erasure's progress is recorded here (it holds
-                // no personal data, only which contexts are done).
-                Action::Put {
-                    item: erasure_tombstone(&meta.user, self.clock.now()),
-                    condition: None,
-                },
-            ];
-            let mut actions = actions;
+            let (marked, tombstone) = deletion_request(&current, self.clock.now());
+            let mut actions = vec![marked, event_action(&meta.user_pk(), &event)?, tombstone];
             actions.extend(self.end_every_session(&meta.user).await?);
             optimistic::settled(
                 idempotency::commit(
@@ -461,6 +445,25 @@ fn erasure_tombstone(user: &UserId, now: Timestamp) -> infra::store::Item {
     item.insert("status".into(), json!("erasing"));
     item.insert("requested_at".into(), json!(now));
     item
+}
+
+/// What asking to delete `current`'s account writes (event and sessions aside): the
+/// profile marked, if still at the version read, and identity's tombstone: from then
+/// on no command writes the user's identity items, and the erasure's progress is
+/// recorded there (no personal data, only which contexts are done).
+fn deletion_request(current: &Profile, now: Timestamp) -> (Action, Action) {
+    let marked = Action::Update {
+        key: profile_key(&current.user_id),
+        update: Update::default()
+            .set("status", json!(AccountStatus::DeletionRequested))
+            .set("version", current.version + 1),
+        condition: Some(Condition::VersionEquals(current.version)),
+    };
+    let tombstone = Action::Put {
+        item: erasure_tombstone(&current.user_id, now),
+        condition: None,
+    };
+    (marked, tombstone)
 }
 
 /// The profile `input` makes of `current` (`display_name` already checked) and its
@@ -643,5 +646,45 @@ mod tests {
             units: Some(Units::Metric),
         };
         assert!(profile_update(&current, Some("Ana".into()), &same).is_none());
+    }
+
+    #[test]
+    fn a_deletion_request_marks_the_profile_and_lays_the_tombstone() {
+        // Given Ana's active profile at version 2,
+        let user = UserId::generate();
+        let current = profile(&user, "ana@example.com", 2);
+        // when she asks to delete her account,
+        let now = Timestamp::now();
+        let (marked, tombstone) = deletion_request(&current, now);
+        // then the profile is marked if still at version 2,
+        match marked {
+            Action::Update {
+                key,
+                update,
+                condition,
+            } => {
+                assert_eq!(key, profile_key(&user));
+                assert_eq!(
+                    update.set["status"],
+                    json!(AccountStatus::DeletionRequested)
+                );
+                assert_eq!(update.set["version"], json!(3));
+                assert_eq!(condition, Some(Condition::VersionEquals(2)));
+            }
+            other => panic!("not an update: {other:?}"),
+        }
+        // and the tombstone goes under the erasure key, holding no email or name.
+        match tombstone {
+            Action::Put { item, condition } => {
+                assert_eq!(Key::of(&item).expect("key"), Key::tombstone(&user));
+                let text = serde_json::to_string(&item).expect("json");
+                assert!(
+                    !text.contains("ana@example.com") && !text.contains("Ana"),
+                    "{text}"
+                );
+                assert_eq!(condition, None);
+            }
+            other => panic!("not a put: {other:?}"),
+        }
     }
 }
