@@ -16,7 +16,7 @@ use events_schema::events::integrations::ProviderWorkout;
 use events_schema::ids::{ProviderName, TrainingBlockId, WorkoutId};
 use events_schema::keys::SortKey;
 use events_schema::time::{Clock, Day, Timestamp};
-use infra::store::{Condition, Key, Update};
+use infra::store::{Condition, Item, Key, Update};
 use infra::table::{Action, Table, contexts::Activity};
 use serde::{Deserialize, Serialize};
 
@@ -258,22 +258,12 @@ impl ActivityCommands {
         meta: &CommandMeta,
         input: StartTrainingBlock,
     ) -> Result<Outcome<TrainingBlockStarted>, CommandError> {
-        let focus = validate::text("focus", &input.focus, 1, 80)?;
-        if !(1..=52).contains(&input.weeks) {
-            return Err(CommandError::invalid("weeks", "must be 1 to 52"));
-        }
+        let payload = new_training_block(&input)?;
         let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
-        let id = TrainingBlockId::generate();
-        let payload = TrainingBlockStarted {
-            training_block_id: id.clone(),
-            start_day: input.start_day,
-            weeks: input.weeks,
-            focus,
-        };
         let key = Key::new(
             &pk,
-            SortKey::TrainingBlock(input.start_day, id.clone()).to_string(),
+            SortKey::TrainingBlock(input.start_day, payload.training_block_id.clone()).to_string(),
         );
         let event = envelope(meta, &self.clock, self.clock.now(), &payload)?;
         idempotency::create(
@@ -311,36 +301,14 @@ impl ActivityCommands {
             .get(&key, true)
             .await?
             .ok_or(CommandError::NotFound("training block"))?;
-        if item.contains_key("ended_on") {
-            return Err(CommandError::Conflict(
-                "the training block has ended already".into(),
-            ));
-        }
-        let block: TrainingBlockStarted = from_item(item)?;
-        let planned_end = block.planned_last_day();
-        if ended_on < block.start_day || ended_on > planned_end {
-            return Err(CommandError::invalid(
-                "ended_on",
-                format!("must be from {} to {planned_end}", block.start_day),
-            ));
-        }
+        let (ending, block) = block_ending(key, item, ended_on)?;
         let payload = TrainingBlockEnded {
             training_block_id: id.clone(),
             start_day,
             ended_on,
         };
         let event = envelope(meta, &self.clock, self.clock.now(), &payload)?;
-        let actions = vec![
-            Action::Update {
-                key,
-                update: Update::default().set("ended_on", serde_json::json!(ended_on)),
-                condition: Some(Condition::All(vec![
-                    Condition::ItemExists,
-                    Condition::AttributeNotExists("ended_on".into()),
-                ])),
-            },
-            event_action(&pk, &event)?,
-        ];
+        let actions = vec![ending, event_action(&pk, &event)?];
         let ended = EndedBlock { block, ended_on };
         match idempotency::commit(&self.table, meta, &pk, &request, actions, ended).await? {
             Committed::Done(outcome) => Ok(outcome),
@@ -349,5 +317,132 @@ impl ActivityCommands {
             ),
             Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
         }
+    }
+}
+
+/// The training block `input` starts: a new id, a focus of 1 to 80 characters, 1 to 52
+/// weeks; an invalid-field error otherwise.
+fn new_training_block(input: &StartTrainingBlock) -> Result<TrainingBlockStarted, CommandError> {
+    let focus = validate::text("focus", &input.focus, 1, 80)?;
+    if !(1..=52).contains(&input.weeks) {
+        return Err(CommandError::invalid("weeks", "must be 1 to 52"));
+    }
+    Ok(TrainingBlockStarted {
+        training_block_id: TrainingBlockId::generate(),
+        start_day: input.start_day,
+        weeks: input.weeks,
+        focus,
+    })
+}
+
+/// Ending the block stored as `item` under `key` on `ended_on`: the write (only if it
+/// still exists and has not ended) and the block; a conflict when it has ended already,
+/// an invalid `ended_on` outside its planned days.
+fn block_ending(
+    key: Key,
+    item: Item,
+    ended_on: Day,
+) -> Result<(Action, TrainingBlockStarted), CommandError> {
+    if item.contains_key("ended_on") {
+        return Err(CommandError::Conflict(
+            "the training block has ended already".into(),
+        ));
+    }
+    let block: TrainingBlockStarted = from_item(item)?;
+    let planned_end = block.planned_last_day();
+    if ended_on < block.start_day || ended_on > planned_end {
+        return Err(CommandError::invalid(
+            "ended_on",
+            format!("must be from {} to {planned_end}", block.start_day),
+        ));
+    }
+    let ending = Action::Update {
+        key,
+        update: Update::default().set("ended_on", serde_json::json!(ended_on)),
+        condition: Some(Condition::All(vec![
+            Condition::ItemExists,
+            Condition::AttributeNotExists("ended_on".into()),
+        ])),
+    };
+    Ok((ending, block))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(text: &str) -> Day {
+        Day::parse(text).expect("day")
+    }
+
+    fn stored_block(weeks: u8) -> (Key, Item) {
+        let block = new_training_block(&StartTrainingBlock {
+            start_day: day("2026-03-02"),
+            weeks,
+            focus: "base".into(),
+        })
+        .expect("valid");
+        let key = Key::new("USER#u", "TRAINING_BLOCK#2026-03-02#b");
+        let item = to_item(&key, &block).expect("item");
+        (key, item)
+    }
+
+    #[test]
+    fn a_training_block_is_one_to_fifty_two_weeks_with_a_focus() {
+        let start = |weeks, focus: &str| StartTrainingBlock {
+            start_day: day("2026-03-02"),
+            weeks,
+            focus: focus.into(),
+        };
+        let block = new_training_block(&start(4, "base")).expect("valid");
+        assert_eq!((block.weeks, block.focus.as_str()), (4, "base"));
+        for (input, field) in [
+            (start(0, "base"), "weeks"),
+            (start(53, "base"), "weeks"),
+            (start(4, ""), "focus"),
+        ] {
+            let error = new_training_block(&input).expect_err("invalid");
+            assert!(error.to_string().contains(field), "{error} names {field}");
+        }
+    }
+
+    #[test]
+    fn a_block_ends_within_its_planned_days_once() {
+        // Given a two-week block from Monday the 2nd (planned last day: the 15th),
+        let (key, item) = stored_block(2);
+        // when it ends on the 10th, then it is marked only if it still has not ended;
+        let (ending, block) =
+            block_ending(key.clone(), item.clone(), day("2026-03-10")).expect("within its days");
+        assert_eq!(block.planned_last_day(), day("2026-03-15"));
+        match ending {
+            Action::Update {
+                key: written,
+                update,
+                condition,
+            } => {
+                assert_eq!(written, key);
+                assert_eq!(update.set["ended_on"], serde_json::json!("2026-03-10"));
+                assert_eq!(
+                    condition,
+                    Some(Condition::All(vec![
+                        Condition::ItemExists,
+                        Condition::AttributeNotExists("ended_on".into()),
+                    ]))
+                );
+            }
+            other => panic!("not an update: {other:?}"),
+        }
+        // a day outside the block is refused, naming the field;
+        for outside in ["2026-03-01", "2026-03-16"] {
+            let error = block_ending(key.clone(), item.clone(), day(outside)).expect_err("outside");
+            assert!(error.to_string().contains("ended_on"), "{error}");
+        }
+        // and a block that has ended does not end again.
+        let mut ended = item;
+        ended.insert("ended_on".into(), serde_json::json!("2026-03-10"));
+        assert!(matches!(
+            block_ending(key, ended, day("2026-03-11")),
+            Err(CommandError::Conflict(_))
+        ));
     }
 }
