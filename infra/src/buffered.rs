@@ -14,15 +14,13 @@
 //! were read. A rebuild runs with the projection workers stopped.
 
 use crate::store::{
-    BatchWrite, CancelReason, Condition, IndexQuery, Item, Key, MAX_ITEM_BYTES,
-    MAX_TRANSACTION_ACTIONS, Page, Query, Scan, SortKeyCondition, Store, StoreError,
-    TransactAction, Update, is_expired, now_epoch_seconds, validate_index_attributes,
+    BatchWrite, Condition, Cursor, IndexQuery, Item, Key, Page, Query, Scan, SortKeyCondition,
+    Store, StoreError, TransactAction, Update, is_expired, now_epoch_seconds, plan,
 };
-use crate::store::{Cursor, item::item_size};
 use async_trait::async_trait;
 use events_schema::Context;
 use events_schema::tables::{PK, SK};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 use std::sync::{Arc, Mutex};
 
@@ -149,36 +147,11 @@ impl Buffered {
     }
 }
 
+/// A whole item written: its key, and the item valid for `table`.
 fn validate(table: Context, item: &Item) -> Result<Key, StoreError> {
     let key = Key::of(item)?;
-    validate_index_attributes(table, item)?;
-    if item_size(item) > MAX_ITEM_BYTES {
-        return Err(StoreError::Validation(format!(
-            "item larger than {MAX_ITEM_BYTES} bytes"
-        )));
-    }
+    plan::validate_item(table, item)?;
     Ok(key)
-}
-
-/// The key an action addresses and the item it leaves (None: deleted or only checked).
-fn planned(action: &TransactAction, current: Option<&Item>) -> Result<Option<Item>, StoreError> {
-    match action {
-        TransactAction::Put { item, .. } => Ok(Some(item.clone())),
-        TransactAction::Update { key, update, .. } => update.applied_to(key, current).map(Some),
-        TransactAction::Delete { .. } | TransactAction::ConditionCheck { .. } => Ok(None),
-    }
-}
-
-fn action_key(action: &TransactAction) -> Result<Key, StoreError> {
-    match action {
-        TransactAction::Put { table, item, .. } => validate(*table, item),
-        TransactAction::Update { key, .. }
-        | TransactAction::Delete { key, .. }
-        | TransactAction::ConditionCheck { key, .. } => {
-            key.validate()?;
-            Ok(key.clone())
-        }
-    }
 }
 
 fn query_partition(partition: &Partition, query: &Query) -> Result<Page, StoreError> {
@@ -358,56 +331,23 @@ impl Store for Buffered {
             // Half in memory, half written now would not be all-or-nothing.
             return Err(refused("a transaction that also writes other tables"));
         }
-        if actions.is_empty() || actions.len() > MAX_TRANSACTION_ACTIONS {
-            return Err(StoreError::Validation(format!(
-                "a transaction takes 1 to {MAX_TRANSACTION_ACTIONS} actions, not {}",
-                actions.len()
-            )));
-        }
-        let mut seen = HashSet::new();
-        let mut keys = Vec::with_capacity(actions.len());
-        for action in &actions {
-            let key = action_key(action)?;
-            if !seen.insert((action.table(), key.clone())) {
-                return Err(StoreError::Validation(
-                    "a transaction cannot include two actions on the same item".to_owned(),
-                ));
-            }
+        plan::check_size(&actions)?;
+        let keys = plan::action_keys(&actions)?;
+        for (action, key) in actions.iter().zip(&keys) {
             self.load(action.table(), &key.pk).await?;
-            keys.push(key);
         }
         let mut partitions = self.lock()?;
-        let mut reasons = Vec::with_capacity(actions.len());
-        let mut changes = Vec::with_capacity(actions.len());
-        for (action, key) in actions.iter().zip(&keys) {
-            let current = partitions
-                .get(&(action.table(), key.pk.clone()))
-                .and_then(|p| p.items.get(&key.sk));
-            let holds = action.condition().is_none_or(|c| c.holds(current));
-            reasons.push(if holds {
-                CancelReason::None
-            } else {
-                CancelReason::ConditionFailed {
-                    existing: current.cloned(),
-                }
-            });
-            if matches!(action, TransactAction::ConditionCheck { .. }) {
-                continue;
-            }
-            let new = planned(action, current)?;
-            if let Some(item) = &new {
-                validate(action.table(), item)?;
-            }
-            changes.push((action.table(), key, new));
-        }
-        if reasons.iter().any(|r| *r != CancelReason::None) {
-            return Err(StoreError::TransactionCanceled { reasons });
-        }
-        for (table, key, new) in changes {
+        let changes = plan::plan(&actions, keys, |table, key| {
+            Ok(partitions
+                .get(&(table, key.pk.clone()))
+                .and_then(|p| p.items.get(&key.sk))
+                .cloned())
+        })?;
+        for change in changes {
             let partition = partitions
-                .get_mut(&(table, key.pk.clone()))
+                .get_mut(&(change.table, change.key.pk.clone()))
                 .ok_or_else(|| StoreError::Backend("buffered partition vanished".into()))?;
-            partition.set(&key.sk, new);
+            partition.set(&change.key.sk, change.new);
         }
         Ok(())
     }

@@ -4,15 +4,11 @@
 
 use super::changelog::ChangeRecord;
 use super::layout::{self, CHANGELOG, EXPIRY, Names};
-use crate::store::item::item_size;
-use crate::store::{
-    CancelReason, Item, Key, MAX_ITEM_BYTES, MAX_TRANSACTION_ACTIONS, StoreError, TransactAction,
-    validate_index_attributes,
-};
+use crate::store::plan as store_plan;
+use crate::store::{Item, Key, StoreError, TransactAction};
 use events_schema::Context;
 use events_schema::tables;
 use redb::{ReadableTable, WriteTransaction};
-use std::collections::HashSet;
 
 /// One item change: what was there and what will be.
 pub(super) struct Change {
@@ -24,27 +20,6 @@ pub(super) struct Change {
 
 pub(super) fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
-}
-
-fn action_key(action: &TransactAction) -> Result<Key, StoreError> {
-    match action {
-        TransactAction::Put { item, .. } => Key::of(item),
-        TransactAction::Update { key, .. }
-        | TransactAction::Delete { key, .. }
-        | TransactAction::ConditionCheck { key, .. } => {
-            key.validate()?;
-            Ok(key.clone())
-        }
-    }
-}
-
-fn validate_item(table: Context, item: &Item) -> Result<(), StoreError> {
-    if item_size(item) > MAX_ITEM_BYTES {
-        return Err(StoreError::Validation(format!(
-            "item is larger than {MAX_ITEM_BYTES} bytes"
-        )));
-    }
-    validate_index_attributes(table, item)
 }
 
 pub(super) fn read_item(
@@ -66,13 +41,8 @@ pub(super) fn plan(
     names: &Names,
     actions: &[TransactAction],
 ) -> Result<Vec<Change>, StoreError> {
-    if actions.is_empty() || actions.len() > MAX_TRANSACTION_ACTIONS {
-        return Err(StoreError::Validation(format!(
-            "a transaction takes 1 to {MAX_TRANSACTION_ACTIONS} actions, not {}",
-            actions.len()
-        )));
-    }
-    plan_actions(txn, names, actions)
+    store_plan::check_size(actions)?;
+    plan_batch(txn, names, actions)
 }
 
 /// [`plan`] without the transaction size limit: a batch of unconditional writes
@@ -82,59 +52,19 @@ pub(super) fn plan_batch(
     names: &Names,
     actions: &[TransactAction],
 ) -> Result<Vec<Change>, StoreError> {
-    plan_actions(txn, names, actions)
-}
-
-fn plan_actions(
-    txn: &WriteTransaction,
-    names: &Names,
-    actions: &[TransactAction],
-) -> Result<Vec<Change>, StoreError> {
-    let mut seen = HashSet::new();
-    let mut keys = Vec::with_capacity(actions.len());
-    for action in actions {
-        let key = action_key(action)?;
-        if !seen.insert((action.table(), key.clone())) {
-            return Err(StoreError::Validation(
-                "a transaction cannot include two actions on the same item".to_owned(),
-            ));
-        }
-        keys.push(key);
-    }
-
-    let mut reasons = Vec::with_capacity(actions.len());
-    let mut changes = Vec::with_capacity(actions.len());
-    for (action, key) in actions.iter().zip(keys) {
-        let table = action.table();
-        let old = read_item(txn, names, table, &key)?;
-        let holds = action.condition().is_none_or(|c| c.holds(old.as_ref()));
-        reasons.push(if holds {
-            CancelReason::None
-        } else {
-            CancelReason::ConditionFailed {
-                existing: old.clone(),
-            }
-        });
-        let new = match action {
-            TransactAction::Put { item, .. } => Some(item.clone()),
-            TransactAction::Update { update, .. } => Some(update.applied_to(&key, old.as_ref())?),
-            TransactAction::Delete { .. } => None,
-            TransactAction::ConditionCheck { .. } => continue,
-        };
-        if let Some(item) = &new {
-            validate_item(table, item)?;
-        }
-        changes.push(Change {
-            table,
-            key,
-            old,
-            new,
-        });
-    }
-    if reasons.iter().any(|r| *r != CancelReason::None) {
-        return Err(StoreError::TransactionCanceled { reasons });
-    }
-    Ok(changes)
+    let keys = store_plan::action_keys(actions)?;
+    let planned = store_plan::plan(actions, keys, |table, key| {
+        read_item(txn, names, table, key)
+    })?;
+    Ok(planned
+        .into_iter()
+        .map(|p| Change {
+            table: p.table,
+            key: p.key,
+            old: p.old,
+            new: p.new,
+        })
+        .collect())
 }
 
 /// Writes planned changes: items, index and expiry entries, change log records.

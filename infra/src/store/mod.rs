@@ -8,6 +8,7 @@
 mod cursor;
 mod error;
 pub(crate) mod item;
+pub(crate) mod plan;
 mod request;
 
 pub use cursor::Cursor;
