@@ -97,25 +97,6 @@ pub async fn replay(
     replay_in_batches(store, subscriptions, user, progress, BATCH_EVENTS).await
 }
 
-/// Rebuilds `subscriptions` (from `registry::projections`, used for their names), for
-/// one user or everyone, in [`Mode::Rebuild`]. The projection workers must be stopped.
-pub async fn rebuild(
-    store: Arc<dyn Store>,
-    subscriptions: &[Arc<dyn Projector>],
-    user: Option<&UserId>,
-    progress: &dyn Progress,
-) -> Result<Replayed, StoreError> {
-    replay_with(
-        store,
-        subscriptions,
-        user,
-        progress,
-        BATCH_EVENTS,
-        Mode::Rebuild,
-    )
-    .await
-}
-
 /// [`replay`], checkpointing after every `batch_events` events (or the page that passes
 /// that many).
 pub async fn replay_in_batches(

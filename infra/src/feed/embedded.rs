@@ -165,8 +165,7 @@ impl ChangeFeed for EmbeddedFeed {
         {
             p.seq = p.seq.max(end);
         }
-        self.write_position(consumer, |p| p.written_at.elapsed() >= CHECKPOINT_EVERY)
-            .await
+        self.settle(consumer, false).await
     }
 
     async fn settle(&self, consumer: &str, now: bool) -> Result<(), StoreError> {
