@@ -12,25 +12,15 @@
 //! of minutes. Nothing here waits on a fixed sleep: convergence is polled with a
 //! deadline, on the dashboard and on the projector lag in `/metrics`.
 
-use anyhow::{Context as _, bail, ensure};
-use axum::body::Bytes;
-use axum::http::{Method, Request, StatusCode, header};
-use chrono::{Duration as Days, NaiveDate};
-use clap::Parser as _;
-use hdrhistogram::Histogram;
-use http_body_util::{BodyExt as _, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
-use serde_json::{Value, json};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
-use vitals::cli::{Cli, Command};
-use vitals::{server, setup, storage};
+mod support;
 
-/// The day every dashboard is read for, and the last day of the long history.
-const QUERY_DATE: &str = "2026-03-01";
+use anyhow::{Context as _, ensure};
+use axum::http::{Method, StatusCode};
+use std::time::{Duration, Instant};
+use support::{
+    Api, QUERY_DATE, Reads, User, converge, day, env_number, log_meals, read_dashboard, row,
+    seed_day, seed_history, settle, start_server,
+};
 
 /// How big each phase is; every field has an environment variable.
 #[derive(Debug, Clone)]
@@ -68,16 +58,6 @@ impl Sizes {
     }
 }
 
-fn env_number(name: &str, default: u32) -> anyhow::Result<u32> {
-    match std::env::var(name) {
-        Ok(text) => text
-            .trim()
-            .parse()
-            .with_context(|| format!("{name}={text:?} is not a whole number")),
-        Err(_) => Ok(default),
-    }
-}
-
 fn main() -> anyhow::Result<()> {
     // `cargo bench` passes `--bench` (and any filter); this harness has nothing to filter.
     let sizes = Sizes::from_env()?;
@@ -100,17 +80,24 @@ async fn bench(sizes: Sizes) -> anyhow::Result<()> {
     let user = api.register("history@bench.example").await?;
     let last = seed_day(&api, &user, day(0)?, 0).await?;
     converge(&api, &user, &last, sizes.converge).await?;
-    let one_day = read_dashboard(&api, &user, &sizes).await?;
+    let one_day = read_dashboard(&api, &user, sizes.warmup, sizes.reads).await?;
 
     // A full 30-day window (the dashboard's), then the rest of the history.
     let window_days = 31.min(sizes.history_days);
-    seed_history(&api, &user, &sizes, 1, window_days - 1).await?;
+    seed_history(&api, &user, sizes.seed_clients, 1, window_days - 1).await?;
     converge(&api, &user, &last, sizes.converge).await?;
-    let one_month = read_dashboard(&api, &user, &sizes).await?;
+    let one_month = read_dashboard(&api, &user, sizes.warmup, sizes.reads).await?;
 
     let started = Instant::now();
     let logged = if sizes.history_days > window_days {
-        seed_history(&api, &user, &sizes, window_days, sizes.history_days - 1).await?
+        seed_history(
+            &api,
+            &user,
+            sizes.seed_clients,
+            window_days,
+            sizes.history_days - 1,
+        )
+        .await?
     } else {
         0
     };
@@ -126,7 +113,7 @@ async fn bench(sizes: Sizes) -> anyhow::Result<()> {
         f64::from(logged) / seeding.as_secs_f64().max(1e-9),
         converged.as_secs_f64()
     );
-    let two_years = read_dashboard(&api, &user, &sizes).await?;
+    let two_years = read_dashboard(&api, &user, sizes.warmup, sizes.reads).await?;
     let p50 = |r: &Reads| r.run.latency.value_at_quantile(0.5).max(1) as f64;
     let ratio = p50(&two_years) / p50(&one_day);
     let ratio_window = p50(&two_years) / p50(&one_month);
@@ -194,279 +181,6 @@ async fn bench(sizes: Sizes) -> anyhow::Result<()> {
     Ok(())
 }
 
-type Served = tokio::task::JoinHandle<anyhow::Result<()>>;
-
-/// Starts the server as `vitals serve` does, on `data_dir`, bound to a free port.
-async fn start_server(
-    data_dir: &std::path::Path,
-) -> anyhow::Result<(String, tokio::sync::oneshot::Sender<()>, Served)> {
-    let data_dir = data_dir.join("data");
-    let data_dir = data_dir.to_str().context("temporary path is not UTF-8")?;
-    let cli = Cli::try_parse_from([
-        "vitals",
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--backend",
-        "embedded",
-        "--data-dir",
-        data_dir,
-        "--jwt-secret",
-        "bench-jwt-secret",
-        // High enough that the limiter is never what is measured.
-        "--rate-limit",
-        "1000000",
-        "--auth-rate-limit",
-        "1000000",
-        "--login-rate-limit",
-        "1000000",
-    ])?;
-    let Command::Serve(args) = cli.command else {
-        bail!("`vitals serve` did not parse as serve");
-    };
-    let storage = storage::open(&args.store).await?;
-    let listener = tokio::net::TcpListener::bind(args.listen).await?;
-    let address = listener.local_addr()?;
-    let api = setup::api(storage.store.clone(), &args.api)?;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let served = tokio::spawn(server::run(listener, storage, api, async {
-        let _ = stopped.await;
-    }));
-    Ok((format!("http://{address}"), stop, served))
-}
-
-/// A keep-alive HTTP/1.1 client of the API (a pool of connections to one host).
-#[derive(Clone)]
-struct Api {
-    http: Client<HttpConnector, Full<Bytes>>,
-    base: String,
-}
-
-/// A registered user.
-#[derive(Clone)]
-struct User {
-    bearer: String,
-}
-
-/// The ids of the last day's writes, which the dashboard must show to have converged.
-struct LastDay {
-    meals: u64,
-    sleep_sessions: u64,
-}
-
-impl Api {
-    fn new(base: String) -> Self {
-        let http = Client::builder(TokioExecutor::new())
-            .pool_max_idle_per_host(256)
-            .build_http();
-        Self { http, base }
-    }
-
-    /// One request; the status and the whole body.
-    async fn call(
-        &self,
-        method: Method,
-        path: &str,
-        user: Option<&User>,
-        body: Option<&Value>,
-        idempotency_key: Option<&str>,
-    ) -> anyhow::Result<(StatusCode, Bytes)> {
-        let mut request = Request::builder()
-            .method(method)
-            .uri(format!("{}{path}", self.base));
-        if let Some(user) = user {
-            request = request.header(header::AUTHORIZATION, &user.bearer);
-        }
-        if let Some(key) = idempotency_key {
-            request = request.header("Idempotency-Key", key);
-        }
-        let body = match body {
-            Some(body) => {
-                request = request.header(header::CONTENT_TYPE, "application/json");
-                Bytes::from(body.to_string())
-            }
-            None => Bytes::new(),
-        };
-        let response = self.http.request(request.body(Full::new(body))?).await?;
-        let status = response.status();
-        let bytes = response.into_body().collect().await?.to_bytes();
-        Ok((status, bytes))
-    }
-
-    /// A request that must answer `expected`; its body as JSON.
-    async fn expect(
-        &self,
-        method: Method,
-        path: &str,
-        user: Option<&User>,
-        body: Option<&Value>,
-        expected: StatusCode,
-    ) -> anyhow::Result<Value> {
-        let (status, bytes) = self.call(method.clone(), path, user, body, None).await?;
-        ensure!(
-            status == expected,
-            "{method} {path}: {status} {}",
-            String::from_utf8_lossy(&bytes)
-        );
-        Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null))
-    }
-
-    async fn register(&self, email: &str) -> anyhow::Result<User> {
-        let body = json!({"email": email, "password": "correct horse battery", "display_name": "Bench", "timezone": "UTC"});
-        let reply = self
-            .expect(
-                Method::POST,
-                "/v1/auth/register",
-                None,
-                Some(&body),
-                StatusCode::CREATED,
-            )
-            .await?;
-        let token = reply["access_token"]
-            .as_str()
-            .with_context(|| format!("no token in {reply}"))?;
-        Ok(User {
-            bearer: format!("Bearer {token}"),
-        })
-    }
-}
-
-/// The day `back` days before the query date.
-fn day(back: u32) -> anyhow::Result<NaiveDate> {
-    let last: NaiveDate = QUERY_DATE.parse()?;
-    Ok(last - Days::days(back.into()))
-}
-
-fn meal(day: NaiveDate, hour: u32, calories: u32) -> Value {
-    json!({"name": "Oats", "eaten_at": format!("{day}T{hour:02}:00:00.000Z"), "calories": calories.to_string(), "protein_g": "30", "carbs_g": "40", "fat_g": "5"})
-}
-
-/// One day as the app logs it: two meals, a sleep, and a workout every third day (and
-/// always on the query date). Returns how the dashboard shows that day.
-async fn seed_day(api: &Api, user: &User, date: NaiveDate, index: u32) -> anyhow::Result<LastDay> {
-    let path = "/v1/me/meals";
-    for (hour, calories) in [(8, 400), (19, 650)] {
-        api.expect(
-            Method::POST,
-            path,
-            Some(user),
-            Some(&meal(date, hour, calories)),
-            StatusCode::CREATED,
-        )
-        .await?;
-    }
-    if index.is_multiple_of(3) {
-        let workout = json!({"sport": "run", "started_at": format!("{date}T07:00:00.000Z"), "duration_s": 2400, "distance_m": 8000});
-        api.expect(
-            Method::POST,
-            "/v1/me/workouts",
-            Some(user),
-            Some(&workout),
-            StatusCode::CREATED,
-        )
-        .await?;
-    }
-    let next = date + Days::days(1);
-    let sleep = json!({"start": format!("{date}T22:30:00.000Z"), "end": format!("{next}T06:30:00.000Z"), "score": 80, "stages": {"awake_min": 20, "light_min": 250, "deep_min": 90, "rem_min": 120}});
-    api.expect(
-        Method::POST,
-        "/v1/me/sleep",
-        Some(user),
-        Some(&sleep),
-        StatusCode::CREATED,
-    )
-    .await?;
-    Ok(LastDay {
-        meals: 2,
-        sleep_sessions: 1,
-    })
-}
-
-/// Every day of the history but the query date, dealt out over `seed_clients`
-/// concurrent connections, each logging its days oldest first. Returns how many
-/// commands were logged.
-async fn seed_history(
-    api: &Api,
-    user: &User,
-    sizes: &Sizes,
-    nearest_back: u32,
-    farthest_back: u32,
-) -> anyhow::Result<u32> {
-    // Days `nearest_back..=farthest_back` before the query date, oldest first per lane.
-    let lanes = sizes.seed_clients;
-    let logged = Arc::new(AtomicU64::new(0));
-    let mut tasks = tokio::task::JoinSet::new();
-    for lane in 0..lanes {
-        let (api, user, logged) = (api.clone(), user.clone(), logged.clone());
-        tasks.spawn(async move {
-            for back in (nearest_back..=farthest_back)
-                .rev()
-                .skip(lane as usize)
-                .step_by(lanes as usize)
-            {
-                let index = farthest_back - back;
-                seed_day(&api, &user, day(back)?, index).await?;
-                let commands = if index.is_multiple_of(3) { 4 } else { 3 };
-                logged.fetch_add(commands, Ordering::Relaxed);
-            }
-            anyhow::Ok(())
-        });
-    }
-    while let Some(done) = tasks.join_next().await {
-        done.context("seeding task")??;
-    }
-    Ok(u32::try_from(logged.load(Ordering::Relaxed)).unwrap_or(u32::MAX))
-}
-
-/// Polls the dashboard of the query date until it shows `last` (the last write of each
-/// kind), then waits for every projector to have processed the whole change log.
-async fn converge(api: &Api, user: &User, last: &LastDay, within: Duration) -> anyhow::Result<()> {
-    let deadline = Instant::now() + within;
-    let path = format!("/v1/me/dashboard?date={QUERY_DATE}");
-    loop {
-        let (status, bytes) = api.call(Method::GET, &path, Some(user), None, None).await?;
-        let view: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        let day = &view["day"];
-        if status == StatusCode::OK
-            && day["nutrition"]["meals"] == last.meals
-            && day["activity"]["workouts"] == 1
-            && day["sleep"]["sessions"] == last.sleep_sessions
-        {
-            break;
-        }
-        ensure!(
-            Instant::now() < deadline,
-            "the dashboard did not converge within {within:?}: {status} {view}"
-        );
-        // Projections are asynchronous and there is nothing to wait on over HTTP.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    settle(api, deadline.saturating_duration_since(Instant::now())).await?;
-    Ok(())
-}
-
-/// Waits until `/metrics` reports no projector lag; returns how long that took.
-async fn settle(api: &Api, within: Duration) -> anyhow::Result<Duration> {
-    let started = Instant::now();
-    loop {
-        let (status, bytes) = api.call(Method::GET, "/metrics", None, None, None).await?;
-        let text = String::from_utf8_lossy(&bytes);
-        let lag: Vec<u64> = text
-            .lines()
-            .filter(|l| l.starts_with("vitals_projector_lag_records{"))
-            .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
-            .collect();
-        if status == StatusCode::OK && !lag.is_empty() && lag.iter().all(|&n| n == 0) {
-            return Ok(started.elapsed());
-        }
-        ensure!(
-            started.elapsed() < within,
-            "the projectors did not catch up within {within:?}: {status}\n{text}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// The command side kept the whole history: the last 31 daily summaries are there.
 async fn check_history(api: &Api, user: &User, history_days: u32) -> anyhow::Result<()> {
     let from = day(30.min(history_days - 1))?;
@@ -481,126 +195,4 @@ async fn check_history(api: &Api, user: &User, history_days: u32) -> anyhow::Res
         31.min(history_days)
     );
     Ok(())
-}
-
-/// One measured run: latencies (microseconds) and how long it took.
-struct Run {
-    latency: Histogram<u64>,
-    requests: u64,
-    elapsed: Duration,
-}
-
-struct Reads {
-    run: Run,
-    bytes: usize,
-    recent_meals: usize,
-}
-
-fn histogram() -> anyhow::Result<Histogram<u64>> {
-    Ok(Histogram::new_with_bounds(1, 60_000_000, 3)?)
-}
-
-fn micros(elapsed: Duration) -> u64 {
-    u64::try_from(elapsed.as_micros())
-        .unwrap_or(u64::MAX)
-        .max(1)
-}
-
-/// Sequential dashboard reads of the query date on one keep-alive connection.
-async fn read_dashboard(api: &Api, user: &User, sizes: &Sizes) -> anyhow::Result<Reads> {
-    let path = format!("/v1/me/dashboard?date={QUERY_DATE}");
-    let mut last = Bytes::new();
-    for _ in 0..sizes.warmup {
-        let (status, bytes) = api.call(Method::GET, &path, Some(user), None, None).await?;
-        ensure!(status == StatusCode::OK, "dashboard: {status}");
-        last = bytes;
-    }
-    let mut latency = histogram()?;
-    let started = Instant::now();
-    for _ in 0..sizes.reads {
-        let sent = Instant::now();
-        let (status, bytes) = api.call(Method::GET, &path, Some(user), None, None).await?;
-        latency.record(micros(sent.elapsed()))?;
-        ensure!(status == StatusCode::OK, "dashboard: {status}");
-        last = bytes;
-    }
-    let elapsed = started.elapsed();
-    let view: Value = serde_json::from_slice(&last).unwrap_or(Value::Null);
-    Ok(Reads {
-        bytes: last.len(),
-        recent_meals: view["recent_meals"].as_array().map_or(0, Vec::len),
-        run: Run {
-            latency,
-            requests: u64::from(sizes.reads),
-            elapsed,
-        },
-    })
-}
-
-/// `clients` new users log `each` meals apiece, every user on its own connection, all
-/// at once; each meal carries its own Idempotency-Key, as the app sends.
-async fn log_meals(api: &Api, clients: u32, each: u32) -> anyhow::Result<Run> {
-    static RUN: AtomicU64 = AtomicU64::new(0);
-    let run = RUN.fetch_add(1, Ordering::Relaxed);
-    let mut users = Vec::new();
-    for client in 0..clients {
-        users.push(
-            api.register(&format!("writer-{run}-{client}@bench.example"))
-                .await?,
-        );
-    }
-    let date = day(0)?;
-    let start = Arc::new(tokio::sync::Barrier::new(clients as usize + 1));
-    let mut tasks = tokio::task::JoinSet::new();
-    for (client, user) in users.into_iter().enumerate() {
-        let (api, start) = (api.clone(), start.clone());
-        tasks.spawn(async move {
-            let mut latency = histogram()?;
-            start.wait().await;
-            for n in 0..each {
-                let body = meal(date, 12, 300 + n % 500);
-                let key = format!("bench-{run}-{client}-{n}");
-                let sent = Instant::now();
-                let (status, bytes) = api
-                    .call(
-                        Method::POST,
-                        "/v1/me/meals",
-                        Some(&user),
-                        Some(&body),
-                        Some(&key),
-                    )
-                    .await?;
-                latency.record(micros(sent.elapsed()))?;
-                ensure!(
-                    status == StatusCode::CREATED,
-                    "POST /v1/me/meals: {status} {}",
-                    String::from_utf8_lossy(&bytes)
-                );
-            }
-            anyhow::Ok(latency)
-        });
-    }
-    start.wait().await;
-    let started = Instant::now();
-    let mut latency = histogram()?;
-    while let Some(done) = tasks.join_next().await {
-        latency.add(done.context("client task")??)?;
-    }
-    Ok(Run {
-        latency,
-        requests: u64::from(clients) * u64::from(each),
-        elapsed: started.elapsed(),
-    })
-}
-
-fn row(label: &str, run: &Run) -> String {
-    let ms = |q: f64| run.latency.value_at_quantile(q) as f64 / 1000.0;
-    format!(
-        "{label:<36} {:>9} {:>10.0} {:>9.2} {:>9.2} {:>9.2}",
-        run.requests,
-        run.requests as f64 / run.elapsed.as_secs_f64(),
-        ms(0.5),
-        ms(0.99),
-        run.latency.max() as f64 / 1000.0
-    )
 }
