@@ -146,24 +146,9 @@ impl ActivityCommands {
         meta: &CommandMeta,
         input: RecordWorkout,
     ) -> Result<Outcome<Workout>, CommandError> {
-        let mut valid = validate_workout(
-            self.clock.now(),
-            &input.sport,
-            input.started_at,
-            &input.timezone,
-            input.duration_s,
-            input.distance_m,
-            input.calories,
-        )?;
-        if let Some(effort) = input.perceived_effort {
-            if !PERCEIVED_EFFORT.contains(&effort) {
-                return Err(CommandError::invalid("perceived_effort", "must be 1 to 10"));
-            }
-            valid.perceived_effort = Some(effort);
-        }
+        let w = new_workout(self.clock.now(), &input, WorkoutId::generate())?;
         let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
-        let w = workout(WorkoutId::generate(), &valid, Source::Manual, 1);
         let event = envelope(
             meta,
             &self.clock,
@@ -320,6 +305,32 @@ impl ActivityCommands {
     }
 }
 
+/// The workout `input` records under `id`, told apart from now: its day in the user's
+/// timezone, a lower-case sport, version 1 of an entered workout; an invalid-field error
+/// otherwise.
+fn new_workout(
+    now: Timestamp,
+    input: &RecordWorkout,
+    id: WorkoutId,
+) -> Result<Workout, CommandError> {
+    let mut valid = validate_workout(
+        now,
+        &input.sport,
+        input.started_at,
+        &input.timezone,
+        input.duration_s,
+        input.distance_m,
+        input.calories,
+    )?;
+    if let Some(effort) = input.perceived_effort {
+        if !PERCEIVED_EFFORT.contains(&effort) {
+            return Err(CommandError::invalid("perceived_effort", "must be 1 to 10"));
+        }
+        valid.perceived_effort = Some(effort);
+    }
+    Ok(workout(id, &valid, Source::Manual, 1))
+}
+
 /// The training block `input` starts: a new id, a focus of 1 to 80 characters, 1 to 52
 /// weeks; an invalid-field error otherwise.
 fn new_training_block(input: &StartTrainingBlock) -> Result<TrainingBlockStarted, CommandError> {
@@ -385,6 +396,61 @@ mod tests {
         let key = Key::new("USER#u", "TRAINING_BLOCK#2026-03-02#b");
         let item = to_item(&key, &block).expect("item");
         (key, item)
+    }
+
+    fn at(text: &str) -> Timestamp {
+        Timestamp::parse(text).expect("timestamp")
+    }
+
+    fn entered_run() -> RecordWorkout {
+        RecordWorkout {
+            sport: "Run".into(),
+            started_at: at("2026-03-01T23:30:00.000Z"),
+            timezone: "Europe/Berlin".into(),
+            duration_s: 2400,
+            distance_m: Some(8000),
+            calories: Some(520),
+            perceived_effort: Some(6),
+        }
+    }
+
+    #[test]
+    fn an_entered_workout_is_version_one_on_its_local_day() {
+        // Given a run started at 23:30 UTC, entered from Berlin,
+        let now = at("2026-03-02T08:00:00.000Z");
+        let id = WorkoutId::generate();
+        // when it is recorded, then it is the first version of a manual workout, on the
+        // next day in Berlin (00:30 local), its sport in lower case.
+        let w = new_workout(now, &entered_run(), id.clone()).expect("valid");
+        assert_eq!(w.workout_id, id);
+        assert_eq!(w.day, Day::parse("2026-03-02").expect("day"));
+        assert_eq!((w.sport.as_str(), w.version), ("run", 1));
+        assert_eq!(w.source, Source::Manual);
+        assert_eq!(
+            (w.duration_s, w.distance_m, w.calories),
+            (2400, Some(8000), Some(520))
+        );
+        assert_eq!(w.perceived_effort, Some(6));
+    }
+
+    #[test]
+    fn an_entered_workout_out_of_range_names_its_field() {
+        let now = at("2026-03-02T08:00:00.000Z");
+        let cases: [(fn(&mut RecordWorkout), &str); 7] = [
+            (|w| w.perceived_effort = Some(0), "perceived_effort"),
+            (|w| w.perceived_effort = Some(11), "perceived_effort"),
+            (|w| w.duration_s = 0, "duration_s"),
+            (|w| w.distance_m = Some(1_000_001), "distance_m"),
+            (|w| w.calories = Some(20_001), "calories"),
+            (|w| w.timezone = "Mars/Olympus".into(), "timezone"),
+            (|w| w.sport = String::new(), "sport"),
+        ];
+        for (spoil, field) in cases {
+            let mut input = entered_run();
+            spoil(&mut input);
+            let error = new_workout(now, &input, WorkoutId::generate()).expect_err(field);
+            assert!(error.to_string().contains(field), "{error} names {field}");
+        }
     }
 
     #[test]

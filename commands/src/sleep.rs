@@ -93,6 +93,25 @@ fn session(id: SleepId, valid: &ValidSleep, source: Source, version: u64) -> Sle
     }
 }
 
+/// The session `input` records under `id`, told apart from now: the night it began in
+/// the user's timezone, version 1 of an entered session; an invalid-field error
+/// otherwise.
+fn new_session(
+    now: Timestamp,
+    input: &RecordSleep,
+    id: SleepId,
+) -> Result<SleepSession, CommandError> {
+    let valid = validate_sleep(
+        now,
+        input.start,
+        input.end,
+        &input.timezone,
+        input.score,
+        input.stages,
+    )?;
+    Ok(session(id, &valid, Source::Manual, 1))
+}
+
 fn sleep_key(pk: &str, s: &SleepSession) -> Key {
     Key::new(pk, SortKey::Sleep(s.night, s.sleep_id.clone()).to_string())
 }
@@ -121,17 +140,9 @@ impl SleepCommands {
         meta: &CommandMeta,
         input: RecordSleep,
     ) -> Result<Outcome<SleepSession>, CommandError> {
-        let valid = validate_sleep(
-            self.clock.now(),
-            input.start,
-            input.end,
-            &input.timezone,
-            input.score,
-            input.stages,
-        )?;
+        let s = new_session(self.clock.now(), &input, SleepId::generate())?;
         let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
-        let s = session(SleepId::generate(), &valid, Source::Manual, 1);
         let event = envelope(
             meta,
             &self.clock,
@@ -217,5 +228,66 @@ impl SleepCommands {
             build,
         )
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> Timestamp {
+        Timestamp::parse(text).expect("timestamp")
+    }
+
+    fn night() -> RecordSleep {
+        RecordSleep {
+            start: at("2026-03-01T21:30:00.000Z"),
+            end: at("2026-03-02T05:30:00.000Z"),
+            timezone: "America/New_York".into(),
+            score: 82,
+            stages: SleepStages {
+                awake_min: 20,
+                light_min: 250,
+                deep_min: 90,
+                rem_min: 120,
+            },
+        }
+    }
+
+    #[test]
+    fn an_entered_session_is_version_one_of_the_night_it_began() {
+        // Given eight hours from 16:30 in New York,
+        let now = at("2026-03-02T12:00:00.000Z");
+        let id = SleepId::generate();
+        // when it is recorded, then it is the first version of a manual session of the
+        // 1st (local), with its score and stages.
+        let s = new_session(now, &night(), id.clone()).expect("valid");
+        assert_eq!(s.sleep_id, id);
+        assert_eq!(s.night, Day::parse("2026-03-01").expect("day"));
+        assert_eq!(
+            (s.score, s.version, s.source.clone()),
+            (82, 1, Source::Manual)
+        );
+        assert_eq!(s.stages, night().stages);
+        assert_eq!((s.start, s.end), (night().start, night().end));
+    }
+
+    #[test]
+    fn an_entered_session_out_of_range_names_its_field() {
+        let now = at("2026-03-02T12:00:00.000Z");
+        let cases: [(fn(&mut RecordSleep), &str); 6] = [
+            (|s| s.end = s.start, "end"),
+            (|s| s.end = at("2026-03-02T21:31:00.000Z"), "end"),
+            (|s| s.score = 101, "score"),
+            (|s| s.stages.light_min = 480, "stages"),
+            (|s| s.timezone = "Nowhere/Else".into(), "timezone"),
+            (|s| s.start = at("2026-03-03T00:00:00.000Z"), "start"),
+        ];
+        for (spoil, field) in cases {
+            let mut input = night();
+            spoil(&mut input);
+            let error = new_session(now, &input, SleepId::generate()).expect_err(field);
+            assert!(error.to_string().contains(field), "{error} names {field}");
+        }
     }
 }
