@@ -70,7 +70,12 @@ fn main() -> anyhow::Result<()> {
 
 async fn bench(sizes: Sizes) -> anyhow::Result<()> {
     let dir = tempfile::tempdir().context("temporary directory")?;
-    let (base, stop, served) = start_server(dir.path()).await?;
+    let support::InProcess {
+        base,
+        stop,
+        served,
+        store,
+    } = start_server(dir.path()).await?;
     let api = Api::new(base);
     let mut table = Vec::new();
     eprintln!("http_api: server on {}; sizes {sizes:?}", api.base);
@@ -131,8 +136,12 @@ async fn bench(sizes: Sizes) -> anyhow::Result<()> {
     // (b) Meal logging: one client, then many.
     let single = log_meals(&api, 1, sizes.writes).await?;
     let drained_single = settle(&api, sizes.converge).await?;
+    let writer_before = store.writer_totals();
     let many = log_meals(&api, sizes.clients, sizes.writes_per_client).await?;
     let drained_many = settle(&api, sizes.converge).await?;
+    // From the first meal until the projections have caught up.
+    let writer = store.writer_totals().since(&writer_before);
+    let writer_window = many.elapsed + drained_many;
     table.push(row("POST meals, 1 client", &single));
     table.push(row(
         &format!("POST meals, {} clients", sizes.clients),
@@ -140,6 +149,7 @@ async fn bench(sizes: Sizes) -> anyhow::Result<()> {
     ));
 
     drop(api);
+    drop(store);
     let _ = stop.send(());
     served.await.context("server task")??;
 
@@ -177,6 +187,20 @@ async fn bench(sizes: Sizes) -> anyhow::Result<()> {
         drained_single.as_secs_f64(),
         drained_many.as_secs_f64(),
         sizes.clients
+    );
+    // Where the write path's time goes: the store's single writer thread, from the first
+    // of the clients' meals until the projections caught up.
+    let meals = many.requests.max(1) as f64;
+    println!(
+        "store writer, {} clients until caught up ({:.2} s): busy {:.0}% (redb commit {:.0}%); {} commits of {:.1} requests, {:.2} ms each; {:.1} write requests per meal (the command's and every projection's)",
+        sizes.clients,
+        writer_window.as_secs_f64(),
+        100.0 * writer.busy.as_secs_f64() / writer_window.as_secs_f64(),
+        100.0 * writer.committing.as_secs_f64() / writer_window.as_secs_f64(),
+        writer.commits,
+        writer.requests as f64 / writer.commits.max(1) as f64,
+        writer.busy.as_secs_f64() * 1000.0 / writer.commits.max(1) as f64,
+        writer.requests as f64 / meals,
     );
     Ok(())
 }

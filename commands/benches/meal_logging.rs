@@ -69,7 +69,8 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     let dir = tempfile::tempdir()?;
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir.path())?);
+    let embedded = Arc::new(EmbeddedStore::open(dir.path())?);
+    let store: Arc<dyn Store> = embedded.clone();
     let nutrition = Arc::new(NutritionCommands::new(Table::new(store)));
     println!("meal logging on the embedded store (durable commits), scale {scale}");
     println!(
@@ -80,7 +81,9 @@ fn main() -> anyhow::Result<()> {
         let commands = ((commands as f64 * scale) as u64).max(users as u64 * 5);
         // Warm-up, not measured.
         runtime.block_on(run(nutrition.clone(), users, commands / 20))?;
+        let before = embedded.writer_totals();
         let (secs, latencies) = runtime.block_on(run(nutrition.clone(), users, commands))?;
+        let writer = embedded.writer_totals().since(&before);
         println!(
             "{users:>6} {:>9} {secs:>8.2} {:>11.0} {:>8} {:>8} {:>8}",
             latencies.len(),
@@ -88,6 +91,18 @@ fn main() -> anyhow::Result<()> {
             latencies.value_at_quantile(0.5),
             latencies.value_at_quantile(0.99),
             latencies.max()
+        );
+        // Where the time goes: the single writer thread's share of the run.
+        let ms = |d: std::time::Duration, n: u64| d.as_secs_f64() * 1000.0 / n.max(1) as f64;
+        println!(
+            "       store writer: busy {:.0}% of the run (redb commit {:.0}%), {} commits of {:.1} requests, {:.2} ms each (redb commit {:.2} ms); a request waits {:.2} ms queued",
+            100.0 * writer.busy.as_secs_f64() / secs,
+            100.0 * writer.committing.as_secs_f64() / secs,
+            writer.commits,
+            writer.requests as f64 / writer.commits.max(1) as f64,
+            ms(writer.busy, writer.commits),
+            ms(writer.committing, writer.commits),
+            ms(writer.queued, writer.requests),
         );
     }
     Ok(())

@@ -42,13 +42,18 @@ fn main() -> anyhow::Result<()> {
         let pipeline = Pipeline::start(shared.clone(), Arc::new(EmbeddedFeed::new(store.clone())), projectors::registry::all(shared.clone()));
         let nutrition = Arc::new(NutritionCommands::new(Table::new(shared)));
         let started = Instant::now();
+        let writer_before = store.writer_totals();
         let mut tasks = Vec::new();
-        for _ in 0..users {
+        let first_tick = tokio::time::Instant::now();
+        for user in 0..users {
             let nutrition = nutrition.clone();
             tasks.push(tokio::spawn(async move {
                 let meta = CommandMeta::new(UserId::generate());
-                // Load pacing: each user logs a meal per tick.
-                let mut ticks = tokio::time::interval(pace.max(Duration::from_micros(1)));
+                // Load pacing: each user logs a meal per tick, the users' ticks spread
+                // evenly over the pace (people do not log in step), so 200 users at one
+                // meal a second are 200 meals a second, not a burst of 200 each second.
+                let offset = pace.mul_f64(user as f64 / users as f64);
+                let mut ticks = tokio::time::interval_at(first_tick + offset, pace.max(Duration::from_micros(1)));
                 for n in 0..meals {
                     ticks.tick().await;
                     let input = MealInput {
@@ -76,6 +81,7 @@ fn main() -> anyhow::Result<()> {
             let _ = tokio::time::timeout(Duration::from_millis(100), commits.changed()).await;
         }
         let drained = started.elapsed();
+        let writer = store.writer_totals().since(&writer_before);
         pipeline.stop().await;
 
         // Commit times of each day summary version's event, and of the dashboard rows.
@@ -120,6 +126,20 @@ fn main() -> anyhow::Result<()> {
             lag.value_at_quantile(0.9),
             lag.value_at_quantile(0.99),
             lag.max()
+        );
+        // Where a write's latency goes: the single writer's queue, then its commit.
+        let per = |total: Duration, n: u64| total.as_secs_f64() * 1000.0 / n.max(1) as f64;
+        println!(
+            "store writer: {} commits ({:.0}/s), {:.1} requests each, {:.1} write requests per meal; busy {:.0}% of the run (redb commit {:.0}%); a request waits {:.2} ms queued, a commit takes {:.2} ms (redb commit {:.2} ms)",
+            writer.commits,
+            writer.commits as f64 / drained.as_secs_f64(),
+            writer.requests as f64 / writer.commits.max(1) as f64,
+            writer.requests as f64 / (users * meals) as f64,
+            100.0 * writer.busy.as_secs_f64() / drained.as_secs_f64(),
+            100.0 * writer.committing.as_secs_f64() / drained.as_secs_f64(),
+            per(writer.queued, writer.requests),
+            per(writer.busy, writer.commits),
+            per(writer.committing, writer.commits),
         );
         anyhow::Ok(())
     })

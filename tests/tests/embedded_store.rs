@@ -296,3 +296,58 @@ async fn trimming_the_change_log_keeps_the_newest_record_and_its_numbering() {
     assert_eq!(store.last_sequence().await.expect("seq"), 11);
     store.close();
 }
+
+#[tokio::test]
+async fn the_writer_counts_its_requests_commits_and_time() {
+    let (store, _dir) = open();
+    let pk = fresh_pk();
+    let start = store.writer_totals();
+    for n in 0..3 {
+        store
+            .put(
+                Context::Goals,
+                item(json!({"pk": pk, "sk": format!("GOAL#{n}")})),
+                None,
+            )
+            .await
+            .expect("put");
+    }
+    // A request refused by its condition is still a request the writer answered.
+    let refused = store
+        .put(
+            Context::Goals,
+            item(json!({"pk": pk, "sk": "GOAL#0"})),
+            Some(Condition::ItemNotExists),
+        )
+        .await;
+    assert!(matches!(refused, Err(StoreError::ConditionFailed { .. })));
+    let done = store.writer_totals().since(&start);
+    // One after the other, each request is a commit of its own.
+    assert_eq!((done.requests, done.commits), (4, 4));
+    assert!(done.busy >= done.committing, "{done:?}");
+    assert!(done.committing > std::time::Duration::ZERO, "{done:?}");
+
+    // Concurrent requests share commits: fewer commits than requests, none lost.
+    let store = Arc::new(store);
+    let before = store.writer_totals();
+    let writes: Vec<_> = (0..64)
+        .map(|n| {
+            let (store, pk) = (store.clone(), pk.clone());
+            tokio::spawn(async move {
+                store
+                    .put(
+                        Context::Goals,
+                        item(json!({"pk": pk, "sk": format!("MANY#{n}")})),
+                        None,
+                    )
+                    .await
+            })
+        })
+        .collect();
+    for write in writes {
+        write.await.expect("task").expect("put");
+    }
+    let done = store.writer_totals().since(&before);
+    assert_eq!(done.requests, 64);
+    assert!((1..=64).contains(&done.commits), "{done:?}");
+}

@@ -37,10 +37,16 @@ pub fn env_number(name: &str, default: u32) -> anyhow::Result<u32> {
 
 pub type Served = tokio::task::JoinHandle<anyhow::Result<()>>;
 
+/// A server started in-process: its address, its stop signal, its task and its store.
+pub struct InProcess {
+    pub base: String,
+    pub stop: tokio::sync::oneshot::Sender<()>,
+    pub served: Served,
+    pub store: Arc<infra::embedded::EmbeddedStore>,
+}
+
 /// Starts the server as `vitals serve` does, on `data_dir`, bound to a free port.
-pub async fn start_server(
-    data_dir: &std::path::Path,
-) -> anyhow::Result<(String, tokio::sync::oneshot::Sender<()>, Served)> {
+pub async fn start_server(data_dir: &std::path::Path) -> anyhow::Result<InProcess> {
     let data_dir = data_dir.join("data");
     let data_dir = data_dir.to_str().context("temporary path is not UTF-8")?;
     let cli = Cli::try_parse_from([
@@ -66,6 +72,10 @@ pub async fn start_server(
         bail!("`vitals serve` did not parse as serve");
     };
     let storage = storage::open(&args.store).await?;
+    let store = storage
+        .embedded
+        .clone()
+        .context("the embedded backend has an embedded store")?;
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     let address = listener.local_addr()?;
     let api = setup::api(storage.store.clone(), &args.api)?;
@@ -73,7 +83,12 @@ pub async fn start_server(
     let served = tokio::spawn(server::run(listener, storage, api, async {
         let _ = stopped.await;
     }));
-    Ok((format!("http://{address}"), stop, served))
+    Ok(InProcess {
+        base: format!("http://{address}"),
+        stop,
+        served,
+        store,
+    })
 }
 
 /// A keep-alive HTTP/1.1 client of the API (a pool of connections to one host).

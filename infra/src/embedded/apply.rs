@@ -2,7 +2,7 @@
 //! every condition, and only then write items, index entries, expiry entries and the
 //! change log. A request that fails validation or a condition has written nothing.
 
-use super::changelog::ChangeRecord;
+use super::changelog::ChangeRecordRef;
 use super::layout::{self, CHANGELOG, EXPIRY, Names};
 use crate::store::plan as store_plan;
 use crate::store::{Item, Key, StoreError, TransactAction};
@@ -94,13 +94,13 @@ pub(super) fn write(
         write_index_entries(txn, change)?;
         write_expiry_entries(txn, change)?;
         if tables::table(change.table).stream {
-            let record = ChangeRecord {
+            let record = ChangeRecordRef {
                 seq: *next_seq,
                 table: change.table,
-                pk: change.key.pk.clone(),
-                sk: change.key.sk.clone(),
-                old: change.old.clone(),
-                new: change.new.clone(),
+                pk: &change.key.pk,
+                sk: &change.key.sk,
+                old: change.old.as_ref(),
+                new: change.new.as_ref(),
                 at_ms,
             };
             let mut log = txn.open_table(CHANGELOG).map_err(backend)?;

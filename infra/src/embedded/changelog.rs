@@ -22,12 +22,27 @@ pub struct ChangeRecord {
     pub at_ms: i64,
 }
 
-impl ChangeRecord {
+/// A change record as written: the same fields as [`ChangeRecord`], the images
+/// borrowed from the change, so writing a record does not copy them.
+#[derive(Serialize)]
+pub(super) struct ChangeRecordRef<'a> {
+    pub seq: u64,
+    pub table: Context,
+    pub pk: &'a str,
+    pub sk: &'a str,
+    pub old: Option<&'a Item>,
+    pub new: Option<&'a Item>,
+    pub at_ms: i64,
+}
+
+impl ChangeRecordRef<'_> {
     pub(super) fn encode(&self) -> Vec<u8> {
         // Strings, numbers and JSON maps always serialize.
         serde_json::to_vec(self).unwrap_or_default()
     }
+}
 
+impl ChangeRecord {
     /// Whether the encoded record is of `table` with a sort key starting with
     /// `sk_prefix`, read without building its images (they are skipped, not decoded).
     pub(super) fn matches(

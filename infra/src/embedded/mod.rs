@@ -9,6 +9,7 @@ mod read;
 mod writer;
 
 pub use changelog::ChangeRecord;
+pub use writer::WriterTotals;
 
 use self::apply::backend;
 use self::layout::{CHANGELOG, CHECKPOINTS, EXPIRY, Names};
@@ -37,6 +38,7 @@ pub struct EmbeddedStore {
     writer: Mutex<Option<mpsc::Sender<Job>>>,
     committed: tokio::sync::watch::Receiver<u64>,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    counters: Arc<writer::WriterCounters>,
 }
 
 impl std::fmt::Debug for EmbeddedStore {
@@ -70,7 +72,8 @@ impl EmbeddedStore {
         let db = Arc::new(db);
         let names = Arc::new(names);
         let (notify, committed) = tokio::sync::watch::channel(writer::last_sequence(&db)?);
-        let (sender, thread) = writer::spawn(db.clone(), names.clone(), notify)?;
+        let counters = Arc::new(writer::WriterCounters::default());
+        let (sender, thread) = writer::spawn(db.clone(), names.clone(), notify, counters.clone())?;
         Ok(Self {
             db,
             names,
@@ -78,6 +81,7 @@ impl EmbeddedStore {
             writer: Mutex::new(Some(sender)),
             committed,
             writer_thread: Mutex::new(Some(thread)),
+            counters,
         })
     }
 
@@ -94,11 +98,18 @@ impl EmbeddedStore {
             .clone()
             .ok_or_else(|| StoreError::Backend("the store is closed".into()))?;
         sender
-            .send(Job { op, reply })
+            .send(Job {
+                op,
+                reply,
+                sent: std::time::Instant::now(),
+            })
             .map_err(|_| StoreError::Backend("the store writer has stopped".into()))?;
-        answer
+        let writer::Answer { result, spent } = answer
             .await
-            .map_err(|_| StoreError::Backend("the store writer has stopped".into()))?
+            .map_err(|_| StoreError::Backend("the store writer has stopped".into()))?;
+        // The spent request and its changes are freed here, off the writer thread.
+        drop(spent);
+        result
     }
 
     /// Runs a read on a snapshot. Small reads (a get, a query of at most
@@ -180,6 +191,12 @@ impl EmbeddedStore {
         tokio::task::spawn_blocking(move || writer::last_sequence(&db))
             .await
             .map_err(backend)?
+    }
+
+    /// What the single writer has done since the store opened (commits, requests, time
+    /// queued, applying and committing): where a write's latency goes.
+    pub fn writer_totals(&self) -> WriterTotals {
+        self.counters.totals()
     }
 
     /// A receiver that changes whenever a commit adds change records; its value is the
