@@ -436,7 +436,8 @@ mod tests {
     #[test]
     fn an_entered_workout_out_of_range_names_its_field() {
         let now = at("2026-03-02T08:00:00.000Z");
-        let cases: [(fn(&mut RecordWorkout), &str); 7] = [
+        type Spoil = fn(&mut RecordWorkout);
+        let cases: [(Spoil, &str); 7] = [
             (|w| w.perceived_effort = Some(0), "perceived_effort"),
             (|w| w.perceived_effort = Some(11), "perceived_effort"),
             (|w| w.duration_s = 0, "duration_s"),

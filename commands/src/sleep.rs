@@ -275,7 +275,8 @@ mod tests {
     #[test]
     fn an_entered_session_out_of_range_names_its_field() {
         let now = at("2026-03-02T12:00:00.000Z");
-        let cases: [(fn(&mut RecordSleep), &str); 6] = [
+        type Spoil = fn(&mut RecordSleep);
+        let cases: [(Spoil, &str); 6] = [
             (|s| s.end = s.start, "end"),
             (|s| s.end = at("2026-03-02T21:31:00.000Z"), "end"),
             (|s| s.score = 101, "score"),
