@@ -3,7 +3,8 @@
 //! the commit of the dashboard row showing it. Both times come from the change log
 //! (commit timestamps, millisecond resolution), so the measurement adds no load.
 //! `BENCH_USERS` (default 200), `BENCH_MEALS` (per user, default 10), `BENCH_PACE_MS`
-//! (pause between one user's meals; default 0, a burst).
+//! (pause between one user's meals; default 0, a burst; the users' meals are spread
+//! evenly over it unless `BENCH_IN_STEP=1`).
 
 use commands::CommandMeta;
 use commands::nutrition::{MealInput, NutritionCommands};
@@ -32,6 +33,7 @@ fn main() -> anyhow::Result<()> {
     let users = env("BENCH_USERS", 200);
     let meals = env("BENCH_MEALS", 10);
     let pace = Duration::from_millis(env("BENCH_PACE_MS", 0) as u64);
+    let in_step = env("BENCH_IN_STEP", 0) == 1;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -52,7 +54,12 @@ fn main() -> anyhow::Result<()> {
                 // Load pacing: each user logs a meal per tick, the users' ticks spread
                 // evenly over the pace (people do not log in step), so 200 users at one
                 // meal a second are 200 meals a second, not a burst of 200 each second.
-                let offset = pace.mul_f64(user as f64 / users as f64);
+                // `BENCH_IN_STEP=1` sends them in step, as this benchmark once did.
+                let offset = if in_step {
+                    Duration::ZERO
+                } else {
+                    pace.mul_f64(user as f64 / users as f64)
+                };
                 let mut ticks = tokio::time::interval_at(first_tick + offset, pace.max(Duration::from_micros(1)));
                 for n in 0..meals {
                     ticks.tick().await;
@@ -117,7 +124,7 @@ fn main() -> anyhow::Result<()> {
                 lag.record((visible - at).max(0) as u64)?;
             }
         }
-        println!("projection lag, embedded store: {users} users x {meals} meals, one per {} ms per user, every projector running", pace.as_millis());
+        println!("projection lag, embedded store: {users} users x {meals} meals, one per {} ms per user{}, every projector running", pace.as_millis(), if in_step { " (in step)" } else { "" });
         println!("commands: {} in {:.2} s ({:.0}/s); all projections caught up after {:.2} s", users * meals, commands_done.as_secs_f64(), (users * meals) as f64 / commands_done.as_secs_f64(), drained.as_secs_f64());
         println!(
             "commit -> dashboard row: {} samples, p50 {} ms, p90 {} ms, p99 {} ms, max {} ms",
