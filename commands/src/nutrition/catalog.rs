@@ -62,7 +62,17 @@ fn category(raw: &str) -> Result<String, CommandError> {
     }
 }
 
-fn index_keys(item: &mut Item, kind: CatalogKind, category: &str, name: &str, id: &str) {
+/// A catalog item: `payload` stored under `key`, with the sparse `catalog` index keys
+/// (`CATALOG#<kind>#<category>`, `<lowercased name>#<id>`).
+fn catalog_item(
+    key: &Key,
+    payload: &impl Serialize,
+    kind: CatalogKind,
+    category: &str,
+    name: &str,
+    id: &str,
+) -> Result<Item, CommandError> {
+    let mut item = to_item(key, payload)?;
     item.insert(
         "catalog_pk".into(),
         format!("CATALOG#{}#{category}", kind.tag()).into(),
@@ -71,6 +81,87 @@ fn index_keys(item: &mut Item, kind: CatalogKind, category: &str, name: &str, id
         "catalog_sk".into(),
         format!("{}#{id}", name.to_lowercase()).into(),
     );
+    Ok(item)
+}
+
+/// The recipe `input` curates under `id`, and its catalog item: a name of 1 to 120
+/// characters, a slug category, nutrients in range (calories to 10,000, grams to
+/// 1,000, one decimal); an invalid-field error otherwise.
+fn curated_recipe(
+    input: &CurateRecipe,
+    id: RecipeId,
+) -> Result<(RecipeCurated, Key, Item), CommandError> {
+    let name = validate::text("name", &input.name, 1, 120)?;
+    let category = category(&input.category)?;
+    let n = input.nutrients;
+    let grams =
+        |field, value| validate::decimal(field, value, Decimal::ZERO, Decimal::from(1000), 1);
+    let nutrients = Nutrients {
+        calories: validate::decimal(
+            "calories",
+            n.calories,
+            Decimal::ZERO,
+            Decimal::from(10_000),
+            1,
+        )?,
+        protein_g: grams("protein_g", n.protein_g)?,
+        carbs_g: grams("carbs_g", n.carbs_g)?,
+        fat_g: grams("fat_g", n.fat_g)?,
+    };
+    let key = Key::new(
+        PartitionKey::Recipe(id.clone()).to_string(),
+        SortKey::Recipe.to_string(),
+    );
+    let payload = RecipeCurated {
+        recipe_id: id,
+        name,
+        category,
+        nutrients,
+    };
+    let item = catalog_item(
+        &key,
+        &payload,
+        CatalogKind::Recipe,
+        &payload.category,
+        &payload.name,
+        payload.recipe_id.as_str(),
+    )?;
+    Ok((payload, key, item))
+}
+
+/// The meal plan `input` curates under `id`, and its catalog item: a name, a slug
+/// category, 1 to 50 recipes (that they exist is read, not decided).
+fn curated_meal_plan(
+    input: &CurateMealPlan,
+    id: MealPlanId,
+) -> Result<(MealPlanCurated, Key, Item), CommandError> {
+    let name = validate::text("name", &input.name, 1, 120)?;
+    let category = category(&input.category)?;
+    if input.recipes.is_empty() || input.recipes.len() > 50 {
+        return Err(CommandError::invalid(
+            "recipes",
+            "must list 1 to 50 recipes",
+        ));
+    }
+    let key = Key::new(
+        PartitionKey::MealPlan(id.clone()).to_string(),
+        SortKey::MealPlan.to_string(),
+    );
+    let payload = MealPlanCurated {
+        meal_plan_id: id,
+        name,
+        category,
+        recipes: input.recipes.clone(),
+    };
+    let item = catalog_item(
+        &key,
+        &payload,
+        CatalogKind::MealPlan,
+        &payload.category,
+        &payload.name,
+        payload.meal_plan_id.as_str(),
+    )?;
+    Ok((payload, key, item))
 }
 
 impl NutritionCommands {
@@ -81,12 +172,10 @@ impl NutritionCommands {
         meta: &CommandMeta,
         request: &impl Serialize,
         key: Key,
-        mut item: Item,
+        item: Item,
         event: EventEnvelope,
         id: T,
     ) -> Result<Outcome<T>, CommandError> {
-        item.insert("pk".into(), key.pk.clone().into());
-        item.insert("sk".into(), key.sk.into());
         let event_item = crate::outbox::event_item(&key.pk, &event)?;
         let actions = vec![
             Action::Put {
@@ -118,51 +207,10 @@ impl NutritionCommands {
         meta: &CommandMeta,
         input: CurateRecipe,
     ) -> Result<Outcome<RecipeId>, CommandError> {
-        let name = validate::text("name", &input.name, 1, 120)?;
-        let category = category(&input.category)?;
-        let n = input.nutrients;
-        let grams =
-            |field, value| validate::decimal(field, value, Decimal::ZERO, Decimal::from(1000), 1);
-        let nutrients = Nutrients {
-            calories: validate::decimal(
-                "calories",
-                n.calories,
-                Decimal::ZERO,
-                Decimal::from(10_000),
-                1,
-            )?,
-            protein_g: grams("protein_g", n.protein_g)?,
-            carbs_g: grams("carbs_g", n.carbs_g)?,
-            fat_g: grams("fat_g", n.fat_g)?,
-        };
-        let id = RecipeId::generate();
-        let payload = RecipeCurated {
-            recipe_id: id.clone(),
-            name: name.clone(),
-            category: category.clone(),
-            nutrients,
-        };
-        let mut item = to_item(&Key::new("x", "x"), &payload)?;
-        index_keys(
-            &mut item,
-            CatalogKind::Recipe,
-            &category,
-            &name,
-            id.as_str(),
-        );
+        let (payload, key, item) = curated_recipe(&input, RecipeId::generate())?;
         let event = self.catalog_event(&payload)?;
-        self.curate(
-            meta,
-            &input,
-            Key::new(
-                PartitionKey::Recipe(id.clone()).to_string(),
-                SortKey::Recipe.to_string(),
-            ),
-            item,
-            event,
-            id.clone(),
-        )
-        .await
+        self.curate(meta, &input, key, item, event, payload.recipe_id)
+            .await
     }
 
     pub async fn curate_meal_plan(
@@ -170,46 +218,14 @@ impl NutritionCommands {
         meta: &CommandMeta,
         input: CurateMealPlan,
     ) -> Result<Outcome<MealPlanId>, CommandError> {
-        let name = validate::text("name", &input.name, 1, 120)?;
-        let category = category(&input.category)?;
-        if input.recipes.is_empty() || input.recipes.len() > 50 {
-            return Err(CommandError::invalid(
-                "recipes",
-                "must list 1 to 50 recipes",
-            ));
-        }
+        let (payload, key, item) = curated_meal_plan(&input, MealPlanId::generate())?;
         for recipe in &input.recipes {
             // A plan lists only recipes of the catalog.
             self.recipe(recipe).await?;
         }
-        let id = MealPlanId::generate();
-        let payload = MealPlanCurated {
-            meal_plan_id: id.clone(),
-            name: name.clone(),
-            category: category.clone(),
-            recipes: input.recipes.clone(),
-        };
-        let mut item = to_item(&Key::new("x", "x"), &payload)?;
-        index_keys(
-            &mut item,
-            CatalogKind::MealPlan,
-            &category,
-            &name,
-            id.as_str(),
-        );
         let event = self.catalog_event(&payload)?;
-        self.curate(
-            meta,
-            &input,
-            Key::new(
-                PartitionKey::MealPlan(id.clone()).to_string(),
-                SortKey::MealPlan.to_string(),
-            ),
-            item,
-            event,
-            id.clone(),
-        )
-        .await
+        self.curate(meta, &input, key, item, event, payload.meal_plan_id)
+            .await
     }
 
     /// One page of a catalog category, by name, through the sparse `catalog` index.
@@ -225,5 +241,82 @@ impl NutritionCommands {
             .limit(limit.clamp(1, 100))
             .after(cursor);
         Ok(self.table.query_index(&query).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn soup() -> CurateRecipe {
+        CurateRecipe {
+            name: "Lentil Soup".into(),
+            category: "soups".into(),
+            nutrients: Nutrients {
+                calories: Decimal::from(450),
+                protein_g: Decimal::from(25),
+                carbs_g: Decimal::from(60),
+                fat_g: Decimal::new(85, 1),
+            },
+        }
+    }
+
+    #[test]
+    fn a_recipe_lives_in_its_own_partition_indexed_by_category_and_name() {
+        let id = RecipeId::generate();
+        let (recipe, key, item) = curated_recipe(&soup(), id.clone()).expect("valid");
+        assert_eq!(recipe.recipe_id, id);
+        assert_eq!(key.pk, PartitionKey::Recipe(id.clone()).to_string());
+        assert_eq!(item["pk"], key.pk.as_str());
+        assert_eq!(item["sk"], key.sk.as_str());
+        assert_eq!(item["catalog_pk"], "CATALOG#RECIPE#soups");
+        assert_eq!(
+            item["catalog_sk"],
+            format!("lentil soup#{}", id.as_str()).as_str()
+        );
+        assert_eq!(item["name"], "Lentil Soup");
+    }
+
+    #[test]
+    fn a_recipe_out_of_range_names_its_field() {
+        type Spoil = fn(&mut CurateRecipe);
+        let cases: [(Spoil, &str); 5] = [
+            (|r| r.category = "Soups".into(), "category"),
+            (|r| r.category = String::new(), "category"),
+            (|r| r.name = String::new(), "name"),
+            (|r| r.nutrients.calories = Decimal::from(10_001), "calories"),
+            (|r| r.nutrients.fat_g = Decimal::new(1, 2), "fat_g"),
+        ];
+        for (spoil, field) in cases {
+            let mut input = soup();
+            spoil(&mut input);
+            let error = curated_recipe(&input, RecipeId::generate()).expect_err(field);
+            assert!(error.to_string().contains(field), "{error} names {field}");
+        }
+    }
+
+    #[test]
+    fn a_meal_plan_lists_one_to_fifty_recipes() {
+        let plan = |recipes: usize| CurateMealPlan {
+            name: "Winter Week".into(),
+            category: "winter".into(),
+            recipes: (0..recipes).map(|_| RecipeId::generate()).collect(),
+        };
+        let id = MealPlanId::generate();
+        let (payload, key, item) = curated_meal_plan(&plan(3), id.clone()).expect("valid");
+        assert_eq!(
+            (payload.meal_plan_id, payload.recipes.len()),
+            (id.clone(), 3)
+        );
+        assert_eq!(key.pk, PartitionKey::MealPlan(id.clone()).to_string());
+        assert_eq!(item["catalog_pk"], "CATALOG#MEAL_PLAN#winter");
+        assert_eq!(
+            item["catalog_sk"],
+            format!("winter week#{}", id.as_str()).as_str()
+        );
+        for count in [0, 51] {
+            let error = curated_meal_plan(&plan(count), MealPlanId::generate()).expect_err("count");
+            assert!(error.to_string().contains("recipes"), "{error}");
+        }
     }
 }

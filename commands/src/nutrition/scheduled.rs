@@ -8,6 +8,7 @@ use crate::items::{from_item, to_item};
 use crate::meta::{CommandMeta, Outcome};
 use crate::outbox::{envelope, event_action};
 use crate::{CommandError, validate};
+use events_schema::envelope::EventEnvelope;
 use events_schema::events::nutrition::{
     MealScheduled, Nutrients, RecipeCurated, ScheduledMealCleared,
 };
@@ -31,24 +32,13 @@ impl NutritionCommands {
         meta: &CommandMeta,
         input: ScheduleMeal,
     ) -> Result<Outcome<MealScheduled>, CommandError> {
-        let name = validate::text("name", &input.name, 1, 120)?;
+        let payload = scheduled_meal(&input, ScheduledMealId::generate())?;
         if let Some(recipe) = &input.recipe_id {
             // A plan names only a recipe of the catalog.
             self.recipe(recipe).await?;
         }
         let _writer = crate::serial::user(&meta.user).await;
-        let pk = meta.user_pk();
-        let id = ScheduledMealId::generate();
-        let payload = MealScheduled {
-            scheduled_meal_id: id.clone(),
-            day: input.day,
-            name,
-            recipe_id: input.recipe_id.clone(),
-        };
-        let key = Key::new(
-            &pk,
-            SortKey::ScheduledMeal(input.day, id.clone()).to_string(),
-        );
+        let key = scheduled_key(&meta.user_pk(), payload.day, &payload.scheduled_meal_id);
         let event = envelope(meta, &self.clock, self.clock.now(), &payload)?;
         idempotency::create(
             &self.table,
@@ -75,6 +65,69 @@ pub struct EatScheduledMeal {
 
 fn scheduled_key(pk: &str, day: Day, id: &ScheduledMealId) -> Key {
     Key::new(pk, SortKey::ScheduledMeal(day, id.clone()).to_string())
+}
+
+/// The meal `input` plans under `id`: a name of 1 to 120 characters; an invalid-field
+/// error otherwise. (That a named recipe exists is read, not decided.)
+fn scheduled_meal(
+    input: &ScheduleMeal,
+    id: ScheduledMealId,
+) -> Result<MealScheduled, CommandError> {
+    Ok(MealScheduled {
+        scheduled_meal_id: id,
+        day: input.day,
+        name: validate::text("name", &input.name, 1, 120)?,
+        recipe_id: input.recipe_id.clone(),
+    })
+}
+
+/// Whether eating `scheduled` as `input` needs its recipe's nutrients read.
+fn needs_recipe(scheduled: &MealScheduled, input: &EatScheduledMeal) -> Option<RecipeId> {
+    match input.nutrients {
+        Some(_) => None,
+        None => scheduled.recipe_id.clone(),
+    }
+}
+
+/// The meal logged when `scheduled` is eaten as `input`: its name, and the nutrients
+/// given, else its recipe's (`recipe`, read when [`needs_recipe`] said so); an
+/// invalid-field error when neither is there.
+fn eaten_meal(
+    scheduled: &MealScheduled,
+    input: &EatScheduledMeal,
+    recipe: Option<Nutrients>,
+) -> Result<MealInput, CommandError> {
+    let Some(nutrients) = input.nutrients.or(recipe) else {
+        return Err(CommandError::invalid(
+            "nutrients",
+            "are required when the scheduled meal names no recipe",
+        ));
+    };
+    Ok(MealInput {
+        name: scheduled.name.clone(),
+        eaten_at: input.eaten_at,
+        timezone: input.timezone.clone(),
+        calories: nutrients.calories,
+        protein_g: nutrients.protein_g,
+        carbs_g: nutrients.carbs_g,
+        fat_g: nutrients.fat_g,
+    })
+}
+
+/// Taking a scheduled meal off the plan: deleted only if it is still there (removed or
+/// eaten meanwhile, the transaction is cancelled), with its event.
+fn clearing(
+    pk: &str,
+    cleared: &ScheduledMealCleared,
+    event: &EventEnvelope,
+) -> Result<Vec<Action>, CommandError> {
+    Ok(vec![
+        Action::Delete {
+            key: scheduled_key(pk, cleared.day, &cleared.scheduled_meal_id),
+            condition: Some(Condition::ItemExists),
+        },
+        event_action(pk, event)?,
+    ])
 }
 
 impl NutritionCommands {
@@ -106,23 +159,13 @@ impl NutritionCommands {
             return Ok(first);
         }
         self.load_scheduled(&pk, day, id).await?;
-        let event = envelope(
-            meta,
-            &self.clock,
-            self.clock.now(),
-            &ScheduledMealCleared {
-                scheduled_meal_id: id.clone(),
-                day,
-                eaten_as: None,
-            },
-        )?;
-        let actions = vec![
-            Action::Delete {
-                key: scheduled_key(&pk, day, id),
-                condition: Some(Condition::ItemExists),
-            },
-            event_action(&pk, &event)?,
-        ];
+        let cleared = ScheduledMealCleared {
+            scheduled_meal_id: id.clone(),
+            day,
+            eaten_as: None,
+        };
+        let event = envelope(meta, &self.clock, self.clock.now(), &cleared)?;
+        let actions = clearing(&pk, &cleared, &event)?;
         match idempotency::commit(&self.table, meta, &pk, &request, actions, ()).await? {
             Committed::Done(outcome) => Ok(outcome),
             // Removed or eaten meanwhile.
@@ -148,43 +191,19 @@ impl NutritionCommands {
         let scheduled = self
             .load_scheduled(&pk, input.day, &input.scheduled_meal_id)
             .await?;
-        let nutrients = match (input.nutrients, &scheduled.recipe_id) {
-            (Some(given), _) => given,
-            (None, Some(recipe)) => self.recipe(recipe).await?.nutrients,
-            (None, None) => {
-                return Err(CommandError::invalid(
-                    "nutrients",
-                    "are required when the scheduled meal names no recipe",
-                ));
-            }
+        let recipe = match needs_recipe(&scheduled, &input) {
+            Some(recipe) => Some(self.recipe(&recipe).await?.nutrients),
+            None => None,
         };
-        let meal = MealInput {
-            name: scheduled.name.clone(),
-            eaten_at: input.eaten_at,
-            timezone: input.timezone.clone(),
-            calories: nutrients.calories,
-            protein_g: nutrients.protein_g,
-            carbs_g: nutrients.carbs_g,
-            fat_g: nutrients.fat_g,
-        };
+        let meal = eaten_meal(&scheduled, &input, recipe)?;
         let cleared = |record: &MealRecord| {
-            let event = envelope(
-                meta,
-                &self.clock,
-                record.eaten_at,
-                &ScheduledMealCleared {
-                    scheduled_meal_id: input.scheduled_meal_id.clone(),
-                    day: input.day,
-                    eaten_as: Some(record.meal_id.clone()),
-                },
-            )?;
-            Ok(vec![
-                Action::Delete {
-                    key: scheduled_key(&pk, input.day, &input.scheduled_meal_id),
-                    condition: Some(Condition::ItemExists),
-                },
-                event_action(&pk, &event)?,
-            ])
+            let cleared = ScheduledMealCleared {
+                scheduled_meal_id: input.scheduled_meal_id.clone(),
+                day: input.day,
+                eaten_as: Some(record.meal_id.clone()),
+            };
+            let event = envelope(meta, &self.clock, record.eaten_at, &cleared)?;
+            clearing(&pk, &cleared, &event)
         };
         self.log_meal_with(meta, &meal, &input, cleared).await
     }
@@ -201,5 +220,119 @@ impl NutritionCommands {
             .await?
             .ok_or(CommandError::NotFound("recipe"))?;
         from_item(item)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rust_decimal::Decimal;
+
+    fn day() -> Day {
+        Day::parse("2026-03-02").expect("day")
+    }
+
+    fn nutrients(calories: i64) -> Nutrients {
+        Nutrients {
+            calories: Decimal::from(calories),
+            protein_g: Decimal::from(30),
+            carbs_g: Decimal::from(40),
+            fat_g: Decimal::from(10),
+        }
+    }
+
+    fn planned(recipe: Option<RecipeId>) -> MealScheduled {
+        scheduled_meal(
+            &ScheduleMeal {
+                day: day(),
+                name: "Lentil soup".into(),
+                recipe_id: recipe,
+            },
+            ScheduledMealId::generate(),
+        )
+        .expect("valid")
+    }
+
+    fn eating(scheduled: &MealScheduled, given: Option<Nutrients>) -> EatScheduledMeal {
+        EatScheduledMeal {
+            day: scheduled.day,
+            scheduled_meal_id: scheduled.scheduled_meal_id.clone(),
+            eaten_at: Timestamp::parse("2026-03-02T12:30:00.000Z").expect("timestamp"),
+            timezone: "UTC".into(),
+            nutrients: given,
+        }
+    }
+
+    #[test]
+    fn a_scheduled_meal_has_a_name_of_one_to_120_characters() {
+        let id = ScheduledMealId::generate();
+        let input = |name: &str| ScheduleMeal {
+            day: day(),
+            name: name.into(),
+            recipe_id: None,
+        };
+        let meal = scheduled_meal(&input("Lentil soup"), id.clone()).expect("valid");
+        assert_eq!((meal.scheduled_meal_id, meal.day), (id, day()));
+        for name in ["", &"x".repeat(121)] {
+            let error = scheduled_meal(&input(name), ScheduledMealId::generate()).expect_err(name);
+            assert!(error.to_string().contains("name"), "{error}");
+        }
+    }
+
+    #[test]
+    fn an_eaten_meal_takes_the_given_nutrients_else_its_recipes() {
+        let recipe = RecipeId::generate();
+        // Given a meal planned from a recipe,
+        let scheduled = planned(Some(recipe.clone()));
+        // when it is eaten with nutrients of its own, then the recipe is not read and
+        // the meal has the given ones, under the planned name;
+        let given = eating(&scheduled, Some(nutrients(610)));
+        assert_eq!(needs_recipe(&scheduled, &given), None);
+        let meal = eaten_meal(&scheduled, &given, None).expect("given");
+        assert_eq!(
+            (meal.name.as_str(), meal.calories),
+            ("Lentil soup", Decimal::from(610))
+        );
+        assert_eq!(meal.eaten_at, given.eaten_at);
+        // when it is eaten without, then the recipe is read and its nutrients logged.
+        let plain = eating(&scheduled, None);
+        assert_eq!(needs_recipe(&scheduled, &plain), Some(recipe));
+        let meal = eaten_meal(&scheduled, &plain, Some(nutrients(450))).expect("recipe");
+        assert_eq!(meal.calories, Decimal::from(450));
+    }
+
+    #[test]
+    fn a_meal_planned_without_a_recipe_is_eaten_only_with_nutrients() {
+        let scheduled = planned(None);
+        let plain = eating(&scheduled, None);
+        assert_eq!(needs_recipe(&scheduled, &plain), None);
+        let error = eaten_meal(&scheduled, &plain, None).expect_err("no nutrients");
+        assert!(error.to_string().contains("nutrients"), "{error}");
+    }
+
+    #[test]
+    fn clearing_deletes_the_planned_meal_only_if_it_is_still_there() {
+        let scheduled = planned(None);
+        let cleared = ScheduledMealCleared {
+            scheduled_meal_id: scheduled.scheduled_meal_id.clone(),
+            day: scheduled.day,
+            eaten_as: None,
+        };
+        let meta = CommandMeta::new(events_schema::ids::UserId::generate());
+        let clock = events_schema::time::Clock::System;
+        let event = envelope(&meta, &clock, clock.now(), &cleared).expect("event");
+        let actions = clearing("USER#u", &cleared, &event).expect("actions");
+        assert_eq!(actions.len(), 2);
+        assert_eq!(
+            actions[0],
+            Action::Delete {
+                key: scheduled_key("USER#u", scheduled.day, &scheduled.scheduled_meal_id),
+                condition: Some(Condition::ItemExists),
+            }
+        );
+        assert_eq!(
+            actions[1],
+            event_action("USER#u", &event).expect("event action")
+        );
     }
 }
