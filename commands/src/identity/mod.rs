@@ -131,6 +131,62 @@ fn validate_password(password: &str) -> Result<(), CommandError> {
 
 /// A hash to verify against when the email is unknown, so an unknown email costs the
 /// same time as a wrong password and does not reveal which emails are registered.
+/// A valid sign-up, its password not hashed yet (hashing is slow: only valid input
+/// pays for it).
+#[derive(Debug)]
+struct SignUp {
+    email: String,
+    display_name: String,
+    timezone: String,
+    units: Units,
+}
+
+/// The sign-up `input` asks for: an email, a password of 10 to 256 characters, a
+/// display name of 1 to 80, a known timezone; an invalid-field error otherwise.
+fn sign_up(input: &Register) -> Result<SignUp, CommandError> {
+    let email = validate::email("email", &input.email)?;
+    validate_password(&input.password)?;
+    let display_name = validate::text("display_name", &input.display_name, 1, 80)?;
+    validate::timezone("timezone", &input.timezone)?;
+    Ok(SignUp {
+        email,
+        display_name,
+        timezone: input.timezone.clone(),
+        units: input.units,
+    })
+}
+
+impl SignUp {
+    /// The account `user` opens: its profile (active, version 1, the password only as
+    /// `password_hash`) and its writes, the profile and the email's reservation, each
+    /// only if free (the reservation second: its failure means the email is taken).
+    fn account(
+        self,
+        user: UserId,
+        password_hash: String,
+    ) -> Result<(Profile, Vec<Action>), CommandError> {
+        let profile = Profile {
+            user_id: user.clone(),
+            email_pk: self.email.clone(),
+            email: self.email,
+            display_name: self.display_name,
+            timezone: self.timezone,
+            units: self.units,
+            password_hash,
+            status: AccountStatus::Active,
+            version: 1,
+        };
+        let actions = vec![
+            Action::Put {
+                item: to_item(&profile_key(&user), &profile)?,
+                condition: Some(Condition::ItemNotExists),
+            },
+            reservation(&profile.email, &user)?,
+        ];
+        Ok((profile, actions))
+    }
+}
+
 async fn dummy_hash() -> Result<&'static str, CommandError> {
     static HASH: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
     HASH.get_or_try_init(|| password::hash("not a real password".into()))
@@ -168,22 +224,11 @@ impl IdentityCommands {
         meta: &CommandMeta,
         input: Register,
     ) -> Result<Outcome<UserId>, CommandError> {
-        let email = validate::email("email", &input.email)?;
-        validate_password(&input.password)?;
-        let display_name = validate::text("display_name", &input.display_name, 1, 80)?;
-        validate::timezone("timezone", &input.timezone)?;
+        let valid = sign_up(&input)?;
         let user = UserId::generate();
-        let profile = Profile {
-            user_id: user.clone(),
-            email: email.clone(),
-            email_pk: email.clone(),
-            display_name,
-            timezone: input.timezone.clone(),
-            units: input.units,
-            password_hash: password::hash(input.password.clone()).await?,
-            status: AccountStatus::Active,
-            version: 1,
-        };
+        let password_hash = password::hash(input.password.clone()).await?;
+        let (profile, mut actions) = valid.account(user.clone(), password_hash)?;
+        let email = profile.email.clone();
         let meta = CommandMeta {
             user: user.clone(),
             ..meta.clone()
@@ -196,14 +241,8 @@ impl IdentityCommands {
                 profile: profile.state(),
             },
         )?;
-        let actions = vec![
-            Action::Put {
-                item: to_item(&profile_key(&user), &profile)?,
-                condition: Some(Condition::ItemNotExists),
-            },
-            reservation(&email, &user)?,
-            event_action(&meta.user_pk(), &event)?,
-        ];
+        // Third: a cancelled sign-up reads the reservation's reason at index 1.
+        actions.push(event_action(&meta.user_pk(), &event)?);
         // The password is not part of the request fingerprint: it is never stored,
         // not even hashed with a fast hash.
         let fingerprint = json!({"email": email, "display_name": profile.display_name, "timezone": profile.timezone, "units": profile.units});
@@ -685,6 +724,60 @@ mod tests {
                 assert_eq!(condition, None);
             }
             other => panic!("not a put: {other:?}"),
+        }
+    }
+
+    fn ana_signs_up() -> Register {
+        Register {
+            email: "ana@example.com".into(),
+            password: "correct horse battery".into(),
+            display_name: "Ana".into(),
+            timezone: "Europe/Paris".into(),
+            units: Units::Metric,
+        }
+    }
+
+    #[test]
+    fn a_sign_up_opens_an_active_profile_and_reserves_its_email() {
+        let user = UserId::generate();
+        let (opened, actions) = sign_up(&ana_signs_up())
+            .expect("valid")
+            .account(user.clone(), "argon2-hash".into())
+            .expect("account");
+        assert_eq!(opened, profile(&user, "ana@example.com", 1));
+        assert_eq!(
+            actions,
+            vec![
+                Action::Put {
+                    item: to_item(&profile_key(&user), &opened).expect("item"),
+                    condition: Some(Condition::ItemNotExists),
+                },
+                // Second: the command reads a taken email from this action's reason.
+                reservation("ana@example.com", &user).expect("reservation"),
+            ]
+        );
+        assert!(
+            !format!("{actions:?}").contains("correct horse"),
+            "the password is not stored"
+        );
+    }
+
+    #[test]
+    fn a_sign_up_out_of_range_names_its_field() {
+        type Spoil = fn(&mut Register);
+        let cases: [(Spoil, &str); 6] = [
+            (|r| r.email = "not an email".into(), "email"),
+            (|r| r.password = "short".into(), "password"),
+            (|r| r.password = "x".repeat(257), "password"),
+            (|r| r.display_name = String::new(), "display_name"),
+            (|r| r.display_name = "x".repeat(81), "display_name"),
+            (|r| r.timezone = "Mars/Olympus".into(), "timezone"),
+        ];
+        for (spoil, field) in cases {
+            let mut input = ana_signs_up();
+            spoil(&mut input);
+            let error = sign_up(&input).expect_err(field);
+            assert!(error.to_string().contains(field), "{error} names {field}");
         }
     }
 }

@@ -12,6 +12,7 @@ use crate::{CommandError, password};
 use events_schema::events::identity::PasswordChanged;
 use events_schema::ids::{SessionId, UserId};
 use events_schema::keys::{PartitionKey, SortKey, prefix};
+use events_schema::time::Timestamp;
 use infra::store::{
     Condition, Key, Query, SortKeyCondition, StoreError, Update, now_epoch_seconds,
 };
@@ -97,40 +98,94 @@ fn still_active(user: &UserId) -> Action {
     }
 }
 
+/// Starting `session` for `user` at `now`: its item (the secret's digest only), on
+/// condition that the account is still active, and the end of the oldest of the
+/// `existing` sessions (oldest first) past [`MAX_SESSIONS`].
+fn starting(
+    user: &UserId,
+    session: &SessionId,
+    secret: &str,
+    now: Timestamp,
+    expires_at: i64,
+    existing: Vec<Key>,
+) -> Result<Vec<Action>, CommandError> {
+    let mut item = to_item(
+        &session_key(user, session),
+        &json!({"secret_hash": digest(secret), "started_at": now, "used_at": now}),
+    )?;
+    item.insert("expires_at".into(), json!(expires_at));
+    let mut actions = vec![
+        Action::Put {
+            item,
+            condition: Some(Condition::ItemNotExists),
+        },
+        still_active(user),
+    ];
+    // The oldest sessions past the limit end (session ids are time-ordered).
+    let surplus = (existing.len() + 1).saturating_sub(MAX_SESSIONS);
+    actions.extend(
+        existing
+            .into_iter()
+            .take(surplus)
+            .map(|key| Action::Delete {
+                key,
+                condition: None,
+            }),
+    );
+    Ok(actions)
+}
+
+/// Rotating the `presented` token whose session stores `stored` (a digest) to
+/// `next_secret`, on condition that nobody rotated it meanwhile and the account is
+/// still active; `None` when the presented secret is not the current one (a reuse,
+/// which ends the session). The digests are compared in constant time.
+fn rotation(
+    presented: &Presented,
+    stored: &str,
+    next_secret: &str,
+    now: Timestamp,
+    expires_at: i64,
+) -> Option<Vec<Action>> {
+    let presented_hash = digest(&presented.secret);
+    if !bool::from(subtle::ConstantTimeEq::ct_eq(
+        stored.as_bytes(),
+        presented_hash.as_bytes(),
+    )) {
+        return None;
+    }
+    let update = Update::default()
+        .set("secret_hash", digest(next_secret))
+        .set("used_at", json!(now))
+        .set("expires_at", expires_at);
+    Some(vec![
+        Action::Update {
+            key: session_key(&presented.user, &presented.session),
+            update,
+            condition: Some(Condition::AttributeEquals(
+                "secret_hash".into(),
+                json!(stored),
+            )),
+        },
+        still_active(&presented.user),
+    ])
+}
+
 impl IdentityCommands {
     /// Starts a session for `user` (after a sign-up or a sign-in); returns its first
     /// refresh token. Refused once the account's deletion is requested.
     pub async fn start_session(&self, user: &UserId) -> Result<RefreshToken, CommandError> {
         let session = SessionId::generate();
         let secret = fresh_secret();
-        let now = self.clock.now();
-        let mut item = to_item(
-            &session_key(user, &session),
-            &json!({"secret_hash": digest(&secret), "started_at": now, "used_at": now}),
+        let expires_at = now_epoch_seconds() + SESSION_DAYS * 86_400;
+        let existing = self.session_keys(user).await?;
+        let actions = starting(
+            user,
+            &session,
+            &secret,
+            self.clock.now(),
+            expires_at,
+            existing,
         )?;
-        item.insert(
-            "expires_at".into(),
-            json!(now_epoch_seconds() + SESSION_DAYS * 86_400),
-        );
-        let mut actions = vec![
-            Action::Put {
-                item,
-                condition: Some(Condition::ItemNotExists),
-            },
-            still_active(user),
-        ];
-        // The oldest sessions past the limit end (session ids are time-ordered).
-        let sessions = self.session_keys(user).await?;
-        let surplus = (sessions.len() + 1).saturating_sub(MAX_SESSIONS);
-        actions.extend(
-            sessions
-                .into_iter()
-                .take(surplus)
-                .map(|key| Action::Delete {
-                    key,
-                    condition: None,
-                }),
-        );
         match self.table.transact(actions).await {
             Ok(()) => Ok(RefreshToken(format!("{user}.{session}.{secret}"))),
             Err(StoreError::TransactionCanceled { .. }) => Err(CommandError::AccountDeleted),
@@ -156,31 +211,14 @@ impl IdentityCommands {
                     .map(str::to_owned)
             })
             .ok_or_else(refused)?;
-        let presented_hash = digest(&presented.secret);
-        if !bool::from(subtle::ConstantTimeEq::ct_eq(
-            stored.as_bytes(),
-            presented_hash.as_bytes(),
-        )) {
+        let secret = fresh_secret();
+        let expires_at = now_epoch_seconds() + SESSION_DAYS * 86_400;
+        let Some(actions) = rotation(&presented, &stored, &secret, self.clock.now(), expires_at)
+        else {
             // Presented again after it was rotated: whoever holds the chain now, it ends.
             self.table.delete(&key, None).await?;
             return Err(refused());
-        }
-        let secret = fresh_secret();
-        let update = Update::default()
-            .set("secret_hash", digest(&secret))
-            .set("used_at", json!(self.clock.now()))
-            .set("expires_at", now_epoch_seconds() + SESSION_DAYS * 86_400);
-        let actions = vec![
-            Action::Update {
-                key,
-                update,
-                condition: Some(Condition::AttributeEquals(
-                    "secret_hash".into(),
-                    json!(stored),
-                )),
-            },
-            still_active(&presented.user),
-        ];
+        };
         match self.table.transact(actions).await {
             Ok(()) => Ok((
                 presented.user.clone(),
@@ -278,5 +316,115 @@ impl IdentityCommands {
             crate::idempotency::Committed::Done(_) => Ok(()),
             crate::idempotency::Committed::Cancelled(_) => Err(CommandError::Contention),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> Timestamp {
+        Timestamp::parse(text).expect("timestamp")
+    }
+
+    fn sessions(user: &UserId, count: usize) -> Vec<Key> {
+        (0..count)
+            .map(|_| session_key(user, &SessionId::generate()))
+            .collect()
+    }
+
+    #[test]
+    fn a_refresh_token_is_user_session_and_a_256_bit_hex_secret() {
+        let (user, session, secret) = (UserId::generate(), SessionId::generate(), fresh_secret());
+        let presented = Presented::parse(&format!(" {user}.{session}.{secret}\n")).expect("valid");
+        assert_eq!((&presented.user, &presented.session), (&user, &session));
+        assert_eq!(presented.secret, secret);
+        for spoiled in [
+            String::new(),
+            format!("{user}.{session}"),
+            format!("{user}.{session}.{secret}.more"),
+            format!("{user}.{session}.{}", &secret[1..]),
+            format!("{user}.{session}.{}z", &secret[1..]),
+            format!("us#er.{session}.{secret}"),
+            format!("{user}.\u{7}.{secret}"),
+            "\u{1F600}.\u{1F600}.\u{1F600}".to_owned(),
+        ] {
+            assert!(Presented::parse(&spoiled).is_err(), "{spoiled:?} refused");
+        }
+    }
+
+    #[test]
+    fn a_new_session_stores_only_the_secrets_digest_while_the_account_is_active() {
+        let (user, session, secret) = (UserId::generate(), SessionId::generate(), fresh_secret());
+        let now = at("2026-03-02T08:00:00.000Z");
+        let actions =
+            starting(&user, &session, &secret, now, 1_000, sessions(&user, 3)).expect("actions");
+        // Given three sessions, when a fourth starts, then none ends.
+        assert_eq!(actions.len(), 2);
+        let Action::Put { item, condition } = &actions[0] else {
+            panic!("a put first: {actions:?}");
+        };
+        assert_eq!(condition, &Some(Condition::ItemNotExists));
+        assert_eq!(item["secret_hash"], digest(&secret).as_str());
+        assert!(
+            !serde_json::to_string(item).expect("json").contains(&secret),
+            "the secret itself is not stored"
+        );
+        assert_eq!(item["expires_at"], 1_000);
+        assert_eq!(actions[1], still_active(&user));
+    }
+
+    #[test]
+    fn signing_in_past_the_limit_ends_the_oldest_sessions() {
+        let user = UserId::generate();
+        let existing = sessions(&user, MAX_SESSIONS + 1);
+        let now = at("2026-03-02T08:00:00.000Z");
+        let actions = starting(
+            &user,
+            &SessionId::generate(),
+            &fresh_secret(),
+            now,
+            0,
+            existing.clone(),
+        )
+        .expect("actions");
+        // Given one session over the limit already, when another starts, then the two
+        // oldest end, and only they.
+        let ended: Vec<&Key> = actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Delete { key, .. } => Some(key),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ended, existing.iter().take(2).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn only_the_current_secret_rotates_and_the_rotation_is_conditional() {
+        let (user, session, secret) = (UserId::generate(), SessionId::generate(), fresh_secret());
+        let presented = Presented::parse(&format!("{user}.{session}.{secret}")).expect("valid");
+        let stored = digest(&secret);
+        let next = fresh_secret();
+        let now = at("2026-03-02T08:00:00.000Z");
+        let actions = rotation(&presented, &stored, &next, now, 5).expect("the current secret");
+        let Action::Update { key, condition, .. } = &actions[0] else {
+            panic!("an update first: {actions:?}");
+        };
+        assert_eq!(key, &session_key(&user, &session));
+        assert_eq!(
+            condition,
+            &Some(Condition::AttributeEquals(
+                "secret_hash".into(),
+                json!(stored)
+            ))
+        );
+        assert_eq!(actions[1], still_active(&user));
+        // Given the session rotated to `next`, when the old secret comes again, then
+        // there is nothing to rotate (the caller ends the session).
+        assert_eq!(
+            rotation(&presented, &digest(&next), &fresh_secret(), now, 5),
+            None
+        );
     }
 }

@@ -4,6 +4,7 @@
 //! disconnect.
 
 use super::IntegrationCommands;
+use super::provider::ProviderGrant;
 use crate::CommandError;
 use crate::idempotency::{self, Committed};
 use crate::items::to_item;
@@ -164,54 +165,23 @@ impl IntegrationCommands {
         optimistic::run!({
             let connection_key = connection_key(&pk, provider.name());
             let existing = self.stored_connection(&connection_key).await?;
-            let holder = self.identity_holder(&identity).await?;
-            if holder.as_ref().is_some_and(|holder| holder != &user) {
-                return Err(CommandError::ProviderIdentityTaken);
-            }
-            let version =
-                next_version(existing.as_ref().map_or(0, |c| c.version), self.clock.now());
-            let connected_at = self.clock.now();
-            let connection = json!({
-                "provider": provider.name(), "provider_user_id": grant.provider_user_id,
-                "scopes": grant.scopes, "connected_at": connected_at, "status": "connected",
-                "version": version, "timezone": timezone,
-            });
-            let event = envelope(
-                &meta,
-                &self.clock,
-                connected_at,
-                &ProviderConnected {
-                    provider: provider.name().clone(),
-                    connected_at,
-                    scopes: grant.scopes.clone(),
-                    version,
-                },
-            )?;
-            let mut actions = vec![
-                Action::Delete {
-                    key: state_key(&state),
-                    condition: Some(Condition::ItemExists),
-                },
-                Action::Delete {
-                    key: state_ref_key(&pk, &state),
-                    condition: None,
-                },
-                Action::Put {
-                    item: to_item(&connection_key, &connection)?,
-                    condition: Some(replaces(existing.as_ref().map(|c| c.version))),
-                },
-                identity_put(&identity, &user, &timezone, holder.is_some())?,
-                event_action(&pk, &event)?,
-            ];
-            actions.extend(
-                self.released_identity(
-                    provider.name(),
-                    existing.as_ref(),
-                    &grant.provider_user_id,
-                    &user,
-                )
-                .await?,
-            );
+            let found = ConnectFound {
+                holder: self.identity_holder(&identity).await?,
+                previous: self
+                    .previous_identity(provider.name(), existing.as_ref(), &grant.provider_user_id)
+                    .await?,
+                existing,
+            };
+            let pending = Pending {
+                user: &user,
+                state: &state,
+                provider: provider.name(),
+                timezone: &timezone,
+            };
+            let (connected, mut actions) =
+                connecting(&pending, &grant, &identity, &found, self.clock.now())?;
+            let event = envelope(&meta, &self.clock, connected.connected_at, &connected)?;
+            actions.push(event_action(&pk, &event)?);
             match idempotency::commit(&self.table, &meta, &pk, &json!({}), actions, user.clone())
                 .await?
             {
@@ -263,15 +233,14 @@ impl IntegrationCommands {
         Ok((user, timezone))
     }
 
-    /// The release of the provider identity `user`'s connection held before, if it is
-    /// another one than `granted` and still `user`'s.
-    async fn released_identity(
+    /// The provider identity the connection held before, when it is connected and
+    /// another one than `granted`, with the account it routes to now.
+    async fn previous_identity(
         &self,
         provider: &ProviderName,
         existing: Option<&StoredConnection>,
         granted: &str,
-        user: &UserId,
-    ) -> Result<Option<Action>, CommandError> {
+    ) -> Result<Option<(Key, Option<UserId>)>, CommandError> {
         let Some(previous) = existing
             .filter(|c| c.connected())
             .and_then(|c| c.provider_user_id.as_deref())
@@ -280,13 +249,8 @@ impl IntegrationCommands {
             return Ok(None);
         };
         let previous = provider_user_key(provider, previous)?;
-        if self.identity_holder(&previous).await?.as_ref() != Some(user) {
-            return Ok(None);
-        }
-        Ok(Some(Action::Delete {
-            key: previous,
-            condition: Some(Condition::AttributeEquals("user_id".into(), json!(user))),
-        }))
+        let holder = self.identity_holder(&previous).await?;
+        Ok(Some((previous, holder)))
     }
 
     /// The account a provider identity routes to, if any.
@@ -319,44 +283,28 @@ impl IntegrationCommands {
             else {
                 return Ok(Attempt::Done(Outcome::replayed(())));
             };
-            let version = next_version(existing.version, self.clock.now());
-            let event = envelope(
-                meta,
-                &self.clock,
-                self.clock.now(),
-                &ProviderDisconnected {
-                    provider: provider.name().clone(),
-                    version,
-                },
-            )?;
-            let mut actions = vec![
-                Action::Put {
-                    item: to_item(
-                        &key,
-                        &json!({"provider": provider.name(), "status": "disconnected", "version": version}),
-                    )?,
-                    condition: Some(Condition::AttributeEquals(
-                        "version".into(),
-                        json!(existing.version),
-                    )),
-                },
-                event_action(&pk, &event)?,
-            ];
-            if let Some(identity) = existing
+            let identity = match existing
                 .provider_user_id
                 .as_deref()
                 .map(|u| provider_user_key(provider.name(), u))
                 .transpose()?
-                && self.identity_holder(&identity).await?.as_ref() == Some(&meta.user)
             {
-                actions.push(Action::Delete {
-                    key: identity,
-                    condition: Some(Condition::AttributeEquals(
-                        "user_id".into(),
-                        json!(meta.user),
-                    )),
-                });
-            }
+                Some(identity) => {
+                    let holder = self.identity_holder(&identity).await?;
+                    Some((identity, holder))
+                }
+                None => None,
+            };
+            let (disconnected, mut actions) = disconnecting(
+                &key,
+                provider.name(),
+                &existing,
+                identity,
+                &meta.user,
+                self.clock.now(),
+            )?;
+            let event = envelope(meta, &self.clock, self.clock.now(), &disconnected)?;
+            actions.push(event_action(&pk, &event)?);
             optimistic::settled(
                 idempotency::commit(
                     &self.table,
@@ -395,4 +343,287 @@ fn identity_put(
             Condition::ItemNotExists
         }),
     })
+}
+
+/// A connect in flight: whose it is, its state, the provider, the user's timezone.
+struct Pending<'a> {
+    user: &'a UserId,
+    state: &'a OAuthState,
+    provider: &'a ProviderName,
+    timezone: &'a str,
+}
+
+/// What completing a connect read: the user's connection to the provider, the account
+/// the granted identity routes to, and the identity the connection held before (when
+/// another one) with the account it routes to.
+struct ConnectFound {
+    existing: Option<StoredConnection>,
+    holder: Option<UserId>,
+    previous: Option<(Key, Option<UserId>)>,
+}
+
+/// Completing `pending` with `grant` (its provider identity under `identity`) at `now`:
+/// the state consumed (only if still there), the connection written over the version
+/// read, the identity taken or kept, the one held before released if it is still the
+/// user's; and the event (its envelope is the caller's). Refused with
+/// `ProviderIdentityTaken` when the identity is another account's.
+fn connecting(
+    pending: &Pending<'_>,
+    grant: &ProviderGrant,
+    identity: &Key,
+    found: &ConnectFound,
+    now: Timestamp,
+) -> Result<(ProviderConnected, Vec<Action>), CommandError> {
+    let user = pending.user;
+    if found.holder.as_ref().is_some_and(|holder| holder != user) {
+        return Err(CommandError::ProviderIdentityTaken);
+    }
+    let pk = PartitionKey::User(user.clone()).to_string();
+    let read_version = found.existing.as_ref().map(|c| c.version);
+    let version = next_version(read_version.unwrap_or(0), now);
+    let connection = json!({
+        "provider": pending.provider, "provider_user_id": grant.provider_user_id,
+        "scopes": grant.scopes, "connected_at": now, "status": "connected",
+        "version": version, "timezone": pending.timezone,
+    });
+    let mut actions = vec![
+        Action::Delete {
+            key: state_key(pending.state),
+            condition: Some(Condition::ItemExists),
+        },
+        Action::Delete {
+            key: state_ref_key(&pk, pending.state),
+            condition: None,
+        },
+        Action::Put {
+            item: to_item(&connection_key(&pk, pending.provider), &connection)?,
+            condition: Some(replaces(read_version)),
+        },
+        identity_put(identity, user, pending.timezone, found.holder.is_some())?,
+    ];
+    if let Some((previous, Some(holder))) = &found.previous
+        && holder == user
+    {
+        actions.push(released(previous, user));
+    }
+    let connected = ProviderConnected {
+        provider: pending.provider.clone(),
+        connected_at: now,
+        scopes: grant.scopes.clone(),
+        version,
+    };
+    Ok((connected, actions))
+}
+
+/// Disconnecting the connection `existing` stored under `key` at `now`: kept as
+/// disconnected over the version read, its identity (with the account it routes to)
+/// released if it is still `user`'s; and the event.
+fn disconnecting(
+    key: &Key,
+    provider: &ProviderName,
+    existing: &StoredConnection,
+    identity: Option<(Key, Option<UserId>)>,
+    user: &UserId,
+    now: Timestamp,
+) -> Result<(ProviderDisconnected, Vec<Action>), CommandError> {
+    let version = next_version(existing.version, now);
+    let mut actions = vec![Action::Put {
+        item: to_item(
+            key,
+            &json!({"provider": provider, "status": "disconnected", "version": version}),
+        )?,
+        condition: Some(replaces(Some(existing.version))),
+    }];
+    if let Some((identity, Some(holder))) = identity
+        && &holder == user
+    {
+        actions.push(released(&identity, user));
+    }
+    let disconnected = ProviderDisconnected {
+        provider: provider.clone(),
+        version,
+    };
+    Ok((disconnected, actions))
+}
+
+/// The release of a provider identity, only while it still routes to `user`.
+fn released(identity: &Key, user: &UserId) -> Action {
+    Action::Delete {
+        key: identity.clone(),
+        condition: Some(Condition::AttributeEquals("user_id".into(), json!(user))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::integrations::Secret;
+
+    fn now() -> Timestamp {
+        Timestamp::parse("2026-03-02T08:00:00.000Z").expect("timestamp")
+    }
+
+    fn strava() -> ProviderName {
+        ProviderName::parse("strava").expect("provider")
+    }
+
+    fn grant(provider_user_id: &str) -> ProviderGrant {
+        ProviderGrant {
+            provider_user_id: provider_user_id.into(),
+            access_token: Secret::new("access-token-7f3a"),
+            refresh_token: Secret::new("refresh-token-9c1d"),
+            scopes: vec!["activity:read".into()],
+        }
+    }
+
+    fn connected_as(provider_user_id: &str, version: u64) -> StoredConnection {
+        StoredConnection {
+            provider_user_id: Some(provider_user_id.into()),
+            status: Some("connected".into()),
+            version,
+        }
+    }
+
+    fn deletes(actions: &[Action]) -> Vec<&Key> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Delete { key, .. } => Some(key),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Completes a connect of `user` granted `athlete` over what `found` holds.
+    fn complete(
+        user: &UserId,
+        state: &OAuthState,
+        athlete: &str,
+        found: &ConnectFound,
+    ) -> Result<(ProviderConnected, Vec<Action>), CommandError> {
+        let provider = strava();
+        let pending = Pending {
+            user,
+            state,
+            provider: &provider,
+            timezone: "Europe/Paris",
+        };
+        let identity = provider_user_key(&provider, athlete).expect("identity");
+        connecting(&pending, &grant(athlete), &identity, found, now())
+    }
+
+    fn state() -> OAuthState {
+        OAuthState::parse(&"ab".repeat(32)).expect("state")
+    }
+
+    #[test]
+    fn a_first_connect_consumes_the_state_and_takes_a_free_identity() {
+        let user = UserId::generate();
+        let found = ConnectFound {
+            existing: None,
+            holder: None,
+            previous: None,
+        };
+        let (connected, actions) =
+            complete(&user, &state(), "athlete-1", &found).expect("connects");
+        assert_eq!(connected.version, now().millis() as u64);
+        assert_eq!(connected.connected_at, now());
+        assert_eq!(
+            actions[0],
+            Action::Delete {
+                key: state_key(&state()),
+                condition: Some(Condition::ItemExists),
+            }
+        );
+        let Action::Put { item, condition } = &actions[2] else {
+            panic!("the connection third: {actions:?}");
+        };
+        assert_eq!(condition, &Some(Condition::ItemNotExists));
+        assert_eq!(item["status"], "connected");
+        assert_eq!(item["timezone"], "Europe/Paris");
+        let identity = provider_user_key(&strava(), "athlete-1").expect("identity");
+        assert_eq!(
+            actions[3],
+            identity_put(&identity, &user, "Europe/Paris", false).expect("put")
+        );
+        assert!(
+            !format!("{actions:?}").contains("token-"),
+            "no token is stored"
+        );
+    }
+
+    #[test]
+    fn an_identity_another_account_holds_is_refused() {
+        let found = ConnectFound {
+            existing: None,
+            holder: Some(UserId::generate()),
+            previous: None,
+        };
+        let refused = complete(&UserId::generate(), &state(), "athlete-1", &found);
+        assert!(matches!(refused, Err(CommandError::ProviderIdentityTaken)));
+    }
+
+    #[test]
+    fn a_reconnect_as_another_athlete_releases_the_one_held_before_if_still_the_users() {
+        let user = UserId::generate();
+        let before = provider_user_key(&strava(), "athlete-1").expect("identity");
+        // Given the user connected as athlete-1 at version 7, when they connect again as
+        // athlete-2, then the connection replaces version 7 and athlete-1 is released;
+        let found = |holder: Option<UserId>| ConnectFound {
+            existing: Some(connected_as("athlete-1", 7)),
+            holder: None,
+            previous: Some((before.clone(), holder)),
+        };
+        let (connected, actions) =
+            complete(&user, &state(), "athlete-2", &found(Some(user.clone()))).expect("connects");
+        assert!(connected.version > 7);
+        let Action::Put { condition, .. } = &actions[2] else {
+            panic!("the connection third: {actions:?}");
+        };
+        assert_eq!(condition, &Some(replaces(Some(7))));
+        assert!(deletes(&actions).contains(&&before));
+        assert_eq!(actions.last(), Some(&released(&before, &user)));
+        // when athlete-1 routes to another account by now, it is left alone.
+        for holder in [None, Some(UserId::generate())] {
+            let (_, actions) =
+                complete(&user, &state(), "athlete-2", &found(holder)).expect("connects");
+            assert!(!deletes(&actions).contains(&&before));
+        }
+    }
+
+    #[test]
+    fn a_disconnect_keeps_the_connection_as_disconnected_and_releases_its_identity() {
+        let user = UserId::generate();
+        let pk = PartitionKey::User(user.clone()).to_string();
+        let key = connection_key(&pk, &strava());
+        let identity = provider_user_key(&strava(), "athlete-1").expect("identity");
+        let existing = connected_as("athlete-1", 9);
+        let (disconnected, actions) = disconnecting(
+            &key,
+            &strava(),
+            &existing,
+            Some((identity.clone(), Some(user.clone()))),
+            &user,
+            now(),
+        )
+        .expect("disconnects");
+        assert!(disconnected.version > 9);
+        let Action::Put { item, condition } = &actions[0] else {
+            panic!("the connection first: {actions:?}");
+        };
+        assert_eq!(item["status"], "disconnected");
+        assert_eq!(condition, &Some(replaces(Some(9))));
+        assert_eq!(actions[1], released(&identity, &user));
+        // Given the identity routes to another account by now, it is not released.
+        let (_, actions) = disconnecting(
+            &key,
+            &strava(),
+            &existing,
+            Some((identity, Some(UserId::generate()))),
+            &user,
+            now(),
+        )
+        .expect("disconnects");
+        assert_eq!(actions.len(), 1);
+    }
 }
