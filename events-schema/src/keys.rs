@@ -339,38 +339,86 @@ impl FromStr for PartitionKey {
     }
 }
 
+/// A sort key of one word, no parts (`OAUTH_STATE` only when nothing follows it).
+fn unit_sort_key(kind: &str, rest: &str) -> Option<SortKey> {
+    Some(match kind {
+        "PROFILE" => SortKey::Profile,
+        "EMAIL" => SortKey::Email,
+        "RECIPE" => SortKey::Recipe,
+        "MEAL_PLAN" => SortKey::MealPlan,
+        "OAUTH_STATE" if rest.is_empty() => SortKey::OAuthState,
+        "WEATHER" => SortKey::Weather,
+        "AIR" => SortKey::Air,
+        "PROVIDER_USER" => SortKey::ProviderUser,
+        "TOMBSTONE" => SortKey::Tombstone,
+        _ => return None,
+    })
+}
+
+/// Builds a sort key of a day and an id.
+type Dated = fn(Day, &str) -> Result<SortKey, KeyError>;
+
+/// The sort keys of a day and an id (`MEAL#<day>#<meal-id>` and the like).
+fn dated_sort_key(kind: &str) -> Option<Dated> {
+    let dated: Dated = match kind {
+        "MEAL" => |d, id| Ok(SortKey::Meal(d, id.parse()?)),
+        "SCHEDULED_MEAL" => |d, id| Ok(SortKey::ScheduledMeal(d, id.parse()?)),
+        "WORKOUT" => |d, id| Ok(SortKey::Workout(d, id.parse()?)),
+        "TRAINING_BLOCK" => |d, id| Ok(SortKey::TrainingBlock(d, id.parse()?)),
+        "SLEEP" => |d, id| Ok(SortKey::Sleep(d, id.parse()?)),
+        "ACT_WORKOUT" => |d, id| Ok(SortKey::ActWorkout(d, id.parse()?)),
+        "RECENT_WORKOUT" => |d, id| Ok(SortKey::RecentWorkout(d, id.parse()?)),
+        "RECENT_MEAL" => |d, id| Ok(SortKey::RecentMeal(d, id.parse()?)),
+        "~MEAL" => |d, id| Ok(SortKey::MealLog(d, id.parse()?)),
+        "~WORKOUT" => |d, id| Ok(SortKey::WorkoutLog(d, id.parse()?)),
+        "~SLEEP" => |d, id| Ok(SortKey::SleepLog(d, id.parse()?)),
+        _ => return None,
+    };
+    Some(dated)
+}
+
+/// The sort keys of one day (`DAILY#<day>` and the like).
+fn daily_sort_key(kind: &str) -> Option<fn(Day) -> SortKey> {
+    Some(match kind {
+        "DAILY_SUMMARY" => SortKey::DailySummary,
+        "TRAINING_LOAD" => SortKey::TrainingLoad,
+        "INTAKE" => SortKey::Intake,
+        "NUT_DAILY" => SortKey::NutDaily,
+        "SLEEP_NIGHT" => SortKey::SleepNight,
+        "ACTIVE_DAY" => SortKey::ActiveDay,
+        "READINESS" => SortKey::Readiness,
+        "DAILY" => SortKey::Daily,
+        _ => return None,
+    })
+}
+
 impl FromStr for SortKey {
     type Err = KeyError;
 
     fn from_str(raw: &str) -> Result<Self, KeyError> {
         let (kind, rest) = raw.split_once(DELIMITER).unwrap_or((raw, ""));
-        let one = || parts::<1>(raw, rest).map(|[a]| a);
-        let two = || parts::<2>(raw, rest);
-        let day_and = || -> Result<(Day, &str), KeyError> {
-            let [day, id] = two()?;
-            Ok((Day::parse(day)?, id))
-        };
-        let unit = |key: SortKey| {
-            if rest.is_empty() && !raw.contains(DELIMITER) {
+        if let Some(key) = unit_sort_key(kind, rest) {
+            return if rest.is_empty() && !raw.contains(DELIMITER) {
                 Ok(key)
             } else {
                 Err(KeyError::WrongArity {
                     key: raw.to_owned(),
                     expected: 0,
                 })
-            }
-        };
+            };
+        }
+        if let Some(dated) = dated_sort_key(kind) {
+            let [day, id] = parts::<2>(raw, rest)?;
+            return dated(Day::parse(day)?, id);
+        }
+        if let Some(daily) = daily_sort_key(kind) {
+            let [day] = parts::<1>(raw, rest)?;
+            return Ok(daily(Day::parse(day)?));
+        }
+        let one = || parts::<1>(raw, rest).map(|[a]| a);
+        let two = || parts::<2>(raw, rest);
         Ok(match kind {
-            "PROFILE" => unit(SortKey::Profile)?,
-            "EMAIL" => unit(SortKey::Email)?,
-            "RECIPE" => unit(SortKey::Recipe)?,
-            "MEAL_PLAN" => unit(SortKey::MealPlan)?,
-            "OAUTH_STATE" if rest.is_empty() => unit(SortKey::OAuthState)?,
             "OAUTH_STATE" => SortKey::OAuthStateRef(one()?.parse()?),
-            "WEATHER" => unit(SortKey::Weather)?,
-            "AIR" => unit(SortKey::Air)?,
-            "PROVIDER_USER" => unit(SortKey::ProviderUser)?,
-            "TOMBSTONE" => unit(SortKey::Tombstone)?,
             "MEAL_REF" => SortKey::MealRef(one()?.parse()?),
             "SESSION" => SortKey::Session(one()?.parse()?),
             "IDEMPOTENCY" if rest.contains(DELIMITER) => {
@@ -382,35 +430,6 @@ impl FromStr for SortKey {
                 let [provider, id] = two()?;
                 SortKey::Delivery(provider.parse()?, id.parse()?)
             }
-            "MEAL" => day_and().and_then(|(d, id)| Ok(SortKey::Meal(d, id.parse()?)))?,
-            "SCHEDULED_MEAL" => {
-                day_and().and_then(|(d, id)| Ok(SortKey::ScheduledMeal(d, id.parse()?)))?
-            }
-            "WORKOUT" => day_and().and_then(|(d, id)| Ok(SortKey::Workout(d, id.parse()?)))?,
-            "TRAINING_BLOCK" => {
-                day_and().and_then(|(d, id)| Ok(SortKey::TrainingBlock(d, id.parse()?)))?
-            }
-            "SLEEP" => day_and().and_then(|(d, id)| Ok(SortKey::Sleep(d, id.parse()?)))?,
-            "ACT_WORKOUT" => {
-                day_and().and_then(|(d, id)| Ok(SortKey::ActWorkout(d, id.parse()?)))?
-            }
-            "RECENT_WORKOUT" => {
-                day_and().and_then(|(d, id)| Ok(SortKey::RecentWorkout(d, id.parse()?)))?
-            }
-            "RECENT_MEAL" => {
-                day_and().and_then(|(d, id)| Ok(SortKey::RecentMeal(d, id.parse()?)))?
-            }
-            "~MEAL" => day_and().and_then(|(d, id)| Ok(SortKey::MealLog(d, id.parse()?)))?,
-            "~WORKOUT" => day_and().and_then(|(d, id)| Ok(SortKey::WorkoutLog(d, id.parse()?)))?,
-            "~SLEEP" => day_and().and_then(|(d, id)| Ok(SortKey::SleepLog(d, id.parse()?)))?,
-            "DAILY_SUMMARY" => SortKey::DailySummary(Day::parse(one()?)?),
-            "TRAINING_LOAD" => SortKey::TrainingLoad(Day::parse(one()?)?),
-            "INTAKE" => SortKey::Intake(Day::parse(one()?)?),
-            "NUT_DAILY" => SortKey::NutDaily(Day::parse(one()?)?),
-            "SLEEP_NIGHT" => SortKey::SleepNight(Day::parse(one()?)?),
-            "ACTIVE_DAY" => SortKey::ActiveDay(Day::parse(one()?)?),
-            "READINESS" => SortKey::Readiness(Day::parse(one()?)?),
-            "DAILY" => SortKey::Daily(Day::parse(one()?)?),
             "GOAL" => SortKey::Goal(one()?.parse()?),
             "ACTIVE_GOAL" => SortKey::ActiveGoal(one()?.parse()?),
             "CONNECTION" => SortKey::Connection(one()?.parse()?),

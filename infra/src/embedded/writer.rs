@@ -199,17 +199,6 @@ fn commit_group(
     counters
         .requests
         .fetch_add(group.len() as u64, Ordering::Relaxed);
-    let fail_all = |group: Vec<Job>, error: String| {
-        for job in group {
-            let _ = job.reply.send(Answer {
-                result: Err(StoreError::Backend(error.clone())),
-                spent: Spent {
-                    _op: job.op,
-                    _changes: Vec::new(),
-                },
-            });
-        }
-    };
     let txn = match db.begin_write() {
         Ok(txn) => txn,
         Err(e) => return fail_all(group, e.to_string()),
@@ -218,47 +207,15 @@ fn commit_group(
     let mut seq = *next_seq;
     let mut results = Vec::with_capacity(group.len());
     for job in &group {
-        if let WriteOp::Checkpoint { consumer, seq } = &job.op {
-            results.push((
-                write_checkpoint(&txn, consumer, *seq).map(|()| WriteOutcome::Done),
-                Vec::new(),
-            ));
-            continue;
-        }
-        if let WriteOp::TrimChanges { through, limit } = &job.op {
-            let newest = seq.saturating_sub(1);
-            let through = (*through).min(newest.saturating_sub(1));
-            results.push((
-                trim_changes(&txn, through, *limit).map(WriteOutcome::Deleted),
-                Vec::new(),
-            ));
-            continue;
-        }
-        let planned = match &job.op {
-            WriteOp::Transact(actions) => apply::plan(&txn, names, actions),
-            WriteOp::Batch(actions) => apply::plan_batch(&txn, names, actions),
-            WriteOp::Drain { table, pk, limit } => {
-                apply::plan_drain(&txn, names, *table, pk, *limit)
-            }
-            WriteOp::Purge { now, limit } => apply::plan_purge(&txn, names, *now, *limit),
-            WriteOp::Checkpoint { .. } | WriteOp::TrimChanges { .. } => Ok(Vec::new()),
-        };
-        let changes = match planned {
-            Ok(changes) => changes,
-            // Nothing of this request was written; the others go on.
+        match apply_job(&txn, names, &job.op, &mut seq, at_ms) {
+            Ok(result) => results.push(result),
+            // A failure while writing leaves this transaction half-written: abandon the
+            // whole group rather than commit it.
             Err(e) => {
-                results.push((Err(e), Vec::new()));
-                continue;
+                drop(txn);
+                return fail_all(group, e.to_string());
             }
-        };
-        // A failure while writing leaves this transaction half-written: abandon the
-        // whole group rather than commit it.
-        if let Err(e) = apply::write(&txn, names, &changes, &mut seq, at_ms) {
-            drop(txn);
-            return fail_all(group, e.to_string());
         }
-        let (outcome, spent) = outcome(&job.op, changes);
-        results.push((Ok(outcome), spent));
     }
     let committing = Instant::now();
     let committed = txn.commit();
@@ -282,6 +239,54 @@ fn commit_group(
             },
         });
     }
+}
+
+/// Answers every request of a group with `error` (nothing of it was committed).
+fn fail_all(group: Vec<Job>, error: String) {
+    for job in group {
+        let _ = job.reply.send(Answer {
+            result: Err(StoreError::Backend(error.clone())),
+            spent: Spent {
+                _op: job.op,
+                _changes: Vec::new(),
+            },
+        });
+    }
+}
+
+/// One request of a group, applied to the group's open transaction: its answer (a
+/// refused request wrote nothing; the others go on) and the change records it spent.
+/// `Err` when a write failed half-way: the transaction must not be committed.
+fn apply_job(
+    txn: &redb::WriteTransaction,
+    names: &Names,
+    op: &WriteOp,
+    seq: &mut u64,
+    at_ms: i64,
+) -> Result<(Result<WriteOutcome, StoreError>, Vec<Change>), StoreError> {
+    let planned = match op {
+        WriteOp::Checkpoint { consumer, seq } => {
+            let done = write_checkpoint(txn, consumer, *seq).map(|()| WriteOutcome::Done);
+            return Ok((done, Vec::new()));
+        }
+        WriteOp::TrimChanges { through, limit } => {
+            let newest = seq.saturating_sub(1);
+            let through = (*through).min(newest.saturating_sub(1));
+            let trimmed = trim_changes(txn, through, *limit).map(WriteOutcome::Deleted);
+            return Ok((trimmed, Vec::new()));
+        }
+        WriteOp::Transact(actions) => apply::plan(txn, names, actions),
+        WriteOp::Batch(actions) => apply::plan_batch(txn, names, actions),
+        WriteOp::Drain { table, pk, limit } => apply::plan_drain(txn, names, *table, pk, *limit),
+        WriteOp::Purge { now, limit } => apply::plan_purge(txn, names, *now, *limit),
+    };
+    let changes = match planned {
+        Ok(changes) => changes,
+        Err(e) => return Ok((Err(e), Vec::new())),
+    };
+    apply::write(txn, names, &changes, seq, at_ms)?;
+    let (done, spent) = outcome(op, changes);
+    Ok((Ok(done), spent))
 }
 
 fn write_checkpoint(
