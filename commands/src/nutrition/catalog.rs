@@ -13,7 +13,6 @@ use events_schema::ids::{MealPlanId, RecipeId};
 use events_schema::keys::{PartitionKey, SortKey};
 use infra::store::{Condition, Cursor, IndexQuery, Item, Key, Page};
 use infra::table::Action;
-use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,21 +92,7 @@ fn curated_recipe(
 ) -> Result<(RecipeCurated, Key, Item), CommandError> {
     let name = validate::text("name", &input.name, 1, 120)?;
     let category = category(&input.category)?;
-    let n = input.nutrients;
-    let grams =
-        |field, value| validate::decimal(field, value, Decimal::ZERO, Decimal::from(1000), 1);
-    let nutrients = Nutrients {
-        calories: validate::decimal(
-            "calories",
-            n.calories,
-            Decimal::ZERO,
-            Decimal::from(10_000),
-            1,
-        )?,
-        protein_g: grams("protein_g", n.protein_g)?,
-        carbs_g: grams("carbs_g", n.carbs_g)?,
-        fat_g: grams("fat_g", n.fat_g)?,
-    };
+    let nutrients = super::meals::valid_nutrients(input.nutrients)?;
     let key = Key::new(
         PartitionKey::Recipe(id.clone()).to_string(),
         SortKey::Recipe.to_string(),
@@ -247,6 +232,7 @@ impl NutritionCommands {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rust_decimal::Decimal;
 
     fn soup() -> CurateRecipe {
         CurateRecipe {

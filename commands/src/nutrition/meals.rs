@@ -92,24 +92,35 @@ struct ValidMeal {
     nutrients: Nutrients,
 }
 
-fn validate_meal(input: &MealInput, now: Timestamp) -> Result<ValidMeal, CommandError> {
-    let name = validate::text("name", &input.name, 1, 120)?;
-    let eaten_at = validate::instant("eaten_at", input.eaten_at, now)?;
-    let tz = validate::timezone("timezone", &input.timezone)?;
+/// Nutrients in range: calories to 10,000, grams to 1,000, one decimal; an
+/// invalid-field error naming the first out of range otherwise.
+pub(super) fn valid_nutrients(n: Nutrients) -> Result<Nutrients, CommandError> {
     let grams =
         |field, value| validate::decimal(field, value, Decimal::ZERO, Decimal::from(1000), 1);
-    let nutrients = Nutrients {
+    Ok(Nutrients {
         calories: validate::decimal(
             "calories",
-            input.calories,
+            n.calories,
             Decimal::ZERO,
             Decimal::from(10_000),
             1,
         )?,
-        protein_g: grams("protein_g", input.protein_g)?,
-        carbs_g: grams("carbs_g", input.carbs_g)?,
-        fat_g: grams("fat_g", input.fat_g)?,
-    };
+        protein_g: grams("protein_g", n.protein_g)?,
+        carbs_g: grams("carbs_g", n.carbs_g)?,
+        fat_g: grams("fat_g", n.fat_g)?,
+    })
+}
+
+fn validate_meal(input: &MealInput, now: Timestamp) -> Result<ValidMeal, CommandError> {
+    let name = validate::text("name", &input.name, 1, 120)?;
+    let eaten_at = validate::instant("eaten_at", input.eaten_at, now)?;
+    let tz = validate::timezone("timezone", &input.timezone)?;
+    let nutrients = valid_nutrients(Nutrients {
+        calories: input.calories,
+        protein_g: input.protein_g,
+        carbs_g: input.carbs_g,
+        fat_g: input.fat_g,
+    })?;
     Ok(ValidMeal {
         name,
         eaten_at,
