@@ -322,8 +322,9 @@ async fn the_writer_counts_its_requests_commits_and_time() {
         .await;
     assert!(matches!(refused, Err(StoreError::ConditionFailed { .. })));
     let done = store.writer_totals().since(&start);
-    // One after the other, each request is a commit of its own.
-    assert_eq!((done.requests, done.commits), (4, 4));
+    // One after the other, each request is a commit of its own; the refused one wrote
+    // no item.
+    assert_eq!((done.requests, done.commits, done.items), (4, 4, 3));
     assert!(done.busy >= done.committing, "{done:?}");
     assert!(done.committing > std::time::Duration::ZERO, "{done:?}");
 
@@ -348,6 +349,31 @@ async fn the_writer_counts_its_requests_commits_and_time() {
         write.await.expect("task").expect("put");
     }
     let done = store.writer_totals().since(&before);
-    assert_eq!(done.requests, 64);
+    assert_eq!((done.requests, done.items), (64, 64));
     assert!((1..=64).contains(&done.commits), "{done:?}");
+
+    // A transaction counts every item it writes, a condition check none.
+    let before = store.writer_totals();
+    store
+        .transact(vec![
+            TransactAction::Put {
+                table: Context::Goals,
+                item: item(json!({"pk": pk, "sk": "TXN#1"})),
+                condition: None,
+            },
+            TransactAction::Put {
+                table: Context::Goals,
+                item: item(json!({"pk": pk, "sk": "TXN#2"})),
+                condition: None,
+            },
+            TransactAction::ConditionCheck {
+                table: Context::Goals,
+                key: Key::new(&pk, "GOAL#0"),
+                condition: Condition::ItemExists,
+            },
+        ])
+        .await
+        .expect("transaction");
+    let done = store.writer_totals().since(&before);
+    assert_eq!((done.requests, done.items), (1, 2));
 }

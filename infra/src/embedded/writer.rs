@@ -85,6 +85,8 @@ pub(super) struct Spent {
 pub(super) struct WriterCounters {
     commits: AtomicU64,
     requests: AtomicU64,
+    /// Items written, put or deleted (each with its change record).
+    items: AtomicU64,
     /// Requests' time from being handed over to the start of their group's transaction.
     queued_nanos: AtomicU64,
     /// Time from the start of a group's transaction to its durable commit.
@@ -100,6 +102,9 @@ pub struct WriterTotals {
     pub commits: u64,
     /// Write requests answered.
     pub requests: u64,
+    /// Items written, put or deleted, by committed requests (each also writes its
+    /// change record): the unit of the engine's ceiling in the store benchmark.
+    pub items: u64,
     /// Summed over requests: the wait in the writer's queue.
     pub queued: Duration,
     /// Summed over commits: the writer's time applying and committing a group.
@@ -114,6 +119,7 @@ impl WriterTotals {
         WriterTotals {
             commits: self.commits - earlier.commits,
             requests: self.requests - earlier.requests,
+            items: self.items - earlier.items,
             queued: self.queued.saturating_sub(earlier.queued),
             busy: self.busy.saturating_sub(earlier.busy),
             committing: self.committing.saturating_sub(earlier.committing),
@@ -127,6 +133,7 @@ impl WriterCounters {
         WriterTotals {
             commits: self.commits.load(Ordering::Relaxed),
             requests: self.requests.load(Ordering::Relaxed),
+            items: self.items.load(Ordering::Relaxed),
             queued: nanos(&self.queued_nanos),
             busy: nanos(&self.busy_nanos),
             committing: nanos(&self.commit_nanos),
@@ -206,8 +213,9 @@ fn commit_group(
     let at_ms = events_schema::time::Timestamp::now().millis();
     let mut seq = *next_seq;
     let mut results = Vec::with_capacity(group.len());
+    let mut items = 0;
     for job in &group {
-        match apply_job(&txn, names, &job.op, &mut seq, at_ms) {
+        match apply_job(&txn, names, &job.op, &mut seq, at_ms, &mut items) {
             Ok(result) => results.push(result),
             // A failure while writing leaves this transaction half-written: abandon the
             // whole group rather than commit it.
@@ -229,6 +237,7 @@ fn commit_group(
     if let Err(e) = committed {
         return fail_all(group, e.to_string());
     }
+    counters.items.fetch_add(items, Ordering::Relaxed);
     *next_seq = seq;
     for (job, (result, changes)) in group.into_iter().zip(results) {
         let _ = job.reply.send(Answer {
@@ -256,13 +265,15 @@ fn fail_all(group: Vec<Job>, error: String) {
 
 /// One request of a group, applied to the group's open transaction: its answer (a
 /// refused request wrote nothing; the others go on) and the change records it spent.
-/// `Err` when a write failed half-way: the transaction must not be committed.
+/// `Err` when a write failed half-way: the transaction must not be committed. Counts
+/// the items it wrote into `items`.
 fn apply_job(
     txn: &redb::WriteTransaction,
     names: &Names,
     op: &WriteOp,
     seq: &mut u64,
     at_ms: i64,
+    items: &mut u64,
 ) -> Result<(Result<WriteOutcome, StoreError>, Vec<Change>), StoreError> {
     let planned = match op {
         WriteOp::Checkpoint { consumer, seq } => {
@@ -285,6 +296,7 @@ fn apply_job(
         Err(e) => return Ok((Err(e), Vec::new())),
     };
     apply::write(txn, names, &changes, seq, at_ms)?;
+    *items += changes.len() as u64;
     let (done, spent) = outcome(op, changes);
     Ok((Ok(done), spent))
 }
