@@ -170,6 +170,29 @@ fn rotation(
     ])
 }
 
+/// Changing `user`'s password from the hash read (`current_hash`) to `new_hash`: only
+/// if nobody changed it meanwhile, and every one of its `sessions` ends with it.
+fn password_change(
+    user: &UserId,
+    current_hash: &str,
+    new_hash: String,
+    sessions: Vec<Key>,
+) -> Vec<Action> {
+    let mut actions = vec![Action::Update {
+        key: profile_key(user),
+        update: Update::default().set("password_hash", new_hash),
+        condition: Some(Condition::AttributeEquals(
+            "password_hash".into(),
+            json!(current_hash),
+        )),
+    }];
+    actions.extend(sessions.into_iter().map(|key| Action::Delete {
+        key,
+        condition: None,
+    }));
+    actions
+}
+
 impl IdentityCommands {
     /// Starts a session for `user` (after a sign-up or a sign-in); returns its first
     /// refresh token. Refused once the account's deletion is requested.
@@ -291,18 +314,9 @@ impl IdentityCommands {
         let now = self.clock.now();
         let event =
             crate::outbox::envelope(meta, &self.clock, now, &PasswordChanged { changed_at: now })?;
-        let mut actions = vec![
-            Action::Update {
-                key: profile_key(&meta.user),
-                update: Update::default().set("password_hash", hash),
-                condition: Some(Condition::AttributeEquals(
-                    "password_hash".into(),
-                    json!(profile.password_hash),
-                )),
-            },
-            crate::outbox::event_action(&meta.user_pk(), &event)?,
-        ];
-        actions.extend(self.end_every_session(&meta.user).await?);
+        let sessions = self.session_keys(&meta.user).await?;
+        let mut actions = password_change(&meta.user, &profile.password_hash, hash, sessions);
+        actions.push(crate::outbox::event_action(&meta.user_pk(), &event)?);
         match crate::idempotency::commit(
             &self.table,
             meta,
@@ -426,5 +440,31 @@ mod tests {
             rotation(&presented, &digest(&next), &fresh_secret(), now, 5),
             None
         );
+    }
+
+    #[test]
+    fn a_new_password_replaces_the_one_read_and_ends_every_session() {
+        let user = UserId::generate();
+        let open = sessions(&user, 3);
+        let actions = password_change(&user, "old-hash", "new-hash".into(), open.clone());
+        assert_eq!(
+            actions[0],
+            Action::Update {
+                key: profile_key(&user),
+                update: Update::default().set("password_hash", "new-hash"),
+                condition: Some(Condition::AttributeEquals(
+                    "password_hash".into(),
+                    json!("old-hash")
+                )),
+            }
+        );
+        let ended: Vec<Action> = open
+            .into_iter()
+            .map(|key| Action::Delete {
+                key,
+                condition: None,
+            })
+            .collect();
+        assert_eq!(actions[1..], ended[..]);
     }
 }

@@ -16,6 +16,7 @@ use events_schema::events::integrations::{
 };
 use events_schema::ids::{DeliveryId, ProviderName, UserId};
 use events_schema::keys::SortKey;
+use events_schema::time::Timestamp;
 use hmac::{Hmac, Mac};
 use infra::store::{CancelReason, Condition, Key};
 use infra::table::Action;
@@ -106,39 +107,27 @@ impl IntegrationCommands {
             .await?;
         let meta = CommandMeta::new(user);
         let pk = meta.user_pk();
-        let delivery_key = Key::new(
-            &pk,
-            SortKey::Delivery(provider.name().clone(), delivery).to_string(),
-        );
-        let mut actions = vec![Action::Put {
-            item: to_item(
-                &delivery_key,
-                &json!({"received_at": self.clock.now(), "items": count}),
-            )?,
-            condition: Some(Condition::ItemNotExists),
-        }];
-        for workout in &payload.workouts {
-            let received = WearableWorkoutReceived {
-                provider: provider.name().clone(),
-                delivery_id: delivery_id.clone(),
-                workout: workout.clone(),
-                timezone: timezone.clone(),
-            };
+        let delivered = Delivered {
+            payload: &payload,
+            delivery_id: &delivery_id,
+            delivery,
+            count,
+        };
+        let publication =
+            publication(&pk, provider.name(), &delivered, timezone, self.clock.now())?;
+        let mut actions = vec![publication.record];
+        for received in &publication.workouts {
+            let at = received.workout.started_at;
             actions.push(event_action(
                 &pk,
-                &envelope(&meta, &self.clock, workout.started_at, &received)?,
+                &envelope(&meta, &self.clock, at, received)?,
             )?);
         }
-        for sleep in &payload.sleep {
-            let received = WearableSleepReceived {
-                provider: provider.name().clone(),
-                delivery_id: delivery_id.clone(),
-                sleep: sleep.clone(),
-                timezone: timezone.clone(),
-            };
+        for received in &publication.sleep {
+            let at = received.sleep.start;
             actions.push(event_action(
                 &pk,
-                &envelope(&meta, &self.clock, sleep.start, &received)?,
+                &envelope(&meta, &self.clock, at, received)?,
             )?);
         }
         match idempotency::commit(&self.table, &meta, &pk, &json!({}), actions, count).await? {
@@ -177,6 +166,67 @@ impl IntegrationCommands {
     }
 }
 
+/// A parsed delivery: its body, its id as sent and as a key part, how many items.
+struct Delivered<'a> {
+    payload: &'a WebhookPayload,
+    delivery_id: &'a str,
+    delivery: DeliveryId,
+    count: usize,
+}
+
+/// What a verified delivery publishes in the partition `pk` of the account connected
+/// as its provider user: its record, received `now` (written only if it was not
+/// recorded before: a redelivery publishes nothing), and an event per workout and per
+/// sleep session, in the timezone the account connected with.
+struct Publication {
+    record: Action,
+    workouts: Vec<WearableWorkoutReceived>,
+    sleep: Vec<WearableSleepReceived>,
+}
+
+fn publication(
+    pk: &str,
+    provider: &ProviderName,
+    delivered: &Delivered<'_>,
+    timezone: Option<String>,
+    now: Timestamp,
+) -> Result<Publication, CommandError> {
+    let key = Key::new(
+        pk,
+        SortKey::Delivery(provider.clone(), delivered.delivery.clone()).to_string(),
+    );
+    let record = Action::Put {
+        item: to_item(&key, &json!({"received_at": now, "items": delivered.count}))?,
+        condition: Some(Condition::ItemNotExists),
+    };
+    let payload = delivered.payload;
+    let workouts = payload
+        .workouts
+        .iter()
+        .map(|workout| WearableWorkoutReceived {
+            provider: provider.clone(),
+            delivery_id: delivered.delivery_id.to_owned(),
+            workout: workout.clone(),
+            timezone: timezone.clone(),
+        })
+        .collect();
+    let sleep = payload
+        .sleep
+        .iter()
+        .map(|sleep| WearableSleepReceived {
+            provider: provider.clone(),
+            delivery_id: delivered.delivery_id.to_owned(),
+            sleep: sleep.clone(),
+            timezone: timezone.clone(),
+        })
+        .collect();
+    Ok(Publication {
+        record,
+        workouts,
+        sleep,
+    })
+}
+
 /// A delivery's body, its id (as sent and as a key part) and how many items it carries;
 /// an invalid request error, naming the field, for anything else.
 fn parse_delivery(
@@ -201,6 +251,90 @@ fn parse_delivery(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    fn delivery_body() -> Vec<u8> {
+        json!({
+            "delivery_id": "delivery-1",
+            "provider_user_id": "athlete-1",
+            "workouts": [
+                {"external_id": "w-1", "sport": "run", "started_at": "2026-03-02T07:00:00.000Z",
+                 "duration_s": 1800, "distance_m": 5000, "calories": 300},
+                {"external_id": "w-2", "sport": "ride", "started_at": "2026-03-02T17:00:00.000Z",
+                 "duration_s": 3600, "distance_m": null, "calories": null},
+            ],
+            "sleep": [
+                {"external_id": "s-1", "start": "2026-03-01T22:30:00.000Z",
+                 "end": "2026-03-02T06:30:00.000Z", "score": 81,
+                 "stages": {"awake_min": 20, "light_min": 250, "deep_min": 90, "rem_min": 120}},
+            ],
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    #[test]
+    fn a_delivery_is_recorded_once_and_publishes_an_event_per_item() {
+        let provider = ProviderName::parse("strava").expect("provider");
+        let (payload, delivery_id, delivery, count) =
+            parse_delivery(&delivery_body()).expect("a valid delivery");
+        assert_eq!(count, 3);
+        let delivered = Delivered {
+            payload: &payload,
+            delivery_id: &delivery_id,
+            delivery: delivery.clone(),
+            count,
+        };
+        let now = Timestamp::parse("2026-03-02T18:00:00.000Z").expect("now");
+        let timezone = Some("Europe/Paris".to_owned());
+        let published =
+            publication("USER#u", &provider, &delivered, timezone.clone(), now).expect("decided");
+        // The record: written only if this delivery was never recorded.
+        let Action::Put { item, condition } = &published.record else {
+            panic!("a put: {:?}", published.record);
+        };
+        assert_eq!(condition, &Some(Condition::ItemNotExists));
+        assert_eq!(
+            item["sk"],
+            SortKey::Delivery(provider.clone(), delivery)
+                .to_string()
+                .as_str()
+        );
+        assert_eq!(item["items"], 3);
+        // The events: one per item, as sent, in the account's timezone.
+        let workouts: Vec<_> = published.workouts.iter().map(|w| &w.workout).collect();
+        assert_eq!(workouts, payload.workouts.iter().collect::<Vec<_>>());
+        assert_eq!(published.sleep.len(), 1);
+        assert_eq!(published.sleep[0].sleep, payload.sleep[0]);
+        for (provider_of, delivery_of, timezone_of) in published
+            .workouts
+            .iter()
+            .map(|w| (&w.provider, &w.delivery_id, &w.timezone))
+            .chain(
+                published
+                    .sleep
+                    .iter()
+                    .map(|s| (&s.provider, &s.delivery_id, &s.timezone)),
+            )
+        {
+            assert_eq!(
+                (provider_of, delivery_of.as_str(), timezone_of),
+                (&provider, "delivery-1", &timezone)
+            );
+        }
+    }
+
+    #[test]
+    fn a_delivery_over_the_item_limit_or_without_an_id_is_refused() {
+        let mut body: Value = serde_json::from_slice(&delivery_body()).expect("json");
+        let workout = body["workouts"][0].clone();
+        body["workouts"] = Value::Array(vec![workout; MAX_ITEMS + 1]);
+        let error = parse_delivery(body.to_string().as_bytes()).expect_err("too many");
+        assert!(error.to_string().contains("at most"), "{error}");
+        let mut body: Value = serde_json::from_slice(&delivery_body()).expect("json");
+        body["delivery_id"] = json!("");
+        let error = parse_delivery(body.to_string().as_bytes()).expect_err("no id");
+        assert!(error.to_string().contains("delivery_id"), "{error}");
+    }
 
     #[test]
     fn signatures_verify_only_with_secret_body_and_fresh_timestamp() {
