@@ -135,10 +135,20 @@ fn starting(
     Ok(actions)
 }
 
+/// Whether `presented` carries its session's current secret, whose digest is `stored`;
+/// compared in constant time.
+fn is_current(presented: &Presented, stored: &str) -> bool {
+    let presented_hash = digest(&presented.secret);
+    bool::from(subtle::ConstantTimeEq::ct_eq(
+        stored.as_bytes(),
+        presented_hash.as_bytes(),
+    ))
+}
+
 /// Rotating the `presented` token whose session stores `stored` (a digest) to
 /// `next_secret`, on condition that nobody rotated it meanwhile and the account is
 /// still active; `None` when the presented secret is not the current one (a reuse,
-/// which ends the session). The digests are compared in constant time.
+/// which ends the session).
 fn rotation(
     presented: &Presented,
     stored: &str,
@@ -146,11 +156,7 @@ fn rotation(
     now: Timestamp,
     expires_at: i64,
 ) -> Option<Vec<Action>> {
-    let presented_hash = digest(&presented.secret);
-    if !bool::from(subtle::ConstantTimeEq::ct_eq(
-        stored.as_bytes(),
-        presented_hash.as_bytes(),
-    )) {
+    if !is_current(presented, stored) {
         return None;
     }
     let update = Update::default()
@@ -261,7 +267,8 @@ impl IdentityCommands {
             return Ok(());
         };
         // Only the holder of the current token may end it (not someone guessing ids).
-        if stored.get("secret_hash").and_then(Value::as_str) != Some(&digest(&presented.secret)) {
+        let current = stored.get("secret_hash").and_then(Value::as_str);
+        if !current.is_some_and(|current| is_current(&presented, current)) {
             return Err(refused());
         }
         self.table.delete(&key, None).await?;

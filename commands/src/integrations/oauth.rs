@@ -106,28 +106,17 @@ impl IntegrationCommands {
             .map_err(|e| CommandError::Internal(e.to_string()))?;
         // The store expires items by its own (real) clock, whatever the handlers' clock.
         let expires_at = now_epoch_seconds() + STATE_TTL_SECONDS;
-        let mut item = to_item(
-            &state_key(&state),
-            &json!({"user_id": meta.user, "provider": provider.name(), "timezone": timezone}),
-        )?;
-        item.insert("expires_at".into(), json!(expires_at));
+        let pending = Pending {
+            user: &meta.user,
+            state: &state,
+            provider: provider.name(),
+            timezone: &timezone,
+        };
+        let actions = starting(&pending, expires_at)?;
         let started = ConnectStarted {
             authorize_url: provider.authorize_url(state.as_str()),
             state: state.to_string(),
         };
-        // A pointer in the user's partition, so erasing the account finds the state.
-        let mut pointer = to_item(&state_ref_key(&meta.user_pk(), &state), &json!({}))?;
-        pointer.insert("expires_at".into(), json!(expires_at));
-        let actions = vec![
-            Action::Put {
-                item,
-                condition: Some(Condition::ItemNotExists),
-            },
-            Action::Put {
-                item: pointer,
-                condition: None,
-            },
-        ];
         match idempotency::commit(
             &self.table,
             meta,
@@ -353,6 +342,31 @@ struct Pending<'a> {
     timezone: &'a str,
 }
 
+/// Starting `pending`: its state item (whose it is, for which provider, the user's
+/// timezone), written only if the state is new, and a pointer to it in the user's
+/// partition, so erasing the account finds it; both expire at `expires_at`.
+fn starting(pending: &Pending<'_>, expires_at: i64) -> Result<Vec<Action>, CommandError> {
+    let user = pending.user;
+    let mut item = to_item(
+        &state_key(pending.state),
+        &json!({"user_id": user, "provider": pending.provider, "timezone": pending.timezone}),
+    )?;
+    item.insert("expires_at".into(), json!(expires_at));
+    let pk = PartitionKey::User(user.clone()).to_string();
+    let mut pointer = to_item(&state_ref_key(&pk, pending.state), &json!({}))?;
+    pointer.insert("expires_at".into(), json!(expires_at));
+    Ok(vec![
+        Action::Put {
+            item,
+            condition: Some(Condition::ItemNotExists),
+        },
+        Action::Put {
+            item: pointer,
+            condition: None,
+        },
+    ])
+}
+
 /// What completing a connect read: the user's connection to the provider, the account
 /// the granted identity routes to, and the identity the connection held before (when
 /// another one) with the account it routes to.
@@ -514,6 +528,35 @@ mod tests {
 
     fn state() -> OAuthState {
         OAuthState::parse(&"ab".repeat(32)).expect("state")
+    }
+
+    #[test]
+    fn a_started_connect_remembers_whose_it_is_in_a_new_state_and_a_pointer() {
+        let user = UserId::generate();
+        let provider = strava();
+        let pending = Pending {
+            user: &user,
+            state: &state(),
+            provider: &provider,
+            timezone: "Europe/Paris",
+        };
+        let actions = starting(&pending, 1_234).expect("actions");
+        let Action::Put { item, condition } = &actions[0] else {
+            panic!("the state first: {actions:?}");
+        };
+        assert_eq!(condition, &Some(Condition::ItemNotExists));
+        assert_eq!(item["pk"], state_key(&state()).pk.as_str());
+        assert_eq!(
+            (&item["user_id"], &item["provider"], &item["timezone"]),
+            (&json!(user), &json!("strava"), &json!("Europe/Paris"))
+        );
+        assert_eq!(item["expires_at"], 1_234);
+        let Action::Put { item, .. } = &actions[1] else {
+            panic!("the pointer second: {actions:?}");
+        };
+        let pk = PartitionKey::User(user.clone()).to_string();
+        assert_eq!(item["sk"], state_ref_key(&pk, &state()).sk.as_str());
+        assert_eq!(item["expires_at"], 1_234);
     }
 
     #[test]
