@@ -474,4 +474,15 @@ mod tests {
             .collect();
         assert_eq!(actions[1..], ended[..]);
     }
+
+    #[test]
+    fn only_the_current_secret_is_current() {
+        let (user, session, secret) = (UserId::generate(), SessionId::generate(), fresh_secret());
+        let presented = Presented::parse(&format!("{user}.{session}.{secret}")).expect("valid");
+        assert!(is_current(&presented, &digest(&secret)));
+        assert!(!is_current(&presented, &digest(&fresh_secret())));
+        // The stored value is a digest: the secret itself is not accepted in its place.
+        assert!(!is_current(&presented, &secret));
+        assert!(!is_current(&presented, ""));
+    }
 }
