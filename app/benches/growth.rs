@@ -68,11 +68,7 @@ impl Sizes {
 
 fn main() -> anyhow::Result<()> {
     let sizes = Sizes::from_env()?;
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("building the runtime")?
-        .block_on(bench(sizes))
+    support::run_bench(bench(sizes))
 }
 
 /// What one step measured.

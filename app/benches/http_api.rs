@@ -61,11 +61,7 @@ impl Sizes {
 fn main() -> anyhow::Result<()> {
     // `cargo bench` passes `--bench` (and any filter); this harness has nothing to filter.
     let sizes = Sizes::from_env()?;
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("building the runtime")?
-        .block_on(bench(sizes))
+    support::run_bench(bench(sizes))
 }
 
 async fn bench(sizes: Sizes) -> anyhow::Result<()> {

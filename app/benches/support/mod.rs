@@ -25,6 +25,17 @@ use vitals::{server, setup, storage};
 /// The day every dashboard is read for, and the last day of the long history.
 pub const QUERY_DATE: &str = "2026-03-01";
 
+/// Runs a benchmark's body on a multi-threaded runtime.
+pub fn run_bench(
+    bench: impl std::future::Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("building the runtime")?
+        .block_on(bench)
+}
+
 pub fn env_number(name: &str, default: u32) -> anyhow::Result<u32> {
     match std::env::var(name) {
         Ok(text) => text
