@@ -193,8 +193,8 @@ impl EmbeddedStore {
             .map_err(backend)?
     }
 
-    /// What the single writer has done since the store opened (commits, requests, time
-    /// queued, applying and committing): where a write's latency goes.
+    /// What the single writer has done since the store opened (commits, requests, items
+    /// written, time queued, applying and committing): where a write's latency goes.
     pub fn writer_totals(&self) -> WriterTotals {
         self.counters.totals()
     }
