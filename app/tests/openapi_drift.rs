@@ -8,7 +8,7 @@
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -665,48 +665,107 @@ fn meal(calories: i64) -> Value {
     serde_json::json!({"name": "Oats", "eaten_at": format!("{}T09:00:00+01:00", utc_today()), "calories": calories, "protein_g": 30, "carbs_g": 40.5, "fat_g": 5})
 }
 
+/// The API walked once, as the mobile app and the operator use it: one server (the
+/// router over an embedded store, the projectors running) shared by the named cases
+/// below, in order, each leaving what the next needs. A failure names its case.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_the_handlers_answer_is_what_the_document_says() {
-    use serde_json::json;
+    let walk = Walk::start().await;
+    operations(&walk).await;
+    let ana = identity(&walk).await;
+    let goal = writes(&walk, &ana).await;
+    a_wearable(&walk, &ana).await;
+    reads(&walk, &ana, &goal).await;
+    catalog_plans_and_environment(&walk, &ana).await;
+    readiness(&walk, &ana).await;
+    errors(&walk, &ana).await;
+    sessions(&walk, &ana).await;
+    leaving(&walk, &ana).await;
+    every_operation_was_walked(&walk);
+}
 
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let embedded = Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("opens"));
-    let store: Arc<dyn infra::Store> = embedded.clone();
-    let shared = store.clone();
-    let pipeline = Arc::new(projectors::pipeline::Pipeline::start(
-        store.clone(),
-        Arc::new(infra::feed::embedded::EmbeddedFeed::new(embedded)),
-        projectors::registry::all(store.clone()),
-    ));
-    let api = Arc::new(vitals::http::api::Api::new(
-        store.clone(),
-        Auth::new(b"test-secret", Verifier::Local),
-        "hook-secret",
-        vitals::http::limits::Limits::new(vitals::http::limits::LimitSettings {
-            user_per_second: 10000,
-            auth_per_minute: 100_000,
-            account_per_minute: 100_000,
-            webhook_per_second: 100_000,
-        }),
-    ));
-    let client = Client {
-        router: app(AppState {
-            store,
-            pipeline: Some(pipeline.clone()),
-            api: api.clone(),
-        }),
-        checker: Checker {
-            document: generated(),
-        },
-        answered: Default::default(),
-    };
+/// The server the cases share.
+struct Walk {
+    client: Client,
+    api: Arc<vitals::http::api::Api>,
+    store: Arc<dyn infra::Store>,
+    pipeline: Arc<projectors::pipeline::Pipeline>,
+    _dir: tempfile::TempDir,
+}
 
-    // Operations.
+impl Walk {
+    async fn start() -> Self {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let embedded = Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("opens"));
+        let store: Arc<dyn infra::Store> = embedded.clone();
+        let shared = store.clone();
+        let pipeline = Arc::new(projectors::pipeline::Pipeline::start(
+            store.clone(),
+            Arc::new(infra::feed::embedded::EmbeddedFeed::new(embedded)),
+            projectors::registry::all(store.clone()),
+        ));
+        let api = Arc::new(vitals::http::api::Api::new(
+            store.clone(),
+            Auth::new(b"test-secret", Verifier::Local),
+            "hook-secret",
+            vitals::http::limits::Limits::new(vitals::http::limits::LimitSettings {
+                user_per_second: 10000,
+                auth_per_minute: 100_000,
+                account_per_minute: 100_000,
+                webhook_per_second: 100_000,
+            }),
+        ));
+        let client = Client {
+            router: app(AppState {
+                store,
+                pipeline: Some(pipeline.clone()),
+                api: api.clone(),
+            }),
+            checker: Checker {
+                document: generated(),
+            },
+            answered: Default::default(),
+        };
+        Self {
+            client,
+            api,
+            store: shared,
+            pipeline,
+            _dir: dir,
+        }
+    }
+}
+
+/// Ana, signed up by the identity case: her access token and user id.
+struct Ana {
+    token: String,
+    user: String,
+}
+
+/// Names the case that was running when a test fails.
+struct Case(&'static str);
+
+impl Drop for Case {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("failed in case `{}`", self.0);
+        }
+    }
+}
+
+/// Operations: health, metrics and the document itself.
+async fn operations(walk: &Walk) {
+    let _case = Case("operations");
+    let client = &walk.client;
     client.send(Call::new("get", "/healthz")).await;
     client.send(Call::new("get", "/metrics")).await;
     client.send(Call::new("get", "/openapi.json")).await;
+}
 
-    // Identity.
+/// Identity: sign-up (a taken email refused), sign-in (a wrong password refused).
+async fn identity(walk: &Walk) -> Ana {
+    let _case = Case("identity");
+    let client = &walk.client;
     let register = json!({"email": "ana@example.com", "password": "correct horse battery", "display_name": "Ana", "timezone": "UTC"});
     let reply = client
         .send(Call::new("post", "/v1/auth/register").json(register.clone()))
@@ -716,7 +775,6 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
         .as_str()
         .expect("token")
         .to_owned();
-    let token = token.as_str();
     let user = reply.json()["user_id"].as_str().expect("user").to_owned();
     let taken = client
         .send(Call::new("post", "/v1/auth/register").json(register))
@@ -732,8 +790,15 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
         .send(Call::new("post", "/v1/auth/login").json(wrong))
         .await;
     assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+    Ana { token, user }
+}
 
-    // Writes.
+/// Writes: a goal, meals (an idempotent retry, a reused key refused, an edit, a
+/// deletion), a workout, a night and a training block; returns the goal's id.
+async fn writes(walk: &Walk, ana: &Ana) -> String {
+    let _case = Case("writes");
+    let (client, api) = (&walk.client, &walk.api);
+    let (token, user) = (ana.token.as_str(), &ana.user);
     let reply = client
         .send(
             Call::new("post", "/v1/me/goals")
@@ -812,7 +877,7 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
         .await;
     assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
     let meta =
-        commands::CommandMeta::new(events_schema::ids::UserId::parse(&user).expect("user id"));
+        commands::CommandMeta::new(events_schema::ids::UserId::parse(user).expect("user id"));
     let today = events_schema::time::Day::new(chrono::Utc::now().date_naive());
     api.activity
         .start_training_block(
@@ -825,8 +890,14 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
         )
         .await
         .expect("a training block");
+    goal
+}
 
-    // A wearable.
+/// A wearable: connected through the sandbox provider, a signed webhook delivered
+/// twice, an unsigned one refused.
+async fn a_wearable(walk: &Walk, ana: &Ana) {
+    let _case = Case("a wearable");
+    let (client, token) = (&walk.client, ana.token.as_str());
     let reply = client
         .send(Call::new("post", "/v1/integrations/{provider}/connect").token(token))
         .await;
@@ -868,8 +939,13 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
         )
         .await;
     assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+}
 
-    // Reads, once the projections have converged.
+/// Reads, once the projections have converged; polling with an entity tag; profile and
+/// goal updates.
+async fn reads(walk: &Walk, ana: &Ana, goal: &str) {
+    let _case = Case("reads");
+    let (client, token) = (&walk.client, ana.token.as_str());
     client
         .eventually(
             "/v1/me/dashboard",
@@ -985,8 +1061,13 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
         )
         .await;
     assert_eq!(reply.status, StatusCode::CONFLICT, "{}", reply.text);
+}
 
-    // The catalog (curated by an operator), plans, readiness and the environment.
+/// The catalog (curated by an operator), scheduled meals, training blocks and the
+/// environment.
+async fn catalog_plans_and_environment(walk: &Walk, ana: &Ana) {
+    let _case = Case("catalog, plans and environment");
+    let (client, api, token) = (&walk.client, &walk.api, ana.token.as_str());
     let curator = commands::CommandMeta::new(events_schema::ids::UserId::generate());
     let recipe = api
         .nutrition
@@ -1112,7 +1193,13 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
         )
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
-    // Readiness: the nightly job scores today once the day's markers are projected.
+}
+
+/// Readiness: the nightly job scores today once the day's markers are projected.
+async fn readiness(walk: &Walk, ana: &Ana) {
+    let _case = Case("readiness");
+    let (client, shared, token) = (&walk.client, &walk.store, ana.token.as_str());
+    let today = utc_today();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         projectors::insights::nightly_readiness(
@@ -1138,8 +1225,12 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+}
 
-    // Errors, each with its documented status and shape.
+/// Errors, each with its documented status and shape.
+async fn errors(walk: &Walk, ana: &Ana) {
+    let _case = Case("errors");
+    let (client, token) = (&walk.client, ana.token.as_str());
     for (method, template, call) in [
         ("get", "/v1/me/profile", Call::new("get", "/v1/me/profile")),
         (
@@ -1253,9 +1344,13 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
             reply.text
         );
     }
+}
 
-    // Sessions: a refresh token works once; logout ends a session; a password change
-    // ends them all.
+/// Sessions: a refresh token works once; logout ends a session; a password change ends
+/// them all; a provider disconnected.
+async fn sessions(walk: &Walk, ana: &Ana) {
+    let _case = Case("sessions");
+    let (client, token) = (&walk.client, ana.token.as_str());
     let signed_in = client
         .send(
             Call::new("post", "/v1/auth/login")
@@ -1317,15 +1412,23 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
         )
         .await;
     assert_eq!(reply.status, StatusCode::NO_CONTENT, "{}", reply.text);
+}
 
+/// Leaving: the account's deletion is accepted; the projectors stop.
+async fn leaving(walk: &Walk, ana: &Ana) {
+    let _case = Case("leaving");
+    let (client, token) = (&walk.client, ana.token.as_str());
     let reply = client
         .send(Call::new("delete", "/v1/me").token(token))
         .await;
     assert_eq!(reply.status, StatusCode::ACCEPTED, "{}", reply.text);
-    pipeline.stop().await;
+    walk.pipeline.stop().await;
+}
 
-    // Every documented operation answered with a success at least once.
-    let answered = client.answered.lock().expect("answered").clone();
+/// Every documented operation answered with a success at least once.
+fn every_operation_was_walked(walk: &Walk) {
+    let _case = Case("every operation walked");
+    let answered = walk.client.answered.lock().expect("answered").clone();
     let missing: Vec<_> = documented().difference(&answered).cloned().collect();
     assert!(missing.is_empty(), "operations never walked: {missing:?}");
 }
