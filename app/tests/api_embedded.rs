@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::{Client, register};
+use support::{Case, Client, register};
 
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -17,6 +17,8 @@ fn meal(calories: u32) -> Value {
     json!({"name": "Oats", "eaten_at": format!("{today}T08:00:00.000Z", today = support::today()), "calories": calories.to_string(), "protein_g": "30", "carbs_g": "40", "fat_g": "5"})
 }
 
+/// The mobile app's walk on one server: named cases, in order, each saying its name
+/// when it fails.
 #[test]
 fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
     let dir = tempfile::tempdir().expect("temporary directory");
@@ -29,11 +31,34 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
         ],
     );
     let address = server.address.clone();
-    let ana = register(&address, "ana@example.com");
-    let bob = register(&address, "bob@example.com");
+    let walk = Walk {
+        ana: register(&address, "ana@example.com"),
+        bob: register(&address, "bob@example.com"),
+        anon: Client::anonymous(&address),
+        address,
+    };
+    sign_in(&walk);
+    let goal_id = a_goal_first(&walk);
+    let meal_id = meals_one_retried(&walk);
+    a_wearable_delivering_twice(&walk);
+    everything_converges(&walk, &goal_id);
+    bob_sees_none_of_anas_things(&walk, &goal_id, &meal_id);
+    errors_have_their_documented_shapes(&walk);
+    assert!(server.stop().success());
+}
 
-    // Login gives a working token too.
-    let anon = Client::anonymous(&address);
+/// The server's address and its users: Ana, Bob, and a client without a token.
+struct Walk {
+    address: String,
+    ana: Client,
+    bob: Client,
+    anon: Client,
+}
+
+/// Login gives a working token too; a wrong password does not.
+fn sign_in(walk: &Walk) {
+    let _case = Case("sign in");
+    let anon = &walk.anon;
     let (status, login) = anon.call(
         "POST",
         "/v1/auth/login",
@@ -48,8 +73,12 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
         &[],
     );
     assert_eq!(status, 401);
+}
 
-    // A goal first: progress is computed from the facts that arrive after it.
+/// A goal first: progress is computed from the facts that arrive after it.
+fn a_goal_first(walk: &Walk) -> String {
+    let _case = Case("a goal first");
+    let ana = &walk.ana;
     let (status, goal) = ana.call(
         "POST",
         "/v1/me/goals",
@@ -57,9 +86,14 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
         &[],
     );
     assert_eq!(status, 201, "{goal}");
-    let goal_id = goal["goal_id"].as_str().expect("goal id").to_owned();
+    goal["goal_id"].as_str().expect("goal id").to_owned()
+}
 
-    // Meals, one retried with the same Idempotency-Key.
+/// Meals, one retried with the same Idempotency-Key, the key reused for another meal
+/// refused; returns the first meal's id.
+fn meals_one_retried(walk: &Walk) -> String {
+    let _case = Case("meals, one retried");
+    let ana = &walk.ana;
     let (status, first) = ana.call(
         "POST",
         "/v1/me/meals",
@@ -90,9 +124,14 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
     );
     let (status, _) = ana.call("POST", "/v1/me/meals", Some(meal(250)), &[]);
     assert_eq!(status, 201);
-    let meal_id = first["meal_id"].as_str().expect("meal id").to_owned();
+    first["meal_id"].as_str().expect("meal id").to_owned()
+}
 
-    // A wearable: connect, callback, the same workout delivered twice.
+/// A wearable: connect, callback, the same workout delivered twice; a forged delivery
+/// refused.
+fn a_wearable_delivering_twice(walk: &Walk) {
+    let _case = Case("a wearable delivering twice");
+    let (address, ana, anon) = (&walk.address, &walk.ana, &walk.anon);
     let (status, started) = ana.call("POST", "/v1/integrations/sandbox/connect", None, &[]);
     assert_eq!(status, 200, "{started}");
     let state = started["state"].as_str().expect("state");
@@ -112,7 +151,7 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
         let signature = commands::integrations::sign(b"test-hook-secret", now, &bytes);
         let now = now.to_string();
         let (status, reply) = support::send(
-            &address,
+            address,
             "POST",
             "/v1/integrations/sandbox/webhook",
             &[
@@ -124,15 +163,19 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
         assert_eq!(status, 202, "{reply}");
     }
     let (status, forged) = support::send(
-        &address,
+        address,
         "POST",
         "/v1/integrations/sandbox/webhook",
         &[("X-Vitals-Timestamp", "1"), ("X-Vitals-Signature", "00")],
         Some(b"{}"),
     );
     assert_eq!(status, 401, "{forged}");
+}
 
-    // Everything converges on the read side.
+/// Everything converges on the read side: dashboard, goal progress, profile, lists.
+fn everything_converges(walk: &Walk, goal_id: &str) {
+    let _case = Case("everything converges");
+    let ana = &walk.ana;
     let dashboard = ana.eventually(
         &format!("/v1/me/dashboard?date={today}", today = support::today()),
         CONVERGE_WITHIN,
@@ -176,8 +219,12 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
         (status, goals["goals"].as_array().map(Vec::len)),
         (200, Some(1))
     );
+}
 
-    // Bob sees none of Ana's things.
+/// Bob sees none of Ana's things: 404 for every one of her ids.
+fn bob_sees_none_of_anas_things(walk: &Walk, goal_id: &str, meal_id: &str) {
+    let _case = Case("Bob sees none of Ana's things");
+    let bob = &walk.bob;
     for (method, path, body) in [
         ("PUT", format!("/v1/me/meals/{meal_id}"), Some(meal(1))),
         ("DELETE", format!("/v1/me/meals/{meal_id}"), None),
@@ -194,8 +241,12 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
     }
     let (status, _) = bob.call("GET", "/v1/me/workouts/latest", None, &[]);
     assert_eq!(status, 404);
+}
 
-    // Errors.
+/// Errors, with their documented statuses and codes.
+fn errors_have_their_documented_shapes(walk: &Walk) {
+    let _case = Case("errors");
+    let (address, ana, anon) = (&walk.address, &walk.ana, &walk.anon);
     let (status, reply) = anon.call(
         "GET",
         &format!("/v1/me/dashboard?date={today}", today = support::today()),
@@ -208,11 +259,11 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
     );
     let forged = Client {
         token: Some(format!("{}x", ana.token.clone().unwrap_or_default())),
-        ..Client::anonymous(&address)
+        ..Client::anonymous(address)
     };
     assert_eq!(forged.call("GET", "/v1/me/profile", None, &[]).0, 401);
     let (status, _) = support::send(
-        &address,
+        address,
         "POST",
         "/v1/me/meals",
         &[
@@ -244,8 +295,6 @@ fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
         (status, reply["error"]["code"].as_str()),
         (404, Some("not_found"))
     );
-
-    assert!(server.stop().success());
 }
 
 /// Found by the schema-driven fuzzer: `PATCH /v1/me/profile` with an email and other

@@ -6,12 +6,15 @@
 //! After changing a handler or a route, regenerate the document with
 //! `VITALS_WRITE_OPENAPI=1 cargo test -p vitals --test openapi_drift`.
 
+mod support;
+
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
+use support::Case;
 use tower::ServiceExt as _;
 use vitals::http::auth::{Auth, Verifier};
 use vitals::http::{AppState, app, openapi};
@@ -740,17 +743,6 @@ impl Walk {
 struct Ana {
     token: String,
     user: String,
-}
-
-/// Names the case that was running when a test fails.
-struct Case(&'static str);
-
-impl Drop for Case {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("failed in case `{}`", self.0);
-        }
-    }
 }
 
 /// Operations: health, metrics and the document itself.

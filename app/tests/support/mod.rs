@@ -333,3 +333,15 @@ pub fn register_once_free(address: &str, email: &str, within: Duration) -> Clien
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Names the case of a long black-box walk that was running when it fails: hold one
+/// (`let _case = Case("reads");`) for the length of each case.
+pub struct Case(pub &'static str);
+
+impl Drop for Case {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("failed in case `{}`", self.0);
+        }
+    }
+}
