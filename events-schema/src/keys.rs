@@ -585,6 +585,29 @@ mod tests {
             "PROFILE#x".parse::<SortKey>(),
             Err(KeyError::WrongArity { .. })
         ));
+        // Each table of kinds checks its own arity: a unit kind takes no part (not even
+        // an empty one), a dated kind two, a daily kind one.
+        for (raw, expected) in [
+            ("PROFILE#", 0),
+            ("DAILY#2026-01-31#x", 1),
+            ("~SLEEP#2026-01-31", 2),
+        ] {
+            assert!(
+                matches!(raw.parse::<SortKey>(), Err(KeyError::WrongArity { expected: e, .. }) if e == expected),
+                "{raw}"
+            );
+        }
+        for raw in ["DAILY#31-01-2026", "DAILY"] {
+            assert!(
+                matches!(raw.parse::<SortKey>(), Err(KeyError::Time(_))),
+                "{raw}"
+            );
+        }
+        assert_eq!("OAUTH_STATE".parse::<SortKey>(), Ok(SortKey::OAuthState));
+        assert!(matches!(
+            "OAUTH_STATE#abc".parse::<SortKey>(),
+            Ok(SortKey::OAuthStateRef(_))
+        ));
         assert!(matches!(
             "NOPE#1".parse::<SortKey>(),
             Err(KeyError::UnknownKind(_))
