@@ -10,13 +10,9 @@ use events_schema::Context;
 use events_schema::tables;
 use redb::{ReadableTable, WriteTransaction};
 
-/// One item change: what was there and what will be.
-pub(super) struct Change {
-    pub table: Context,
-    pub key: Key,
-    pub old: Option<Item>,
-    pub new: Option<Item>,
-}
+/// One item change: what was there and what will be (the shared planner's type, so a
+/// planned transaction is written as it comes).
+pub(super) use crate::store::plan::Planned as Change;
 
 pub(super) fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
@@ -53,18 +49,9 @@ pub(super) fn plan_batch(
     actions: &[TransactAction],
 ) -> Result<Vec<Change>, StoreError> {
     let keys = store_plan::action_keys(actions)?;
-    let planned = store_plan::plan(actions, keys, |table, key| {
+    store_plan::plan(actions, keys, |table, key| {
         read_item(txn, names, table, key)
-    })?;
-    Ok(planned
-        .into_iter()
-        .map(|p| Change {
-            table: p.table,
-            key: p.key,
-            old: p.old,
-            new: p.new,
-        })
-        .collect())
+    })
 }
 
 /// Writes planned changes: items, index and expiry entries, change log records.

@@ -141,8 +141,9 @@ impl WriterCounters {
     }
 }
 
-fn nanos_since(start: Instant) -> u64 {
-    u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+/// A duration in nanoseconds, for the counters (saturating: 584 years fit).
+fn nanos(elapsed: Duration) -> u64 {
+    u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Starts the writer thread; it stops when every sender is dropped.
@@ -198,10 +199,9 @@ fn commit_group(
     counters: &WriterCounters,
 ) {
     let started = Instant::now();
-    let queued: u64 = group
-        .iter()
-        .map(|job| u64::try_from(started.duration_since(job.sent).as_nanos()).unwrap_or(0))
-        .sum();
+    let queued = group.iter().fold(0u64, |sum, job| {
+        sum.saturating_add(nanos(started.duration_since(job.sent)))
+    });
     counters.queued_nanos.fetch_add(queued, Ordering::Relaxed);
     counters
         .requests
@@ -229,10 +229,10 @@ fn commit_group(
     let committed = txn.commit();
     counters
         .commit_nanos
-        .fetch_add(nanos_since(committing), Ordering::Relaxed);
+        .fetch_add(nanos(committing.elapsed()), Ordering::Relaxed);
     counters
         .busy_nanos
-        .fetch_add(nanos_since(started), Ordering::Relaxed);
+        .fetch_add(nanos(started.elapsed()), Ordering::Relaxed);
     counters.commits.fetch_add(1, Ordering::Relaxed);
     if let Err(e) = committed {
         return fail_all(group, e.to_string());
