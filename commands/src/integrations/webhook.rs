@@ -101,18 +101,13 @@ impl IntegrationCommands {
             // handlers' clock says.
             infra::store::now_epoch_seconds(),
         )?;
-        let (payload, delivery_id, delivery, count) = parse_delivery(body)?;
+        let delivered = parse_delivery(body)?;
+        let count = delivered.count;
         let (user, timezone) = self
-            .connected_user(provider.name(), &payload.provider_user_id)
+            .connected_user(provider.name(), &delivered.payload.provider_user_id)
             .await?;
         let meta = CommandMeta::new(user);
         let pk = meta.user_pk();
-        let delivered = Delivered {
-            payload: &payload,
-            delivery_id: &delivery_id,
-            delivery,
-            count,
-        };
         let publication =
             publication(&pk, provider.name(), &delivered, timezone, self.clock.now())?;
         let mut actions = vec![publication.record];
@@ -167,9 +162,10 @@ impl IntegrationCommands {
 }
 
 /// A parsed delivery: its body, its id as sent and as a key part, how many items.
-struct Delivered<'a> {
-    payload: &'a WebhookPayload,
-    delivery_id: &'a str,
+#[derive(Debug)]
+struct Delivered {
+    payload: WebhookPayload,
+    delivery_id: String,
     delivery: DeliveryId,
     count: usize,
 }
@@ -187,7 +183,7 @@ struct Publication {
 fn publication(
     pk: &str,
     provider: &ProviderName,
-    delivered: &Delivered<'_>,
+    delivered: &Delivered,
     timezone: Option<String>,
     now: Timestamp,
 ) -> Result<Publication, CommandError> {
@@ -199,13 +195,13 @@ fn publication(
         item: to_item(&key, &json!({"received_at": now, "items": delivered.count}))?,
         condition: Some(Condition::ItemNotExists),
     };
-    let payload = delivered.payload;
+    let payload = &delivered.payload;
     let workouts = payload
         .workouts
         .iter()
         .map(|workout| WearableWorkoutReceived {
             provider: provider.clone(),
-            delivery_id: delivered.delivery_id.to_owned(),
+            delivery_id: delivered.delivery_id.clone(),
             workout: workout.clone(),
             timezone: timezone.clone(),
         })
@@ -215,7 +211,7 @@ fn publication(
         .iter()
         .map(|sleep| WearableSleepReceived {
             provider: provider.clone(),
-            delivery_id: delivered.delivery_id.to_owned(),
+            delivery_id: delivered.delivery_id.clone(),
             sleep: sleep.clone(),
             timezone: timezone.clone(),
         })
@@ -229,9 +225,7 @@ fn publication(
 
 /// A delivery's body, its id (as sent and as a key part) and how many items it carries;
 /// an invalid request error, naming the field, for anything else.
-fn parse_delivery(
-    body: &[u8],
-) -> Result<(WebhookPayload, String, DeliveryId, usize), CommandError> {
+fn parse_delivery(body: &[u8]) -> Result<Delivered, CommandError> {
     let payload: WebhookPayload =
         serde_json::from_slice(body).map_err(|e| CommandError::invalid("body", e.to_string()))?;
     let delivery_id = crate::validate::text("delivery_id", &payload.delivery_id, 1, 100)?;
@@ -244,7 +238,12 @@ fn parse_delivery(
             format!("carries {count} items, at most {MAX_ITEMS}"),
         ));
     }
-    Ok((payload, delivery_id, delivery, count))
+    Ok(Delivered {
+        payload,
+        delivery_id,
+        delivery,
+        count,
+    })
 }
 
 #[cfg(test)]
@@ -275,15 +274,9 @@ mod tests {
     #[test]
     fn a_delivery_is_recorded_once_and_publishes_an_event_per_item() {
         let provider = ProviderName::parse("strava").expect("provider");
-        let (payload, delivery_id, delivery, count) =
-            parse_delivery(&delivery_body()).expect("a valid delivery");
-        assert_eq!(count, 3);
-        let delivered = Delivered {
-            payload: &payload,
-            delivery_id: &delivery_id,
-            delivery: delivery.clone(),
-            count,
-        };
+        let delivered = parse_delivery(&delivery_body()).expect("a valid delivery");
+        assert_eq!(delivered.count, 3);
+        let (payload, delivery) = (&delivered.payload, delivered.delivery.clone());
         let now = Timestamp::parse("2026-03-02T18:00:00.000Z").expect("now");
         let timezone = Some("Europe/Paris".to_owned());
         let published =
