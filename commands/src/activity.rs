@@ -13,7 +13,7 @@ use events_schema::events::activity::{
     TrainingBlockEnded, TrainingBlockStarted, Workout, WorkoutRecorded, WorkoutUpdated,
 };
 use events_schema::events::integrations::ProviderWorkout;
-use events_schema::ids::{ProviderName, TrainingBlockId, WorkoutId};
+use events_schema::ids::{ExternalId, ProviderName, TrainingBlockId, WorkoutId};
 use events_schema::keys::SortKey;
 use events_schema::time::{Clock, Day, Timestamp};
 use infra::store::{Condition, Item, Key, Update};
@@ -186,56 +186,25 @@ impl ActivityCommands {
         )?;
         let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
-        let source = Source::Provider {
-            provider: provider.clone(),
-            external_id: input.external_id.clone(),
-        };
-        let content = ProviderWorkout {
-            updated_at: None,
-            ..input.clone()
-        };
-        let delivery = external_sync::Delivery {
-            revision: input.updated_at,
-            fingerprint: external_sync::fingerprint(&(content, timezone)),
-        };
-        let build = |id: WorkoutId,
-                     version: u64,
-                     previous_sk: Option<&str>|
-         -> Result<Written, CommandError> {
+        let build = |id, source: &Source, version, previous_sk: Option<&str>| {
             let w = workout(id, &valid, source.clone(), version);
-            let event = if version == 1 {
-                envelope(
-                    meta,
-                    &self.clock,
-                    w.started_at,
-                    &WorkoutRecorded { workout: w.clone() },
-                )?
-            } else {
-                envelope(
-                    meta,
-                    &self.clock,
-                    w.started_at,
-                    &WorkoutUpdated {
-                        workout: w.clone(),
-                        previous_day: external_sync::moved_from(previous_sk, w.day),
-                    },
-                )?
-            };
+            let event = external_sync::version_event(
+                meta,
+                &self.clock,
+                w.started_at,
+                version,
+                || WorkoutRecorded { workout: w.clone() },
+                || WorkoutUpdated {
+                    workout: w.clone(),
+                    previous_day: external_sync::moved_from(previous_sk, w.day),
+                },
+            )?;
             Ok(Written {
                 item: to_item(&workout_key(&pk, &w), &w)?,
                 event,
             })
         };
-        external_sync::sync(
-            &self.table,
-            meta,
-            provider,
-            &input.external_id,
-            delivery,
-            external_sync::entity_id(provider, &input.external_id, input.started_at)?,
-            build,
-        )
-        .await
+        external_sync::sync_delivered(&self.table, meta, provider, timezone, input, build).await
     }
 
     pub async fn start_training_block(
@@ -301,6 +270,25 @@ impl ActivityCommands {
                 CommandError::Conflict("the training block has ended already".into()),
             ),
             Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
+        }
+    }
+}
+
+/// A wearable's workout, versioned by [`external_sync::sync_delivered`].
+impl external_sync::Delivered for ProviderWorkout {
+    fn external_id(&self) -> &ExternalId {
+        &self.external_id
+    }
+    fn began(&self) -> Timestamp {
+        self.started_at
+    }
+    fn revision(&self) -> Option<Timestamp> {
+        self.updated_at
+    }
+    fn content(&self) -> Self {
+        Self {
+            updated_at: None,
+            ..self.clone()
         }
     }
 }

@@ -16,10 +16,13 @@ use crate::idempotency::{self, Committed};
 use crate::items::{from_item, to_item};
 use crate::meta::{CommandMeta, Outcome};
 use crate::optimistic::{self, Attempt};
+use crate::outbox::envelope;
 use crate::outbox::event_action;
-use events_schema::envelope::EventEnvelope;
+use events_schema::envelope::{EventEnvelope, EventPayload};
+use events_schema::events::Source;
 use events_schema::ids::{ExternalId, ProviderName};
 use events_schema::keys::SortKey;
+use events_schema::time::{Clock, Timestamp};
 use infra::store::{CancelReason, Condition, Item, Key, Update};
 use infra::table::{Action, ContextTable, Table};
 use serde::{Deserialize, Serialize};
@@ -81,6 +84,72 @@ pub fn fingerprint(fields: &impl Serialize) -> String {
     hex::encode(Sha256::digest(
         serde_json::to_vec(fields).unwrap_or_default(),
     ))
+}
+
+/// A record a wearable delivers (a workout, a night), kept as versions of one entity.
+pub trait Delivered: Serialize + Clone {
+    /// The provider's id of the record.
+    fn external_id(&self) -> &ExternalId;
+    /// When the record began: its entity's id is derived from it ([`entity_id`]).
+    fn began(&self) -> Timestamp;
+    /// The provider's `updated_at`, if it sent one.
+    fn revision(&self) -> Option<Timestamp>;
+    /// The record without its revision: what tells a retry from a change.
+    fn content(&self) -> Self;
+}
+
+/// Syncs one delivered record of a wearable, in the user's `timezone` (part of what a
+/// version is: the same record in another timezone may fall on another day).
+/// `build(entity_id, source, version, previous_sk)` makes the item and event of a
+/// version, as in [`sync`].
+pub async fn sync_delivered<C, Id, D>(
+    table: &Table<C>,
+    meta: &CommandMeta,
+    provider: &ProviderName,
+    timezone: &str,
+    input: &D,
+    build: impl Fn(Id, &Source, u64, Option<&str>) -> Result<Written, CommandError>,
+) -> Result<Outcome<Id>, CommandError>
+where
+    C: ContextTable,
+    Id: FromStr + Display,
+    D: Delivered,
+{
+    let delivery = Delivery {
+        revision: input.revision(),
+        fingerprint: fingerprint(&(input.content(), timezone)),
+    };
+    let source = Source::Provider {
+        provider: provider.clone(),
+        external_id: input.external_id().clone(),
+    };
+    let new_id = entity_id(provider, input.external_id(), input.began())?;
+    sync(
+        table,
+        meta,
+        provider,
+        input.external_id(),
+        delivery,
+        new_id,
+        |id, version, previous| build(id, &source, version, previous),
+    )
+    .await
+}
+
+/// The event of an entity's `version`: `first` creates it (version 1), `next` changes it.
+pub fn version_event<A: EventPayload, B: EventPayload>(
+    meta: &CommandMeta,
+    clock: &Clock,
+    occurred_at: Timestamp,
+    version: u64,
+    first: impl FnOnce() -> A,
+    next: impl FnOnce() -> B,
+) -> Result<EventEnvelope, CommandError> {
+    if version == 1 {
+        envelope(meta, clock, occurred_at, &first())
+    } else {
+        envelope(meta, clock, occurred_at, &next())
+    }
 }
 
 /// Syncs one external entity. `build(entity_id, version, previous_sk)` makes the item

@@ -10,7 +10,7 @@ use crate::{CommandError, validate};
 use events_schema::events::Source;
 use events_schema::events::integrations::ProviderSleep;
 use events_schema::events::sleep::{SleepRecorded, SleepSession, SleepStages, SleepUpdated};
-use events_schema::ids::{ProviderName, SleepId};
+use events_schema::ids::{ExternalId, ProviderName, SleepId};
 use events_schema::keys::SortKey;
 use events_schema::time::{Clock, Day, Timestamp};
 use infra::store::Key;
@@ -178,56 +178,44 @@ impl SleepCommands {
         )?;
         let _writer = crate::serial::user(&meta.user).await;
         let pk = meta.user_pk();
-        let source = Source::Provider {
-            provider: provider.clone(),
-            external_id: input.external_id.clone(),
-        };
-        let content = ProviderSleep {
-            updated_at: None,
-            ..input.clone()
-        };
-        let delivery = external_sync::Delivery {
-            revision: input.updated_at,
-            fingerprint: external_sync::fingerprint(&(content, timezone)),
-        };
-        let build = |id: SleepId,
-                     version: u64,
-                     previous_sk: Option<&str>|
-         -> Result<Written, CommandError> {
+        let build = |id, source: &Source, version, previous_sk: Option<&str>| {
             let s = session(id, &valid, source.clone(), version);
-            let event = if version == 1 {
-                envelope(
-                    meta,
-                    &self.clock,
-                    s.start,
-                    &SleepRecorded { session: s.clone() },
-                )?
-            } else {
-                envelope(
-                    meta,
-                    &self.clock,
-                    s.start,
-                    &SleepUpdated {
-                        session: s.clone(),
-                        previous_night: external_sync::moved_from(previous_sk, s.night),
-                    },
-                )?
-            };
+            let event = external_sync::version_event(
+                meta,
+                &self.clock,
+                s.start,
+                version,
+                || SleepRecorded { session: s.clone() },
+                || SleepUpdated {
+                    session: s.clone(),
+                    previous_night: external_sync::moved_from(previous_sk, s.night),
+                },
+            )?;
             Ok(Written {
                 item: to_item(&sleep_key(&pk, &s), &s)?,
                 event,
             })
         };
-        external_sync::sync(
-            &self.table,
-            meta,
-            provider,
-            &input.external_id,
-            delivery,
-            external_sync::entity_id(provider, &input.external_id, input.start)?,
-            build,
-        )
-        .await
+        external_sync::sync_delivered(&self.table, meta, provider, timezone, input, build).await
+    }
+}
+
+/// A wearable's night, versioned by [`external_sync::sync_delivered`].
+impl external_sync::Delivered for ProviderSleep {
+    fn external_id(&self) -> &ExternalId {
+        &self.external_id
+    }
+    fn began(&self) -> Timestamp {
+        self.start
+    }
+    fn revision(&self) -> Option<Timestamp> {
+        self.updated_at
+    }
+    fn content(&self) -> Self {
+        Self {
+            updated_at: None,
+            ..self.clone()
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! (`INTAKE#<date>`, from nutrition), nutrition keeps each day's training load
 //! (`TRAINING_LOAD#<date>`, from activity; a set of workouts, one entry each).
 
-use crate::facts::{day_totals, workout_of};
+use crate::facts::{meal_days, totals_row, workout_of};
 use crate::projector::{ProjectionError, Projector, subscription, user_pk};
 use crate::rows::{live_entries, merge_entry, object, replace_newer};
 use async_trait::async_trait;
@@ -20,15 +20,12 @@ impl Projector for ActivityFromNutrition {
     subscription!("activity-from-nutrition", Nutrition -> Activity, consumes crate::facts::MEAL_EVENTS);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
-        let totals = day_totals(event)?;
-        if totals.is_empty() {
+        let Some((pk, days)) = meal_days(event)? else {
             return Ok(());
-        }
-        let pk = user_pk(event)?;
-        for day in totals {
+        };
+        for day in days {
             let key = Key::new(&pk, SortKey::Intake(day.day).to_string());
-            let attrs = object(json!({"day": day.day, "meals": day.meals, "totals": day.totals}));
-            replace_newer(&self.0, &key, attrs, "version", day.version).await?;
+            replace_newer(&self.0, &key, totals_row(&day), "version", day.version).await?;
         }
         Ok(())
     }

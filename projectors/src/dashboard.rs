@@ -284,6 +284,36 @@ fn meal_keys(day: Day, meal: &MealId) -> (String, String) {
 }
 
 impl DashboardFromNutrition {
+    /// A meal's two rows on its day, taken off the day it moved from (if it moved).
+    async fn meal(
+        &self,
+        memo: &mut Admissions,
+        pk: &str,
+        meal: &Meal,
+        moved_from: Option<Day>,
+    ) -> Result<(), StoreError> {
+        if let Some(previous) = moved_from {
+            let gone = (None, meal.version);
+            self.meal_rows(memo, pk, previous, &meal.meal_id, gone)
+                .await?;
+        }
+        let row = (Some(meal_row(meal)), meal.version);
+        self.meal_rows(memo, pk, meal.day, &meal.meal_id, row).await
+    }
+
+    /// Writes (or, with no row, deletes) a meal's two rows of `day`.
+    async fn meal_rows(
+        &self,
+        memo: &mut Admissions,
+        pk: &str,
+        day: Day,
+        meal: &MealId,
+        row: (Option<serde_json::Value>, u64),
+    ) -> Result<(), StoreError> {
+        let keys = meal_keys(day, meal);
+        self.0.dated_pair(memo, pk, day, keys, row).await
+    }
+
     async fn totals(
         &self,
         memo: &mut Admissions,
@@ -306,22 +336,12 @@ impl Projector for DashboardFromNutrition {
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let mut memo = Admissions::default();
-        let rows = &self.0;
         match event.event_type.as_str() {
             MealLogged::EVENT_TYPE => {
                 let logged: MealLogged = decode(event)?;
                 let pk = user_pk(event)?;
                 self.totals(&mut memo, &pk, &logged.day_totals).await?;
-                let meal = &logged.meal;
-                let keys = meal_keys(meal.day, &meal.meal_id);
-                rows.dated_pair(
-                    &mut memo,
-                    &pk,
-                    meal.day,
-                    keys,
-                    (Some(meal_row(meal)), meal.version),
-                )
-                .await?;
+                self.meal(&mut memo, &pk, &logged.meal, None).await?;
             }
             MealEdited::EVENT_TYPE => {
                 let edited: MealEdited = decode(event)?;
@@ -329,34 +349,15 @@ impl Projector for DashboardFromNutrition {
                 for totals in &edited.day_totals {
                     self.totals(&mut memo, &pk, totals).await?;
                 }
-                let meal = &edited.meal;
-                if edited.previous_day != meal.day {
-                    let old = meal_keys(edited.previous_day, &meal.meal_id);
-                    rows.dated_pair(
-                        &mut memo,
-                        &pk,
-                        edited.previous_day,
-                        old,
-                        (None, meal.version),
-                    )
-                    .await?;
-                }
-                let keys = meal_keys(meal.day, &meal.meal_id);
-                rows.dated_pair(
-                    &mut memo,
-                    &pk,
-                    meal.day,
-                    keys,
-                    (Some(meal_row(meal)), meal.version),
-                )
-                .await?;
+                let moved = (edited.previous_day != edited.meal.day).then_some(edited.previous_day);
+                self.meal(&mut memo, &pk, &edited.meal, moved).await?;
             }
             MealDeleted::EVENT_TYPE => {
                 let deleted: MealDeleted = decode(event)?;
                 let pk = user_pk(event)?;
                 self.totals(&mut memo, &pk, &deleted.day_totals).await?;
-                let keys = meal_keys(deleted.day, &deleted.meal_id);
-                rows.dated_pair(&mut memo, &pk, deleted.day, keys, (None, deleted.version))
+                let gone = (None, deleted.version);
+                self.meal_rows(&mut memo, &pk, deleted.day, &deleted.meal_id, gone)
                     .await?;
             }
             _ => {}

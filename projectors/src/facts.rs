@@ -2,14 +2,17 @@
 //! of a nutrition event, the workout of an activity event, the session of a sleep event
 //! (each with the day it moved from, if it moved). Other event types give nothing.
 
-use crate::projector::{ProjectionError, decode};
+use crate::projector::{ProjectionError, decode, user_pk};
+use crate::rows::object;
 use events_schema::envelope::{EventEnvelope, EventPayload};
 use events_schema::events::activity::{Workout, WorkoutRecorded, WorkoutUpdated};
 use events_schema::events::nutrition::{DayTotals, MealDeleted, MealEdited, MealLogged};
 use events_schema::events::sleep::{SleepRecorded, SleepSession, SleepUpdated};
 use events_schema::time::Day;
+use infra::store::Item;
+use serde_json::json;
 
-/// The nutrition events [`day_totals`] reads.
+/// The nutrition events [`meal_days`] reads.
 pub const MEAL_EVENTS: &[&str] =
     crate::projector::event_types![MealLogged, MealEdited, MealDeleted];
 /// The activity events [`workout_of`] reads.
@@ -17,14 +20,26 @@ pub const WORKOUT_EVENTS: &[&str] = crate::projector::event_types![WorkoutRecord
 /// The sleep events [`sleep_of`] reads.
 pub const SLEEP_EVENTS: &[&str] = crate::projector::event_types![SleepRecorded, SleepUpdated];
 
-/// The day totals a nutrition event carries (empty for other events).
-pub fn day_totals(event: &EventEnvelope) -> Result<Vec<DayTotals>, ProjectionError> {
-    Ok(match event.event_type.as_str() {
+/// The user's partition and the day totals a nutrition event carries; `None` for other
+/// events, and for a meal event that changed no day.
+pub fn meal_days(
+    event: &EventEnvelope,
+) -> Result<Option<(String, Vec<DayTotals>)>, ProjectionError> {
+    let days = match event.event_type.as_str() {
         MealLogged::EVENT_TYPE => vec![decode::<MealLogged>(event)?.day_totals],
         MealEdited::EVENT_TYPE => decode::<MealEdited>(event)?.day_totals,
         MealDeleted::EVENT_TYPE => vec![decode::<MealDeleted>(event)?.day_totals],
         _ => Vec::new(),
-    })
+    };
+    if days.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some((user_pk(event)?, days)))
+}
+
+/// A day's totals as the attributes of a per-day row (`INTAKE#`, `NUT_DAILY#`).
+pub fn totals_row(day: &DayTotals) -> Item {
+    object(json!({"day": day.day, "meals": day.meals, "totals": day.totals}))
 }
 
 /// A workout event's workout and the day it moved from, if any.

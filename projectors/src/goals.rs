@@ -17,7 +17,7 @@
 //! `GoalProgressed` event of a change is named by that revision, so it is unique per
 //! change and commits with it.
 
-use crate::facts::{day_totals, sleep_of, workout_of};
+use crate::facts::{meal_days, sleep_of, totals_row, workout_of};
 use crate::projector::{ProjectionError, Projector, event_types, subscription, user_pk};
 use crate::rows::{
     is_tombstone, live_entries, merge_entry, object, replace_newer, tombstone_newer,
@@ -491,15 +491,12 @@ impl Projector for GoalsFromNutrition {
     subscription!("goals-from-nutrition", Nutrition -> Goals, consumes crate::facts::MEAL_EVENTS);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
-        let totals = day_totals(event)?;
-        if totals.is_empty() {
+        let Some((pk, days)) = meal_days(event)? else {
             return Ok(());
-        }
-        let pk = user_pk(event)?;
-        for day in totals {
+        };
+        for day in days {
             let key = Key::new(&pk, SortKey::NutDaily(day.day).to_string());
-            let attrs = object(json!({"day": day.day, "meals": day.meals, "totals": day.totals}));
-            replace_newer(&self.0.table, &key, attrs, VERSION, day.version).await?;
+            replace_newer(&self.0.table, &key, totals_row(&day), VERSION, day.version).await?;
             self.0
                 .progress(&pk, &[GoalKind::DailyProteinGrams], day.day)
                 .await?;

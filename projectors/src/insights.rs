@@ -4,7 +4,7 @@
 //! readiness job, which lists a day's active users through that index (never a scan) and
 //! writes `READINESS#<date>` from the user's markers of the last seven days.
 
-use crate::facts::{day_totals, sleep_of, workout_of};
+use crate::facts::{meal_days, sleep_of, workout_of};
 use crate::projector::{ProjectionError, Projector, subscription, user_pk};
 use crate::rows::{live_entries, merge_entry, object};
 use async_trait::async_trait;
@@ -45,17 +45,38 @@ fn marker(pk: &str, day: Day) -> impl Fn(&serde_json::Map<String, Value>) -> Ite
     }
 }
 
-async fn mark(
-    table: &Table<contexts::Insights>,
-    pk: &str,
-    day: Day,
-    id: &str,
-    entry: Value,
+/// One entity's entry in the markers of its day: `id` names it among the day's entries
+/// (`nutrition:day`, `workout:<id>`, `sleep:<id>`), `version` orders its writes.
+struct Entry<'a> {
+    table: &'a Table<contexts::Insights>,
+    pk: &'a str,
+    id: &'a str,
     version: u64,
-    deleted: bool,
-) -> Result<(), StoreError> {
-    let key = Key::new(pk, SortKey::ActiveDay(day).to_string());
-    merge_entry(table, &key, id, entry, version, deleted, marker(pk, day)).await
+}
+
+impl Entry<'_> {
+    async fn write(&self, day: Day, entry: Value, deleted: bool) -> Result<(), StoreError> {
+        let key = Key::new(self.pk, SortKey::ActiveDay(day).to_string());
+        let marker = marker(self.pk, day);
+        merge_entry(
+            self.table,
+            &key,
+            self.id,
+            entry,
+            self.version,
+            deleted,
+            marker,
+        )
+        .await
+    }
+
+    /// Sets the entry on `day`, and takes it off the day it moved from, if it moved.
+    async fn moved(&self, from: Option<Day>, day: Day, entry: Value) -> Result<(), StoreError> {
+        if let Some(previous) = from {
+            self.write(previous, json!({}), true).await?;
+        }
+        self.write(day, entry, false).await
+    }
 }
 
 /// Markers from nutrition: the meals of each day changed.
@@ -66,22 +87,19 @@ impl Projector for InsightsFromNutrition {
     subscription!("insights-from-nutrition", Nutrition -> Insights, consumes crate::facts::MEAL_EVENTS);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
-        let totals = day_totals(event)?;
-        if totals.is_empty() {
+        let Some((pk, days)) = meal_days(event)? else {
             return Ok(());
-        }
-        let pk = user_pk(event)?;
-        for day in totals {
-            mark(
-                &self.0,
-                &pk,
-                day.day,
-                "nutrition:day",
-                json!({"meals": day.meals}),
-                day.version,
-                false,
-            )
-            .await?;
+        };
+        for day in days {
+            let entry = Entry {
+                table: &self.0,
+                pk: &pk,
+                id: "nutrition:day",
+                version: day.version,
+            };
+            entry
+                .write(day.day, json!({"meals": day.meals}), false)
+                .await?;
         }
         Ok(())
     }
@@ -100,29 +118,14 @@ impl Projector for InsightsFromActivity {
         };
         let pk = user_pk(event)?;
         let id = format!("workout:{}", workout.workout_id);
-        if let Some(previous) = previous_day {
-            mark(
-                &self.0,
-                &pk,
-                previous,
-                &id,
-                json!({}),
-                workout.version,
-                true,
-            )
-            .await?;
-        }
-        let entry = json!({"minutes": workout.duration_s / 60});
-        mark(
-            &self.0,
-            &pk,
-            workout.day,
-            &id,
-            entry,
-            workout.version,
-            false,
-        )
-        .await?;
+        let entry = Entry {
+            table: &self.0,
+            pk: &pk,
+            id: &id,
+            version: workout.version,
+        };
+        let minutes = json!({"minutes": workout.duration_s / 60});
+        entry.moved(previous_day, workout.day, minutes).await?;
         Ok(())
     }
 }
@@ -140,29 +143,15 @@ impl Projector for InsightsFromSleep {
         };
         let pk = user_pk(event)?;
         let id = format!("sleep:{}", session.sleep_id);
-        if let Some(previous) = previous {
-            mark(
-                &self.0,
-                &pk,
-                previous,
-                &id,
-                json!({}),
-                session.version,
-                true,
-            )
-            .await?;
-        }
+        let entry = Entry {
+            table: &self.0,
+            pk: &pk,
+            id: &id,
+            version: session.version,
+        };
         let minutes = ((session.end.millis() - session.start.millis()) / 60_000).max(0);
-        mark(
-            &self.0,
-            &pk,
-            session.night,
-            &id,
-            json!({"minutes": minutes}),
-            session.version,
-            false,
-        )
-        .await?;
+        let minutes = json!({"minutes": minutes});
+        entry.moved(previous, session.night, minutes).await?;
         Ok(())
     }
 }
