@@ -61,7 +61,7 @@ impl Storage {
 
 /// `store`, logging every write that took effect ([`infra::logged`]).
 pub fn logged(store: Arc<dyn Store>) -> Arc<dyn Store> {
-    Arc::new(infra::logged::LoggedStore::new(store))
+    Arc::new(infra::logged::LoggedStore::logging(store))
 }
 
 /// The SDK configuration the AWS arguments name.

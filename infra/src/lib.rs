@@ -14,7 +14,9 @@
 //!   the capacity units they would cost ([`capacity`]: DynamoDB's billing rules).
 //! - [`buffered`]: a write-back view of some tables for rebuilds (reads and conditional
 //!   writes in memory, the changed rows written in batches at the end).
-//! - [`logged`]: a wrapper logging every write that took effect (kind of row, no values).
+//! - [`observed`]: one forwarding wrapper that shows an observer each write before it is
+//!   passed on and once it took effect; [`logged`] is its observer that logs every write
+//!   that took effect (kind of row, no values).
 //! - [`aws_client`]: SDK configuration shared by every AWS adapter.
 
 pub mod aws_client;
@@ -26,6 +28,7 @@ pub mod dynamodb;
 pub mod embedded;
 pub mod feed;
 pub mod logged;
+pub mod observed;
 pub mod store;
 pub mod table;
 

@@ -5,20 +5,21 @@
 //! email) nor an attribute value: a row is named by its sort key's kind (`DAILY`,
 //! `RECENT_MEALS`), an outbox event by its id.
 
-use crate::store::{
-    Condition, IndexQuery, Item, Key, Page, Query, Scan, Store, StoreError, TransactAction, Update,
-};
+use crate::observed::{Observed, Observer, Row, Write};
+use crate::store::{Item, Store};
 use async_trait::async_trait;
 use events_schema::Context;
 use std::sync::Arc;
 
-pub struct LoggedStore {
-    inner: Arc<dyn Store>,
-}
+/// The store of `vitals serve`: every request passed on, every write logged.
+pub type LoggedStore = Observed<WriteLog>;
+
+/// The [`Observer`] that logs writes.
+pub struct WriteLog;
 
 impl LoggedStore {
-    pub fn new(inner: Arc<dyn Store>) -> Self {
-        Self { inner }
+    pub fn logging(inner: Arc<dyn Store>) -> Self {
+        Observed::new(inner, WriteLog)
     }
 }
 
@@ -34,117 +35,31 @@ fn sort_key(item: &Item) -> &str {
     item.get("sk").and_then(|v| v.as_str()).unwrap_or_default()
 }
 
-fn written(table: Context, kind: &str, row: &str) {
-    tracing::info!(target: "vitals::store", %table, write = kind, row = row_kind(row), "row written");
-}
-
 #[async_trait]
-impl Store for LoggedStore {
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
+impl Observer for WriteLog {
+    /// Each row's table, kind of write and sort key, taken before the request consumes
+    /// them.
+    type Note = Vec<(Context, &'static str, String)>;
+
+    async fn before(&self, write: Write<'_>) -> Self::Note {
+        let row = |row: Row<'_>| match row {
+            Row::Put { table, item } => (table, "put", sort_key(item).to_owned()),
+            Row::Update { table, key, .. } => (table, "update", key.sk.clone()),
+            Row::Delete { table, key } => (table, "delete", key.sk.clone()),
+        };
+        write.rows().into_iter().map(row).collect()
     }
 
-    fn prometheus(&self) -> String {
-        self.inner.prometheus()
-    }
-
-    async fn health(&self) -> Result<(), StoreError> {
-        self.inner.health().await
-    }
-
-    async fn get(
-        &self,
-        table: Context,
-        key: &Key,
-        consistent: bool,
-    ) -> Result<Option<Item>, StoreError> {
-        self.inner.get(table, key, consistent).await
-    }
-
-    async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError> {
-        self.inner.query(table, query).await
-    }
-
-    async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
-        self.inner.query_index(table, query).await
-    }
-
-    async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError> {
-        self.inner.scan(table, scan).await
-    }
-
-    async fn put(
-        &self,
-        table: Context,
-        item: Item,
-        condition: Option<Condition>,
-    ) -> Result<(), StoreError> {
-        let row = sort_key(&item).to_owned();
-        self.inner.put(table, item, condition).await?;
-        written(table, "put", &row);
-        Ok(())
-    }
-
-    async fn update(
-        &self,
-        table: Context,
-        key: &Key,
-        update: Update,
-        condition: Option<Condition>,
-    ) -> Result<Item, StoreError> {
-        let item = self.inner.update(table, key, update, condition).await?;
-        written(table, "update", &key.sk);
-        Ok(item)
-    }
-
-    async fn delete(
-        &self,
-        table: Context,
-        key: &Key,
-        condition: Option<Condition>,
-    ) -> Result<Option<Item>, StoreError> {
-        let deleted = self.inner.delete(table, key, condition).await?;
-        written(table, "delete", &key.sk);
-        Ok(deleted)
-    }
-
-    async fn transact(&self, actions: Vec<TransactAction>) -> Result<(), StoreError> {
-        let rows: Vec<(Context, &'static str, String)> = actions
-            .iter()
-            .filter_map(|action| match action {
-                TransactAction::Put { table, item, .. } => {
-                    Some((*table, "put", sort_key(item).to_owned()))
-                }
-                TransactAction::Update { table, key, .. } => {
-                    Some((*table, "update", key.sk.clone()))
-                }
-                TransactAction::Delete { table, key, .. } => {
-                    Some((*table, "delete", key.sk.clone()))
-                }
-                TransactAction::ConditionCheck { .. } => None,
-            })
-            .collect();
-        self.inner.transact(actions).await?;
+    fn written(&self, rows: Self::Note) {
         for (table, kind, row) in &rows {
-            written(*table, kind, row);
+            tracing::info!(target: "vitals::store", %table, write = kind, row = row_kind(row), "row written");
         }
-        Ok(())
     }
 
-    async fn drain_partition_page(
-        &self,
-        table: Context,
-        pk: &str,
-        page_size: usize,
-    ) -> Result<usize, StoreError> {
-        let deleted = self
-            .inner
-            .drain_partition_page(table, pk, page_size)
-            .await?;
+    fn drained(&self, table: Context, deleted: usize) {
         if deleted > 0 {
             tracing::info!(target: "vitals::store", %table, deleted, "partition page drained");
         }
-        Ok(deleted)
     }
 }
 

@@ -12,7 +12,7 @@
 //!   `{"pk", "envelope"}` per line, to rebuild read models from in later releases.
 
 use crate::commands::{WEBHOOK_SECRET, World};
-use crate::model::capture::CapturingStore;
+use crate::model::capture::capturing;
 use crate::model::deliver::{Delivery, deliver};
 use commands::CommandMeta;
 use commands::activity::{RecordWorkout, StartTrainingBlock};
@@ -375,14 +375,14 @@ async fn registered(world: &World) -> CommandMeta {
 
 /// Runs the scenario on `store` (fresh), every subscription applying what is committed.
 pub async fn record(store: Arc<dyn Store>) -> Recorded {
-    let capture = Arc::new(CapturingStore::new(store));
+    let capture = Arc::new(capturing(store));
     let mut keeper = World::new(capture.clone());
     keeper.meta = registered(&keeper).await;
     connect(&keeper).await;
     eat(&keeper).await;
     move_and_sleep(&keeper).await;
     sync_wearable(&keeper).await;
-    let mut events = capture.take();
+    let mut events = capture.observer().take();
     events.extend(deliver(0, &capture, Delivery::InOrder, events.clone()).await);
     keeper
         .integrations
@@ -396,7 +396,7 @@ pub async fn record(store: Arc<dyn Store>) -> Recorded {
         .request_deletion(&leaver.meta)
         .await
         .expect("deletion");
-    let more = capture.take();
+    let more = capture.observer().take();
     events.extend(more.iter().cloned());
     events.extend(deliver(0, &capture, Delivery::InOrder, more).await);
     let history = outbox_of(&*capture, &keeper.meta.user).await;

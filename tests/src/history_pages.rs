@@ -8,7 +8,7 @@
 
 use crate::backends::TestBackend;
 use crate::commands::World;
-use crate::model::capture::CapturingStore;
+use crate::model::capture::capturing;
 use crate::model::deliver::{Delivery, deliver};
 use commands::activity::RecordWorkout;
 use commands::nutrition::{EditMeal, LogMeal};
@@ -97,7 +97,7 @@ fn exactly_once(what: &str, listed: &[String], expected: &BTreeSet<String>) {
 /// it with every limit of the span. Returns how many items were listed in all.
 pub async fn check(backend: TestBackend, span: Span) -> usize {
     let last = Day::parse(LAST_DAY).expect("day");
-    let capture = Arc::new(CapturingStore::new(backend.store.clone()));
+    let capture = Arc::new(capturing(backend.store.clone()));
     let shared: Arc<dyn Store> = capture.clone();
     let world = World::with_clock(shared.clone(), Clock::manual(timestamp(last, "21:00:00")));
     let meta = &world.meta;
@@ -206,7 +206,7 @@ pub async fn check(backend: TestBackend, span: Span) -> usize {
         on_day.insert(logged.value.meal_id.to_string());
     }
 
-    let committed = capture.take();
+    let committed = capture.observer().take();
     deliver(0, &capture, Delivery::InOrder, committed).await;
 
     let history = History::new(infra::table::Table::new(shared.clone()));

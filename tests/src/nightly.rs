@@ -4,7 +4,7 @@
 
 use crate::backends::TestBackend;
 use crate::commands::World;
-use crate::model::capture::CapturingStore;
+use crate::model::capture::capturing;
 use crate::model::deliver::{Delivery, deliver};
 use commands::activity::RecordWorkout;
 use commands::sleep::RecordSleep;
@@ -25,7 +25,7 @@ fn day(raw: &str) -> Day {
 }
 
 pub async fn check(backend: TestBackend) {
-    let capture = Arc::new(CapturingStore::new(backend.store.clone()));
+    let capture = Arc::new(capturing(backend.store.clone()));
     let shared: Arc<dyn Store> = capture.clone();
     let clock = Clock::manual(at("2026-03-10T21:00:00.000Z"));
     // Ana sleeps the night of the 10th in Auckland (UTC+13) and runs on the 10th;
@@ -67,7 +67,7 @@ pub async fn check(backend: TestBackend) {
         .record_workout(&ben.meta, run("2026-03-07T07:00:00.000Z", "UTC"))
         .await
         .expect("ben's run");
-    let committed = capture.take();
+    let committed = capture.observer().take();
     deliver(0, &capture, Delivery::InOrder, committed).await;
 
     let insights = Insights::new(Table::new(shared.clone()));

@@ -10,6 +10,7 @@ use events_schema::Context;
 use events_schema::envelope::EventEnvelope;
 use events_schema::ids::{ProviderName, UserId};
 use infra::Store;
+use infra::observed::{Observed, Observer, Row, Write};
 use infra::store::{Item, Key};
 use projectors::Projector;
 use serde_json::{Value, json};
@@ -259,142 +260,59 @@ pub async fn an_unreadable_stored_pointer_is_an_internal_error(store: Arc<dyn St
     );
 }
 
-/// A store that holds the first write matching `paused` until `release` is notified,
-/// and signals `reached` when it gets there: two workers' writes interleave exactly as
-/// the test says.
-pub struct PausingStore {
-    inner: Arc<dyn Store>,
-    paused: fn(&infra::store::TransactAction) -> bool,
+/// A store that holds the first write with a row matching `paused` until `release` is
+/// notified, and signals `reached` when it gets there: two workers' writes interleave
+/// exactly as the test says.
+pub type PausingStore = Observed<Gate>;
+
+/// The [`Observer`] that holds the first matching write.
+pub struct Gate {
+    paused: fn(&Row<'_>) -> bool,
     armed: std::sync::atomic::AtomicBool,
     pub reached: tokio::sync::Notify,
     pub release: tokio::sync::Notify,
 }
 
-impl PausingStore {
-    pub fn new(inner: Arc<dyn Store>, paused: fn(&infra::store::TransactAction) -> bool) -> Self {
-        Self {
-            inner,
-            paused,
-            armed: std::sync::atomic::AtomicBool::new(true),
-            reached: tokio::sync::Notify::new(),
-            release: tokio::sync::Notify::new(),
-        }
-    }
+fn gated(inner: Arc<dyn Store>, paused: fn(&Row<'_>) -> bool) -> PausingStore {
+    let gate = Gate {
+        paused,
+        armed: std::sync::atomic::AtomicBool::new(true),
+        reached: tokio::sync::Notify::new(),
+        release: tokio::sync::Notify::new(),
+    };
+    Observed::new(inner, gate)
+}
 
-    async fn gate(&self, actions: &[infra::store::TransactAction]) {
+#[async_trait::async_trait]
+impl Observer for Gate {
+    type Note = ();
+
+    async fn before(&self, write: Write<'_>) {
         use std::sync::atomic::Ordering;
-        if actions.iter().any(self.paused) && self.armed.swap(false, Ordering::SeqCst) {
+        let matches = write.rows().iter().any(self.paused);
+        if matches && self.armed.swap(false, Ordering::SeqCst) {
             self.reached.notify_one();
             self.release.notified().await;
         }
     }
+
+    fn written(&self, _: ()) {}
 }
 
-#[async_trait::async_trait]
-impl Store for PausingStore {
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
-    }
-    async fn health(&self) -> Result<(), infra::StoreError> {
-        self.inner.health().await
-    }
-    async fn get(
-        &self,
-        table: Context,
-        key: &Key,
-        consistent: bool,
-    ) -> Result<Option<Item>, infra::StoreError> {
-        self.inner.get(table, key, consistent).await
-    }
-    async fn query(
-        &self,
-        table: Context,
-        query: &infra::store::Query,
-    ) -> Result<infra::store::Page, infra::StoreError> {
-        self.inner.query(table, query).await
-    }
-    async fn query_index(
-        &self,
-        table: Context,
-        query: &infra::store::IndexQuery,
-    ) -> Result<infra::store::Page, infra::StoreError> {
-        self.inner.query_index(table, query).await
-    }
-    async fn scan(
-        &self,
-        table: Context,
-        scan: &infra::store::Scan,
-    ) -> Result<infra::store::Page, infra::StoreError> {
-        self.inner.scan(table, scan).await
-    }
-    async fn put(
-        &self,
-        table: Context,
-        item: Item,
-        condition: Option<infra::store::Condition>,
-    ) -> Result<(), infra::StoreError> {
-        let action = infra::store::TransactAction::Put {
-            table,
-            item: item.clone(),
-            condition: condition.clone(),
-        };
-        self.gate(std::slice::from_ref(&action)).await;
-        self.inner.put(table, item, condition).await
-    }
-    async fn update(
-        &self,
-        table: Context,
-        key: &Key,
-        update: infra::store::Update,
-        condition: Option<infra::store::Condition>,
-    ) -> Result<Item, infra::StoreError> {
-        let action = infra::store::TransactAction::Update {
-            table,
-            key: key.clone(),
-            update: update.clone(),
-            condition: condition.clone(),
-        };
-        self.gate(std::slice::from_ref(&action)).await;
-        self.inner.update(table, key, update, condition).await
-    }
-    async fn delete(
-        &self,
-        table: Context,
-        key: &Key,
-        condition: Option<infra::store::Condition>,
-    ) -> Result<Option<Item>, infra::StoreError> {
-        self.inner.delete(table, key, condition).await
-    }
-    async fn transact(
-        &self,
-        actions: Vec<infra::store::TransactAction>,
-    ) -> Result<(), infra::StoreError> {
-        self.gate(&actions).await;
-        self.inner.transact(actions).await
-    }
-    async fn drain_partition_page(
-        &self,
-        table: Context,
-        pk: &str,
-        page_size: usize,
-    ) -> Result<usize, infra::StoreError> {
-        self.inner.drain_partition_page(table, pk, page_size).await
-    }
-}
-
-fn writes_sort_key(action: &infra::store::TransactAction, prefix: &str, attr: &str) -> bool {
-    use infra::store::TransactAction;
-    match action {
-        TransactAction::Put { item, .. } => {
+/// Whether a row puts, or updates an attribute `attr` of (any attribute if empty), a row
+/// whose sort key starts with `prefix`.
+fn writes_sort_key(row: &Row<'_>, prefix: &str, attr: &str) -> bool {
+    match row {
+        Row::Put { item, .. } => {
             item.get("sk")
                 .and_then(Value::as_str)
                 .is_some_and(|sk| sk.starts_with(prefix))
                 && (attr.is_empty() || item.contains_key(attr))
         }
-        TransactAction::Update { key, update, .. } => {
+        Row::Update { key, update, .. } => {
             key.sk.starts_with(prefix) && (attr.is_empty() || update.set.contains_key(attr))
         }
-        _ => false,
+        Row::Delete { .. } => false,
     }
 }
 
@@ -406,13 +324,13 @@ async fn interleave(
     first: impl std::future::Future<Output = ()> + Send + 'static,
     second: impl std::future::Future<Output = ()>,
 ) {
-    let reached = pausing.reached.notified();
+    let reached = pausing.observer().reached.notified();
     let first = tokio::spawn(first);
     tokio::time::timeout(std::time::Duration::from_secs(30), reached)
         .await
         .expect("the first worker reaches the write it is held at");
     second.await;
-    pausing.release.notify_one();
+    pausing.observer().release.notify_one();
     first.await.expect("first worker");
 }
 
@@ -436,7 +354,7 @@ pub async fn a_stale_progress_recompute_never_lands_last(store: Arc<dyn Store>) 
             .expect("meal");
     }
     let events = events_of(&*store, Context::Nutrition, &world.meta.user).await;
-    let pausing = Arc::new(PausingStore::new(store.clone(), |a| {
+    let pausing = Arc::new(gated(store.clone(), |a| {
         writes_sort_key(a, "PROGRESS#", "")
     }));
     let shared: Arc<dyn Store> = pausing.clone();
@@ -469,7 +387,7 @@ pub async fn a_stale_daily_activity_recompute_never_lands_last(store: Arc<dyn St
             .expect("workout");
     }
     let events = events_of(&*store, Context::Activity, &world.meta.user).await;
-    let pausing = Arc::new(PausingStore::new(store.clone(), |a| {
+    let pausing = Arc::new(gated(store.clone(), |a| {
         writes_sort_key(a, "DAILY#", "activity")
     }));
     let shared: Arc<dyn Store> = pausing.clone();

@@ -104,7 +104,7 @@ pub async fn deliver(
         .unwrap_or_else(|e| panic!("seed {seed}: replay: {e}"));
         // What the replay published is in the outboxes it read; the erasure
         // subscriptions (not a read model) get the deletion requests.
-        capture.take();
+        capture.observer().take();
         round.retain(|e| e.context == Context::Identity);
     }
     for _ in 0..64 {
@@ -114,7 +114,7 @@ pub async fn deliver(
         for event in delivery.order(round, &mut rng) {
             apply(seed, &subscriptions, &event).await;
         }
-        round = capture.take();
+        round = capture.observer().take();
         published.extend(round.iter().cloned());
     }
     panic!("seed {seed}: the subscriptions kept publishing for 64 rounds");

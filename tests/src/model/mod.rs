@@ -19,7 +19,7 @@ pub mod history;
 pub mod oracle;
 
 use crate::backends::TestBackend;
-use capture::CapturingStore;
+use capture::capturing;
 use deliver::Delivery;
 use events_schema::time::Timestamp;
 use history::History;
@@ -53,10 +53,10 @@ where
 {
     let history = History::generate(seed, size.users, size.steps);
     let backend = make().await;
-    let capture = Arc::new(CapturingStore::new(backend.store.clone()));
+    let capture = Arc::new(capturing(backend.store.clone()));
     let shared: Arc<dyn Store> = capture.clone();
     let runs = execute::run(&history, shared.clone(), start(seed)).await;
-    let committed = capture.take();
+    let committed = capture.observer().take();
     deliver::deliver(seed, &capture, delivery, committed).await;
     let mut verdict = Verdict::default();
     for run in &runs {
