@@ -4,7 +4,7 @@
 
 use crate::facts::{meal_days, totals_row, workout_of};
 use crate::projector::{ProjectionError, Projector, subscription, user_pk};
-use crate::rows::{live_entries, merge_entry, object, replace_newer};
+use crate::rows::{Entry, live_entries, merge_entry, object, replace_newer};
 use async_trait::async_trait;
 use events_schema::envelope::EventEnvelope;
 use events_schema::keys::SortKey;
@@ -59,29 +59,13 @@ impl Projector for NutritionFromActivity {
         let id = workout.workout_id.to_string();
         if let Some(previous) = previous_day {
             let key = Key::new(&pk, SortKey::TrainingLoad(previous).to_string());
-            merge_entry(
-                &self.0,
-                &key,
-                &id,
-                json!({}),
-                workout.version,
-                true,
-                training_load,
-            )
-            .await?;
+            let gone = Entry::gone(&id, workout.version);
+            merge_entry(&self.0, &key, gone, training_load).await?;
         }
         let key = Key::new(&pk, SortKey::TrainingLoad(workout.day).to_string());
-        let entry = json!({"duration_s": workout.duration_s, "calories": workout.calories});
-        merge_entry(
-            &self.0,
-            &key,
-            &id,
-            entry,
-            workout.version,
-            false,
-            training_load,
-        )
-        .await?;
+        let value = json!({"duration_s": workout.duration_s, "calories": workout.calories});
+        let entry = Entry::live(&id, value, workout.version);
+        merge_entry(&self.0, &key, entry, training_load).await?;
         Ok(())
     }
 }

@@ -422,12 +422,7 @@ impl Projector for DashboardFromActivity {
             self.0
                 .dated_pair(&mut memo, &pk, previous, old, (None, workout.version))
                 .await?;
-            let gone = Entry {
-                id: &id,
-                value: json!({}),
-                version: workout.version,
-                deleted: true,
-            };
+            let gone = Entry::gone(&id, workout.version);
             self.0
                 .daily_entry(&mut memo, &pk, (previous, "activity"), gone, activity_of)
                 .await?;
@@ -437,12 +432,11 @@ impl Projector for DashboardFromActivity {
         self.0
             .dated_pair(&mut memo, &pk, workout.day, keys, row)
             .await?;
-        let entry = Entry {
-            id: &id,
-            value: json!({"duration_s": workout.duration_s}),
-            version: workout.version,
-            deleted: false,
-        };
+        let entry = Entry::live(
+            &id,
+            json!({"duration_s": workout.duration_s}),
+            workout.version,
+        );
         self.0
             .daily_entry(
                 &mut memo,
@@ -532,23 +526,17 @@ impl Projector for DashboardFromSleep {
         )
         .await?;
         if let Some(previous) = previous {
-            let gone = Entry {
-                id: &id,
-                value: json!({}),
-                version: session.version,
-                deleted: true,
-            };
+            let gone = Entry::gone(&id, session.version);
             self.0
                 .daily_entry(&mut memo, &pk, (previous, "sleep"), gone, sleep_of_night)
                 .await?;
         }
         let minutes = ((session.end.millis() - session.start.millis()) / 60_000).max(0);
-        let entry = Entry {
-            id: &id,
-            value: json!({"minutes": minutes, "score": session.score, "stages": session.stages}),
-            version: session.version,
-            deleted: false,
-        };
+        let entry = Entry::live(
+            &id,
+            json!({"minutes": minutes, "score": session.score, "stages": session.stages}),
+            session.version,
+        );
         self.0
             .daily_entry(
                 &mut memo,

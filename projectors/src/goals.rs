@@ -20,7 +20,7 @@
 use crate::facts::{meal_days, sleep_of, totals_row, workout_of};
 use crate::projector::{ProjectionError, Projector, event_types, subscription, user_pk};
 use crate::rows::{
-    is_tombstone, live_entries, merge_entry, object, replace_newer, tombstone_newer,
+    Entry, is_tombstone, live_entries, merge_entry, object, replace_newer, tombstone_newer,
 };
 use async_trait::async_trait;
 use chrono::{Datelike, Duration};
@@ -538,32 +538,16 @@ impl Projector for GoalsFromSleep {
         };
         if let Some(previous) = previous {
             let key = Key::new(&pk, SortKey::SleepNight(previous).to_string());
-            merge_entry(
-                &self.0.table,
-                &key,
-                &id,
-                json!({}),
-                session.version,
-                true,
-                night_row(previous),
-            )
-            .await?;
+            let gone = Entry::gone(&id, session.version);
+            merge_entry(&self.0.table, &key, gone, night_row(previous)).await?;
             self.0
                 .progress(&pk, &[GoalKind::NightlySleepHours], previous)
                 .await?;
         }
         let key = Key::new(&pk, SortKey::SleepNight(session.night).to_string());
         let minutes = ((session.end.millis() - session.start.millis()) / 60_000).max(0);
-        merge_entry(
-            &self.0.table,
-            &key,
-            &id,
-            json!({"minutes": minutes}),
-            session.version,
-            false,
-            night_row(session.night),
-        )
-        .await?;
+        let entry = Entry::live(&id, json!({"minutes": minutes}), session.version);
+        merge_entry(&self.0.table, &key, entry, night_row(session.night)).await?;
         self.0
             .progress(&pk, &[GoalKind::NightlySleepHours], session.night)
             .await

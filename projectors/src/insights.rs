@@ -6,7 +6,7 @@
 
 use crate::facts::{meal_days, sleep_of, workout_of};
 use crate::projector::{ProjectionError, Projector, subscription, user_pk};
-use crate::rows::{live_entries, merge_entry, object};
+use crate::rows::{Entry, live_entries, merge_entry, object};
 use async_trait::async_trait;
 use chrono::Duration;
 use events_schema::envelope::EventEnvelope;
@@ -47,35 +47,30 @@ fn marker(pk: &str, day: Day) -> impl Fn(&serde_json::Map<String, Value>) -> Ite
 
 /// One entity's entry in the markers of its day: `id` names it among the day's entries
 /// (`nutrition:day`, `workout:<id>`, `sleep:<id>`), `version` orders its writes.
-struct Entry<'a> {
+struct Mark<'a> {
     table: &'a Table<contexts::Insights>,
     pk: &'a str,
     id: &'a str,
     version: u64,
 }
 
-impl Entry<'_> {
-    async fn write(&self, day: Day, entry: Value, deleted: bool) -> Result<(), StoreError> {
+impl Mark<'_> {
+    /// Sets the entry on `day` (`None`: takes it off).
+    async fn write(&self, day: Day, value: Option<Value>) -> Result<(), StoreError> {
         let key = Key::new(self.pk, SortKey::ActiveDay(day).to_string());
-        let marker = marker(self.pk, day);
-        merge_entry(
-            self.table,
-            &key,
-            self.id,
-            entry,
-            self.version,
-            deleted,
-            marker,
-        )
-        .await
+        let entry = match value {
+            Some(value) => Entry::live(self.id, value, self.version),
+            None => Entry::gone(self.id, self.version),
+        };
+        merge_entry(self.table, &key, entry, marker(self.pk, day)).await
     }
 
     /// Sets the entry on `day`, and takes it off the day it moved from, if it moved.
-    async fn moved(&self, from: Option<Day>, day: Day, entry: Value) -> Result<(), StoreError> {
+    async fn moved(&self, from: Option<Day>, day: Day, value: Value) -> Result<(), StoreError> {
         if let Some(previous) = from {
-            self.write(previous, json!({}), true).await?;
+            self.write(previous, None).await?;
         }
-        self.write(day, entry, false).await
+        self.write(day, Some(value)).await
     }
 }
 
@@ -91,14 +86,14 @@ impl Projector for InsightsFromNutrition {
             return Ok(());
         };
         for day in days {
-            let entry = Entry {
+            let entry = Mark {
                 table: &self.0,
                 pk: &pk,
                 id: "nutrition:day",
                 version: day.version,
             };
             entry
-                .write(day.day, json!({"meals": day.meals}), false)
+                .write(day.day, Some(json!({"meals": day.meals})))
                 .await?;
         }
         Ok(())
@@ -118,7 +113,7 @@ impl Projector for InsightsFromActivity {
         };
         let pk = user_pk(event)?;
         let id = format!("workout:{}", workout.workout_id);
-        let entry = Entry {
+        let entry = Mark {
             table: &self.0,
             pk: &pk,
             id: &id,
@@ -143,7 +138,7 @@ impl Projector for InsightsFromSleep {
         };
         let pk = user_pk(event)?;
         let id = format!("sleep:{}", session.sleep_id);
-        let entry = Entry {
+        let entry = Mark {
             table: &self.0,
             pk: &pk,
             id: &id,

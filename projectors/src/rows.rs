@@ -108,38 +108,14 @@ fn revision_of(entries: &serde_json::Map<String, Value>) -> u64 {
 pub async fn merge_entry<C: ContextTable>(
     table: &Table<C>,
     key: &Key,
-    id: &str,
-    value: Value,
-    version: u64,
-    deleted: bool,
+    entry: Entry<'_>,
     derive: impl Fn(&serde_json::Map<String, Value>) -> Item,
 ) -> Result<(), StoreError> {
     for _ in 0..32 {
         let row = table.get(key, true).await?;
-        let revision = row
-            .as_ref()
-            .and_then(|r| r.get(REVISION))
-            .and_then(Value::as_u64);
-        let mut entries = row
-            .as_ref()
-            .and_then(|r| r.get(ENTRIES))
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        let stored = entries
-            .get(id)
-            .and_then(|e| e.get("version"))
-            .and_then(Value::as_u64);
-        if stored.is_some_and(|v| v >= version) {
+        let Some((revision, entries)) = merged(row.as_ref(), ENTRIES, REVISION, &entry) else {
             return Ok(());
-        }
-        let mut entry = match value.clone() {
-            Value::Object(map) => map,
-            other => serde_json::Map::from_iter([("value".to_owned(), other)]),
         };
-        entry.insert("version".into(), version.into());
-        entry.insert(DELETED.into(), Value::Bool(deleted));
-        entries.insert(id.to_owned(), Value::Object(entry));
         let mut item = derive(&entries);
         item.extend(key.to_item());
         item.insert(REVISION.into(), revision_of(&entries).into());
@@ -160,6 +136,40 @@ pub async fn merge_entry<C: ContextTable>(
     )))
 }
 
+/// The entries of the set `row` holds under `entries_attr`, with `entry` merged in, and
+/// the revision (under `revision_attr`) they were read at; None when the row already
+/// holds the entry at its version or a newer one (nothing to write).
+fn merged(
+    row: Option<&Item>,
+    entries_attr: &str,
+    revision_attr: &str,
+    entry: &Entry<'_>,
+) -> Option<(Option<u64>, serde_json::Map<String, Value>)> {
+    let revision = row
+        .and_then(|r| r.get(revision_attr))
+        .and_then(Value::as_u64);
+    let mut entries = row
+        .and_then(|r| r.get(entries_attr))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let stored = entries
+        .get(entry.id)
+        .and_then(|e| e.get("version"))
+        .and_then(Value::as_u64);
+    if stored.is_some_and(|v| v >= entry.version) {
+        return None;
+    }
+    let mut member = match entry.value.clone() {
+        Value::Object(map) => map,
+        other => serde_json::Map::from_iter([("value".to_owned(), other)]),
+    };
+    member.insert("version".into(), entry.version.into());
+    member.insert(DELETED.into(), Value::Bool(entry.deleted));
+    entries.insert(entry.id.to_owned(), Value::Object(member));
+    Some((revision, entries))
+}
+
 /// One versioned member of a set: a workout of a day, a session of a night.
 #[derive(Debug, Clone)]
 pub struct Entry<'a> {
@@ -169,6 +179,28 @@ pub struct Entry<'a> {
     /// A deleted member stays as a versioned tombstone, so an older fact cannot bring it
     /// back.
     pub deleted: bool,
+}
+
+impl<'a> Entry<'a> {
+    /// A live entry.
+    pub fn live(id: &'a str, value: Value, version: u64) -> Self {
+        Self {
+            id,
+            value,
+            version,
+            deleted: false,
+        }
+    }
+
+    /// The tombstone of a deleted (or moved away) entry.
+    pub fn gone(id: &'a str, version: u64) -> Self {
+        Self {
+            id,
+            value: Value::Object(serde_json::Map::new()),
+            version,
+            deleted: true,
+        }
+    }
 }
 
 /// Merges one versioned entry into the group `group` of a row that holds other groups
@@ -186,40 +218,14 @@ pub async fn merge_group_entry<C: ContextTable>(
     derive: impl Fn(&serde_json::Map<String, Value>) -> Value,
     also: &Item,
 ) -> Result<bool, StoreError> {
-    let Entry {
-        id,
-        value,
-        version,
-        deleted,
-    } = entry;
     let entries_attr = format!("{group}_entries");
     let revision_attr = format!("{group}_rev");
     for _ in 0..32 {
         let row = table.get(key, true).await?;
-        let revision = row
-            .as_ref()
-            .and_then(|r| r.get(&revision_attr))
-            .and_then(Value::as_u64);
-        let mut entries = row
-            .as_ref()
-            .and_then(|r| r.get(&entries_attr))
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        let stored = entries
-            .get(id)
-            .and_then(|e| e.get("version"))
-            .and_then(Value::as_u64);
-        if stored.is_some_and(|v| v >= version) {
+        let Some((revision, entries)) = merged(row.as_ref(), &entries_attr, &revision_attr, &entry)
+        else {
             return Ok(false);
-        }
-        let mut entry = match value.clone() {
-            Value::Object(map) => map,
-            other => serde_json::Map::from_iter([("value".to_owned(), other)]),
         };
-        entry.insert("version".into(), version.into());
-        entry.insert(DELETED.into(), Value::Bool(deleted));
-        entries.insert(id.to_owned(), Value::Object(entry));
         let mut update = Update::default()
             .set(group, derive(&entries))
             .set(revision_attr.clone(), revision_of(&entries))
