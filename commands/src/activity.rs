@@ -15,9 +15,9 @@ use events_schema::events::activity::{
 use events_schema::events::integrations::ProviderWorkout;
 use events_schema::ids::{ExternalId, ProviderName, TrainingBlockId, WorkoutId};
 use events_schema::keys::SortKey;
-use events_schema::time::{Clock, Day, Timestamp};
+use events_schema::time::{Day, Timestamp};
 use infra::store::{Condition, Item, Key, Update};
-use infra::table::{Action, Table, contexts::Activity};
+use infra::table::{Action, contexts::Activity};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -121,25 +121,10 @@ fn workout_key(pk: &str, w: &Workout) -> Key {
     )
 }
 
-#[derive(Debug, Clone)]
-pub struct ActivityCommands {
-    table: Table<Activity>,
-    clock: Clock,
-}
+/// The activity context's commands: workouts (entered or synced) and training blocks.
+pub type ActivityCommands = crate::handlers::Handlers<Activity>;
 
 impl ActivityCommands {
-    pub fn new(table: Table<Activity>) -> Self {
-        Self {
-            table,
-            clock: Clock::System,
-        }
-    }
-
-    /// The same handlers, telling time by `clock`.
-    pub fn with_clock(self, clock: Clock) -> Self {
-        Self { clock, ..self }
-    }
-
     /// Records a workout entered in the app.
     pub async fn record_workout(
         &self,

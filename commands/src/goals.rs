@@ -13,9 +13,9 @@ use events_schema::events::goals::{
 };
 use events_schema::ids::GoalId;
 use events_schema::keys::SortKey;
-use events_schema::time::{Clock, Timestamp};
+use events_schema::time::Timestamp;
 use infra::store::{Condition, Item, Key, Update};
-use infra::table::{Action, Table, contexts::Goals};
+use infra::table::{Action, contexts::Goals};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -126,25 +126,10 @@ fn goal_item(pk: &str, goal: &Goal) -> Result<Item, CommandError> {
     Ok(item)
 }
 
-#[derive(Debug, Clone)]
-pub struct GoalCommands {
-    table: Table<Goals>,
-    clock: Clock,
-}
+/// The goals context's commands.
+pub type GoalCommands = crate::handlers::Handlers<Goals>;
 
 impl GoalCommands {
-    pub fn new(table: Table<Goals>) -> Self {
-        Self {
-            table,
-            clock: Clock::System,
-        }
-    }
-
-    /// The same handlers, telling time by `clock`.
-    pub fn with_clock(self, clock: Clock) -> Self {
-        Self { clock, ..self }
-    }
-
     pub async fn create_goal(
         &self,
         meta: &CommandMeta,

@@ -9,6 +9,8 @@
 //!   returns.
 //! - [`correlation`]: the correlation id of the request or event in progress, for the
 //!   events of commands that find their user themselves.
+//! - [`handlers`]: `Handlers<C>`, one context's table and clock, which each context's
+//!   module gives its commands (`ActivityCommands` is `Handlers<Activity>`).
 //! - [`outbox`], [`idempotency`], `optimistic` (the one read-decide-commit-retry loop),
 //!   `items`, `validate`, `retry`: the shared mechanics;
 //!   `serial`: one writer per user inside a process; [`password`]: argon2 on a bounded pool.
@@ -24,6 +26,7 @@ pub mod erasure;
 pub mod error;
 pub(crate) mod external_sync;
 pub mod goals;
+pub mod handlers;
 pub mod idempotency;
 pub mod identity;
 pub mod integrations;

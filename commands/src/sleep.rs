@@ -12,9 +12,9 @@ use events_schema::events::integrations::ProviderSleep;
 use events_schema::events::sleep::{SleepRecorded, SleepSession, SleepStages, SleepUpdated};
 use events_schema::ids::{ExternalId, ProviderName, SleepId};
 use events_schema::keys::SortKey;
-use events_schema::time::{Clock, Day, Timestamp};
+use events_schema::time::{Day, Timestamp};
 use infra::store::Key;
-use infra::table::{Table, contexts::Sleep};
+use infra::table::contexts::Sleep;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -116,25 +116,10 @@ fn sleep_key(pk: &str, s: &SleepSession) -> Key {
     Key::new(pk, SortKey::Sleep(s.night, s.sleep_id.clone()).to_string())
 }
 
-#[derive(Debug, Clone)]
-pub struct SleepCommands {
-    table: Table<Sleep>,
-    clock: Clock,
-}
+/// The sleep context's commands: nights entered in the app or synced from a wearable.
+pub type SleepCommands = crate::handlers::Handlers<Sleep>;
 
 impl SleepCommands {
-    pub fn new(table: Table<Sleep>) -> Self {
-        Self {
-            table,
-            clock: Clock::System,
-        }
-    }
-
-    /// The same handlers, telling time by `clock`.
-    pub fn with_clock(self, clock: Clock) -> Self {
-        Self { clock, ..self }
-    }
-
     pub async fn record_sleep(
         &self,
         meta: &CommandMeta,

@@ -17,9 +17,9 @@ use events_schema::events::identity::{
 };
 use events_schema::ids::UserId;
 use events_schema::keys::{PartitionKey, SortKey};
-use events_schema::time::{Clock, Timestamp};
+use events_schema::time::Timestamp;
 use infra::store::{CancelReason, Condition, IndexQuery, Key, Query, SortKeyCondition, Update};
-use infra::table::{Action, Table, contexts::Identity};
+use infra::table::{Action, contexts::Identity};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -198,25 +198,10 @@ mod sessions;
 
 pub use sessions::{RefreshToken, SESSION_DAYS};
 
-#[derive(Debug, Clone)]
-pub struct IdentityCommands {
-    table: Table<Identity>,
-    clock: Clock,
-}
+/// The identity context's commands: sign-up, sessions, profile, email, deletion.
+pub type IdentityCommands = crate::handlers::Handlers<Identity>;
 
 impl IdentityCommands {
-    pub fn new(table: Table<Identity>) -> Self {
-        Self {
-            table,
-            clock: Clock::System,
-        }
-    }
-
-    /// The same handlers, telling time by `clock`.
-    pub fn with_clock(self, clock: Clock) -> Self {
-        Self { clock, ..self }
-    }
-
     /// Creates an account: profile + email reservation + event in one transaction.
     /// `meta.user` is ignored; the new user's id is returned.
     pub async fn register(

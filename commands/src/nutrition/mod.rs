@@ -13,25 +13,7 @@ pub use catalog::{CatalogKind, CurateMealPlan, CurateRecipe};
 pub use meals::{EditMeal, LogMeal, MealInput, MealRecord, SummaryRecord};
 pub use scheduled::{EatScheduledMeal, ScheduleMeal};
 
-use events_schema::time::Clock;
-use infra::table::{Table, contexts::Nutrition};
+use infra::table::contexts::Nutrition;
 
-#[derive(Debug, Clone)]
-pub struct NutritionCommands {
-    table: Table<Nutrition>,
-    clock: Clock,
-}
-
-impl NutritionCommands {
-    pub fn new(table: Table<Nutrition>) -> Self {
-        Self {
-            table,
-            clock: Clock::System,
-        }
-    }
-
-    /// The same handlers, telling time by `clock`.
-    pub fn with_clock(self, clock: Clock) -> Self {
-        Self { clock, ..self }
-    }
-}
+/// The nutrition context's commands: meals, scheduled meals, the catalog.
+pub type NutritionCommands = crate::handlers::Handlers<Nutrition>;
