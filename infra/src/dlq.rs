@@ -222,6 +222,26 @@ impl SqsDlq {
         created.queue_url.ok_or_else(|| sqs_error("no queue URL"))
     }
 
+    /// Receives up to `max` (at most 10) messages of a queue, each hidden from other
+    /// receivers for `visibility_s` seconds; none when the queue is empty.
+    async fn receive(
+        &self,
+        url: &str,
+        max: i32,
+        visibility_s: i32,
+    ) -> Result<Vec<aws_sdk_sqs::types::Message>, StoreError> {
+        let received = self
+            .client
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(max)
+            .visibility_timeout(visibility_s)
+            .send()
+            .await
+            .map_err(|e| sqs_error(aws_sdk_sqs::error::DisplayErrorContext(&e)))?;
+        Ok(received.messages.unwrap_or_default())
+    }
+
     /// Reads every message of a subscription's queue once (each is hidden while the
     /// sweep runs, so none is read twice), deletes those `doomed` picks and makes the
     /// others visible again; returns how many it picked. SQS has no way to look at a
@@ -236,16 +256,7 @@ impl SqsDlq {
         let mut picked = 0;
         let mut kept = Vec::new();
         loop {
-            let received = self
-                .client
-                .receive_message()
-                .queue_url(&url)
-                .max_number_of_messages(10)
-                .visibility_timeout(SWEEP_VISIBILITY_S)
-                .send()
-                .await
-                .map_err(|e| sqs_error(aws_sdk_sqs::error::DisplayErrorContext(&e)))?;
-            let messages = received.messages.unwrap_or_default();
+            let messages = self.receive(&url, 10, SWEEP_VISIBILITY_S).await?;
             if messages.is_empty() {
                 break;
             }
@@ -307,16 +318,8 @@ impl DeadLetterQueue for SqsDlq {
         let url = self.url(subscription).await?;
         let mut letters = Vec::new();
         while letters.len() < limit {
-            let received = self
-                .client
-                .receive_message()
-                .queue_url(&url)
-                .max_number_of_messages((limit - letters.len()).min(10) as i32)
-                .visibility_timeout(60)
-                .send()
-                .await
-                .map_err(|e| sqs_error(aws_sdk_sqs::error::DisplayErrorContext(&e)))?;
-            let messages = received.messages.unwrap_or_default();
+            let wanted = (limit - letters.len()).min(10) as i32;
+            let messages = self.receive(&url, wanted, 60).await?;
             if messages.is_empty() {
                 break;
             }

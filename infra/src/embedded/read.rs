@@ -85,12 +85,8 @@ pub(super) fn query(
         }
     }
     let items = txn.open_table(names.items(table)).map_err(backend)?;
-    let range_iter = items.range((lower, upper)).map_err(backend)?;
-    let mut entries: Box<dyn Iterator<Item = _>> = if query.forward {
-        Box::new(range_iter)
-    } else {
-        Box::new(range_iter.rev())
-    };
+    let range = items.range((lower, upper)).map_err(backend)?;
+    let mut entries = in_order(range, query.forward);
     let mut last = None;
     for entry in entries.by_ref() {
         let (key, value) = entry.map_err(backend)?;
@@ -158,12 +154,8 @@ pub(super) fn query_index(
         .open_table(layout::index_def(&index_name))
         .map_err(backend)?;
     let items = txn.open_table(names.items(table)).map_err(backend)?;
-    let range_iter = index.range((lower, upper)).map_err(backend)?;
-    let mut entries: Box<dyn Iterator<Item = _>> = if query.forward {
-        Box::new(range_iter)
-    } else {
-        Box::new(range_iter.rev())
-    };
+    let range = index.range((lower, upper)).map_err(backend)?;
+    let mut entries = in_order(range, query.forward);
     let mut last = None;
     for entry in entries.by_ref() {
         let (key, ()) = entry.map(|(k, _)| (k, ())).map_err(backend)?;
@@ -409,4 +401,16 @@ fn scan_index(
         items: page.items,
         cursor,
     })
+}
+
+/// A key range in ascending order, or descending when not `forward`.
+fn in_order<'a, I>(range: I, forward: bool) -> Box<dyn Iterator<Item = I::Item> + 'a>
+where
+    I: DoubleEndedIterator + 'a,
+{
+    if forward {
+        Box::new(range)
+    } else {
+        Box::new(range.rev())
+    }
 }
