@@ -199,3 +199,108 @@ impl<O: Observer> Store for Observed<O> {
         Ok(deleted)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::embedded::EmbeddedStore;
+    use std::sync::Mutex;
+
+    /// Keeps what it is shown: `before <rows>` and `written <rows>`, `drained <n>`.
+    #[derive(Default)]
+    struct Journal(Mutex<Vec<String>>);
+
+    impl Journal {
+        fn push(&self, line: String) {
+            if let Ok(mut lines) = self.0.lock() {
+                lines.push(line);
+            }
+        }
+        fn lines(&self) -> Vec<String> {
+            self.0.lock().map(|l| l.clone()).unwrap_or_default()
+        }
+    }
+
+    #[async_trait]
+    impl Observer for Journal {
+        type Note = String;
+
+        async fn before(&self, write: Write<'_>) -> String {
+            let sort_key = |row: Row<'_>| match row {
+                Row::Put { item, .. } => {
+                    format!("put {}", Key::of(item).map(|k| k.sk).unwrap_or_default())
+                }
+                Row::Update { key, .. } => format!("update {}", key.sk),
+                Row::Delete { key, .. } => format!("delete {}", key.sk),
+            };
+            let rows: Vec<String> = write.rows().into_iter().map(sort_key).collect();
+            let rows = rows.join(", ");
+            self.push(format!("before {rows}"));
+            rows
+        }
+
+        fn written(&self, rows: String) {
+            self.push(format!("written {rows}"));
+        }
+
+        fn drained(&self, _: Context, deleted: usize) {
+            self.push(format!("drained {deleted}"));
+        }
+    }
+
+    #[tokio::test]
+    async fn an_observer_sees_each_write_before_and_only_effective_ones_after() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
+        let observed = Observed::new(store, Journal::default());
+        let (table, a, b) = (
+            Context::Goals,
+            Key::new("USER#u", "A"),
+            Key::new("USER#u", "B"),
+        );
+
+        // A put that takes effect is shown twice; the same put refused by its
+        // condition only before.
+        let new = Some(Condition::ItemNotExists);
+        observed
+            .put(table, a.to_item(), new.clone())
+            .await
+            .expect("put");
+        let refused = observed.put(table, a.to_item(), new).await;
+        assert!(matches!(refused, Err(StoreError::ConditionFailed { .. })));
+        // A transaction's condition check is not a row.
+        let actions = vec![
+            TransactAction::ConditionCheck {
+                table,
+                key: a.clone(),
+                condition: Condition::ItemExists,
+            },
+            TransactAction::Put {
+                table,
+                item: b.to_item(),
+                condition: None,
+            },
+        ];
+        observed.transact(actions).await.expect("transaction");
+        observed.delete(table, &a, None).await.expect("delete");
+        let drained = observed
+            .drain_partition_page(table, "USER#u", 25)
+            .await
+            .expect("drain");
+
+        assert_eq!(drained, 1);
+        assert_eq!(
+            observed.observer().lines(),
+            [
+                "before put A",
+                "written put A",
+                "before put A",
+                "before put B",
+                "written put B",
+                "before delete A",
+                "written delete A",
+                "drained 1",
+            ]
+        );
+    }
+}
