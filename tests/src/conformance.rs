@@ -2,6 +2,7 @@
 //! against every backend (see `conformance_suite!`). Each case works in partitions of
 //! its own (fresh user ids), so cases can share tables and run in parallel.
 
+use crate::snapshot::{every_page, scan_all};
 use events_schema::Context;
 use events_schema::ids::UserId;
 use infra::store::{
@@ -36,43 +37,64 @@ fn sks(items: &[Item]) -> Vec<String> {
 }
 
 async fn all_pages(store: &dyn Store, table: Context, query: Query) -> Vec<Item> {
-    let mut items = Vec::new();
-    let mut cursor = None;
-    for _ in 0..10_000 {
-        let page = store
-            .query(table, &query.clone().after(cursor))
-            .await
-            .expect("query");
-        items.extend(page.items);
-        match page.cursor {
-            Some(next) => cursor = Some(next),
-            None => return items,
-        }
-    }
-    panic!("pagination did not end");
+    every_page(|cursor| {
+        let query = query.clone().after(cursor);
+        async move { store.query(table, &query).await.expect("query") }
+    })
+    .await
 }
 
 async fn all_index_pages(store: &dyn Store, table: Context, query: IndexQuery) -> Vec<Item> {
-    let mut items = Vec::new();
-    let mut cursor = None;
-    for _ in 0..10_000 {
-        let page = store
-            .query_index(table, &query.clone().after(cursor))
-            .await
-            .expect("query");
-        items.extend(page.items);
-        match page.cursor {
-            Some(next) => cursor = Some(next),
-            None => return items,
-        }
-    }
-    panic!("pagination did not end");
+    every_page(|cursor| {
+        let query = query.clone().after(cursor);
+        async move { store.query_index(table, &query).await.expect("query") }
+    })
+    .await
 }
 
-async fn put_all(store: &dyn Store, table: Context, items: Vec<Item>) {
+/// Every item of partition `pk` of a table, read consistently.
+async fn partition_rows(store: &dyn Store, table: Context, pk: &str) -> Vec<Item> {
+    all_pages(store, table, Query::partition(pk).consistent()).await
+}
+
+/// The item at `key` of a table, read consistently.
+pub async fn read_item(store: &dyn Store, table: Context, key: &Key) -> Option<Item> {
+    store.get(table, key, true).await.expect("get")
+}
+
+/// A transaction's put of `item` into `table`, without a condition.
+pub fn plain_put(table: Context, item: Item) -> TransactAction {
+    TransactAction::Put {
+        table,
+        item,
+        condition: None,
+    }
+}
+
+/// Puts each of `items` into `table`, without a condition.
+pub async fn put_all(store: &dyn Store, table: Context, items: Vec<Item>) {
     for item in items {
         store.put(table, item, None).await.expect("put");
     }
+}
+
+/// Puts the JSON object `value` (see [`item`]) into `table`, without a condition.
+pub async fn put_json(store: &dyn Store, table: Context, value: Value) {
+    put_all(store, table, vec![item(value)]).await;
+}
+
+/// Puts an item that holds only its key (`pk`, `sk`) into `table`, without a condition.
+pub async fn put_key(store: &dyn Store, table: Context, pk: &str, sk: &str) {
+    put_all(store, table, vec![Key::new(pk, sk).to_item()]).await;
+}
+
+/// Puts `item` into `table` if no item has its key.
+pub async fn put_if_absent(
+    store: &dyn Store,
+    table: Context,
+    item: Item,
+) -> Result<(), StoreError> {
+    store.put(table, item, Some(Condition::ItemNotExists)).await
 }
 
 fn expect_validation<T: std::fmt::Debug>(result: Result<T, StoreError>, what: &str) {
@@ -102,13 +124,7 @@ pub async fn put_then_get_round_trips_every_value_type(store: Shared) {
         assert_eq!(read.as_ref(), Some(&original), "consistent={consistent}");
     }
     // The same key in another table is another item.
-    assert_eq!(
-        store
-            .get(Context::Nutrition, &key, true)
-            .await
-            .expect("get"),
-        None
-    );
+    assert_eq!(read_item(&*store, Context::Nutrition, &key).await, None);
 }
 
 pub async fn get_of_a_missing_item_is_none(store: Shared) {
@@ -137,10 +153,7 @@ pub async fn put_if_absent_fails_the_second_time_and_keeps_the_first(store: Shar
         Err(StoreError::ConditionFailed { existing }) => assert_eq!(existing, Some(first.clone())),
         other => panic!("expected ConditionFailed, got {other:?}"),
     }
-    let read = store
-        .get(Context::Identity, &Key::new(&pk, "EMAIL"), true)
-        .await
-        .expect("get");
+    let read = read_item(&*store, Context::Identity, &Key::new(&pk, "EMAIL")).await;
     assert_eq!(read, Some(first));
 }
 
@@ -182,10 +195,8 @@ pub async fn version_guarded_update_accepts_the_current_version_only(store: Shar
         }) => assert_eq!(current["version"], json!(2)),
         other => panic!("a stale version must fail with the current item, got {other:?}"),
     }
-    let read = store
-        .get(Context::Nutrition, &key, true)
+    let read = read_item(&*store, Context::Nutrition, &key)
         .await
-        .expect("get")
         .expect("exists");
     assert_eq!(read["kcal"], json!(250));
     // A version condition on a missing item fails.
@@ -202,13 +213,7 @@ pub async fn version_guarded_update_accepts_the_current_version_only(store: Shar
         matches!(result, Err(StoreError::ConditionFailed { existing: None })),
         "{result:?}"
     );
-    assert_eq!(
-        store
-            .get(Context::Nutrition, &missing, true)
-            .await
-            .expect("get"),
-        None
-    );
+    assert_eq!(read_item(&*store, Context::Nutrition, &missing).await, None);
 }
 
 pub async fn update_creates_a_missing_item_and_removes_attributes(store: Shared) {
@@ -240,7 +245,7 @@ pub async fn update_creates_a_missing_item_and_removes_attributes(store: Shared)
         changed,
         item(json!({"pk": pk, "sk": "GOAL#g1", "target": 4}))
     );
-    let read = store.get(Context::Goals, &key, true).await.expect("get");
+    let read = read_item(&*store, Context::Goals, &key).await;
     assert_eq!(read, Some(changed));
 }
 
@@ -259,10 +264,7 @@ pub async fn key_attributes_cannot_be_updated(store: Shared) {
         .update(Context::Goals, &key, Update::default().remove("pk"), None)
         .await;
     expect_validation(result, "removing pk");
-    assert_eq!(
-        store.get(Context::Goals, &key, true).await.expect("get"),
-        None
-    );
+    assert_eq!(read_item(&*store, Context::Goals, &key).await, None);
 }
 
 pub async fn conditional_delete_returns_the_old_item(store: Shared) {
@@ -286,13 +288,7 @@ pub async fn conditional_delete_returns_the_old_item(store: Shared) {
         .await
         .expect("delete");
     assert_eq!(old, Some(original));
-    assert_eq!(
-        store
-            .get(Context::Integrations, &key, true)
-            .await
-            .expect("get"),
-        None
-    );
+    assert_eq!(read_item(&*store, Context::Integrations, &key).await, None);
     // Deleting what is not there succeeds and returns nothing.
     assert_eq!(
         store
@@ -389,10 +385,8 @@ pub async fn newer_guard_keeps_the_highest_version_whatever_the_order(store: Sha
             Err(e) => panic!("unexpected error: {e}"),
         }
     }
-    let row = store
-        .get(Context::Dashboard, &key, true)
+    let row = read_item(&*store, Context::Dashboard, &key)
         .await
-        .expect("get")
         .expect("row");
     assert_eq!(
         (row["nutrition_version"].clone(), row["kcal"].clone()),
@@ -479,29 +473,25 @@ pub async fn transaction_applies_every_action(store: Shared) {
                 key: Key::new(&pk, "EXTERNAL#garmin#1"),
                 condition: Condition::ItemNotExists,
             },
-            TransactAction::Put {
-                table: Context::Sleep,
-                item: item(json!({"pk": pk, "sk": "SLEEP#2026-01-02#s"})),
-                condition: None,
-            },
+            plain_put(
+                Context::Sleep,
+                item(json!({"pk": pk, "sk": "SLEEP#2026-01-02#s"})),
+            ),
         ])
         .await
         .expect("transaction");
-    let rows = all_pages(
-        &*store,
-        Context::Activity,
-        Query::partition(&pk).consistent(),
-    )
-    .await;
+    let rows = partition_rows(&*store, Context::Activity, &pk).await;
     assert_eq!(
         sks(&rows),
         vec!["TRAINING_BLOCK#2026-01-01#b", "WORKOUT#2026-01-02#new"]
     );
     assert_eq!(rows[0]["v"], json!(2));
-    let sleep = store
-        .get(Context::Sleep, &Key::new(&pk, "SLEEP#2026-01-02#s"), true)
-        .await
-        .expect("get");
+    let sleep = read_item(
+        &*store,
+        Context::Sleep,
+        &Key::new(&pk, "SLEEP#2026-01-02#s"),
+    )
+    .await;
     assert!(sleep.is_some());
 }
 
@@ -512,12 +502,7 @@ pub async fn transaction_with_one_failing_condition_writes_nothing(store: Shared
         .put(Context::Activity, pointer.clone(), None)
         .await
         .expect("put");
-    let before = all_pages(
-        &*store,
-        Context::Activity,
-        Query::partition(&pk).consistent(),
-    )
-    .await;
+    let before = partition_rows(&*store, Context::Activity, &pk).await;
     let result = store
         .transact(vec![
             TransactAction::Put {
@@ -530,11 +515,7 @@ pub async fn transaction_with_one_failing_condition_writes_nothing(store: Shared
                 item: item(json!({"pk": pk, "sk": "EXTERNAL#garmin#abc", "workout_id": "W2"})),
                 condition: Some(Condition::ItemNotExists),
             },
-            TransactAction::Put {
-                table: Context::Activity,
-                item: item(json!({"pk": pk, "sk": "EVT#E2"})),
-                condition: None,
-            },
+            plain_put(Context::Activity, item(json!({"pk": pk, "sk": "EVT#E2"}))),
         ])
         .await;
     match &result {
@@ -553,12 +534,7 @@ pub async fn transaction_with_one_failing_condition_writes_nothing(store: Shared
         }
         other => panic!("expected a cancelled transaction, got {other:?}"),
     }
-    let after = all_pages(
-        &*store,
-        Context::Activity,
-        Query::partition(&pk).consistent(),
-    )
-    .await;
+    let after = partition_rows(&*store, Context::Activity, &pk).await;
     assert_eq!(
         after, before,
         "a cancelled transaction must write none of its actions"
@@ -574,11 +550,7 @@ pub async fn transaction_reports_a_failed_condition_check(store: Shared) {
                 key: Key::new(&pk, "PROFILE"),
                 condition: Condition::ItemExists,
             },
-            TransactAction::Put {
-                table: Context::Identity,
-                item: item(json!({"pk": pk, "sk": "EVT#E1"})),
-                condition: None,
-            },
+            plain_put(Context::Identity, item(json!({"pk": pk, "sk": "EVT#E1"}))),
         ])
         .await;
     match result {
@@ -594,20 +566,18 @@ pub async fn transaction_reports_a_failed_condition_check(store: Shared) {
         other => panic!("expected a cancelled transaction, got {other:?}"),
     }
     assert_eq!(
-        store
-            .get(Context::Identity, &Key::new(&pk, "EVT#E1"), true)
-            .await
-            .expect("get"),
+        read_item(&*store, Context::Identity, &Key::new(&pk, "EVT#E1")).await,
         None
     );
 }
 
 pub async fn transaction_limits_are_enforced(store: Shared) {
     let pk = fresh_pk();
-    let put = |i: usize| TransactAction::Put {
-        table: Context::Goals,
-        item: item(json!({"pk": pk, "sk": format!("PROGRESS#g#{i:04}")})),
-        condition: None,
+    let put = |i: usize| {
+        plain_put(
+            Context::Goals,
+            item(json!({"pk": pk, "sk": format!("PROGRESS#g#{i:04}")})),
+        )
     };
     expect_validation(
         store.transact((0..101).map(put).collect()).await,
@@ -618,7 +588,7 @@ pub async fn transaction_limits_are_enforced(store: Shared) {
         store.transact(vec![put(1), put(1)]).await,
         "two actions on one item",
     );
-    let rows = all_pages(&*store, Context::Goals, Query::partition(&pk).consistent()).await;
+    let rows = partition_rows(&*store, Context::Goals, &pk).await;
     assert!(
         rows.is_empty(),
         "rejected transactions wrote {} items",
@@ -628,7 +598,7 @@ pub async fn transaction_limits_are_enforced(store: Shared) {
         .transact((0..100).map(put).collect())
         .await
         .expect("100 actions are allowed");
-    let rows = all_pages(&*store, Context::Goals, Query::partition(&pk).consistent()).await;
+    let rows = partition_rows(&*store, Context::Goals, &pk).await;
     assert_eq!(rows.len(), 100);
 }
 
@@ -724,7 +694,7 @@ pub async fn sort_order_is_by_utf8_bytes(store: Shared) {
             .await
             .expect("put");
     }
-    let rows = all_pages(&*store, Context::Sleep, Query::partition(&pk).consistent()).await;
+    let rows = partition_rows(&*store, Context::Sleep, &pk).await;
     assert_eq!(sks(&rows), keys);
     let mut by_bytes = keys.to_vec();
     by_bytes.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
@@ -739,11 +709,7 @@ pub async fn pagination_returns_every_item_exactly_once(store: Shared) {
     let actions = |range: std::ops::Range<usize>| -> Vec<TransactAction> {
         expected[range]
             .iter()
-            .map(|sk| TransactAction::Put {
-                table: Context::Activity,
-                item: item(json!({"pk": pk, "sk": sk})),
-                condition: None,
-            })
+            .map(|sk| plain_put(Context::Activity, item(json!({"pk": pk, "sk": sk}))))
             .collect()
     };
     store.transact(actions(0..30)).await.expect("first half");
@@ -881,13 +847,7 @@ pub async fn sparse_index_membership_follows_the_key_attribute(store: Shared) {
         .await
         .expect("remove");
     assert!(in_index(paused.clone()).await.is_empty());
-    assert!(
-        store
-            .get(Context::Goals, &key, true)
-            .await
-            .expect("get")
-            .is_some()
-    );
+    assert!(read_item(&*store, Context::Goals, &key).await.is_some());
     // Adding the attribute to an item that lacked it adds it.
     store
         .update(
@@ -1011,19 +971,13 @@ pub async fn index_key_attribute_must_be_a_string(store: Shared) {
         "numeric index key",
     );
     let key = Key::new(&pk, "GOAL#g1");
-    assert_eq!(
-        store.get(Context::Goals, &key, true).await.expect("get"),
-        None
-    );
+    assert_eq!(read_item(&*store, Context::Goals, &key).await, None);
     let update = Update::default().set("status_sk", json!(["GOAL#g1"]));
     expect_validation(
         store.update(Context::Goals, &key, update, None).await,
         "list index key",
     );
-    assert_eq!(
-        store.get(Context::Goals, &key, true).await.expect("get"),
-        None
-    );
+    assert_eq!(read_item(&*store, Context::Goals, &key).await, None);
 }
 
 pub async fn expired_items_are_never_returned(store: Shared) {
@@ -1039,18 +993,15 @@ pub async fn expired_items_are_never_returned(store: Shared) {
     )
     .await;
     assert_eq!(
-        store
-            .get(Context::Integrations, &Key::new(&pk, "OAUTH_STATE"), true)
-            .await
-            .expect("get"),
+        read_item(
+            &*store,
+            Context::Integrations,
+            &Key::new(&pk, "OAUTH_STATE")
+        )
+        .await,
         None
     );
-    let rows = all_pages(
-        &*store,
-        Context::Integrations,
-        Query::partition(&pk).consistent(),
-    )
-    .await;
+    let rows = partition_rows(&*store, Context::Integrations, &pk).await;
     assert_eq!(rows, vec![live, plain]);
     // Limits count returned items, not expired ones skipped.
     let page = store
@@ -1089,22 +1040,18 @@ pub async fn drain_leaves_nothing_in_table_or_index(store: Shared) {
     let neighbour = fresh_pk();
     let now = now_epoch_seconds();
     let mut actions: Vec<TransactAction> = (0..60)
-        .map(|i| TransactAction::Put {
-            table: Context::Goals,
-            item: item(json!({"pk": pk, "sk": format!("PROGRESS#g#{i:03}")})),
-            condition: None,
+        .map(|i| {
+            plain_put(
+                Context::Goals,
+                item(json!({"pk": pk, "sk": format!("PROGRESS#g#{i:03}")})),
+            )
         })
         .collect();
-    actions.push(TransactAction::Put {
-        table: Context::Goals,
-        item: goal(&pk, "g1", Some("active")),
-        condition: None,
-    });
-    actions.push(TransactAction::Put {
-        table: Context::Goals,
-        item: item(json!({"pk": pk, "sk": "DEDUP#x#1", "expires_at": now - 1})),
-        condition: None,
-    });
+    actions.push(plain_put(Context::Goals, goal(&pk, "g1", Some("active"))));
+    actions.push(plain_put(
+        Context::Goals,
+        item(json!({"pk": pk, "sk": "DEDUP#x#1", "expires_at": now - 1})),
+    ));
     store.transact(actions).await.expect("transaction");
     store
         .put(Context::Goals, goal(&neighbour, "g1", Some("active")), None)
@@ -1115,7 +1062,7 @@ pub async fn drain_leaves_nothing_in_table_or_index(store: Shared) {
         .await
         .expect("drain");
     assert_eq!(deleted, 62, "expired items are drained too");
-    let rows = all_pages(&*store, Context::Goals, Query::partition(&pk).consistent()).await;
+    let rows = partition_rows(&*store, Context::Goals, &pk).await;
     assert!(rows.is_empty());
     let indexed = all_index_pages(
         &*store,
@@ -1131,62 +1078,22 @@ pub async fn drain_leaves_nothing_in_table_or_index(store: Shared) {
             .expect("drain"),
         0
     );
-    let kept = all_pages(
-        &*store,
-        Context::Goals,
-        Query::partition(&neighbour).consistent(),
-    )
-    .await;
+    let kept = partition_rows(&*store, Context::Goals, &neighbour).await;
     assert_eq!(kept.len(), 1, "another partition is untouched");
-}
-
-/// Every page of a scan (tables are shared with other tests: only this test's items are
-/// checked).
-async fn scan_all(
-    store: &dyn Store,
-    table: Context,
-    index: Option<&str>,
-    limit: usize,
-) -> Vec<Item> {
-    let mut items = Vec::new();
-    let mut cursor = None;
-    for _ in 0..100_000 {
-        let page = store
-            .scan(
-                table,
-                &Scan {
-                    index: index.map(str::to_owned),
-                    limit: Some(limit),
-                    cursor,
-                },
-            )
-            .await
-            .expect("scan");
-        assert!(page.items.len() <= limit, "a page holds at most the limit");
-        items.extend(page.items);
-        match page.cursor {
-            Some(next) => cursor = Some(next),
-            None => return items,
-        }
-    }
-    panic!("scan did not end");
 }
 
 pub async fn scan_reads_every_item_of_table_and_index_once(store: Shared) {
     let pk = fresh_pk();
     let mut actions: Vec<TransactAction> = (0..23)
-        .map(|i| TransactAction::Put {
-            table: Context::Goals,
-            item: item(json!({"pk": pk, "sk": format!("PROGRESS#g#{i:03}")})),
-            condition: None,
+        .map(|i| {
+            plain_put(
+                Context::Goals,
+                item(json!({"pk": pk, "sk": format!("PROGRESS#g#{i:03}")})),
+            )
         })
         .collect();
     for g in ["g1", "g2", "g3"] {
-        actions.push(TransactAction::Put {
-            table: Context::Goals,
-            item: goal(&pk, g, Some("active")),
-            condition: None,
-        });
+        actions.push(plain_put(Context::Goals, goal(&pk, g, Some("active"))));
     }
     store.transact(actions).await.expect("transaction");
 
@@ -1259,10 +1166,8 @@ pub async fn concurrent_version_guarded_writers_lose_no_update(store: Shared) {
         tasks.push(tokio::spawn(async move {
             for _ in 0..increments {
                 loop {
-                    let current = store
-                        .get(Context::Nutrition, &key, true)
+                    let current = read_item(&*store, Context::Nutrition, &key)
                         .await
-                        .expect("get")
                         .expect("exists");
                     let version = current["version"].as_u64().expect("version");
                     let count = current["count"].as_u64().expect("count");
@@ -1293,10 +1198,8 @@ pub async fn concurrent_version_guarded_writers_lose_no_update(store: Shared) {
     for task in tasks {
         task.await.expect("writer task");
     }
-    let last = store
-        .get(Context::Nutrition, &key, true)
+    let last = read_item(&*store, Context::Nutrition, &key)
         .await
-        .expect("get")
         .expect("exists");
     assert_eq!(last["count"], json!(writers * increments));
     assert_eq!(last["version"], json!(writers * increments));
@@ -1357,11 +1260,5 @@ pub async fn batch_writes_put_and_delete_many_items(store: Shared) {
         Err(StoreError::Validation(_))
     ));
     let key = Key::new(&pk, sk("D", 0));
-    assert_eq!(
-        store
-            .get(Context::Dashboard, &key, true)
-            .await
-            .expect("get"),
-        None
-    );
+    assert_eq!(read_item(&*store, Context::Dashboard, &key).await, None);
 }

@@ -32,7 +32,7 @@ use events_schema::events::sleep::SleepStages;
 use events_schema::ids::{ExternalId, UserId};
 use events_schema::time::{Day, Timestamp};
 use infra::Store;
-use infra::store::{Item, Scan, now_epoch_seconds};
+use infra::store::{Item, now_epoch_seconds};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -318,25 +318,13 @@ async fn sync_wearable(world: &World) {
 async fn outbox_of(store: &dyn Store, user: &UserId) -> Vec<Stored> {
     let mut found = Vec::new();
     for table in Context::ALL {
-        let mut cursor = None;
-        loop {
-            let scan = Scan {
-                index: None,
-                limit: Some(500),
-                cursor,
-            };
-            let page = store.scan(table, &scan).await.expect("scan");
-            found.extend(
-                page.items
-                    .iter()
-                    .filter_map(stored)
-                    .filter(|s| s.envelope.user_id.as_ref().is_none_or(|u| u == user)),
-            );
-            match page.cursor {
-                Some(next) => cursor = Some(next),
-                None => break,
-            }
-        }
+        found.extend(
+            crate::snapshot::scan_all(store, table, None, 500)
+                .await
+                .iter()
+                .filter_map(stored)
+                .filter(|s| s.envelope.user_id.as_ref().is_none_or(|u| u == user)),
+        );
     }
     found.sort_by(|a, b| {
         (a.envelope.recorded_at, &a.envelope.event_id)

@@ -11,6 +11,8 @@
 //! - [`model`]: the model-based test: random histories through the real handlers and
 //!   projectors, compared with a reference model.
 //! - [`history_pages`]: the history screens paged through two years of data.
+//! - [`pipeline`]: the in-process pipeline on a fresh embedded store, and waits on what
+//!   its workers project.
 //! - [`nightly`]: the nightly readiness job on a clock the test controls.
 //! - [`corpus`]: the scenario that writes the stored-event corpus.
 //! - [`snapshot`]: every item of a store, for whole-store comparisons.
@@ -25,6 +27,7 @@ pub mod fixtures;
 pub mod history_pages;
 pub mod model;
 pub mod nightly;
+pub mod pipeline;
 pub mod regressions;
 pub mod snapshot;
 pub mod workload;

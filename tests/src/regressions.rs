@@ -3,15 +3,15 @@
 //! command handlers and projectors and states what must hold instead. Inputs are built
 //! from JSON, as a client would send them.
 
-use crate::commands::{World, items_of};
+use crate::commands::{World, items_of, row_of};
 use commands::CommandMeta;
 use commands::outbox::decode_event_item;
 use events_schema::Context;
 use events_schema::envelope::EventEnvelope;
-use events_schema::ids::{ProviderName, UserId};
+use events_schema::ids::UserId;
 use infra::Store;
 use infra::observed::{Observed, Observer, Row, Write};
-use infra::store::{Item, Key};
+use infra::store::Item;
 use projectors::Projector;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -48,18 +48,18 @@ pub async fn deliver(store: &Arc<dyn Store>, names: &[&str], events: &[EventEnve
     }
 }
 
-async fn row(store: &dyn Store, table: Context, pk: &str, sk: &str) -> Option<Item> {
-    store
-        .get(table, &Key::new(pk, sk), true)
-        .await
-        .expect("get")
-}
-
 /// A world whose clock shows the morning of 2026-03-02 (UTC), the day the cases log
 /// their meals and set their goals.
 fn on_the_day(store: &Arc<dyn Store>) -> World {
     let morning = events_schema::time::Timestamp::parse("2026-03-02T08:00:00.000Z").expect("time");
     World::with_clock(store.clone(), events_schema::time::Clock::manual(morning))
+}
+
+/// A daily goal of 100 g protein, in UTC.
+fn protein_goal() -> commands::goals::CreateGoal {
+    from_json(
+        json!({"kind": "daily_protein_grams", "target": "100", "title": "Protein", "timezone": "UTC"}),
+    )
 }
 
 fn meal(name: &str, protein: &str) -> Value {
@@ -71,15 +71,7 @@ fn meal(name: &str, protein: &str) -> Value {
 /// the transaction was cancelled as "already published" and progress stopped.
 pub async fn goal_progress_follows_a_deleted_and_logged_again_meal(store: Arc<dyn Store>) {
     let world = on_the_day(&store);
-    let goal = world
-        .goals
-        .create_goal(
-            &world.meta,
-            from_json(json!({"kind": "daily_protein_grams", "target": "100", "title": "Protein", "timezone": "UTC"})),
-        )
-        .await
-        .expect("goal")
-        .value.goal_id;
+    let goal = world.create_goal(protein_goal()).await;
     let log = |m: Value| world.nutrition.log_meal(&world.meta, from_json(m));
     log(meal("Eggs", "20")).await.expect("meal");
     let ten = log(meal("Nuts", "10")).await.expect("meal").value;
@@ -103,7 +95,7 @@ pub async fn goal_progress_follows_a_deleted_and_logged_again_meal(store: Arc<dy
         vec![&json!("30")],
         "one period, 20 + 10: {progress:?}"
     );
-    let goal_row = row(&*store, Context::Goals, &pk, &format!("GOAL#{goal}"))
+    let goal_row = row_of(&*store, Context::Goals, &pk, &format!("GOAL#{goal}"))
         .await
         .expect("goal item");
     assert_eq!(goal_row["current_value"], json!("30"), "{goal_row:?}");
@@ -120,7 +112,6 @@ fn sleep(external: &str, end: &str, score: u8, updated_at: &str) -> Value {
 /// first, was overwritten by the original).
 pub async fn a_corrected_synced_sleep_session_shows_in_every_delivery_order(store: Arc<dyn Store>) {
     let world = World::new(store.clone());
-    let garmin = ProviderName::parse("garmin").expect("provider");
     let first = sleep(
         "night-1",
         "2026-03-03T04:00:00.000Z",
@@ -134,11 +125,7 @@ pub async fn a_corrected_synced_sleep_session_shows_in_every_delivery_order(stor
         "2026-03-03T07:00:00.000Z",
     );
     for payload in [first, corrected] {
-        world
-            .sleep
-            .sync_sleep(&world.meta, &garmin, "UTC", &from_json(payload))
-            .await
-            .expect("synced");
+        world.sync_sleep(&from_json(payload)).await.expect("synced");
     }
     let events = events_of(&*store, Context::Sleep, &world.meta.user).await;
     assert_eq!(events.len(), 2, "the session and its correction");
@@ -154,12 +141,12 @@ pub async fn a_corrected_synced_sleep_session_shows_in_every_delivery_order(stor
             .collect();
         deliver(&store, &subscriptions, &retargeted).await;
         let pk = fresh.pk();
-        let daily = row(&*store, Context::Dashboard, &pk, "DAILY#2026-03-02")
+        let daily = row_of(&*store, Context::Dashboard, &pk, "DAILY#2026-03-02")
             .await
             .expect("daily row");
         assert_eq!(daily["sleep"]["minutes"], json!(480), "{daily:?}");
         assert_eq!(daily["sleep"]["score"], json!(85), "{daily:?}");
-        let night = row(&*store, Context::Goals, &pk, "SLEEP_NIGHT#2026-03-02")
+        let night = row_of(&*store, Context::Goals, &pk, "SLEEP_NIGHT#2026-03-02")
             .await
             .expect("night row");
         assert_eq!(night["minutes"], json!(480), "{night:?}");
@@ -175,13 +162,11 @@ fn workout(duration_s: u32, updated_at: &str) -> Value {
 /// replay) became a new version.
 pub async fn an_older_wearable_payload_never_overwrites_a_newer_one(store: Arc<dyn Store>) {
     let world = World::new(store.clone());
-    let garmin = ProviderName::parse("garmin").expect("provider");
     let newer = workout(3600, "2026-03-02T10:00:00.000Z");
     let older = workout(1800, "2026-03-02T08:00:00.000Z");
     for payload in [newer.clone(), older, newer] {
         world
-            .activity
-            .sync_workout(&world.meta, &garmin, "UTC", &from_json(payload))
+            .sync_workout(&from_json(payload))
             .await
             .expect("synced");
     }
@@ -200,11 +185,7 @@ pub async fn an_older_wearable_payload_never_overwrites_a_newer_one(store: Arc<d
 /// without sweeping.
 pub async fn an_erased_users_redelivered_event_sweeps_what_a_crash_left(store: Arc<dyn Store>) {
     let world = World::new(store.clone());
-    world
-        .nutrition
-        .log_meal(&world.meta, from_json(meal("Eggs", "20")))
-        .await
-        .expect("meal");
+    world.log_meal(from_json(meal("Eggs", "20"))).await;
     let events = events_of(&*store, Context::Nutrition, &world.meta.user).await;
     // The crash: the projection wrote its rows, the process died before the guard's
     // second look, and meanwhile the account was erased from the dashboard.
@@ -237,7 +218,6 @@ pub async fn an_erased_users_redelivered_event_sweeps_what_a_crash_left(store: A
 /// Defect 15: internal failures were `Conflict` (409 with internal text).
 pub async fn an_unreadable_stored_pointer_is_an_internal_error(store: Arc<dyn Store>) {
     let world = World::new(store.clone());
-    let garmin = ProviderName::parse("garmin").expect("provider");
     let pointer = json!({"pk": world.pk(), "sk": "EXTERNAL#garmin#run-1", "entity_id": "not#an#id",
                          "target_sk": "WORKOUT#2026-03-02#x", "fingerprint": "f", "version": 1});
     store
@@ -245,13 +225,7 @@ pub async fn an_unreadable_stored_pointer_is_an_internal_error(store: Arc<dyn St
         .await
         .expect("seeded");
     let result = world
-        .activity
-        .sync_workout(
-            &world.meta,
-            &garmin,
-            "UTC",
-            &from_json(workout(3600, "2026-03-02T10:00:00.000Z")),
-        )
+        .sync_workout(&from_json(workout(3600, "2026-03-02T10:00:00.000Z")))
         .await;
     let error = format!("{result:?}");
     assert!(
@@ -334,38 +308,39 @@ async fn interleave(
     first.await.expect("first worker");
 }
 
+/// Delivers the first two `events` to `subscription` as two workers: the first is held
+/// at its first write that `paused` matches while the second runs to the end.
+async fn deliver_interleaved(
+    store: &Arc<dyn Store>,
+    subscription: &'static str,
+    events: &[EventEnvelope],
+    paused: fn(&Row<'_>) -> bool,
+) {
+    let pausing = Arc::new(gated(store.clone(), paused));
+    let shared: Arc<dyn Store> = pausing.clone();
+    let (early, late) = (events[0].clone(), [events[1].clone()]);
+    let first = {
+        let shared = shared.clone();
+        async move { deliver(&shared, &[subscription], &[early]).await }
+    };
+    let names = [subscription];
+    let second = deliver(&shared, &names, &late);
+    interleave(&pausing, first, second).await;
+}
+
 /// Defect 8, goals: two workers recomputing one goal's progress; the one that read the
 /// facts first wrote last, and the row kept its staler value.
 pub async fn a_stale_progress_recompute_never_lands_last(store: Arc<dyn Store>) {
     let world = on_the_day(&store);
-    world
-        .goals
-        .create_goal(
-            &world.meta,
-            from_json(json!({"kind": "daily_protein_grams", "target": "100", "title": "Protein", "timezone": "UTC"})),
-        )
-        .await
-        .expect("goal");
+    world.create_goal(protein_goal()).await;
     for protein in ["20", "10"] {
-        world
-            .nutrition
-            .log_meal(&world.meta, from_json(meal("Eggs", protein)))
-            .await
-            .expect("meal");
+        world.log_meal(from_json(meal("Eggs", protein))).await;
     }
     let events = events_of(&*store, Context::Nutrition, &world.meta.user).await;
-    let pausing = Arc::new(gated(store.clone(), |a| {
+    deliver_interleaved(&store, "goals-from-nutrition", &events, |a| {
         writes_sort_key(a, "PROGRESS#", "")
-    }));
-    let shared: Arc<dyn Store> = pausing.clone();
-    let (early, late) = (events[0].clone(), events[1].clone());
-    let first = {
-        let shared = shared.clone();
-        async move { deliver(&shared, &["goals-from-nutrition"], &[early]).await }
-    };
-    let late = [late];
-    let second = deliver(&shared, &["goals-from-nutrition"], &late);
-    interleave(&pausing, first, second).await;
+    })
+    .await;
     let progress = items_of(&*store, Context::Goals, &world.pk(), "PROGRESS#").await;
     let values: Vec<&Value> = progress.iter().map(|r| &r["value"]).collect();
     assert_eq!(values, vec![&json!("30")], "{progress:?}");
@@ -387,48 +362,21 @@ pub async fn a_stale_daily_activity_recompute_never_lands_last(store: Arc<dyn St
             .expect("workout");
     }
     let events = events_of(&*store, Context::Activity, &world.meta.user).await;
-    let pausing = Arc::new(gated(store.clone(), |a| {
+    deliver_interleaved(&store, "dashboard-from-activity", &events, |a| {
         writes_sort_key(a, "DAILY#", "activity")
-    }));
-    let shared: Arc<dyn Store> = pausing.clone();
-    let (early, late) = (events[0].clone(), events[1].clone());
-    let first = {
-        let shared = shared.clone();
-        async move { deliver(&shared, &["dashboard-from-activity"], &[early]).await }
-    };
-    let late = [late];
-    let second = deliver(&shared, &["dashboard-from-activity"], &late);
-    interleave(&pausing, first, second).await;
-    let daily = row(&*store, Context::Dashboard, &world.pk(), "DAILY#2026-03-02")
+    })
+    .await;
+    let daily = row_of(&*store, Context::Dashboard, &world.pk(), "DAILY#2026-03-02")
         .await
         .expect("daily row");
     assert_eq!(daily["activity"]["workouts"], json!(2), "{daily:?}");
     assert_eq!(daily["activity"]["active_minutes"], json!(60), "{daily:?}");
 }
 
-async fn connect_as(world: &World, provider_user: &str) -> Result<UserId, commands::CommandError> {
-    let started = world
-        .integrations
-        .start_connect(&world.meta, "sandbox")
-        .await
-        .expect("starts")
-        .value;
-    world
-        .integrations
-        .complete_connect(
-            "sandbox",
-            &started.state,
-            &commands::integrations::SandboxProvider::code_for(provider_user),
-        )
-        .await
-        .map(|o| o.value)
-}
-
-fn pointer_key(provider_user: &str) -> Key {
-    Key::new(
-        format!("PROVIDER_USER#sandbox#{provider_user}"),
-        "PROVIDER_USER",
-    )
+/// The provider-user pointer of the sandbox's `provider_user`, if any.
+async fn pointer_of(store: &dyn Store, provider_user: &str) -> Option<Item> {
+    let pk = format!("PROVIDER_USER#sandbox#{provider_user}");
+    row_of(store, Context::Integrations, pk, "PROVIDER_USER").await
 }
 
 /// Defect 2: `complete_connect` overwrote the provider-user pointer without a condition;
@@ -437,37 +385,23 @@ pub async fn a_provider_identity_belongs_to_one_account_at_a_time(store: Arc<dyn
     let ana = World::new(store.clone());
     let bob = World::new(store.clone());
     let watch = format!("watch-{}", ana.meta.user.as_str().to_lowercase());
-    connect_as(&ana, &watch).await.expect("ana connects");
-    let taken = connect_as(&bob, &watch).await;
+    ana.connect_as(&watch).await.expect("ana connects");
+    let taken = bob.connect_as(&watch).await;
     assert!(
         taken.is_err(),
         "bob cannot take ana's provider identity: {taken:?}"
     );
-    let pointer = row(
-        &*store,
-        Context::Integrations,
-        &pointer_key(&watch).pk,
-        "PROVIDER_USER",
-    )
-    .await
-    .expect("pointer");
+    let pointer = pointer_of(&*store, &watch).await.expect("pointer");
     assert_eq!(pointer["user_id"], json!(ana.meta.user));
     // Ana moves to another watch: the old identity is released.
     let other = format!("{watch}-2");
-    connect_as(&ana, &other).await.expect("ana reconnects");
+    ana.connect_as(&other).await.expect("ana reconnects");
     assert!(
-        row(
-            &*store,
-            Context::Integrations,
-            &pointer_key(&watch).pk,
-            "PROVIDER_USER"
-        )
-        .await
-        .is_none(),
+        pointer_of(&*store, &watch).await.is_none(),
         "the old pointer no longer routes webhooks to ana"
     );
     // Bob authorizes again (a fresh code for the same provider account).
-    connect_as(&bob, &format!("{watch}.again"))
+    bob.connect_as(&format!("{watch}.again"))
         .await
         .expect("the freed identity is bob's now");
 }
@@ -477,7 +411,7 @@ pub async fn erasing_an_account_never_deletes_anothers_pointer(store: Arc<dyn St
     let ana = World::new(store.clone());
     let bob = World::new(store.clone());
     let watch = format!("watch-{}", ana.meta.user.as_str().to_lowercase());
-    connect_as(&ana, &watch).await.expect("ana connects");
+    ana.connect_as(&watch).await.expect("ana connects");
     // Bob's own connection names the same provider user (as a hijack left it before
     // pointers were guarded), while the pointer is ana's.
     let connection = json!({"pk": bob.pk(), "sk": "CONNECTION#sandbox", "provider": "sandbox",
@@ -490,13 +424,7 @@ pub async fn erasing_an_account_never_deletes_anothers_pointer(store: Arc<dyn St
     commands::erasure::erase(&table, &bob.meta.user)
         .await
         .expect("bob erased");
-    let pointer = row(
-        &*store,
-        Context::Integrations,
-        &pointer_key(&watch).pk,
-        "PROVIDER_USER",
-    )
-    .await;
+    let pointer = pointer_of(&*store, &watch).await;
     assert_eq!(
         pointer.as_ref().map(|p| p["user_id"].clone()),
         Some(json!(ana.meta.user)),
@@ -523,13 +451,8 @@ pub async fn one_users_concurrent_meal_logs_all_succeed(store: Arc<dyn Store>) {
         }
     }
     let summary = world
-        .nutrition
-        .summary(
-            &world.meta,
-            events_schema::time::Day::parse("2026-03-02").expect("day"),
-        )
-        .await
-        .expect("summary");
+        .summary(events_schema::time::Day::parse("2026-03-02").expect("day"))
+        .await;
     assert_eq!(summary.meals, 40);
 }
 

@@ -4,13 +4,12 @@
 //! in part (items or change log).
 
 use events_schema::Context;
-use infra::Store;
 use infra::embedded::EmbeddedStore;
-use infra::store::Query;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use vitals_tests::commands::items_of;
 
 const WRITERS: usize = 8;
 const ROUNDS: usize = 3;
@@ -93,22 +92,7 @@ async fn sigkill_loses_no_acknowledged_transaction_and_leaves_none_half_applied(
     for (round, acked) in all_acked.iter().enumerate() {
         for writer in 0..WRITERS {
             let pk = format!("USER#crash-{round}-{writer}");
-            let mut items = Vec::new();
-            let mut cursor = None;
-            loop {
-                let page = store
-                    .query(
-                        Context::Nutrition,
-                        &Query::partition(&pk).after(cursor).consistent(),
-                    )
-                    .await
-                    .expect("query");
-                items.extend(page.items);
-                match page.cursor {
-                    Some(next) => cursor = Some(next),
-                    None => break,
-                }
-            }
+            let items = items_of(&store, Context::Nutrition, &pk, "").await;
             let mut parts: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
             for item in &items {
                 let sk = item["sk"].as_str().expect("sk");

@@ -18,6 +18,7 @@ use projectors::dashboard::{DashboardFromNutrition, DashboardRows};
 use projectors::runtime::redrive;
 use rust_decimal::Decimal;
 use std::sync::Arc;
+use vitals_tests::commands::row_of;
 
 fn letter(user: &UserId, n: u32) -> DeadLetter {
     let day = Day::parse("2026-03-01").expect("day");
@@ -120,14 +121,9 @@ async fn letters_survive_whole_in_sqs_and_redrive_applies_them() {
         dlq.depth("dashboard-from-nutrition").await.expect("depth"),
         0
     );
-    let row = store
-        .get(
-            Context::Dashboard,
-            &Key::new(format!("USER#{user}"), "DAILY#2026-03-01"),
-            true,
-        )
+    let pk = format!("USER#{user}");
+    let row = row_of(&*store, Context::Dashboard, &pk, "DAILY#2026-03-01")
         .await
-        .expect("get")
         .expect("row");
     assert_eq!(
         row["nutrition"]["meals"], 2,

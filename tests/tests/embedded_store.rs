@@ -8,7 +8,9 @@ use infra::embedded::EmbeddedStore;
 use infra::store::{Condition, Key, StoreError, TransactAction, Update, now_epoch_seconds};
 use serde_json::json;
 use std::sync::Arc;
-use vitals_tests::conformance::{fresh_pk, item};
+use vitals_tests::conformance::{
+    fresh_pk, item, plain_put, put_all, put_if_absent, put_json, put_key, read_item,
+};
 
 fn open() -> (EmbeddedStore, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temporary directory");
@@ -20,34 +22,27 @@ async fn change_log_holds_every_committed_change_with_both_images() {
     let (store, _dir) = open();
     let pk = fresh_pk();
     let key = Key::new(&pk, "GOAL#g1");
-    store
-        .put(
-            Context::Goals,
-            item(json!({"pk": pk, "sk": "GOAL#g1", "v": 1})),
-            None,
-        )
-        .await
-        .expect("put");
+    put_json(
+        &store,
+        Context::Goals,
+        json!({"pk": pk, "sk": "GOAL#g1", "v": 1}),
+    )
+    .await;
     store
         .update(Context::Goals, &key, Update::default().set("v", 2), None)
         .await
         .expect("update");
     // A failed condition and a cancelled transaction add nothing to the log.
-    let failed = store
-        .put(
-            Context::Goals,
-            item(json!({"pk": pk, "sk": "GOAL#g1"})),
-            Some(Condition::ItemNotExists),
-        )
-        .await;
+    let failed = put_if_absent(
+        &store,
+        Context::Goals,
+        item(json!({"pk": pk, "sk": "GOAL#g1"})),
+    )
+    .await;
     assert!(matches!(failed, Err(StoreError::ConditionFailed { .. })));
     let cancelled = store
         .transact(vec![
-            TransactAction::Put {
-                table: Context::Goals,
-                item: item(json!({"pk": pk, "sk": "EVT#1"})),
-                condition: None,
-            },
+            plain_put(Context::Goals, item(json!({"pk": pk, "sk": "EVT#1"}))),
             TransactAction::ConditionCheck {
                 table: Context::Goals,
                 key: Key::new(&pk, "GOAL#none"),
@@ -95,14 +90,12 @@ async fn change_log_holds_every_committed_change_with_both_images() {
 async fn tables_without_a_stream_do_not_publish() {
     let (store, _dir) = open();
     let pk = "WEATHER#u4pruyd#2026-01-01T10";
-    store
-        .put(
-            Context::Environment,
-            item(json!({"pk": pk, "sk": "WEATHER", "temp_c": 4})),
-            None,
-        )
-        .await
-        .expect("put");
+    put_json(
+        &store,
+        Context::Environment,
+        json!({"pk": pk, "sk": "WEATHER", "temp_c": 4}),
+    )
+    .await;
     assert!(store.changes_after(0, 10).await.expect("log").is_empty());
 }
 
@@ -111,30 +104,12 @@ async fn expired_items_are_purged_and_the_deletion_is_published() {
     let (store, _dir) = open();
     let pk = fresh_pk();
     let now = now_epoch_seconds();
-    store
-        .put(
-            Context::Integrations,
-            item(json!({"pk": pk, "sk": "A", "expires_at": now - 1})),
-            None,
-        )
-        .await
-        .expect("put");
-    store
-        .put(
-            Context::Integrations,
-            item(json!({"pk": pk, "sk": "B", "expires_at": now + 3600})),
-            None,
-        )
-        .await
-        .expect("put");
-    store
-        .put(
-            Context::Integrations,
-            item(json!({"pk": pk, "sk": "C"})),
-            None,
-        )
-        .await
-        .expect("put");
+    let items = vec![
+        item(json!({"pk": pk, "sk": "A", "expires_at": now - 1})),
+        item(json!({"pk": pk, "sk": "B", "expires_at": now + 3600})),
+        item(json!({"pk": pk, "sk": "C"})),
+    ];
+    put_all(&store, Context::Integrations, items).await;
     // Moving an item's TTL forward moves its expiry entry.
     store
         .update(
@@ -156,20 +131,17 @@ async fn expired_items_are_purged_and_the_deletion_is_published() {
     assert_eq!(deleted, vec!["B", "A"]);
     // C, without a TTL, stays; a put on A's key now creates a fresh item.
     assert!(
-        store
-            .get(Context::Integrations, &Key::new(&pk, "C"), true)
+        read_item(&store, Context::Integrations, &Key::new(&pk, "C"))
             .await
-            .expect("get")
             .is_some()
     );
-    store
-        .put(
-            Context::Integrations,
-            item(json!({"pk": pk, "sk": "A"})),
-            Some(Condition::ItemNotExists),
-        )
-        .await
-        .expect("A is gone");
+    put_if_absent(
+        &store,
+        Context::Integrations,
+        item(json!({"pk": pk, "sk": "A"})),
+    )
+    .await
+    .expect("A is gone");
 }
 
 #[tokio::test]
@@ -178,14 +150,7 @@ async fn data_and_sequence_survive_reopening() {
     let pk = fresh_pk();
     {
         let store = EmbeddedStore::open(dir.path()).expect("opens");
-        store
-            .put(
-                Context::Sleep,
-                item(json!({"pk": pk, "sk": "SLEEP#2026-01-01#s"})),
-                None,
-            )
-            .await
-            .expect("put");
+        put_key(&store, Context::Sleep, &pk, "SLEEP#2026-01-01#s").await;
         let second = EmbeddedStore::open(dir.path());
         match second {
             Err(StoreError::Backend(message)) => {
@@ -196,20 +161,11 @@ async fn data_and_sequence_survive_reopening() {
     }
     let store = EmbeddedStore::open(dir.path()).expect("reopens");
     assert!(
-        store
-            .get(Context::Sleep, &Key::new(&pk, "SLEEP#2026-01-01#s"), true)
+        read_item(&store, Context::Sleep, &Key::new(&pk, "SLEEP#2026-01-01#s"))
             .await
-            .expect("get")
             .is_some()
     );
-    store
-        .put(
-            Context::Sleep,
-            item(json!({"pk": pk, "sk": "SLEEP#2026-01-02#s"})),
-            None,
-        )
-        .await
-        .expect("put");
+    put_key(&store, Context::Sleep, &pk, "SLEEP#2026-01-02#s").await;
     let log = store.changes_after(0, 10).await.expect("log");
     assert_eq!(log.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![1, 2]);
 }
@@ -259,14 +215,7 @@ async fn trimming_the_change_log_keeps_the_newest_record_and_its_numbering() {
     {
         let store = EmbeddedStore::open(dir.path()).expect("store");
         for n in 0..10 {
-            store
-                .put(
-                    Context::Nutrition,
-                    item(json!({"pk": pk, "sk": format!("MEAL#{n}")})),
-                    None,
-                )
-                .await
-                .expect("put");
+            put_key(&store, Context::Nutrition, &pk, &format!("MEAL#{n}")).await;
         }
         assert_eq!(store.last_sequence().await.expect("seq"), 10);
         assert_eq!(store.trim_changes(4, 100).await.expect("trim"), 4);
@@ -285,14 +234,7 @@ async fn trimming_the_change_log_keeps_the_newest_record_and_its_numbering() {
     }
     // Numbering goes on after a restart.
     let store = EmbeddedStore::open(dir.path()).expect("reopen");
-    store
-        .put(
-            Context::Nutrition,
-            item(json!({"pk": pk, "sk": "MEAL#new"})),
-            None,
-        )
-        .await
-        .expect("put");
+    put_key(&store, Context::Nutrition, &pk, "MEAL#new").await;
     assert_eq!(store.last_sequence().await.expect("seq"), 11);
     store.close();
 }
@@ -303,23 +245,15 @@ async fn the_writer_counts_its_requests_commits_and_time() {
     let pk = fresh_pk();
     let start = store.writer_totals();
     for n in 0..3 {
-        store
-            .put(
-                Context::Goals,
-                item(json!({"pk": pk, "sk": format!("GOAL#{n}")})),
-                None,
-            )
-            .await
-            .expect("put");
+        put_key(&store, Context::Goals, &pk, &format!("GOAL#{n}")).await;
     }
     // A request refused by its condition is still a request the writer answered.
-    let refused = store
-        .put(
-            Context::Goals,
-            item(json!({"pk": pk, "sk": "GOAL#0"})),
-            Some(Condition::ItemNotExists),
-        )
-        .await;
+    let refused = put_if_absent(
+        &store,
+        Context::Goals,
+        item(json!({"pk": pk, "sk": "GOAL#0"})),
+    )
+    .await;
     assert!(matches!(refused, Err(StoreError::ConditionFailed { .. })));
     let done = store.writer_totals().since(&start);
     // One after the other, each request is a commit of its own; the refused one wrote
@@ -356,16 +290,8 @@ async fn the_writer_counts_its_requests_commits_and_time() {
     let before = store.writer_totals();
     store
         .transact(vec![
-            TransactAction::Put {
-                table: Context::Goals,
-                item: item(json!({"pk": pk, "sk": "TXN#1"})),
-                condition: None,
-            },
-            TransactAction::Put {
-                table: Context::Goals,
-                item: item(json!({"pk": pk, "sk": "TXN#2"})),
-                condition: None,
-            },
+            plain_put(Context::Goals, item(json!({"pk": pk, "sk": "TXN#1"}))),
+            plain_put(Context::Goals, item(json!({"pk": pk, "sk": "TXN#2"}))),
             TransactAction::ConditionCheck {
                 table: Context::Goals,
                 key: Key::new(&pk, "GOAL#0"),

@@ -5,13 +5,10 @@
 
 use events_schema::Context;
 use events_schema::envelope::OUTBOX_ATTR;
-use infra::Store;
-use infra::dlq::DeadLetterStore;
 use infra::feed::FeedRecord;
 use infra::store::Key;
-use projectors::runtime::Handler;
 use serde_json::{Value, json};
-use std::sync::Arc;
+use vitals_tests::pipeline;
 
 /// The stored v1 `WorkoutRecorded` of the corpus, as `version` of it for user `user`.
 fn workout_recorded(user: &str, version: u32) -> Value {
@@ -48,18 +45,10 @@ fn record(envelope: Value) -> FeedRecord {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_of_a_newer_release_waits_as_a_dead_letter_and_writes_nothing() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store: Arc<dyn Store> =
-        Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("store"));
-    let dead_letters = DeadLetterStore::Tables(store.clone());
-    let handlers: Vec<Handler> = projectors::registry::all(store.clone())
-        .into_iter()
-        .filter(|s| s.source() == Context::Activity && s.consumes().contains(&"WorkoutRecorded"))
-        .map(|s| {
-            let dlq = dead_letters.queue_for(s.target());
-            Handler::new(s, dlq)
-        })
-        .collect();
+    let (store, dead_letters, _dir) = pipeline::open_with_dead_letters();
+    let handlers = pipeline::handlers(&store, &dead_letters, |s| {
+        s.source() == Context::Activity && s.consumes().contains(&"WorkoutRecorded")
+    });
     assert!(handlers.len() >= 4);
     for (user, version) in [("UOLD", 1), ("UNOW", 2), ("UNEXT", 3)] {
         let record = record(workout_recorded(user, version));
@@ -88,11 +77,7 @@ async fn an_event_of_a_newer_release_waits_as_a_dead_letter_and_writes_nothing()
     assert!(row.is_none(), "a newer version writes nothing");
     for handler in &handlers {
         let name = handler.projector().name();
-        let letters = dead_letters
-            .queue_for(handler.projector().target())
-            .list(name, 10)
-            .await
-            .expect("letters");
+        let letters = pipeline::letters_of(&dead_letters, handler).await;
         assert_eq!(letters.len(), 1, "{name}: the v3 event, only");
         assert_eq!(letters[0].record.pk, "USER#UNEXT");
         assert!(

@@ -9,17 +9,17 @@
 use aws_lambda_events::event::kinesis::KinesisEvent;
 use events_schema::Context;
 use infra::Store;
-use infra::store::Key;
 use infra::table::Table;
 use projectors::dashboard::{DashboardFromNutrition, DashboardRows};
 use projectors::lambda::handle_kinesis_event;
 use std::sync::Arc;
+use vitals_tests::commands::row_of;
+use vitals_tests::pipeline;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recorded_kinesis_batch_is_applied_up_to_its_poison_record() {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let store: Arc<dyn Store> =
-        Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("store"));
+    let (store, _dir) = pipeline::open();
+    let store: Arc<dyn Store> = store;
     let projector = DashboardFromNutrition(DashboardRows::new(Table::new(store.clone())));
     let raw = include_str!("../fixtures/lambda/kinesis_nutrition_batch.json");
     let event: KinesisEvent = serde_json::from_str(raw).expect("an AWS Kinesis event");
@@ -42,26 +42,12 @@ async fn a_recorded_kinesis_batch_is_applied_up_to_its_poison_record() {
         event.records[3].kinesis.sequence_number.as_str()
     );
 
-    let applied = store
-        .get(
-            Context::Dashboard,
-            &Key::new("USER#U1", "DAILY#2026-03-01"),
-            true,
-        )
-        .await
-        .expect("get");
+    let applied = row_of(&*store, Context::Dashboard, "USER#U1", "DAILY#2026-03-01").await;
     assert_eq!(
         applied.expect("row")["nutrition"]["totals"]["calories"],
         "420"
     );
-    let after_poison = store
-        .get(
-            Context::Dashboard,
-            &Key::new("USER#U3", "DAILY#2026-03-01"),
-            true,
-        )
-        .await
-        .expect("get");
+    let after_poison = row_of(&*store, Context::Dashboard, "USER#U3", "DAILY#2026-03-01").await;
     assert!(
         after_poison.is_none(),
         "records after the failure wait for the retry"
@@ -74,14 +60,8 @@ async fn a_recorded_kinesis_batch_is_applied_up_to_its_poison_record() {
     let response = handle_kinesis_event(&projector, &retry, "vitals-").await;
     assert!(response.batch_item_failures.is_empty());
     assert!(
-        store
-            .get(
-                Context::Dashboard,
-                &Key::new("USER#U3", "DAILY#2026-03-01"),
-                true
-            )
+        row_of(&*store, Context::Dashboard, "USER#U3", "DAILY#2026-03-01")
             .await
-            .expect("get")
             .is_some()
     );
     let again = handle_kinesis_event(&projector, &event, "vitals-").await;
@@ -90,18 +70,8 @@ async fn a_recorded_kinesis_batch_is_applied_up_to_its_poison_record() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_consumer_dead_letters_the_poison_record_and_applies_the_rest_everywhere() {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let store: Arc<dyn Store> =
-        Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("store"));
-    let dead_letters = infra::dlq::DeadLetterStore::Tables(store.clone());
-    let handlers: Vec<projectors::runtime::Handler> = projectors::registry::all(store.clone())
-        .into_iter()
-        .filter(|s| s.source() == Context::Nutrition)
-        .map(|s| {
-            let dlq = dead_letters.queue_for(s.target());
-            projectors::runtime::Handler::new(s, dlq)
-        })
-        .collect();
+    let (store, dead_letters, _dir) = pipeline::open_with_dead_letters();
+    let handlers = pipeline::handlers(&store, &dead_letters, |s| s.source() == Context::Nutrition);
     assert!(handlers.len() >= 4, "every subscription of nutrition");
     let raw = include_str!("../fixtures/lambda/kinesis_nutrition_batch.json");
     let event: KinesisEvent = serde_json::from_str(raw).expect("an AWS Kinesis event");
@@ -142,39 +112,28 @@ async fn a_stream_consumer_dead_letters_the_poison_record_and_applies_the_rest_e
             "the age of the newest record applied: {document}"
         );
     }
+    let projected = [
+        (
+            Context::Dashboard,
+            "DAILY#2026-03-01",
+            "day is projected, before and after the poison",
+        ),
+        (
+            Context::Activity,
+            "INTAKE#2026-03-01",
+            "intake reaches the activity table too",
+        ),
+    ];
     for user in ["U1", "U3"] {
-        let daily = store
-            .get(
-                Context::Dashboard,
-                &Key::new(format!("USER#{user}"), "DAILY#2026-03-01"),
-                true,
-            )
-            .await
-            .expect("get");
-        assert!(
-            daily.is_some(),
-            "{user}'s day is projected, before and after the poison"
-        );
-        let intake = store
-            .get(
-                Context::Activity,
-                &Key::new(format!("USER#{user}"), "INTAKE#2026-03-01"),
-                true,
-            )
-            .await
-            .expect("get");
-        assert!(
-            intake.is_some(),
-            "{user}'s intake reaches the activity table too"
-        );
+        let pk = format!("USER#{user}");
+        for (table, sk, what) in projected {
+            let row = row_of(&*store, table, &pk, sk).await;
+            assert!(row.is_some(), "{user}'s {what}");
+        }
     }
     for handler in &handlers {
         let name = handler.projector().name();
-        let letters = dead_letters
-            .queue_for(handler.projector().target())
-            .list(name, 10)
-            .await
-            .expect("letters");
+        let letters = pipeline::letters_of(&dead_letters, handler).await;
         let poison = letters.iter().filter(|l| l.record.pk == "USER#U2").count();
         if handler.projector().consumes().contains(&"MealLogged") {
             assert_eq!(poison, 1, "{name} keeps the poison record as a dead letter");

@@ -4,11 +4,9 @@
 //! sleep).
 
 use async_trait::async_trait;
-use commands::goals::CreateGoal;
-use commands::integrations::{SandboxProvider, WebhookPayload, sign};
 use events_schema::Context;
 use events_schema::envelope::EventEnvelope;
-use events_schema::events::goals::GoalKind;
+use events_schema::ids::GoalId;
 use events_schema::time::{Clock, Day, Timestamp};
 use infra::Store;
 use infra::dlq::{DeadLetterQueue, TableDlq};
@@ -17,140 +15,53 @@ use infra::feed::embedded::EmbeddedFeed;
 use infra::store::{Item, Key, now_epoch_seconds};
 use infra::table::Table;
 use projectors::dashboard::{DashboardFromNutrition, DashboardRows};
-use projectors::pipeline::Pipeline;
 use projectors::runtime::{RetryPolicy, Worker, redrive};
 use projectors::{ProjectionError, Projector};
-use rust_decimal::Decimal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use vitals_tests::commands::{WEBHOOK_SECRET, World, items_of};
+use vitals_tests::commands::activity_sleep::provider_workout;
+use vitals_tests::commands::goals::daily_protein;
+use vitals_tests::commands::integrations::webhook_body;
+use vitals_tests::commands::nutrition::meal;
+use vitals_tests::commands::{World, items_of, row_of};
+use vitals_tests::pipeline::{self, UserRows, at, open};
 
-fn open() -> (Arc<EmbeddedStore>, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    (
-        Arc::new(EmbeddedStore::open(dir.path()).expect("store")),
-        dir,
-    )
-}
-
-/// Waits until `row` exists and satisfies `ok`, waking on every commit; fails after
-/// `deadline`.
-async fn wait_for(
-    store: &Arc<EmbeddedStore>,
-    table: Context,
-    key: Key,
-    ok: impl Fn(&Item) -> bool,
-) -> Item {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut commits = store.commits();
-    loop {
-        commits.borrow_and_update();
-        if let Some(row) = store.get(table, &key, true).await.expect("get")
-            && ok(&row)
-        {
-            return row;
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        assert!(
-            !left.is_zero(),
-            "{table} {} {} did not converge in time",
-            key.pk,
-            key.sk
-        );
-        let _ = tokio::time::timeout(left, commits.changed()).await;
+/// The waits on `world`'s projected rows.
+fn rows_of<'a>(store: &'a EmbeddedStore, world: &World) -> UserRows<'a> {
+    UserRows {
+        store,
+        pk: world.pk(),
     }
 }
 
-/// The value at a dotted path of a row (null when absent).
-fn at(row: &Item, path: &str) -> serde_json::Value {
-    let mut parts = path.split('.');
-    let first = parts
-        .next()
-        .and_then(|p| row.get(p))
-        .cloned()
-        .unwrap_or_default();
-    parts.fold(first, |value, part| {
-        value.get(part).cloned().unwrap_or_default()
-    })
-}
-
-fn pipeline(store: &Arc<EmbeddedStore>) -> Pipeline {
-    let shared: Arc<dyn Store> = store.clone();
-    Pipeline::start(
-        shared.clone(),
-        Arc::new(EmbeddedFeed::new(store.clone())),
-        projectors::registry::all(shared),
-    )
-}
-
-fn meal(at: &str, calories: i64, protein: i64) -> commands::nutrition::MealInput {
-    vitals_tests::commands::nutrition::meal(at, &calories.to_string(), &protein.to_string())
+/// Logs a meal of `calories` and `protein` eaten at `at` for `world`'s user.
+async fn log(world: &World, at: &str, calories: i64, protein: i64) {
+    let meal = meal(at, &calories.to_string(), &protein.to_string());
+    world.log_meal(meal).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_reach_the_dashboard_goals_and_insights() {
     let (store, _dir) = open();
-    let pipeline = pipeline(&store);
+    let pipeline = pipeline::start(&store);
     // The evening of 2026-03-01: the goal counts that day's meals.
     let evening = Timestamp::parse("2026-03-01T20:00:00.000Z").expect("time");
     let world = World::with_clock(store.clone(), Clock::manual(evening));
-    let pk = world.pk();
+    let (pk, rows) = (world.pk(), rows_of(&store, &world));
 
-    let goal = world
-        .goals
-        .create_goal(
-            &world.meta,
-            CreateGoal {
-                kind: GoalKind::DailyProteinGrams,
-                target: Decimal::from(50),
-                title: "Protein".into(),
-                timezone: None,
-            },
-        )
-        .await
-        .expect("goal")
-        .value
-        .goal_id;
-    world
-        .nutrition
-        .log_meal(&world.meta, meal("2026-03-01T08:00:00.000Z", 400, 30))
-        .await
-        .expect("meal");
-    world
-        .nutrition
-        .log_meal(&world.meta, meal("2026-03-01T12:00:00.000Z", 600, 25))
-        .await
-        .expect("meal");
+    let goal = world.create_goal(daily_protein(50)).await;
+    log(&world, "2026-03-01T08:00:00.000Z", 400, 30).await;
+    log(&world, "2026-03-01T12:00:00.000Z", 600, 25).await;
 
-    let daily = wait_for(
-        &store,
-        Context::Dashboard,
-        Key::new(&pk, "DAILY#2026-03-01"),
-        |row| at(row, "nutrition.meals") == 2,
-    )
-    .await;
+    let daily = rows
+        .wait(Context::Dashboard, "DAILY#2026-03-01", "nutrition.meals", 2)
+        .await;
     assert_eq!(at(&daily, "nutrition.totals.calories"), "1000");
-    wait_for(
-        &store,
-        Context::Dashboard,
-        Key::new(&pk, format!("ACTIVE_GOAL#{goal}")),
-        |row| at(row, "title") == "Protein",
-    )
-    .await;
-    let progress = Key::new(&pk, format!("PROGRESS#{goal}#2026-03-01T00:00:00.000Z"));
-    let row = wait_for(&store, Context::Goals, progress, |row| {
-        at(row, "value") == "55"
-    })
-    .await;
-    assert_eq!(at(&row, "met"), true);
-    let goal_row = wait_for(
-        &store,
-        Context::Goals,
-        Key::new(&pk, format!("GOAL#{goal}")),
-        |row| at(row, "current_value") == "55",
-    )
-    .await;
+    let active = format!("ACTIVE_GOAL#{goal}");
+    rows.wait(Context::Dashboard, active, "title", "Protein")
+        .await;
+    let goal_row = goal_reaches_55(&rows, &goal, "2026-03-01").await;
     assert_eq!(at(&goal_row, "status"), "active");
     let progressed: Vec<serde_json::Value> = items_of(&*store, Context::Goals, &pk, "EVT#")
         .await
@@ -162,74 +73,24 @@ async fn commands_reach_the_dashboard_goals_and_insights() {
         progressed.contains(&serde_json::json!("55")),
         "the final progress was published: {progressed:?}"
     );
-    wait_for(
-        &store,
-        Context::Insights,
-        Key::new(&pk, "ACTIVE_DAY#2026-03-01"),
-        |row| at(row, "meals") == 2,
-    )
-    .await;
-    wait_for(
-        &store,
-        Context::Activity,
-        Key::new(&pk, "INTAKE#2026-03-01"),
-        |row| at(row, "meals") == 2,
-    )
-    .await;
+    rows.wait(Context::Insights, "ACTIVE_DAY#2026-03-01", "meals", 2)
+        .await;
+    rows.wait(Context::Activity, "INTAKE#2026-03-01", "meals", 2)
+        .await;
 
     // A wearable webhook: integrations publishes, activity syncs, the dashboard shows it.
-    let started = world
-        .integrations
-        .start_connect(&world.meta, "sandbox")
-        .await
-        .expect("connect")
-        .value;
+    world.connect_as("pu-e2e").await.expect("callback");
+    let workout = provider_workout("run-1", "2026-03-01T17:00:00.000Z", 2700);
+    let body = webhook_body("pu-e2e", "d-1", workout);
     world
-        .integrations
-        .complete_connect(
-            "sandbox",
-            &started.state,
-            &SandboxProvider::code_for("pu-e2e"),
-        )
-        .await
-        .expect("callback");
-    let workout = vitals_tests::commands::activity_sleep::provider_workout(
-        "run-1",
-        "2026-03-01T17:00:00.000Z",
-        2700,
-    );
-    let body = serde_json::to_vec(&WebhookPayload {
-        delivery_id: "d-1".into(),
-        provider_user_id: "pu-e2e".into(),
-        workouts: vec![workout],
-        sleep: vec![],
-    })
-    .expect("json");
-    let now = now_epoch_seconds();
-    world
-        .integrations
-        .receive_webhook(
-            "sandbox",
-            &now.to_string(),
-            &sign(WEBHOOK_SECRET.as_bytes(), now, &body),
-            &body,
-        )
+        .receive_signed(&body, now_epoch_seconds())
         .await
         .expect("webhook");
-    wait_for(
-        &store,
-        Context::Dashboard,
-        Key::new(&pk, "DAILY#2026-03-01"),
-        |row| at(row, "activity.active_minutes") == 45,
-    )
-    .await;
-    wait_for(
-        &store,
-        Context::Dashboard,
-        Key::new(&pk, "CONNECTION#sandbox"),
-        |row| at(row, "connected") == true,
-    )
-    .await;
+    let minutes = "activity.active_minutes";
+    rows.wait(Context::Dashboard, "DAILY#2026-03-01", minutes, 45)
+        .await;
+    rows.wait(Context::Dashboard, "CONNECTION#sandbox", "connected", true)
+        .await;
 
     let stats = pipeline.stats().await.expect("stats");
     assert!(
@@ -253,42 +114,19 @@ async fn commands_reach_the_dashboard_goals_and_insights() {
 async fn workers_resume_from_their_checkpoints_after_a_restart() {
     let (store, _dir) = open();
     let world = World::new(store.clone());
-    let pk = world.pk();
-    let first = pipeline(&store);
-    world
-        .nutrition
-        .log_meal(&world.meta, meal("2026-03-01T08:00:00.000Z", 100, 1))
-        .await
-        .expect("meal");
-    wait_for(
-        &store,
-        Context::Dashboard,
-        Key::new(&pk, "DAILY#2026-03-01"),
-        |row| at(row, "nutrition.meals") == 1,
-    )
-    .await;
+    let rows = rows_of(&store, &world);
+    let first = pipeline::start(&store);
+    log(&world, "2026-03-01T08:00:00.000Z", 100, 1).await;
+    rows.wait(Context::Dashboard, "DAILY#2026-03-01", "nutrition.meals", 1)
+        .await;
     first.stop().await;
 
     // Written while no worker runs.
-    world
-        .nutrition
-        .log_meal(&world.meta, meal("2026-03-01T09:00:00.000Z", 200, 2))
-        .await
-        .expect("meal");
-    let second = pipeline(&store);
-    wait_for(
-        &store,
-        Context::Dashboard,
-        Key::new(&pk, "DAILY#2026-03-01"),
-        |row| at(row, "nutrition.meals") == 2,
-    )
-    .await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !second.caught_up().await.expect("lag") {
-        assert!(Instant::now() < deadline, "workers did not catch up");
-        let mut commits = store.commits();
-        let _ = tokio::time::timeout(Duration::from_millis(200), commits.changed()).await;
-    }
+    log(&world, "2026-03-01T09:00:00.000Z", 200, 2).await;
+    let second = pipeline::start(&store);
+    rows.wait(Context::Dashboard, "DAILY#2026-03-01", "nutrition.meals", 2)
+        .await;
+    pipeline::wait_caught_up(&second, &store).await;
     let stats = second.stats().await.expect("stats");
     let nutrition = stats
         .iter()
@@ -299,6 +137,17 @@ async fn workers_resume_from_their_checkpoints_after_a_restart() {
         "the restarted worker applied only the new event"
     );
     second.stop().await;
+}
+
+/// Waits until the goal's progress of the period from `day` is 55 and met, and the goal
+/// itself shows 55; the goal row.
+async fn goal_reaches_55(rows: &UserRows<'_>, goal: &GoalId, day: &str) -> Item {
+    let progress = format!("PROGRESS#{goal}#{day}T00:00:00.000Z");
+    let row = rows.wait(Context::Goals, progress, "value", "55").await;
+    assert_eq!(at(&row, "met"), true);
+    let goal_row = format!("GOAL#{goal}");
+    rows.wait(Context::Goals, goal_row, "current_value", "55")
+        .await
 }
 
 /// Fails every event of one user while the fault is on, like a bug in a projector.
@@ -362,23 +211,11 @@ async fn a_poison_event_is_dead_lettered_while_others_flow_and_redrive_applies_i
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let task = tokio::spawn(worker.run(stopped));
 
-    poisoned
-        .nutrition
-        .log_meal(&poisoned.meta, meal("2026-03-01T08:00:00.000Z", 300, 3))
-        .await
-        .expect("meal");
-    healthy
-        .nutrition
-        .log_meal(&healthy.meta, meal("2026-03-01T08:00:00.000Z", 500, 5))
-        .await
-        .expect("meal");
-    wait_for(
-        &store,
-        Context::Dashboard,
-        Key::new(healthy.pk(), "DAILY#2026-03-01"),
-        |row| at(row, "nutrition.meals") == 1,
-    )
-    .await;
+    log(&poisoned, "2026-03-01T08:00:00.000Z", 300, 3).await;
+    log(&healthy, "2026-03-01T08:00:00.000Z", 500, 5).await;
+    rows_of(&store, &healthy)
+        .wait(Context::Dashboard, "DAILY#2026-03-01", "nutrition.meals", 1)
+        .await;
 
     // The worker applies users' partitions independently: the healthy user's row can
     // land before the poisoned event has used up its attempts. Wait for the letter.
@@ -416,17 +253,15 @@ async fn a_poison_event_is_dead_lettered_while_others_flow_and_redrive_applies_i
     );
     assert_eq!(envelope.event_type, "MealLogged");
     assert_eq!(metrics.dead_lettered.load(Ordering::SeqCst), 1);
-    assert!(
-        store
-            .get(
-                Context::Dashboard,
-                &Key::new(poisoned.pk(), "DAILY#2026-03-01"),
-                true
-            )
-            .await
-            .expect("get")
-            .is_none()
-    );
+    let poisoned_day = || {
+        row_of(
+            &*store,
+            Context::Dashboard,
+            poisoned.pk(),
+            "DAILY#2026-03-01",
+        )
+    };
+    assert!(poisoned_day().await.is_none());
 
     // Still faulty: redrive keeps the letter.
     assert_eq!(
@@ -445,15 +280,7 @@ async fn a_poison_event_is_dead_lettered_while_others_flow_and_redrive_applies_i
         dlq.depth("dashboard-from-nutrition").await.expect("depth"),
         0
     );
-    let row = store
-        .get(
-            Context::Dashboard,
-            &Key::new(poisoned.pk(), "DAILY#2026-03-01"),
-            true,
-        )
-        .await
-        .expect("get")
-        .expect("row");
+    let row = poisoned_day().await.expect("row");
     assert_eq!(at(&row, "nutrition.totals.calories"), "300");
     let _ = stop.send(true);
     task.await.expect("worker stops");
@@ -462,13 +289,9 @@ async fn a_poison_event_is_dead_lettered_while_others_flow_and_redrive_applies_i
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nightly_readiness_scores_the_users_active_that_day_through_the_index() {
     let (store, _dir) = open();
-    let pipeline = pipeline(&store);
+    let pipeline = pipeline::start(&store);
     let (active, other_day) = (World::new(store.clone()), World::new(store.clone()));
-    active
-        .nutrition
-        .log_meal(&active.meta, meal("2026-03-04T08:00:00.000Z", 300, 3))
-        .await
-        .expect("meal");
+    log(&active, "2026-03-04T08:00:00.000Z", 300, 3).await;
     let sleep = commands::sleep::RecordSleep {
         start: events_schema::time::Timestamp::parse("2026-03-03T22:00:00.000Z").expect("ts"),
         end: events_schema::time::Timestamp::parse("2026-03-04T06:00:00.000Z").expect("ts"),
@@ -481,32 +304,20 @@ async fn nightly_readiness_scores_the_users_active_that_day_through_the_index() 
         .record_sleep(&active.meta, sleep)
         .await
         .expect("sleep");
-    other_day
-        .nutrition
-        .log_meal(&other_day.meta, meal("2026-03-05T08:00:00.000Z", 300, 3))
-        .await
-        .expect("meal");
-    wait_for(
-        &store,
+    log(&other_day, "2026-03-05T08:00:00.000Z", 300, 3).await;
+    let rows = rows_of(&store, &active);
+    rows.wait(Context::Insights, "ACTIVE_DAY#2026-03-04", "meals", 1)
+        .await;
+    rows.wait(
         Context::Insights,
-        Key::new(active.pk(), "ACTIVE_DAY#2026-03-04"),
-        |row| at(row, "meals") == 1,
+        "ACTIVE_DAY#2026-03-03",
+        "sleep_minutes",
+        480,
     )
     .await;
-    wait_for(
-        &store,
-        Context::Insights,
-        Key::new(active.pk(), "ACTIVE_DAY#2026-03-03"),
-        |row| at(row, "sleep_minutes") == 480,
-    )
-    .await;
-    wait_for(
-        &store,
-        Context::Insights,
-        Key::new(other_day.pk(), "ACTIVE_DAY#2026-03-05"),
-        |row| at(row, "meals") == 1,
-    )
-    .await;
+    rows_of(&store, &other_day)
+        .wait(Context::Insights, "ACTIVE_DAY#2026-03-05", "meals", 1)
+        .await;
     pipeline.stop().await;
 
     let counting = Arc::new(infra::counting::CountingStore::new(store.clone()));
@@ -536,57 +347,22 @@ async fn nightly_readiness_scores_the_users_active_that_day_through_the_index() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_goal_set_after_the_days_meals_starts_from_them() {
     let (store, _dir) = open();
-    let pipeline = pipeline(&store);
+    let pipeline = pipeline::start(&store);
     let world = World::new(store.clone());
-    let pk = world.pk();
+    let rows = rows_of(&store, &world);
     // Meals of today (the goal's current period, a UTC day), projected before the goal
     // exists. At noon UTC: the meals' own timezone (Paris) puts them on the same day,
     // which "now" does not do in the last hour or two of a UTC day.
     let today = events_schema::time::Timestamp::now().to_string()[..10].to_owned();
     let noon = format!("{today}T12:00:00.000Z");
     for (calories, protein) in [(400, 30), (600, 25)] {
-        world
-            .nutrition
-            .log_meal(&world.meta, meal(&noon, calories, protein))
-            .await
-            .expect("meal");
+        log(&world, &noon, calories, protein).await;
     }
-    wait_for(
-        &store,
-        Context::Goals,
-        Key::new(&pk, format!("NUT_DAILY#{today}")),
-        |row| at(row, "meals") == 2,
-    )
-    .await;
+    rows.wait(Context::Goals, format!("NUT_DAILY#{today}"), "meals", 2)
+        .await;
 
-    let goal = world
-        .goals
-        .create_goal(
-            &world.meta,
-            CreateGoal {
-                kind: GoalKind::DailyProteinGrams,
-                target: Decimal::from(50),
-                title: "Protein".into(),
-                timezone: None,
-            },
-        )
-        .await
-        .expect("goal")
-        .value
-        .goal_id;
-    let progress = Key::new(&pk, format!("PROGRESS#{goal}#{today}T00:00:00.000Z"));
-    let row = wait_for(&store, Context::Goals, progress, |row| {
-        at(row, "value") == "55"
-    })
-    .await;
-    assert_eq!(at(&row, "met"), true);
-    wait_for(
-        &store,
-        Context::Goals,
-        Key::new(&pk, format!("GOAL#{goal}")),
-        |row| at(row, "current_value") == "55",
-    )
-    .await;
+    let goal = world.create_goal(daily_protein(50)).await;
+    goal_reaches_55(&rows, &goal, &today).await;
     pipeline.stop().await;
 }
 
@@ -595,22 +371,14 @@ async fn a_subscriptions_feed_reads_only_its_sources_events_and_moves_past_the_r
     use infra::feed::ChangeFeed;
     let (store, _dir) = open();
     let world = World::new(store.clone());
-    world
-        .nutrition
-        .log_meal(&world.meta, meal("2026-03-01T08:00:00.000Z", 100, 1))
-        .await
-        .expect("meal");
+    log(&world, "2026-03-01T08:00:00.000Z", 100, 1).await;
     let mut row = Key::new(world.pk(), "DAILY#2026-03-01").to_item();
     row.insert("version".into(), serde_json::json!(1));
     store
         .put(Context::Dashboard, row, None)
         .await
         .expect("a row of another table");
-    world
-        .nutrition
-        .log_meal(&world.meta, meal("2026-03-01T09:00:00.000Z", 200, 2))
-        .await
-        .expect("meal");
+    log(&world, "2026-03-01T09:00:00.000Z", 200, 2).await;
 
     let feed = EmbeddedFeed::new(store.clone());
     let everything = feed.poll("probe-everything", 1000).await.expect("poll");

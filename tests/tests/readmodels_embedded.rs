@@ -3,24 +3,19 @@
 //! rows to aggregate them.
 
 use commands::activity::{RecordWorkout, StartTrainingBlock};
-use commands::goals::CreateGoal;
 use events_schema::Context;
-use events_schema::events::goals::GoalKind;
 use events_schema::events::goals::GoalStatus;
 use events_schema::time::{Day, Timestamp};
 use infra::Store;
 use infra::counting::CountingStore;
-use infra::embedded::EmbeddedStore;
-use infra::feed::embedded::EmbeddedFeed;
 use infra::table::Table;
-use projectors::pipeline::Pipeline;
 use readmodels::QueryError;
 use readmodels::history::PageRequest;
-use rust_decimal::Decimal;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 use vitals_tests::commands::World;
+use vitals_tests::commands::goals::daily_protein;
+use vitals_tests::pipeline;
 
 fn day(raw: &str) -> Day {
     Day::parse(raw).expect("day")
@@ -28,44 +23,21 @@ fn day(raw: &str) -> Day {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_query_is_one_request_on_projection_or_summary_rows() {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let store = Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
+    let (store, _dir) = pipeline::open();
     let shared: Arc<dyn Store> = store.clone();
-    let pipeline = Pipeline::start(
-        shared.clone(),
-        Arc::new(EmbeddedFeed::new(store.clone())),
-        projectors::registry::all(shared.clone()),
-    );
+    let pipeline = pipeline::start(&store);
     // The evening of 2026-03-01: the goal counts from that day.
     let evening = Timestamp::parse("2026-03-01T20:00:00.000Z").expect("time");
     let world = World::with_clock(shared.clone(), events_schema::time::Clock::manual(evening));
     let user = world.meta.user.clone();
-    let goal = world
-        .goals
-        .create_goal(
-            &world.meta,
-            CreateGoal {
-                kind: GoalKind::DailyProteinGrams,
-                target: Decimal::from(40),
-                title: "Protein".into(),
-                timezone: None,
-            },
-        )
-        .await
-        .expect("goal")
-        .value
-        .goal_id;
+    let goal = world.create_goal(daily_protein(40)).await;
     for (at, calories) in [
         ("2026-03-01T08:00:00.000Z", 400),
         ("2026-03-02T08:00:00.000Z", 500),
         ("2026-03-02T12:00:00.000Z", 250),
     ] {
         let meal = vitals_tests::commands::nutrition::meal(at, &calories.to_string(), "30");
-        world
-            .nutrition
-            .log_meal(&world.meta, meal)
-            .await
-            .expect("meal");
+        world.log_meal(meal).await;
     }
     for (start, effort) in [
         ("2026-03-01T07:00:00.000Z", None),
@@ -98,12 +70,7 @@ async fn every_query_is_one_request_on_projection_or_summary_rows() {
         )
         .await
         .expect("block");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !pipeline.caught_up().await.expect("lag") {
-        assert!(Instant::now() < deadline, "projectors did not catch up");
-        let mut commits = store.commits();
-        let _ = tokio::time::timeout(Duration::from_millis(200), commits.changed()).await;
-    }
+    pipeline::wait_caught_up(&pipeline, &store).await;
     pipeline.stop().await;
 
     let counting = Arc::new(CountingStore::new(shared));

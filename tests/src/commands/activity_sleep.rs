@@ -1,24 +1,20 @@
 //! Activity and sleep command specifications: manual entries, idempotent wearable sync
 //! by external id, training blocks.
 
-use super::{World, assert_invalid};
+use super::{World, assert_invalid, assert_not_found, replayed, with_retry};
 use commands::activity::{RecordWorkout, StartTrainingBlock};
 use commands::sleep::RecordSleep;
 use events_schema::Context;
 use events_schema::events::activity::{WorkoutRecorded, WorkoutUpdated};
 use events_schema::events::integrations::{ProviderSleep, ProviderWorkout};
 use events_schema::events::sleep::SleepStages;
-use events_schema::ids::{ExternalId, ProviderName};
+use events_schema::ids::ExternalId;
 use events_schema::time::{Day, Timestamp};
 use infra::Store;
 use std::sync::Arc;
 
 fn ts(raw: &str) -> Timestamp {
     Timestamp::parse(raw).expect("timestamp")
-}
-
-fn garmin() -> ProviderName {
-    ProviderName::parse("garmin").expect("provider")
 }
 
 pub fn provider_workout(external: &str, start: &str, duration_s: u32) -> ProviderWorkout {
@@ -33,6 +29,14 @@ pub fn provider_workout(external: &str, start: &str, duration_s: u32) -> Provide
     }
 }
 
+/// Asserts that recording `input` fails validation on `field`.
+async fn refuses(world: &World, field: &str, input: RecordWorkout) {
+    assert_invalid(
+        world.activity.record_workout(&world.meta, input).await,
+        field,
+    );
+}
+
 pub async fn record_workout_writes_workout_and_event_once_per_key(store: Arc<dyn Store>) {
     let world = World::new(store);
     let input = RecordWorkout {
@@ -44,21 +48,10 @@ pub async fn record_workout_writes_workout_and_event_once_per_key(store: Arc<dyn
         calories: None,
         perceived_effort: Some(6),
     };
-    let id = world
-        .activity
-        .record_workout(&world.keyed("w-1"), input.clone())
+    let keyed = world.keyed("w-1");
+    let id = with_retry(|| world.activity.record_workout(&keyed, input.clone()))
         .await
-        .expect("records")
-        .value
         .workout_id;
-    assert!(
-        world
-            .activity
-            .record_workout(&world.keyed("w-1"), input.clone())
-            .await
-            .expect("retry")
-            .replayed
-    );
     let workouts = world.items(Context::Activity, "WORKOUT#").await;
     assert_eq!(workouts.len(), 1);
     assert_eq!(
@@ -77,51 +70,27 @@ pub async fn record_workout_writes_workout_and_event_once_per_key(store: Arc<dyn
         recorded.decode().expect("current version");
     assert_eq!(payload.workout.perceived_effort, Some(6));
     for effort in [0, 11, 255] {
-        assert_invalid(
-            world
-                .activity
-                .record_workout(
-                    &world.meta,
-                    RecordWorkout {
-                        perceived_effort: Some(effort),
-                        ..input.clone()
-                    },
-                )
-                .await,
-            "perceived_effort",
-        );
+        let refused = RecordWorkout {
+            perceived_effort: Some(effort),
+            ..input.clone()
+        };
+        refuses(&world, "perceived_effort", refused).await;
     }
     assert_eq!(
-        world.items(Context::Activity, "WORKOUT#").await.len(),
+        world.count(Context::Activity, "WORKOUT#").await,
         1,
         "a refused effort writes nothing"
     );
-    assert_invalid(
-        world
-            .activity
-            .record_workout(
-                &world.meta,
-                RecordWorkout {
-                    duration_s: 0,
-                    ..input.clone()
-                },
-            )
-            .await,
-        "duration_s",
-    );
-    assert_invalid(
-        world
-            .activity
-            .record_workout(
-                &world.meta,
-                RecordWorkout {
-                    distance_m: Some(2_000_000),
-                    ..input
-                },
-            )
-            .await,
-        "distance_m",
-    );
+    let zero = RecordWorkout {
+        duration_s: 0,
+        ..input.clone()
+    };
+    refuses(&world, "duration_s", zero).await;
+    let too_far = RecordWorkout {
+        distance_m: Some(2_000_000),
+        ..input
+    };
+    refuses(&world, "distance_m", too_far).await;
 }
 
 pub async fn retried_wearable_sync_returns_the_original_workout_in_one_request(
@@ -129,17 +98,9 @@ pub async fn retried_wearable_sync_returns_the_original_workout_in_one_request(
 ) {
     let world = World::new(store);
     let workout = provider_workout("act-77", "2026-05-02T07:00:00.000Z", 1800);
-    let first = world
-        .activity
-        .sync_workout(&world.meta, &garmin(), "UTC", &workout)
-        .await
-        .expect("syncs");
+    let first = world.sync_workout(&workout).await.expect("syncs");
     world.store.take();
-    let retry = world
-        .activity
-        .sync_workout(&world.meta, &garmin(), "UTC", &workout)
-        .await
-        .expect("retry");
+    let retry = world.sync_workout(&workout).await.expect("retry");
     let counts = world.store.take();
     assert_eq!(
         (retry.value.clone(), retry.replayed),
@@ -150,12 +111,11 @@ pub async fn retried_wearable_sync_returns_the_original_workout_in_one_request(
         (1, 1),
         "a retry costs one request: {counts:?}"
     );
-    assert_eq!(world.items(Context::Activity, "WORKOUT#").await.len(), 1);
+    assert_eq!(world.count(Context::Activity, "WORKOUT#").await, 1);
     assert_eq!(
         world
-            .items(Context::Activity, "EXTERNAL#garmin#act-77")
-            .await
-            .len(),
+            .count(Context::Activity, "EXTERNAL#garmin#act-77")
+            .await,
         1
     );
     assert_eq!(
@@ -167,22 +127,12 @@ pub async fn retried_wearable_sync_returns_the_original_workout_in_one_request(
 pub async fn wearable_sync_with_changed_fields_is_the_next_version(store: Arc<dyn Store>) {
     let world = World::new(store);
     let first = world
-        .activity
-        .sync_workout(
-            &world.meta,
-            &garmin(),
-            "UTC",
-            &provider_workout("act-9", "2026-05-02T07:00:00.000Z", 1800),
-        )
+        .sync_workout(&provider_workout("act-9", "2026-05-02T07:00:00.000Z", 1800))
         .await
         .expect("syncs");
     // The provider corrected the start (to the next day) and the duration.
     let changed = provider_workout("act-9", "2026-05-03T07:00:00.000Z", 2000);
-    let second = world
-        .activity
-        .sync_workout(&world.meta, &garmin(), "UTC", &changed)
-        .await
-        .expect("updates");
+    let second = world.sync_workout(&changed).await.expect("updates");
     assert_eq!(
         (second.value.clone(), second.replayed),
         (first.value.clone(), false)
@@ -210,14 +160,7 @@ pub async fn wearable_sync_with_changed_fields_is_the_next_version(store: Arc<dy
         ),
         (1, 2, 2000)
     );
-    assert!(
-        world
-            .activity
-            .sync_workout(&world.meta, &garmin(), "UTC", &changed)
-            .await
-            .expect("retry")
-            .replayed
-    );
+    assert!(replayed(world.sync_workout(&changed).await));
     assert_eq!(world.events(Context::Activity).await.len(), 2);
 }
 
@@ -228,35 +171,14 @@ pub async fn training_block_started(store: Arc<dyn Store>) {
         weeks: 8,
         focus: "Marathon base".into(),
     };
-    let id = world
-        .activity
-        .start_training_block(&world.keyed("tb"), input.clone())
+    let keyed = world.keyed("tb");
+    let id = with_retry(|| world.activity.start_training_block(&keyed, input.clone()))
         .await
-        .expect("starts")
-        .value
         .training_block_id;
-    assert!(
-        world
-            .activity
-            .start_training_block(&world.keyed("tb"), input.clone())
-            .await
-            .expect("retry")
-            .replayed
-    );
-    assert_eq!(
-        world
-            .items(
-                Context::Activity,
-                &format!("TRAINING_BLOCK#2026-06-01#{id}")
-            )
-            .await
-            .len(),
-        1
-    );
-    assert_eq!(
-        world.event_types(Context::Activity).await,
-        vec!["TrainingBlockStarted"]
-    );
+    let block = format!("TRAINING_BLOCK#2026-06-01#{id}");
+    world
+        .assert_one_row_and_event(Context::Activity, &block, "TrainingBlockStarted")
+        .await;
     assert_invalid(
         world
             .activity
@@ -281,29 +203,13 @@ pub async fn sleep_sessions_recorded_and_synced_idempotently(store: Arc<dyn Stor
         score: 82,
         stages,
     };
-    let id = world
-        .sleep
-        .record_sleep(&world.keyed("s1"), manual.clone())
+    let keyed = world.keyed("s1");
+    let id = with_retry(|| world.sleep.record_sleep(&keyed, manual.clone()))
         .await
-        .expect("records")
-        .value
         .sleep_id;
-    assert!(
-        world
-            .sleep
-            .record_sleep(&world.keyed("s1"), manual.clone())
-            .await
-            .expect("retry")
-            .replayed
-    );
     // 22:00 UTC is midnight in Paris: the night is named by its local start day.
-    assert_eq!(
-        world
-            .items(Context::Sleep, &format!("SLEEP#2026-05-02#{id}"))
-            .await
-            .len(),
-        1
-    );
+    let night = format!("SLEEP#2026-05-02#{id}");
+    assert_eq!(world.count(Context::Sleep, &night).await, 1);
 
     let synced = ProviderSleep {
         external_id: ExternalId::parse("night-1").expect("id"),
@@ -313,65 +219,44 @@ pub async fn sleep_sessions_recorded_and_synced_idempotently(store: Arc<dyn Stor
         stages,
         updated_at: None,
     };
-    let first = world
-        .sleep
-        .sync_sleep(&world.meta, &garmin(), "UTC", &synced)
-        .await
-        .expect("syncs");
-    let retry = world
-        .sleep
-        .sync_sleep(&world.meta, &garmin(), "UTC", &synced)
-        .await
-        .expect("retry");
+    let first = world.sync_sleep(&synced).await.expect("syncs");
+    let retry = world.sync_sleep(&synced).await.expect("retry");
     assert_eq!((retry.value, retry.replayed), (first.value, true));
     assert_eq!(
         world.event_types(Context::Sleep).await,
         vec!["SleepRecorded", "SleepRecorded"]
     );
 
-    assert_invalid(
-        world
-            .sleep
-            .record_sleep(
-                &world.meta,
-                RecordSleep {
-                    score: 101,
-                    ..manual.clone()
-                },
-            )
-            .await,
-        "score",
-    );
-    assert_invalid(
-        world
-            .sleep
-            .record_sleep(
-                &world.meta,
-                RecordSleep {
-                    end: manual.start,
-                    ..manual.clone()
-                },
-            )
-            .await,
-        "end",
-    );
     let too_much = SleepStages {
         deep_min: 900,
         ..stages
     };
-    assert_invalid(
-        world
-            .sleep
-            .record_sleep(
-                &world.meta,
-                RecordSleep {
-                    stages: too_much,
-                    ..manual
-                },
-            )
-            .await,
-        "stages",
-    );
+    let refused = [
+        (
+            "score",
+            RecordSleep {
+                score: 101,
+                ..manual.clone()
+            },
+        ),
+        (
+            "end",
+            RecordSleep {
+                end: manual.start,
+                ..manual.clone()
+            },
+        ),
+        (
+            "stages",
+            RecordSleep {
+                stages: too_much,
+                ..manual
+            },
+        ),
+    ];
+    for (field, input) in refused {
+        assert_invalid(world.sleep.record_sleep(&world.meta, input).await, field);
+    }
 }
 
 /// A training block ends early once, on a day within it.
@@ -402,19 +287,15 @@ pub async fn a_training_block_ends_early_once(store: Arc<dyn Store>) {
             "ended_on",
         );
     }
-    let ended = world
-        .activity
-        .end_training_block(&world.keyed("end"), start_day, &id, on("2026-06-14"))
-        .await
-        .expect("ends on its planned last day at the latest")
-        .value;
+    // It ends on its planned last day at the latest; a retry answers the first end.
+    let keyed = world.keyed("end");
+    let ended = with_retry(|| {
+        world
+            .activity
+            .end_training_block(&keyed, start_day, &id, on("2026-06-14"))
+    })
+    .await;
     assert_eq!((ended.ended_on, ended.block.weeks), (on("2026-06-14"), 2));
-    let retried = world
-        .activity
-        .end_training_block(&world.keyed("end"), start_day, &id, on("2026-06-14"))
-        .await
-        .expect("a retry answers the first end");
-    assert!(retried.replayed);
     let twice = world
         .activity
         .end_training_block(&world.meta, start_day, &id, on("2026-06-10"))
@@ -427,10 +308,7 @@ pub async fn a_training_block_ends_early_once(store: Arc<dyn Store>) {
         .activity
         .end_training_block(&world.meta, on("2026-06-02"), &id, on("2026-06-10"))
         .await;
-    assert!(
-        matches!(unknown, Err(commands::CommandError::NotFound(_))),
-        "{unknown:?}"
-    );
+    assert_not_found(unknown);
     assert_eq!(
         world.event_types(Context::Activity).await,
         vec!["TrainingBlockStarted", "TrainingBlockEnded"]

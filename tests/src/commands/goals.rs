@@ -1,7 +1,7 @@
 //! Goal command specifications: creation and status changes, with the sparse
 //! `by-status` index kept right.
 
-use super::{World, assert_invalid};
+use super::{World, assert_invalid, with_retry};
 use commands::CommandError;
 use commands::goals::CreateGoal;
 use events_schema::Context;
@@ -24,6 +24,16 @@ async fn goals_with_status(world: &World, status: &str) -> Vec<String> {
         .collect()
 }
 
+/// A daily goal of `target` grams of protein, in the user's timezone.
+pub fn daily_protein(target: i64) -> CreateGoal {
+    CreateGoal {
+        kind: GoalKind::DailyProteinGrams,
+        target: Decimal::from(target),
+        title: "Protein".into(),
+        timezone: None,
+    }
+}
+
 fn weekly_runs() -> CreateGoal {
     CreateGoal {
         kind: GoalKind::WeeklyWorkoutCount,
@@ -35,21 +45,10 @@ fn weekly_runs() -> CreateGoal {
 
 pub async fn created_goal_is_active_and_in_the_index(store: Arc<dyn Store>) {
     let world = World::new(store);
-    let id = world
-        .goals
-        .create_goal(&world.keyed("g-1"), weekly_runs())
+    let keyed = world.keyed("g-1");
+    let id = with_retry(|| world.goals.create_goal(&keyed, weekly_runs()))
         .await
-        .expect("creates")
-        .value
         .goal_id;
-    assert!(
-        world
-            .goals
-            .create_goal(&world.keyed("g-1"), weekly_runs())
-            .await
-            .expect("retry")
-            .replayed
-    );
     let goal = world.goals.goal(&world.meta, &id).await.expect("goal");
     assert_eq!(
         (goal.status, goal.period, goal.version),
@@ -84,27 +83,10 @@ pub async fn created_goal_is_active_and_in_the_index(store: Arc<dyn Store>) {
 
 pub async fn status_changes_move_the_goal_between_index_partitions(store: Arc<dyn Store>) {
     let world = World::new(store);
-    let id = world
-        .goals
-        .create_goal(&world.meta, weekly_runs())
-        .await
-        .expect("creates")
-        .value
-        .goal_id;
-    let paused = world
-        .goals
-        .change_status(&world.keyed("pause"), &id, GoalStatus::Paused)
-        .await
-        .expect("pauses");
-    assert_eq!(paused.value.version, 2);
-    assert!(
-        world
-            .goals
-            .change_status(&world.keyed("pause"), &id, GoalStatus::Paused)
-            .await
-            .expect("retry")
-            .replayed
-    );
+    let id = world.create_goal(weekly_runs()).await;
+    let keyed = world.keyed("pause");
+    let paused = with_retry(|| world.goals.change_status(&keyed, &id, GoalStatus::Paused)).await;
+    assert_eq!(paused.version, 2);
     assert!(goals_with_status(&world, "active").await.is_empty());
     assert_eq!(
         goals_with_status(&world, "paused").await,

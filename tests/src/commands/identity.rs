@@ -1,23 +1,39 @@
 //! Identity command specifications.
 
-use super::{World, assert_invalid};
-use commands::CommandError;
+use super::{World, assert_invalid, row_of, value, with_retry};
 use commands::identity::{Register, UpdateProfile};
+use commands::{CommandError, Outcome};
 use events_schema::Context;
 use events_schema::events::identity::{ProfileUpdated, Units, UserRegistered};
 use events_schema::ids::UserId;
 use infra::Store;
-use infra::store::{IndexQuery, Key, Query};
+use infra::store::{IndexQuery, Query};
 use std::sync::Arc;
 
 fn registration(email: &str) -> Register {
     Register {
         email: email.to_owned(),
-        password: "correct horse battery".to_owned(),
+        password: PASSWORD.to_owned(),
         display_name: "Ana".to_owned(),
         timezone: "Europe/Paris".to_owned(),
         units: Units::Metric,
     }
+}
+
+/// The sample password of every registration here.
+const PASSWORD: &str = "correct horse battery";
+
+/// Registers `email` with the sample details (as the world's meta, without a key).
+async fn register(world: &World, email: &str) -> Result<Outcome<UserId>, CommandError> {
+    world
+        .identity
+        .register(&world.meta, registration(email))
+        .await
+}
+
+/// Logs in as `email` with the sample password.
+async fn login(world: &World, email: &str) -> Result<UserId, CommandError> {
+    world.identity.login(email, PASSWORD).await
 }
 
 fn unique_email() -> String {
@@ -47,25 +63,19 @@ pub async fn register_writes_profile_reservation_and_event(store: Arc<dyn Store>
         .value;
     let profile = world.identity.profile(&user).await.expect("profile");
     assert_eq!(profile.email, email, "email is trimmed and lowercased");
-    assert_ne!(profile.password_hash, "correct horse battery");
-    let reservation = store
-        .get(
-            Context::Identity,
-            &Key::new(format!("EMAIL#{email}"), "EMAIL"),
-            true,
-        )
-        .await
-        .expect("get");
+    assert_ne!(profile.password_hash, PASSWORD);
+    let reservation = row_of(
+        &*store,
+        Context::Identity,
+        format!("EMAIL#{email}"),
+        "EMAIL",
+    )
+    .await;
     assert_eq!(
         reservation.expect("reserved")["user_id"],
         serde_json::json!(user)
     );
-    let events = World {
-        meta: commands::CommandMeta::new(user.clone()),
-        ..world
-    }
-    .events(Context::Identity)
-    .await;
+    let events = world.as_user(user.clone()).events(Context::Identity).await;
     assert_eq!(events.len(), 1);
     let registered: UserRegistered = events[0].decode().expect("typed");
     assert_eq!(registered.profile.email, email);
@@ -78,15 +88,8 @@ pub async fn register_writes_profile_reservation_and_event(store: Arc<dyn Store>
 pub async fn register_with_a_taken_email_fails_and_writes_nothing(store: Arc<dyn Store>) {
     let world = World::new(store.clone());
     let email = unique_email();
-    world
-        .identity
-        .register(&world.meta, registration(&email))
-        .await
-        .expect("first");
-    let second = world
-        .identity
-        .register(&world.meta, registration(&email.to_uppercase()))
-        .await;
+    register(&world, &email).await.expect("first");
+    let second = register(&world, &email.to_uppercase()).await;
     assert!(
         matches!(second, Err(CommandError::EmailTaken)),
         "{second:?}"
@@ -159,18 +162,9 @@ pub async fn register_rejects_invalid_input_naming_the_field(store: Arc<dyn Stor
 pub async fn login_checks_email_and_password(store: Arc<dyn Store>) {
     let world = World::new(store);
     let email = unique_email();
-    let user = world
-        .identity
-        .register(&world.meta, registration(&email))
-        .await
-        .expect("registers")
-        .value;
+    let user = value(register(&world, &email).await);
     assert_eq!(
-        world
-            .identity
-            .login(&email.to_uppercase(), "correct horse battery")
-            .await
-            .expect("logs in"),
+        login(&world, &email.to_uppercase()).await.expect("logs in"),
         user
     );
     let wrong = world.identity.login(&email, "wrong horse battery").await;
@@ -178,10 +172,7 @@ pub async fn login_checks_email_and_password(store: Arc<dyn Store>) {
         matches!(wrong, Err(CommandError::InvalidCredentials)),
         "{wrong:?}"
     );
-    let unknown = world
-        .identity
-        .login(&unique_email(), "correct horse battery")
-        .await;
+    let unknown = login(&world, &unique_email()).await;
     assert!(
         matches!(unknown, Err(CommandError::InvalidCredentials)),
         "{unknown:?}"
@@ -196,12 +187,7 @@ pub async fn login_checks_email_and_password(store: Arc<dyn Store>) {
 pub async fn change_email_moves_the_reservation(store: Arc<dyn Store>) {
     let world = World::new(store);
     let (old, new) = (unique_email(), unique_email());
-    let user = world
-        .identity
-        .register(&world.meta, registration(&old))
-        .await
-        .expect("registers")
-        .value;
+    let user = value(register(&world, &old).await);
     let meta = commands::CommandMeta::new(user.clone());
     let changed = world
         .identity
@@ -209,43 +195,22 @@ pub async fn change_email_moves_the_reservation(store: Arc<dyn Store>) {
         .await
         .expect("changes");
     assert_eq!(changed.value.email, new);
-    assert_eq!(
-        world
-            .identity
-            .login(&new, "correct horse battery")
-            .await
-            .expect("new email logs in"),
-        user
-    );
+    assert_eq!(login(&world, &new).await.expect("new email logs in"), user);
     // The old email is free again; the new one is taken.
-    world
-        .identity
-        .register(&world.meta, registration(&old))
+    register(&world, &old)
         .await
         .expect("old email registers again");
-    let taken = world
-        .identity
-        .register(&world.meta, registration(&new))
-        .await;
+    let taken = register(&world, &new).await;
     assert!(matches!(taken, Err(CommandError::EmailTaken)), "{taken:?}");
-    let types = World { meta, ..world }.event_types(Context::Identity).await;
+    let types = world.as_user(user).event_types(Context::Identity).await;
     assert_eq!(types, vec!["UserRegistered", "EmailChanged"]);
 }
 
 pub async fn change_email_to_a_taken_email_changes_nothing(store: Arc<dyn Store>) {
     let world = World::new(store);
     let (mine, theirs) = (unique_email(), unique_email());
-    let user = world
-        .identity
-        .register(&world.meta, registration(&mine))
-        .await
-        .expect("registers")
-        .value;
-    world
-        .identity
-        .register(&world.meta, registration(&theirs))
-        .await
-        .expect("registers");
+    let user = value(register(&world, &mine).await);
+    value(register(&world, &theirs).await);
     let meta = commands::CommandMeta::new(user.clone());
     let result = world.identity.change_email(&meta, &theirs).await;
     assert!(
@@ -257,48 +222,24 @@ pub async fn change_email_to_a_taken_email_changes_nothing(store: Arc<dyn Store>
         (profile.email.as_str(), profile.version),
         (mine.as_str(), 1)
     );
-    assert_eq!(
-        world
-            .identity
-            .login(&mine, "correct horse battery")
-            .await
-            .expect("still logs in"),
-        user
-    );
+    assert_eq!(login(&world, &mine).await.expect("still logs in"), user);
 }
 
 pub async fn update_profile_publishes_once_per_change(store: Arc<dyn Store>) {
     let world = World::new(store);
-    let user = world
-        .identity
-        .register(&world.meta, registration(&unique_email()))
-        .await
-        .expect("registers")
-        .value;
-    let world = World {
-        meta: commands::CommandMeta::new(user.clone()),
-        ..world
-    };
+    let user = value(register(&world, &unique_email()).await);
+    let world = world.as_user(user);
     let change = UpdateProfile {
         display_name: Some("Ana B".into()),
         timezone: Some("America/New_York".into()),
         units: Some(Units::Imperial),
     };
-    let first = world
-        .identity
-        .update_profile(&world.keyed("p-1"), change.clone())
-        .await
-        .expect("updates");
+    let keyed = world.keyed("p-1");
+    let first = with_retry(|| world.identity.update_profile(&keyed, change.clone())).await;
     assert_eq!(
-        (first.value.timezone.as_str(), first.value.version),
+        (first.timezone.as_str(), first.version),
         ("America/New_York", 2)
     );
-    let retry = world
-        .identity
-        .update_profile(&world.keyed("p-1"), change.clone())
-        .await
-        .expect("retry");
-    assert!(retry.replayed);
     let same = world
         .identity
         .update_profile(&world.meta, change)
@@ -330,16 +271,8 @@ pub async fn update_profile_publishes_once_per_change(store: Arc<dyn Store>) {
 pub async fn deletion_request_refuses_login_and_publishes_once(store: Arc<dyn Store>) {
     let world = World::new(store);
     let email = unique_email();
-    let user = world
-        .identity
-        .register(&world.meta, registration(&email))
-        .await
-        .expect("registers")
-        .value;
-    let world = World {
-        meta: commands::CommandMeta::new(user),
-        ..world
-    };
+    let user = value(register(&world, &email).await);
+    let world = world.as_user(user);
     assert!(
         !world
             .identity
@@ -356,7 +289,7 @@ pub async fn deletion_request_refuses_login_and_publishes_once(store: Arc<dyn St
             .expect("again")
             .replayed
     );
-    let login = world.identity.login(&email, "correct horse battery").await;
+    let login = login(&world, &email).await;
     assert!(
         matches!(login, Err(CommandError::AccountDeleted)),
         "{login:?}"

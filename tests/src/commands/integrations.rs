@@ -1,14 +1,14 @@
 //! Integrations and environment command specifications: OAuth connect with single-use
 //! state, signed webhooks recorded once, disconnect, and the environment cache.
 
-use super::{WEBHOOK_SECRET, World, assert_invalid, items_of};
+use super::{WEBHOOK_SECRET, World, assert_invalid, items_of, row_of};
 use commands::CommandError;
 use commands::integrations::{SandboxProvider, WebhookPayload, sign};
 use events_schema::Context;
-use events_schema::events::integrations::WearableWorkoutReceived;
+use events_schema::events::integrations::{ProviderWorkout, WearableWorkoutReceived};
 use events_schema::ids::UserId;
 use infra::Store;
-use infra::store::{Key, now_epoch_seconds};
+use infra::store::now_epoch_seconds;
 use serde_json::json;
 use std::sync::Arc;
 
@@ -16,42 +16,14 @@ fn provider_user() -> String {
     format!("pu-{}", UserId::generate().as_str().to_lowercase())
 }
 
-async fn connect(world: &World, provider_user: &str) {
-    let started = world
-        .integrations
-        .start_connect(&world.meta, "sandbox")
-        .await
-        .expect("starts")
-        .value;
-    world
-        .integrations
-        .complete_connect(
-            "sandbox",
-            &started.state,
-            &SandboxProvider::code_for(provider_user),
-        )
-        .await
-        .expect("completes");
-}
-
 pub async fn oauth_connect_uses_a_single_use_state(store: Arc<dyn Store>) {
     let world = World::new(store.clone());
-    let started = world
-        .integrations
-        .start_connect(&world.meta, "sandbox")
-        .await
-        .expect("starts")
-        .value;
+    let started = world.start_connect().await;
     assert_eq!(started.state.len(), 64, "256 random bits, hex");
     assert!(started.authorize_url.contains(&started.state));
-    let state_item = store
-        .get(
-            Context::Integrations,
-            &Key::new(format!("OAUTH_STATE#{}", started.state), "OAUTH_STATE"),
-            true,
-        )
+    let state_pk = format!("OAUTH_STATE#{}", started.state);
+    let state_item = row_of(&*store, Context::Integrations, state_pk, "OAUTH_STATE")
         .await
-        .expect("get")
         .expect("stored");
     let ttl = state_item["expires_at"].as_i64().expect("ttl");
     assert!(
@@ -134,25 +106,27 @@ pub async fn an_expired_state_cannot_complete(store: Arc<dyn Store>) {
     );
 }
 
-fn webhook_body(pu: &str, delivery: &str) -> Vec<u8> {
+/// The body of a sandbox webhook from provider user `pu` carrying one workout.
+pub fn webhook_body(pu: &str, delivery: &str, workout: ProviderWorkout) -> Vec<u8> {
     let payload = WebhookPayload {
         delivery_id: delivery.into(),
         provider_user_id: pu.into(),
-        workouts: vec![super::activity_sleep::provider_workout(
-            "w-1",
-            "2026-05-02T07:00:00.000Z",
-            1800,
-        )],
+        workouts: vec![workout],
         sleep: vec![],
     };
     serde_json::to_vec(&payload).expect("serializes")
 }
 
+/// The workout the webhook cases deliver.
+fn run_w1() -> ProviderWorkout {
+    super::activity_sleep::provider_workout("w-1", "2026-05-02T07:00:00.000Z", 1800)
+}
+
 pub async fn signed_webhooks_are_recorded_once(store: Arc<dyn Store>) {
     let world = World::new(store.clone());
     let pu = provider_user();
-    connect(&world, &pu).await;
-    let body = webhook_body(&pu, "d-1");
+    world.connect_as(&pu).await.expect("completes");
+    let body = webhook_body(&pu, "d-1", run_w1());
     let now = now_epoch_seconds();
     let signature = sign(WEBHOOK_SECRET.as_bytes(), now, &body);
 
@@ -170,15 +144,7 @@ pub async fn signed_webhooks_are_recorded_once(store: Arc<dyn Store>) {
         "{forged:?}"
     );
     let stale = now - 3600;
-    let old = world
-        .integrations
-        .receive_webhook(
-            "sandbox",
-            &stale.to_string(),
-            &sign(WEBHOOK_SECRET.as_bytes(), stale, &body),
-            &body,
-        )
-        .await;
+    let old = world.receive_signed(&body, stale).await;
     assert!(matches!(old, Err(CommandError::BadSignature)), "{old:?}");
     let mut tampered = body.clone();
     tampered.extend_from_slice(b" ");
@@ -196,17 +162,9 @@ pub async fn signed_webhooks_are_recorded_once(store: Arc<dyn Store>) {
         "nothing written"
     );
 
-    let first = world
-        .integrations
-        .receive_webhook("sandbox", &now.to_string(), &signature, &body)
-        .await
-        .expect("accepted");
+    let first = world.receive_signed(&body, now).await.expect("accepted");
     assert_eq!((first.value, first.replayed), (1, false));
-    let again = world
-        .integrations
-        .receive_webhook("sandbox", &now.to_string(), &signature, &body)
-        .await
-        .expect("redelivery");
+    let again = world.receive_signed(&body, now).await.expect("redelivery");
     assert!(again.replayed);
     let events = world.events(Context::Integrations).await;
     assert_eq!(events.len(), 2, "the redelivery published nothing");
@@ -214,22 +172,13 @@ pub async fn signed_webhooks_are_recorded_once(store: Arc<dyn Store>) {
     assert_eq!(received.workout.external_id.as_str(), "w-1");
     assert_eq!(
         world
-            .items(Context::Integrations, "DELIVERY#sandbox#d-1")
-            .await
-            .len(),
+            .count(Context::Integrations, "DELIVERY#sandbox#d-1")
+            .await,
         1
     );
 
-    let stranger = webhook_body("pu-nobody", "d-2");
-    let unknown = world
-        .integrations
-        .receive_webhook(
-            "sandbox",
-            &now.to_string(),
-            &sign(WEBHOOK_SECRET.as_bytes(), now, &stranger),
-            &stranger,
-        )
-        .await;
+    let stranger = webhook_body("pu-nobody", "d-2", run_w1());
+    let unknown = world.receive_signed(&stranger, now).await;
     assert!(
         matches!(unknown, Err(CommandError::NotFound("connection"))),
         "{unknown:?}"
@@ -241,7 +190,7 @@ pub async fn signed_webhooks_are_recorded_once(store: Arc<dyn Store>) {
 pub async fn disconnect_removes_the_connection_once(store: Arc<dyn Store>) {
     let world = World::new(store.clone());
     let pu = provider_user();
-    connect(&world, &pu).await;
+    world.connect_as(&pu).await.expect("completes");
     assert!(
         !world
             .integrations
@@ -299,15 +248,14 @@ pub async fn environment_readings_are_cached_per_cell_and_hour(store: Arc<dyn St
     let counts = world.store.take();
     assert_eq!((counts.gets, counts.writes()), (1, 0), "a hit is one read");
     let hour = events_schema::time::Hour::containing(at);
-    let row = store
-        .get(
-            Context::Environment,
-            &Key::new(format!("WEATHER#{cell}#{hour}"), "WEATHER"),
-            true,
-        )
-        .await
-        .expect("get")
-        .expect("cached");
+    let row = row_of(
+        &*store,
+        Context::Environment,
+        format!("WEATHER#{cell}#{hour}"),
+        "WEATHER",
+    )
+    .await
+    .expect("cached");
     let ttl = row["expires_at"].as_i64().expect("ttl");
     assert!(
         ttl > now_epoch_seconds() && ttl <= hour.start().timestamp() + 2 * 3600,

@@ -8,21 +8,25 @@ pub mod identity;
 pub mod integrations;
 pub mod nutrition;
 
-use commands::CommandMeta;
 use commands::activity::ActivityCommands;
 use commands::environment::{EnvironmentCommands, SandboxEnvironment};
+use commands::goals::CreateGoal;
 use commands::goals::GoalCommands;
 use commands::identity::IdentityCommands;
+use commands::integrations::ConnectStarted;
 use commands::integrations::{IntegrationCommands, Providers, SandboxProvider, Secret};
 use commands::nutrition::NutritionCommands;
+use commands::nutrition::{MealInput, SummaryRecord};
 use commands::sleep::SleepCommands;
+use commands::{CommandError, CommandMeta, Outcome};
 use events_schema::Context;
 use events_schema::envelope::EventEnvelope;
-use events_schema::ids::UserId;
-use events_schema::time::Clock;
+use events_schema::events::integrations::{ProviderSleep, ProviderWorkout};
+use events_schema::ids::{GoalId, MealId, ProviderName, SleepId, UserId, WorkoutId};
+use events_schema::time::{Clock, Day};
 use infra::Store;
 use infra::counting::CountingStore;
-use infra::store::{Item, Query, SortKeyCondition};
+use infra::store::{Item, Key, Query, SortKeyCondition};
 use infra::table::Table;
 use std::sync::Arc;
 
@@ -68,6 +72,14 @@ impl World {
         }
     }
 
+    /// The same handlers, acting as `user`.
+    pub fn as_user(self, user: UserId) -> Self {
+        Self {
+            meta: CommandMeta::new(user),
+            ..self
+        }
+    }
+
     /// The same user, with an idempotency key.
     pub fn keyed(&self, key: &str) -> CommandMeta {
         self.meta
@@ -84,6 +96,19 @@ impl World {
     /// with `prefix`.
     pub async fn items(&self, table: Context, prefix: &str) -> Vec<Item> {
         items_of(&*self.store, table, &self.pk(), prefix).await
+    }
+
+    /// Asserts the user's partition of `table` has one row under `prefix` and that the
+    /// table's outbox holds only `event_type`.
+    pub async fn assert_one_row_and_event(&self, table: Context, prefix: &str, event_type: &str) {
+        assert_eq!(self.count(table, prefix).await, 1);
+        assert_eq!(self.event_types(table).await, vec![event_type]);
+    }
+
+    /// How many items of the user's partition in a context's table have a sort key
+    /// starting with `prefix`.
+    pub async fn count(&self, table: Context, prefix: &str) -> usize {
+        self.items(table, prefix).await.len()
     }
 
     /// The events in the user's outbox of a context, oldest first.
@@ -107,23 +132,143 @@ impl World {
             .map(|e| e.event_type)
             .collect()
     }
+
+    /// Logs `input` as the user, without a key; the new meal's id.
+    pub async fn log_meal(&self, input: MealInput) -> MealId {
+        value(self.nutrition.log_meal(&self.meta, input).await).meal_id
+    }
+
+    /// Syncs `workout` from garmin (in UTC) as the user.
+    pub async fn sync_workout(
+        &self,
+        workout: &ProviderWorkout,
+    ) -> Result<Outcome<WorkoutId>, CommandError> {
+        let activity = &self.activity;
+        activity
+            .sync_workout(&self.meta, &garmin(), "UTC", workout)
+            .await
+    }
+
+    /// Syncs `session` from garmin (in UTC) as the user.
+    pub async fn sync_sleep(
+        &self,
+        session: &ProviderSleep,
+    ) -> Result<Outcome<SleepId>, CommandError> {
+        self.sleep
+            .sync_sleep(&self.meta, &garmin(), "UTC", session)
+            .await
+    }
+
+    /// The stored nutrition summary of the user's `day`.
+    pub async fn summary(&self, day: Day) -> SummaryRecord {
+        self.nutrition
+            .summary(&self.meta, day)
+            .await
+            .expect("summary")
+    }
+
+    /// Creates `input` as the user, without a key; the new goal's id.
+    pub async fn create_goal(&self, input: CreateGoal) -> GoalId {
+        value(self.goals.create_goal(&self.meta, input).await).goal_id
+    }
+
+    /// Starts connecting the user to the sandbox provider.
+    pub async fn start_connect(&self) -> ConnectStarted {
+        value(self.integrations.start_connect(&self.meta, "sandbox").await)
+    }
+
+    /// The whole OAuth round trip to the sandbox provider as `provider_user`; the user
+    /// the callback connected, or why it refused.
+    pub async fn connect_as(&self, provider_user: &str) -> Result<UserId, CommandError> {
+        let started = self.start_connect().await;
+        self.integrations
+            .complete_connect(
+                "sandbox",
+                &started.state,
+                &SandboxProvider::code_for(provider_user),
+            )
+            .await
+            .map(|o| o.value)
+    }
+
+    /// Receives `body` as a sandbox webhook signed with the test secret at `at` (epoch
+    /// seconds).
+    pub async fn receive_signed(
+        &self,
+        body: &[u8],
+        at: i64,
+    ) -> Result<Outcome<usize>, CommandError> {
+        let signature = commands::integrations::sign(WEBHOOK_SECRET.as_bytes(), at, body);
+        self.integrations
+            .receive_webhook("sandbox", &at.to_string(), &signature, body)
+            .await
+    }
 }
 
+/// The wearable provider the activity and sleep cases sync from.
+pub fn garmin() -> ProviderName {
+    ProviderName::parse("garmin").expect("provider")
+}
+
+/// Asserts a command failed because something it names does not exist.
+#[track_caller]
+pub fn assert_not_found<T: std::fmt::Debug>(result: Result<T, CommandError>) {
+    assert!(
+        matches!(result, Err(CommandError::NotFound(_))),
+        "{result:?}"
+    );
+}
+
+/// The value of a command that must succeed.
+#[track_caller]
+pub fn value<T>(outcome: Result<Outcome<T>, CommandError>) -> T {
+    outcome.expect("the command succeeds").value
+}
+
+/// Whether a retried command answered with its first result (it must succeed).
+#[track_caller]
+pub fn replayed<T>(retry: Result<Outcome<T>, CommandError>) -> bool {
+    retry.expect("retry").replayed
+}
+
+/// Runs a keyed `command` and then its retry: the first value, once the retry has
+/// answered from it.
+pub async fn with_retry<T, Fut>(command: impl Fn() -> Fut) -> T
+where
+    Fut: Future<Output = Result<Outcome<T>, CommandError>>,
+{
+    let first = value(command().await);
+    assert!(
+        replayed(command().await),
+        "the retry is answered from the first"
+    );
+    first
+}
+
+/// Every item of partition `pk` of a context's table whose sort key starts with `prefix`
+/// (every item of the partition when empty), read consistently.
 pub async fn items_of(store: &dyn Store, table: Context, pk: &str, prefix: &str) -> Vec<Item> {
-    let mut items = Vec::new();
-    let mut cursor = None;
-    loop {
+    crate::snapshot::every_page(|cursor| {
         let mut query = Query::partition(pk).consistent().after(cursor);
         if !prefix.is_empty() {
             query = query.sort_key(SortKeyCondition::BeginsWith(prefix.to_owned()));
         }
-        let page = store.query(table, &query).await.expect("query");
-        items.extend(page.items);
-        match page.cursor {
-            Some(next) => cursor = Some(next),
-            None => return items,
-        }
-    }
+        async move { store.query(table, &query).await.expect("query") }
+    })
+    .await
+}
+
+/// The item at (`pk`, `sk`) of a context's table, read consistently.
+pub async fn row_of(
+    store: &dyn Store,
+    table: Context,
+    pk: impl Into<String>,
+    sk: impl Into<String>,
+) -> Option<Item> {
+    store
+        .get(table, &Key::new(pk, sk), true)
+        .await
+        .expect("get")
 }
 
 /// Asserts a command failed validation on `field`.

@@ -1,13 +1,14 @@
 //! Nutrition command specifications, the daily-summary invariant under concurrency
 //! included.
 
-use super::{World, assert_invalid, items_of};
+use super::{World, assert_invalid, assert_not_found, items_of, value, with_retry};
 use commands::CommandError;
 use commands::nutrition::{
     CatalogKind, CurateMealPlan, CurateRecipe, EatScheduledMeal, EditMeal, MealInput, ScheduleMeal,
 };
 use events_schema::Context;
 use events_schema::events::nutrition::{MealEdited, MealLogged, Nutrients};
+use events_schema::ids::{MealId, ScheduledMealId};
 use events_schema::time::{Day, Timestamp};
 use infra::Store;
 use rust_decimal::Decimal;
@@ -30,31 +31,42 @@ pub fn meal(at: &str, calories: &str, protein: &str) -> MealInput {
     }
 }
 
+/// The first meal most cases log: 08:00 UTC on 2026-03-01, 300 kcal, 20 g protein.
+fn breakfast() -> MealInput {
+    meal("2026-03-01T08:00:00.000Z", "300", "20")
+}
+
+/// Logs [`breakfast`] and then `second`; breakfast's id.
+async fn breakfast_and(world: &World, second: MealInput) -> MealId {
+    let id = world.log_meal(breakfast()).await;
+    world.log_meal(second).await;
+    id
+}
+
 fn day(raw: &str) -> Day {
     Day::parse(raw).expect("day")
+}
+
+/// Asserts the user has one meal, `id`, stored under the day `on`.
+async fn assert_only_meal(world: &World, on: &str, id: &MealId) {
+    let meals = world.items(Context::Nutrition, "MEAL#").await;
+    assert_eq!(meals.len(), 1);
+    assert_eq!(meals[0]["sk"], serde_json::json!(format!("MEAL#{on}#{id}")));
+}
+
+/// Schedules `input` for the user, without a key; the scheduled meal's id.
+async fn schedule(world: &World, input: ScheduleMeal) -> ScheduledMealId {
+    value(world.nutrition.schedule_meal(&world.meta, input).await).scheduled_meal_id
 }
 
 pub async fn log_meal_writes_meal_summary_and_event(store: Arc<dyn Store>) {
     let world = World::new(store);
     // 23:30 UTC is already the next day in Paris.
     let id = world
-        .nutrition
-        .log_meal(&world.meta, meal("2026-03-01T23:30:00.000Z", "420.5", "30"))
-        .await
-        .expect("logs")
-        .value
-        .meal_id;
-    let meals = world.items(Context::Nutrition, "MEAL#").await;
-    assert_eq!(meals.len(), 1);
-    assert_eq!(
-        meals[0]["sk"],
-        serde_json::json!(format!("MEAL#2026-03-02#{id}"))
-    );
-    let summary = world
-        .nutrition
-        .summary(&world.meta, day("2026-03-02"))
-        .await
-        .expect("summary");
+        .log_meal(meal("2026-03-01T23:30:00.000Z", "420.5", "30"))
+        .await;
+    assert_only_meal(&world, "2026-03-02", &id).await;
+    let summary = world.summary(day("2026-03-02")).await;
     assert_eq!(
         (summary.meals, summary.totals.calories, summary.version),
         (1, dec("420.5"), 1)
@@ -67,11 +79,7 @@ pub async fn log_meal_writes_meal_summary_and_event(store: Arc<dyn Store>) {
 
 pub async fn log_meal_costs_one_read_and_one_transaction(store: Arc<dyn Store>) {
     let world = World::new(store);
-    world
-        .nutrition
-        .log_meal(&world.meta, meal("2026-03-01T08:00:00.000Z", "300", "20"))
-        .await
-        .expect("logs");
+    world.log_meal(breakfast()).await;
     world.store.take();
     world
         .nutrition
@@ -92,7 +100,7 @@ pub async fn log_meal_costs_one_read_and_one_transaction(store: Arc<dyn Store>) 
 
 pub async fn log_meal_repeated_with_the_same_key_writes_nothing(store: Arc<dyn Store>) {
     let world = World::new(store);
-    let input = meal("2026-03-01T08:00:00.000Z", "300", "20");
+    let input = breakfast();
     let first = world
         .nutrition
         .log_meal(&world.keyed("meal-1"), input.clone())
@@ -105,15 +113,7 @@ pub async fn log_meal_repeated_with_the_same_key_writes_nothing(store: Arc<dyn S
         .expect("retry");
     assert_eq!((again.value, again.replayed), (first.value, true));
     assert_eq!(world.events(Context::Nutrition).await.len(), 1);
-    assert_eq!(
-        world
-            .nutrition
-            .summary(&world.meta, day("2026-03-01"))
-            .await
-            .expect("summary")
-            .meals,
-        1
-    );
+    assert_eq!(world.summary(day("2026-03-01")).await.meals, 1);
     let different = world
         .nutrition
         .log_meal(
@@ -129,40 +129,14 @@ pub async fn log_meal_repeated_with_the_same_key_writes_nothing(store: Arc<dyn S
 
 pub async fn edit_meal_within_a_day_updates_the_summary(store: Arc<dyn Store>) {
     let world = World::new(store);
-    let id = world
-        .nutrition
-        .log_meal(&world.meta, meal("2026-03-01T08:00:00.000Z", "300", "20"))
-        .await
-        .expect("logs")
-        .value
-        .meal_id;
-    world
-        .nutrition
-        .log_meal(&world.meta, meal("2026-03-01T12:00:00.000Z", "500", "30"))
-        .await
-        .expect("logs");
+    let id = breakfast_and(&world, meal("2026-03-01T12:00:00.000Z", "500", "30")).await;
     let edit = EditMeal {
         meal_id: id.clone(),
         meal: meal("2026-03-01T09:00:00.000Z", "350", "25"),
     };
-    world
-        .nutrition
-        .edit_meal(&world.keyed("e-1"), edit.clone())
-        .await
-        .expect("edits");
-    assert!(
-        world
-            .nutrition
-            .edit_meal(&world.keyed("e-1"), edit)
-            .await
-            .expect("retry")
-            .replayed
-    );
-    let summary = world
-        .nutrition
-        .summary(&world.meta, day("2026-03-01"))
-        .await
-        .expect("summary");
+    let keyed = world.keyed("e-1");
+    with_retry(|| world.nutrition.edit_meal(&keyed, edit.clone())).await;
+    let summary = world.summary(day("2026-03-01")).await;
     assert_eq!(
         (
             summary.meals,
@@ -179,13 +153,7 @@ pub async fn edit_meal_within_a_day_updates_the_summary(store: Arc<dyn Store>) {
 
 pub async fn edit_meal_to_another_day_moves_it_and_both_summaries(store: Arc<dyn Store>) {
     let world = World::new(store);
-    let id = world
-        .nutrition
-        .log_meal(&world.meta, meal("2026-03-01T08:00:00.000Z", "300", "20"))
-        .await
-        .expect("logs")
-        .value
-        .meal_id;
+    let id = world.log_meal(breakfast()).await;
     world
         .nutrition
         .edit_meal(
@@ -197,22 +165,9 @@ pub async fn edit_meal_to_another_day_moves_it_and_both_summaries(store: Arc<dyn
         )
         .await
         .expect("moves");
-    let meals = world.items(Context::Nutrition, "MEAL#").await;
-    assert_eq!(meals.len(), 1);
-    assert_eq!(
-        meals[0]["sk"],
-        serde_json::json!(format!("MEAL#2026-03-03#{id}"))
-    );
-    let left = world
-        .nutrition
-        .summary(&world.meta, day("2026-03-01"))
-        .await
-        .expect("summary");
-    let arrived = world
-        .nutrition
-        .summary(&world.meta, day("2026-03-03"))
-        .await
-        .expect("summary");
+    assert_only_meal(&world, "2026-03-03", &id).await;
+    let left = world.summary(day("2026-03-01")).await;
+    let arrived = world.summary(day("2026-03-03")).await;
     assert_eq!((left.meals, left.totals.calories), (0, Decimal::ZERO));
     assert_eq!((arrived.meals, arrived.totals.calories), (1, dec("300")));
     let edited: MealEdited = world.events(Context::Nutrition).await[1]
@@ -226,54 +181,20 @@ pub async fn edit_meal_to_another_day_moves_it_and_both_summaries(store: Arc<dyn
         .delete_meal(&world.meta, &id)
         .await
         .expect("deletes");
-    assert_eq!(
-        world
-            .nutrition
-            .summary(&world.meta, day("2026-03-03"))
-            .await
-            .expect("summary")
-            .meals,
-        0
-    );
+    assert_eq!(world.summary(day("2026-03-03")).await.meals, 0);
 }
 
 pub async fn delete_meal_takes_it_out_of_the_summary(store: Arc<dyn Store>) {
     let world = World::new(store);
-    let id = world
-        .nutrition
-        .log_meal(&world.meta, meal("2026-03-01T08:00:00.000Z", "300", "20"))
-        .await
-        .expect("logs")
-        .value
-        .meal_id;
-    world
-        .nutrition
-        .log_meal(&world.meta, meal("2026-03-01T09:00:00.000Z", "100", "5"))
-        .await
-        .expect("logs");
-    world
-        .nutrition
-        .delete_meal(&world.keyed("d-1"), &id)
-        .await
-        .expect("deletes");
-    assert!(
-        world
-            .nutrition
-            .delete_meal(&world.keyed("d-1"), &id)
-            .await
-            .expect("retry")
-            .replayed
-    );
+    let id = breakfast_and(&world, meal("2026-03-01T09:00:00.000Z", "100", "5")).await;
+    let keyed = world.keyed("d-1");
+    with_retry(|| world.nutrition.delete_meal(&keyed, &id)).await;
     let missing = world.nutrition.delete_meal(&world.meta, &id).await;
     assert!(
         matches!(missing, Err(CommandError::NotFound("meal"))),
         "{missing:?}"
     );
-    let summary = world
-        .nutrition
-        .summary(&world.meta, day("2026-03-01"))
-        .await
-        .expect("summary");
+    let summary = world.summary(day("2026-03-01")).await;
     assert_eq!((summary.meals, summary.totals.calories), (1, dec("100")));
     assert_eq!(
         world.event_types(Context::Nutrition).await,
@@ -283,7 +204,7 @@ pub async fn delete_meal_takes_it_out_of_the_summary(store: Arc<dyn Store>) {
 
 pub async fn meal_validation_names_the_field_and_writes_nothing(store: Arc<dyn Store>) {
     let world = World::new(store);
-    let base = meal("2026-03-01T08:00:00.000Z", "300", "20");
+    let base = breakfast();
     let cases: Vec<(&str, MealInput)> = vec![
         (
             "calories",
@@ -454,35 +375,14 @@ pub async fn scheduled_meals_and_the_catalog(store: Arc<dyn Store>) {
         name: "Lentil soup".into(),
         recipe_id: None,
     };
-    let id = world
-        .nutrition
-        .schedule_meal(&world.keyed("s-1"), scheduled.clone())
+    let keyed = world.keyed("s-1");
+    let id = with_retry(|| world.nutrition.schedule_meal(&keyed, scheduled.clone()))
         .await
-        .expect("schedules")
-        .value
         .scheduled_meal_id;
-    assert!(
-        world
-            .nutrition
-            .schedule_meal(&world.keyed("s-1"), scheduled)
-            .await
-            .expect("retry")
-            .replayed
-    );
-    assert_eq!(
-        world
-            .items(
-                Context::Nutrition,
-                &format!("SCHEDULED_MEAL#2026-04-01#{id}")
-            )
-            .await
-            .len(),
-        1
-    );
-    assert_eq!(
-        world.event_types(Context::Nutrition).await,
-        vec!["MealScheduled"]
-    );
+    let planned = format!("SCHEDULED_MEAL#2026-04-01#{id}");
+    world
+        .assert_one_row_and_event(Context::Nutrition, &planned, "MealScheduled")
+        .await;
 
     let category = format!(
         "soups-{}",
@@ -633,18 +533,12 @@ pub async fn scheduled_meals_and_the_catalog(store: Arc<dyn Store>) {
 pub async fn a_scheduled_meal_is_eaten_once(store: Arc<dyn Store>) {
     let world = World::new(store.clone());
     let plan_day = Day::parse("2026-04-02").expect("day");
-    let schedule = |name: &str| ScheduleMeal {
+    let planned = |name: &str| ScheduleMeal {
         day: plan_day,
         name: name.into(),
         recipe_id: None,
     };
-    let soup = world
-        .nutrition
-        .schedule_meal(&world.meta, schedule("Soup"))
-        .await
-        .expect("schedules")
-        .value
-        .scheduled_meal_id;
+    let soup = schedule(&world, planned("Soup")).await;
     let eat = |id: &events_schema::ids::ScheduledMealId| EatScheduledMeal {
         day: plan_day,
         scheduled_meal_id: id.clone(),
@@ -667,11 +561,7 @@ pub async fn a_scheduled_meal_is_eaten_once(store: Arc<dyn Store>) {
     assert_eq!(eaten.len(), 1, "eaten once");
     let meal = eaten[0].value.clone();
     assert_eq!((meal.name.as_str(), meal.day), ("Soup", plan_day));
-    let summary = world
-        .nutrition
-        .summary(&world.meta, plan_day)
-        .await
-        .expect("summary");
+    let summary = world.summary(plan_day).await;
     assert_eq!((summary.meals, summary.totals.calories), (1, dec("300")));
     assert!(
         world
@@ -689,11 +579,8 @@ pub async fn a_scheduled_meal_is_eaten_once(store: Arc<dyn Store>) {
     assert_eq!(replayed.len(), 1, "{retries:?}");
     assert!(replayed[0].replayed);
     assert_eq!(replayed[0].value.meal_id, meal.meal_id);
-    let again = world
-        .nutrition
-        .eat_scheduled_meal(&world.meta, eat(&soup))
-        .await;
-    assert!(matches!(again, Err(CommandError::NotFound(_))), "{again:?}");
+    let eat_unkeyed = |id| world.nutrition.eat_scheduled_meal(&world.meta, eat(id));
+    assert_not_found(eat_unkeyed(&soup).await);
 
     // A recipe that is not in the catalog is not planned.
     let unknown = world
@@ -702,23 +589,14 @@ pub async fn a_scheduled_meal_is_eaten_once(store: Arc<dyn Store>) {
             &world.meta,
             ScheduleMeal {
                 recipe_id: Some(events_schema::ids::RecipeId::generate()),
-                ..schedule("Mystery")
+                ..planned("Mystery")
             },
         )
         .await;
-    assert!(
-        matches!(unknown, Err(CommandError::NotFound(_))),
-        "{unknown:?}"
-    );
+    assert_not_found(unknown);
 
     // Without nutrients or a recipe: refused, nothing written.
-    let salad = world
-        .nutrition
-        .schedule_meal(&world.meta, schedule("Salad"))
-        .await
-        .expect("schedules")
-        .value
-        .scheduled_meal_id;
+    let salad = schedule(&world, planned("Salad")).await;
     let bare = EatScheduledMeal {
         nutrients: None,
         ..eat(&salad)
@@ -728,32 +606,21 @@ pub async fn a_scheduled_meal_is_eaten_once(store: Arc<dyn Store>) {
         "nutrients",
     );
     // Removed: it cannot be eaten, nor removed again.
-    world
-        .nutrition
-        .remove_scheduled_meal(&world.keyed("rm"), plan_day, &salad)
-        .await
-        .expect("removes");
-    let retried = world
-        .nutrition
-        .remove_scheduled_meal(&world.keyed("rm"), plan_day, &salad)
-        .await
-        .expect("a retry answers as the first time");
-    assert!(retried.replayed);
-    let gone = world
-        .nutrition
-        .eat_scheduled_meal(&world.meta, eat(&salad))
-        .await;
-    assert!(matches!(gone, Err(CommandError::NotFound(_))), "{gone:?}");
+    // (A retry answers as the first time.)
+    let keyed = world.keyed("rm");
+    with_retry(|| {
+        world
+            .nutrition
+            .remove_scheduled_meal(&keyed, plan_day, &salad)
+    })
+    .await;
+    assert_not_found(eat_unkeyed(&salad).await);
     let twice = world
         .nutrition
         .remove_scheduled_meal(&world.meta, plan_day, &salad)
         .await;
-    assert!(matches!(twice, Err(CommandError::NotFound(_))), "{twice:?}");
-    let summary = world
-        .nutrition
-        .summary(&world.meta, plan_day)
-        .await
-        .expect("summary");
+    assert_not_found(twice);
+    let summary = world.summary(plan_day).await;
     assert_eq!(summary.meals, 1, "still one meal");
     // (The two events of one transaction have no order between them.)
     let mut events = world.event_types(Context::Nutrition).await;

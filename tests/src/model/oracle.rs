@@ -15,7 +15,7 @@ use events_schema::events::sleep::SleepSession;
 use events_schema::tables;
 use events_schema::time::{Day, Timestamp};
 use infra::Store;
-use infra::store::{Item, Query, Scan};
+use infra::store::Item;
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,20 +23,9 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Days of dated dashboard rows kept behind the newest day (as the dashboard says).
 const WINDOW_DAYS: i64 = projectors::dashboard::WINDOW_DAYS;
 
+/// Every item of partition `pk` of a table.
 async fn partition(store: &dyn Store, table: Context, pk: &str) -> Vec<Item> {
-    let mut items = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = store
-            .query(table, &Query::partition(pk).consistent().after(cursor))
-            .await
-            .expect("query");
-        items.extend(page.items);
-        match page.cursor {
-            Some(next) => cursor = Some(next),
-            None => return items,
-        }
-    }
+    crate::commands::items_of(store, table, pk, "").await
 }
 
 fn sk(item: &Item) -> &str {
@@ -688,29 +677,17 @@ pub async fn check_erased(store: &dyn Store, run: &UserRun, verdict: &mut Verdic
             .iter()
             .map(|g| Some(g.name.to_owned()));
         for index in std::iter::once(None).chain(indexes) {
-            let mut cursor = None;
-            loop {
-                let scan = Scan {
-                    index: index.clone(),
-                    limit: Some(1000),
-                    cursor,
-                };
-                let page = store.scan(table, &scan).await.expect("scan");
-                for item in &page.items {
-                    verdict.holds(
-                        || {
-                            format!(
-                                "erased {id}: {table} {index:?} keeps {} {}",
-                                item["pk"], item["sk"]
-                            )
-                        },
-                        !Value::Object(item.clone()).to_string().contains(&id),
-                    );
-                }
-                match page.cursor {
-                    Some(next) => cursor = Some(next),
-                    None => break,
-                }
+            let items = crate::snapshot::scan_all(store, table, index.as_deref(), 1000).await;
+            for item in &items {
+                verdict.holds(
+                    || {
+                        format!(
+                            "erased {id}: {table} {index:?} keeps {} {}",
+                            item["pk"], item["sk"]
+                        )
+                    },
+                    !Value::Object(item.clone()).to_string().contains(&id),
+                );
             }
         }
     }
