@@ -7,7 +7,7 @@
 
 mod support;
 
-use support::{Client, register, register_once_free, registration};
+use support::{Case, Client, register, register_once_free, registration};
 
 use serde_json::{Value, json};
 use std::process::Command;
@@ -54,12 +54,7 @@ impl Dashboard for Client {
 fn caught_up(address: &str) {
     let deadline = Instant::now() + CONVERGE_WITHIN;
     loop {
-        let (status, metrics) = support::request(address, "GET", "/metrics");
-        assert_eq!(status, 200, "{metrics}");
-        let lags: Vec<&str> = metrics
-            .lines()
-            .filter(|l| l.starts_with("vitals_projector_lag_records{"))
-            .collect();
+        let (metrics, lags) = support::projector_lags(address);
         assert!(!lags.is_empty(), "no lag series in {metrics}");
         if lags.iter().all(|l| l.ends_with(" 0")) {
             return;
@@ -130,6 +125,7 @@ fn replayed(run: &Run) -> (u64, u64) {
     }
 }
 
+/// The operator's walk: named cases, in order, each saying its name when it fails.
 #[test]
 fn residue_and_replay_after_an_erasure_leave_nothing_of_her_and_all_of_him() {
     let dir = tempfile::tempdir().expect("temporary directory");
@@ -138,14 +134,44 @@ fn residue_and_replay_after_an_erasure_leave_nothing_of_her_and_all_of_him() {
     let serve = ["--data-dir", data, "--jwt-secret", JWT_SECRET];
     let store = ["--data-dir", data];
 
-    // Given two users with meals, their dashboards converged.
     let server = support::start(&serve);
     let address = server.address.clone();
     let ana = register(&address, "ana@example.com");
     let bob = register(&address, "bob@example.com");
+    two_users_with_meals_converged(&ana, &bob);
+    let bobs_before = ana_deletes_her_account(&address, &ana, &bob);
+    let exit = server.stop();
+    assert!(exit.success(), "vitals serve exits cleanly: {exit:?}");
+
+    nothing_of_her_is_left_and_all_of_him(&store, &ana, &bob);
+    replays_bring_nothing_of_her_back(&store, &ana, &bob);
+    bad_arguments_fail_with_a_message(&store);
+    served_again_he_sees_the_same(&serve, &store, &ana, &bob, &bobs_before);
+}
+
+/// A dashboard that has converged to `meals` meals of `calories` in all.
+fn converged(meals: u64, calories: u64) -> impl Fn(&Value) -> bool {
+    move |d: &Value| {
+        d["profile"].is_object()
+            && d["day"]["nutrition"]["meals"] == meals
+            && d["day"]["nutrition"]["totals"]["calories"] == calories
+            && d["recent_meals"]
+                .as_array()
+                .is_some_and(|m| m.len() as u64 == meals)
+    }
+}
+
+/// `vitals admin residue <user> <store>`.
+fn residue(store: &[&str], user: &str) -> Run {
+    vitals(&[&["admin", "residue", user][..], store].concat())
+}
+
+/// Given two users with meals, their dashboards converged.
+fn two_users_with_meals_converged(ana: &Client, bob: &Client) {
+    let _case = Case("two users with meals");
     for (client, meals) in [
-        (&ana, &[("Oats", 400), ("Soup", 250), ("Apple", 100)][..]),
-        (&bob, &[("Eggs", 300), ("Pasta", 500)][..]),
+        (ana, &[("Oats", 400), ("Soup", 250), ("Apple", 100)][..]),
+        (bob, &[("Eggs", 300), ("Pasta", 500)][..]),
     ] {
         for (name, calories) in meals {
             let (status, reply) =
@@ -153,36 +179,31 @@ fn residue_and_replay_after_an_erasure_leave_nothing_of_her_and_all_of_him() {
             assert_eq!(status, 201, "{reply}");
         }
     }
-    let converged = |meals: u64, calories: u64| {
-        move |d: &Value| {
-            d["profile"].is_object()
-                && d["day"]["nutrition"]["meals"] == meals
-                && d["day"]["nutrition"]["totals"]["calories"] == calories
-                && d["recent_meals"]
-                    .as_array()
-                    .is_some_and(|m| m.len() as u64 == meals)
-        }
-    };
     ana.dashboard_eventually(converged(3, 750));
     bob.dashboard_eventually(converged(2, 800));
+}
 
-    // When Ana deletes her account (her email is free again once the erasure is done).
+/// When Ana deletes her account (her email is free again once the erasure is done),
+/// Bob's dashboard is untouched; returns it.
+fn ana_deletes_her_account(address: &str, ana: &Client, bob: &Client) -> Value {
+    let _case = Case("ana deletes her account");
     let (status, reply) = ana.call("DELETE", "/v1/me", None, &[]);
     assert_eq!(status, 202, "{reply}");
-    let newcomer = register_once_free(&address, "ana@example.com", CONVERGE_WITHIN);
+    let newcomer = register_once_free(address, "ana@example.com", CONVERGE_WITHIN);
     assert_ne!(newcomer.user_id, ana.user_id, "a new account, not Ana's");
-    caught_up(&address);
+    caught_up(address);
     let bobs_before = bob.dashboard();
     assert!(
         converged(2, 800)(&bobs_before),
         "Bob's dashboard is untouched by Ana's erasure: {bobs_before}"
     );
-    let exit = server.stop();
-    assert!(exit.success(), "vitals serve exits cleanly: {exit:?}");
+    bobs_before
+}
 
-    // Then nothing of Ana is left anywhere, and all of Bob is.
-    let residue = |user: &str| vitals(&[&["admin", "residue", user][..], &store].concat());
-    let nothing = residue(&ana.user_id);
+/// Then nothing of Ana is left anywhere, and all of Bob is.
+fn nothing_of_her_is_left_and_all_of_him(store: &[&str], ana: &Client, bob: &Client) {
+    let _case = Case("residue");
+    let nothing = residue(store, &ana.user_id);
     assert_eq!(nothing.code, Some(0), "{nothing}");
     assert!(
         nothing
@@ -190,7 +211,7 @@ fn residue_and_replay_after_an_erasure_leave_nothing_of_her_and_all_of_him() {
             .contains(&format!("nothing left of {}", ana.user_id)),
         "{nothing}"
     );
-    let kept = residue(&bob.user_id);
+    let kept = residue(store, &bob.user_id);
     assert_eq!(kept.code, Some(1), "Bob's data is there: {kept}");
     let bobs_partition = format!("USER#{}", bob.user_id);
     for table in ["identity: ", "nutrition: ", "dashboard: "] {
@@ -206,13 +227,17 @@ fn residue_and_replay_after_an_erasure_leave_nothing_of_her_and_all_of_him() {
             .contains(&format!("items left of {}", bob.user_id)),
         "{kept}"
     );
+}
 
-    // A full replay reads everyone's events and brings nothing of Ana back.
-    let all = vitals(&[&["replay", "all"][..], &store].concat());
+/// A full replay reads everyone's events and brings nothing of Ana back; a rebuild
+/// likewise; one projection replays for one user.
+fn replays_bring_nothing_of_her_back(store: &[&str], ana: &Client, bob: &Client) {
+    let _case = Case("replays");
+    let all = vitals(&[&["replay", "all"][..], store].concat());
     assert_eq!(all.code, Some(0), "{all}");
     let (events, applications) = replayed(&all);
     assert!(events > 0 && applications > 0, "{all}");
-    let nothing = residue(&ana.user_id);
+    let nothing = residue(store, &ana.user_id);
     assert_eq!(
         nothing.code,
         Some(0),
@@ -220,11 +245,11 @@ fn residue_and_replay_after_an_erasure_leave_nothing_of_her_and_all_of_him() {
     );
 
     // A rebuild (folded in memory, final rows written in batches) likewise.
-    let rebuilt = vitals(&[&["replay", "all", "--rebuild"][..], &store].concat());
+    let rebuilt = vitals(&[&["replay", "all", "--rebuild"][..], store].concat());
     assert_eq!(rebuilt.code, Some(0), "{rebuilt}");
     let (rebuilt_events, _) = replayed(&rebuilt);
     assert!(rebuilt_events >= events, "every event again: {rebuilt}");
-    let nothing = residue(&ana.user_id);
+    let nothing = residue(store, &ana.user_id);
     assert_eq!(
         nothing.code,
         Some(0),
@@ -235,16 +260,19 @@ fn residue_and_replay_after_an_erasure_leave_nothing_of_her_and_all_of_him() {
     let bobs = vitals(
         &[
             &["replay", "dashboard-from-nutrition", "--user", &bob.user_id][..],
-            &store,
+            store,
         ]
         .concat(),
     );
     assert_eq!(bobs.code, Some(0), "{bobs}");
     let (events, _) = replayed(&bobs);
     assert!(events >= 2, "Bob's two meals at least: {bobs}");
+}
 
-    // Bad arguments fail with a message that says what is wrong.
-    let unknown = vitals(&[&["replay", "no-such-projection"][..], &store].concat());
+/// Bad arguments fail with a message that says what is wrong.
+fn bad_arguments_fail_with_a_message(store: &[&str]) {
+    let _case = Case("bad arguments");
+    let unknown = vitals(&[&["replay", "no-such-projection"][..], store].concat());
     assert_ne!(unknown.code, Some(0), "{unknown}");
     for named in [
         "no-such-projection",
@@ -258,23 +286,32 @@ fn residue_and_replay_after_an_erasure_leave_nothing_of_her_and_all_of_him() {
     }
     // Ids are free-form (an external identity provider's subject is one) but never hold
     // the key delimiter `#`.
-    let not_an_id = residue("not#a-user-id");
+    let not_an_id = residue(store, "not#a-user-id");
     assert_ne!(not_an_id.code, Some(0), "{not_an_id}");
     assert!(not_an_id.stderr.contains("not a user id"), "{not_an_id}");
     assert!(
         not_an_id.stderr.contains("reserved character"),
         "{not_an_id}"
     );
-    let bad_user = vitals(&[&["replay", "all", "--user", "not#a-user-id"][..], &store].concat());
+    let bad_user = vitals(&[&["replay", "all", "--user", "not#a-user-id"][..], store].concat());
     assert_ne!(bad_user.code, Some(0), "{bad_user}");
     assert!(bad_user.stderr.contains("not a user id"), "{bad_user}");
+}
 
-    // Served again: Bob's dashboard is exactly as before the replays; Ana's old token
-    // (still signed right) reads nothing and can write nothing.
-    let server = support::start(&serve);
+/// Served again: Bob's dashboard is exactly as before the replays; Ana's old token
+/// (still signed right) reads nothing and can write nothing.
+fn served_again_he_sees_the_same(
+    serve: &[&str],
+    store: &[&str],
+    ana: &Client,
+    bob: &Client,
+    bobs_before: &Value,
+) {
+    let _case = Case("served again");
+    let server = support::start(serve);
     let bob = bob.on(&server.address);
     assert_eq!(
-        bob.dashboard(),
+        &bob.dashboard(),
         bobs_before,
         "the replays changed what Bob sees"
     );
@@ -291,7 +328,7 @@ fn residue_and_replay_after_an_erasure_leave_nothing_of_her_and_all_of_him() {
     caught_up(&server.address);
     let exit = server.stop();
     assert!(exit.success(), "vitals serve exits cleanly: {exit:?}");
-    let nothing = residue(&ana.user_id);
+    let nothing = residue(store, &ana.user_id);
     assert_eq!(
         nothing.code,
         Some(0),

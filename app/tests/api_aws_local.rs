@@ -12,102 +12,79 @@
 
 mod support;
 
-use support::{Client, register, register_once_free};
+use support::aws_local::{Tables, Worker, forwarding};
+use support::{Case, Client, meal, register, register_once_free};
 
-use events_schema::ids::UserId;
-use serde_json::{Value, json};
-use std::process::{Command, Stdio};
+use serde_json::json;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// How long the projections may take through the emulator's streams and Kinesis.
 const CONVERGE_WITHIN: Duration = Duration::from_secs(60);
 
-fn endpoint() -> String {
-    match std::env::var("VITALS_TEST_DYNAMODB_ENDPOINT") {
-        Ok(url) if !url.trim().is_empty() => url,
-        _ => panic!(
-            "VITALS_TEST_DYNAMODB_ENDPOINT is not set: run `scripts/test-all`, or start an emulator \
-             with `scripts/emulator.sh start` and export the URL it prints"
-        ),
-    }
-}
-
-fn meal(calories: u32) -> Value {
-    json!({"name": "Oats", "eaten_at": format!("{today}T08:00:00.000Z", today = support::today()), "calories": calories.to_string(), "protein_g": "30", "carbs_g": "40", "fat_g": "5"})
-}
-
+/// The mobile app's walk on one server, `vitals work` behind it: named cases, in order,
+/// each saying its name when it fails.
 #[test]
 fn the_mobile_app_flow_converges_through_kinesis_and_other_users_see_nothing() {
-    let endpoint = endpoint();
-    let prefix = format!("a{}-", UserId::generate().as_str().to_lowercase());
-    let aws = [
-        "--endpoint-url",
-        endpoint.as_str(),
-        "--table-prefix",
-        prefix.as_str(),
-    ];
-    let bridge = std::env::var("VITALS_TEST_FORWARDING").is_ok_and(|f| f == "bridge");
-    let forwarding: &[&str] = if bridge { &["--bridge"] } else { &[] };
-    let bootstrap = Command::new(env!("CARGO_BIN_EXE_vitals"))
-        .arg("bootstrap")
-        .args(aws)
-        .args(["--kinesis", "--dlq-queues"])
-        .args(forwarding)
-        .output()
-        .expect("vitals bootstrap runs");
-    assert!(
-        bootstrap.status.success(),
-        "bootstrap failed: {}",
-        String::from_utf8_lossy(&bootstrap.stderr)
-    );
-
-    let work_args: Vec<&str> = aws.iter().chain(forwarding).copied().collect();
-    let mut worker = spawn_worker(&work_args);
-    let serve_args: Vec<&str> = ["--backend", "dynamodb"]
-        .iter()
-        .chain(&aws)
-        .copied()
-        .collect();
-    let server = support::start_with_env(&serve_args, &[("VITALS_JWT_SECRET", "test-jwt-secret")]);
+    let tables = Tables::new("a");
+    tables.bootstrap(forwarding());
+    let mut worker = Worker::spawn(&[&tables.args()[..], forwarding()].concat());
+    let store = tables.store_args();
+    let server = support::start_with_env(&store, &[("VITALS_JWT_SECRET", "test-jwt-secret")]);
     let address = server.address.clone();
     let (status, health) = support::request(&address, "GET", "/healthz");
     assert_eq!(status, 200, "{health}");
 
-    let ana = register(&address, "ana@example.com");
-    let bob = register(&address, "bob@example.com");
+    let walk = Walk {
+        ana: register(&address, "ana@example.com"),
+        bob: register(&address, "bob@example.com"),
+        address,
+        store,
+    };
+    let meal_id = two_meals_one_retried(&walk);
+    the_dashboard_converges(&walk);
+    bob_sees_nothing_of_anas(&walk, &meal_id);
+    ana_deletes_her_account(&walk);
+    residue_finds_nothing_of_her_and_all_of_him(&walk);
+    a_replay_brings_nothing_of_her_back(&walk);
 
-    // Two meals; the first sent twice with the same Idempotency-Key, as a retrying app
-    // would, gets the same meal id back and is logged once.
-    let (status, first) = ana.call(
-        "POST",
-        "/v1/me/meals",
-        Some(meal(400)),
-        &[("Idempotency-Key", "meal-1")],
-    );
+    assert!(server.stop().success(), "vitals serve exits cleanly");
+    let status = worker.stop();
+    assert!(status.success(), "vitals work exits cleanly: {status:?}");
+}
+
+/// The server's address, its users, and the store flags of the `vitals` commands.
+struct Walk<'a> {
+    address: String,
+    ana: Client,
+    bob: Client,
+    store: Vec<&'a str>,
+}
+
+/// Two meals; the first sent twice with the same Idempotency-Key, as a retrying app
+/// would, gets the same meal id back and is logged once. Returns its id.
+fn two_meals_one_retried(walk: &Walk) -> String {
+    let _case = Case("two meals, one retried");
+    let ana = &walk.ana;
+    let (status, first) = ana.log_meal(meal(400), "meal-1");
     assert_eq!(status, 201, "{first}");
     let meal_id = first["meal_id"].as_str().expect("meal id").to_owned();
-    let (status, retried) = ana.call(
-        "POST",
-        "/v1/me/meals",
-        Some(meal(400)),
-        &[("Idempotency-Key", "meal-1")],
-    );
+    let (status, retried) = ana.log_meal(meal(400), "meal-1");
     assert_eq!(status, 201, "{retried}");
     assert_eq!(
         retried["meal_id"], first["meal_id"],
         "a retry returns the first meal id"
     );
-    let (status, second) = ana.call(
-        "POST",
-        "/v1/me/meals",
-        Some(meal(250)),
-        &[("Idempotency-Key", "meal-2")],
-    );
+    let (status, second) = ana.log_meal(meal(250), "meal-2");
     assert_eq!(status, 201, "{second}");
     assert_ne!(second["meal_id"], first["meal_id"]);
+    meal_id
+}
 
-    // The dashboard converges through the table streams, Kinesis and `vitals work`.
-    let dashboard = ana.eventually(
+/// The dashboard converges through the table streams, Kinesis and `vitals work`.
+fn the_dashboard_converges(walk: &Walk) {
+    let _case = Case("the dashboard converges");
+    let dashboard = walk.ana.eventually(
         &format!("/v1/me/dashboard?date={today}", today = support::today()),
         CONVERGE_WITHIN,
         |d| {
@@ -117,8 +94,12 @@ fn the_mobile_app_flow_converges_through_kinesis_and_other_users_see_nothing() {
     );
     assert_eq!(dashboard["day"]["nutrition"]["totals"]["calories"], 650);
     assert_eq!(dashboard["day"]["nutrition"]["totals"]["protein_g"], 60);
+}
 
-    // Bob cannot touch Ana's meal, and does not learn that it exists.
+/// Bob cannot touch Ana's meal, and does not learn that it exists; his own meal is his.
+fn bob_sees_nothing_of_anas(walk: &Walk, meal_id: &str) {
+    let _case = Case("bob sees nothing of ana's");
+    let (ana, bob) = (&walk.ana, &walk.bob);
     for (method, body) in [("PUT", Some(meal(1))), ("DELETE", None)] {
         let path = format!("/v1/me/meals/{meal_id}");
         let (status, reply) = bob.call(method, &path, body, &[]);
@@ -146,50 +127,53 @@ fn the_mobile_app_flow_converges_through_kinesis_and_other_users_see_nothing() {
     );
     assert_eq!(status, 200, "{bobs}");
     assert_eq!(bobs["recent_meals"], json!([]), "{bobs}");
-    let (status, logged) = bob.call(
-        "POST",
-        "/v1/me/meals",
-        Some(meal(300)),
-        &[("Idempotency-Key", "bob-1")],
-    );
+    let (status, logged) = bob.log_meal(meal(300), "bob-1");
     assert_eq!(status, 201, "{logged}");
+}
 
-    // Ana deletes her account; login is refused from the moment it is accepted.
+/// Ana deletes her account; login is refused from the moment it is accepted, and her
+/// email is released only when every context has drained her data.
+fn ana_deletes_her_account(walk: &Walk) {
+    let _case = Case("ana deletes her account");
+    let (address, ana) = (&walk.address, &walk.ana);
     let (status, reply) = ana.call("DELETE", "/v1/me", None, &[]);
     assert_eq!(status, 202, "{reply}");
     let login = json!({"email": "ana@example.com", "password": "correct horse battery"});
     let (status, reply) =
-        Client::anonymous(&address).call("POST", "/v1/auth/login", Some(login), &[]);
+        Client::anonymous(address).call("POST", "/v1/auth/login", Some(login), &[]);
     assert_eq!(status, 401, "{reply}");
     assert_eq!(reply["error"]["code"], "account_deleted", "{reply}");
-    // Her email is released only when every context has drained her data.
-    let newcomer = register_once_free(&address, "ana@example.com", CONVERGE_WITHIN);
+    let newcomer = register_once_free(address, "ana@example.com", CONVERGE_WITHIN);
     assert_ne!(newcomer.user_id, ana.user_id, "a new account, not Ana's");
+}
 
-    let store: Vec<&str> = ["--backend", "dynamodb"]
-        .iter()
-        .chain(&aws)
-        .copied()
-        .collect();
+/// `vitals admin residue` finds nothing of Ana, and all of Bob.
+fn residue_finds_nothing_of_her_and_all_of_him(walk: &Walk) {
+    let _case = Case("residue");
+    let (ana, bob, store) = (&walk.ana, &walk.bob, &walk.store);
     // The email is released just before identity's own partition is drained, so allow
     // that last step a moment.
-    let nothing = residue_eventually(&ana.user_id, &store);
+    let nothing = residue_eventually(&ana.user_id, store);
     assert!(
         nothing.contains(&format!("nothing left of {}", ana.user_id)),
         "{nothing}"
     );
-    let (code, kept) = residue(&bob.user_id, &store);
+    let (code, kept) = residue(&bob.user_id, store);
     assert_eq!(code, Some(1), "Bob's data is all there: {kept}");
     assert!(
         kept.contains(&format!("USER#{}", bob.user_id)) && kept.contains("items left of"),
         "{kept}"
     );
+}
 
-    // A full replay, workers still running, rebuilds Bob's read models and brings
-    // nothing of Ana back.
+/// A full replay, workers still running, rebuilds Bob's read models and brings nothing
+/// of Ana back.
+fn a_replay_brings_nothing_of_her_back(walk: &Walk) {
+    let _case = Case("a replay brings nothing of her back");
+    let (ana, bob, store) = (&walk.ana, &walk.bob, &walk.store);
     let replay = Command::new(env!("CARGO_BIN_EXE_vitals"))
         .args(["replay", "all"])
-        .args(&store)
+        .args(store)
         .output()
         .expect("vitals replay runs");
     let replayed = String::from_utf8_lossy(&replay.stdout);
@@ -200,7 +184,7 @@ fn the_mobile_app_flow_converges_through_kinesis_and_other_users_see_nothing() {
     );
     assert!(replayed.contains("replayed "), "{replayed}");
     assert!(!replayed.contains("replayed 0 events"), "{replayed}");
-    let (code, left) = residue(&ana.user_id, &store);
+    let (code, left) = residue(&ana.user_id, store);
     assert_eq!(code, Some(0), "left of Ana after a replay: {left}");
     let bobs = bob.eventually(
         &format!("/v1/me/dashboard?date={today}", today = support::today()),
@@ -211,9 +195,6 @@ fn the_mobile_app_flow_converges_through_kinesis_and_other_users_see_nothing() {
         bobs["day"]["nutrition"]["totals"]["calories"], 300,
         "{bobs}"
     );
-
-    assert!(server.stop().success(), "vitals serve exits cleanly");
-    stop(&mut worker);
 }
 
 /// `vitals admin residue <user> <store>`: its exit code and stdout.
@@ -247,51 +228,4 @@ fn residue_eventually(user: &str, store: &[&str]) -> String {
         eprintln!("residue of {user} not empty yet: {stdout}");
         std::thread::sleep(Duration::from_millis(200));
     }
-}
-
-/// A running `vitals work`, killed if the test fails before stopping it.
-struct Worker(std::process::Child);
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-fn spawn_worker(args: &[&str]) -> Worker {
-    Worker(
-        Command::new(env!("CARGO_BIN_EXE_vitals"))
-            .arg("work")
-            .args(["--metrics-listen", "127.0.0.1:0"])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("vitals work starts"),
-    )
-}
-
-/// Sends SIGTERM and waits, with a deadline, for a clean exit.
-fn stop(worker: &mut Worker) {
-    let worker = &mut worker.0;
-    let pid = worker.id().to_string();
-    Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill runs");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = worker.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "vitals work did not stop on SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(status.success(), "vitals work exits cleanly: {status:?}");
 }

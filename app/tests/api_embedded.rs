@@ -5,17 +5,13 @@
 
 mod support;
 
-use support::{Case, Client, register};
+use support::{Case, Client, meal, register};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::Duration;
 
 /// How long the in-process projections may take.
 const CONVERGE_WITHIN: Duration = Duration::from_secs(30);
-
-fn meal(calories: u32) -> Value {
-    json!({"name": "Oats", "eaten_at": format!("{today}T08:00:00.000Z", today = support::today()), "calories": calories.to_string(), "protein_g": "30", "carbs_g": "40", "fat_g": "5"})
-}
 
 /// The mobile app's walk on one server: named cases, in order, each saying its name
 /// when it fails.
@@ -78,14 +74,7 @@ fn sign_in(walk: &Walk) {
 /// A goal first: progress is computed from the facts that arrive after it.
 fn a_goal_first(walk: &Walk) -> String {
     let _case = Case("a goal first");
-    let ana = &walk.ana;
-    let (status, goal) = ana.call(
-        "POST",
-        "/v1/me/goals",
-        Some(json!({"kind": "daily_protein_grams", "target": "50", "title": "Protein"})),
-        &[],
-    );
-    assert_eq!(status, 201, "{goal}");
+    let goal = walk.ana.set_protein_goal("50");
     goal["goal_id"].as_str().expect("goal id").to_owned()
 }
 
@@ -94,30 +83,15 @@ fn a_goal_first(walk: &Walk) -> String {
 fn meals_one_retried(walk: &Walk) -> String {
     let _case = Case("meals, one retried");
     let ana = &walk.ana;
-    let (status, first) = ana.call(
-        "POST",
-        "/v1/me/meals",
-        Some(meal(400)),
-        &[("Idempotency-Key", "meal-1")],
-    );
+    let (status, first) = ana.log_meal(meal(400), "meal-1");
     assert_eq!(status, 201, "{first}");
-    let (status, retried) = ana.call(
-        "POST",
-        "/v1/me/meals",
-        Some(meal(400)),
-        &[("Idempotency-Key", "meal-1")],
-    );
+    let (status, retried) = ana.log_meal(meal(400), "meal-1");
     assert_eq!(
         (status, &retried),
         (201, &first),
         "a retry returns the first response"
     );
-    let (status, reused) = ana.call(
-        "POST",
-        "/v1/me/meals",
-        Some(meal(999)),
-        &[("Idempotency-Key", "meal-1")],
-    );
+    let (status, reused) = ana.log_meal(meal(999), "meal-1");
     assert_eq!(
         (status, reused["error"]["code"].as_str()),
         (422, Some("idempotency_key_reused"))

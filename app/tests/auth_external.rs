@@ -190,20 +190,24 @@ fn each_user_is_rate_limited_on_their_own() {
             .token
             .expect("token")
     };
+    // The profile, read with `token`: (status, body).
+    let profile = |token: &str| {
+        let auth = format!("Bearer {token}");
+        send(
+            &server.address,
+            "GET",
+            "/v1/me/profile",
+            &[("authorization", &auth)],
+            None,
+        )
+    };
     let busy = register("busy@example.com");
     let quiet = register("quiet@example.com");
 
     // One request per second per user: twenty back-to-back requests cannot all pass.
     let statuses: Vec<u16> = (0..20)
         .map(|_| {
-            let auth = format!("Bearer {busy}");
-            let (status, body) = send(
-                &server.address,
-                "GET",
-                "/v1/me/profile",
-                &[("authorization", &auth)],
-                None,
-            );
+            let (status, body) = profile(&busy);
             if status == 429 {
                 let body: Value = serde_json::from_str(&body).expect("JSON error");
                 assert_eq!(body["error"]["code"], "rate_limited");
@@ -221,14 +225,7 @@ fn each_user_is_rate_limited_on_their_own() {
     );
 
     // The other user's budget is untouched.
-    let auth = format!("Bearer {quiet}");
-    let (status, body) = send(
-        &server.address,
-        "GET",
-        "/v1/me/profile",
-        &[("authorization", &auth)],
-        None,
-    );
+    let (status, body) = profile(&quiet);
     assert_eq!(status, 200, "{body}");
     assert!(server.stop().success());
 }

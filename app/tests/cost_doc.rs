@@ -18,6 +18,13 @@ fn vitals_cost(args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// `vitals cost --prices FILE`, `prices` written to `file` in `dir` first.
+fn with_prices(dir: &tempfile::TempDir, file: &str, prices: &str) -> (bool, String, String) {
+    let path = dir.path().join(file);
+    std::fs::write(&path, prices).expect("write");
+    vitals_cost(&["--prices", path.to_str().expect("utf-8")])
+}
+
 #[test]
 fn the_committed_cost_document_is_what_vitals_cost_prints() {
     let (ok, printed, errors) = vitals_cost(&[]);
@@ -47,9 +54,11 @@ fn dollars(report: &str, label: &str) -> f64 {
 fn prices_can_be_overridden_and_a_bad_file_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (_, default, _) = vitals_cost(&[]);
-    let doubled = dir.path().join("prices.json");
-    std::fs::write(&doubled, r#"{"api_gateway_per_million_requests": 2.0}"#).expect("write");
-    let (ok, report, errors) = vitals_cost(&["--prices", doubled.to_str().expect("utf-8")]);
+    let (ok, report, errors) = with_prices(
+        &dir,
+        "prices.json",
+        r#"{"api_gateway_per_million_requests": 2.0}"#,
+    );
     assert!(ok, "{errors}");
     let (before, after) = (
         dollars(&default, "API Gateway (HTTP API)"),
@@ -58,9 +67,11 @@ fn prices_can_be_overridden_and_a_bad_file_is_refused() {
     assert!((after - 2.0 * before).abs() < 0.0001, "{before} -> {after}");
     assert_eq!(dollars(&default, "DynamoDB"), dollars(&report, "DynamoDB"));
 
-    let unknown = dir.path().join("typo.json");
-    std::fs::write(&unknown, r#"{"dynamodb_per_milion_write_units": 1}"#).expect("write");
-    let (ok, report, errors) = vitals_cost(&["--prices", unknown.to_str().expect("utf-8")]);
+    let (ok, report, errors) = with_prices(
+        &dir,
+        "typo.json",
+        r#"{"dynamodb_per_milion_write_units": 1}"#,
+    );
     assert!(!ok && report.is_empty(), "{report}");
     assert!(errors.contains("unknown field"), "{errors}");
 }
@@ -80,9 +91,8 @@ fn floors(report: &str) -> Vec<f64> {
 fn the_floor_prices_provisioned_shards_and_shows_the_on_demand_alternative() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (_, default, _) = vitals_cost(&[]);
-    let pricier = dir.path().join("prices.json");
-    std::fs::write(&pricier, r#"{"kinesis_per_shard_hour": 0.030}"#).expect("write");
-    let (ok, report, errors) = vitals_cost(&["--prices", pricier.to_str().expect("utf-8")]);
+    let (ok, report, errors) =
+        with_prices(&dir, "prices.json", r#"{"kinesis_per_shard_hour": 0.030}"#);
     assert!(ok, "{errors}");
     let (before, after) = (floors(&default), floors(&report));
     assert_eq!((before.len(), after.len()), (2, 2), "{default}");

@@ -13,25 +13,16 @@ use commands::integrations::{
 };
 use events_schema::ids::UserId;
 use infra::Store;
-use infra::aws_client::AwsSettings;
-use infra::dynamodb::DynamoStore;
 use infra::store::now_epoch_seconds;
 use infra::table::Table;
 use serde_json::json;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::Case;
+use support::aws_local::{Tables, Worker};
 
 const SECRET: &str = "sandbox-webhook-secret-for-tests";
-
-fn endpoint() -> String {
-    match std::env::var("VITALS_TEST_DYNAMODB_ENDPOINT") {
-        Ok(url) if !url.trim().is_empty() => url,
-        _ => panic!(
-            "VITALS_TEST_DYNAMODB_ENDPOINT is not set: run `scripts/test-all`, or start an emulator with `scripts/emulator.sh start`"
-        ),
-    }
-}
 
 /// Messages of a queue that mention `needle`, read without hiding them.
 async fn letters_mentioning(sqs: &aws_sdk_sqs::Client, queue: &str, needle: &str) -> usize {
@@ -83,50 +74,22 @@ fn residue(args: &[&str], user: &UserId) -> (bool, String) {
     )
 }
 
+/// One user's dead letter, then her erasure, on one set of tables: named cases, in
+/// order, each saying its name when it fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn erasure_removes_the_users_sqs_dead_letters() {
-    let endpoint = endpoint();
-    let prefix = format!("e{}-", UserId::generate().as_str().to_lowercase());
-    let args = [
-        "--endpoint-url",
-        endpoint.as_str(),
-        "--table-prefix",
-        prefix.as_str(),
-    ];
-    let bootstrap = Command::new(env!("CARGO_BIN_EXE_vitals"))
-        .arg("bootstrap")
-        .args(args)
-        .args(["--kinesis", "--dlq-queues"])
-        .output()
-        .expect("bootstrap runs");
-    assert!(
-        bootstrap.status.success(),
-        "{}",
-        String::from_utf8_lossy(&bootstrap.stderr)
-    );
-    let mut worker = Worker(
-        Command::new(env!("CARGO_BIN_EXE_vitals"))
-            .arg("work")
-            .args(["--metrics-listen", "127.0.0.1:0"])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("vitals work starts"),
-    );
+    let tables = Tables::new("e");
+    tables.bootstrap(&[]);
+    let mut worker = Worker::spawn(&tables.args());
 
-    let settings = AwsSettings {
-        endpoint_url: Some(endpoint.clone()),
-        ..AwsSettings::default()
-    };
-    let config = infra::aws_client::load(&settings).await;
+    let config = infra::aws_client::load(&tables.settings()).await;
     let sqs = aws_sdk_sqs::Client::new(&config);
-    let store: Arc<dyn Store> = Arc::new(DynamoStore::connect(&settings, &prefix).await);
+    let store = tables.store().await;
     let identity = IdentityCommands::new(Table::new(store.clone()));
     let registered = identity
         .register(
             &CommandMeta::new(UserId::generate()),
-            serde_json::from_value(json!({"email": format!("{prefix}ana@example.com"), "password": "correct horse battery",
+            serde_json::from_value(json!({"email": format!("{}ana@example.com", tables.prefix), "password": "correct horse battery",
                                          "display_name": "Ana", "timezone": "UTC"}))
             .expect("input"),
         )
@@ -134,14 +97,26 @@ async fn erasure_removes_the_users_sqs_dead_letters() {
         .expect("registered")
         .value;
     let meta = CommandMeta::new(registered.clone());
+    let queue = format!("{}activity-from-integrations-dlq", tables.prefix);
+    let args = tables.args();
+    a_delivery_is_dead_lettered(&store, &meta, &registered).await;
+    residue_reports_the_dead_letter(&args, &sqs, &queue, &registered).await;
+    the_erasure_removes_it(&args, &store, &identity, &sqs, &queue, &meta).await;
+    worker.stop();
+}
+
+/// A wearable connected, then a workout the activity context refuses (no duration):
+/// dead-lettered, whole.
+async fn a_delivery_is_dead_lettered(store: &Arc<dyn Store>, meta: &CommandMeta, user: &UserId) {
+    let _case = Case("a delivery is dead-lettered");
     let providers = Providers::default().with(Arc::new(SandboxProvider::new(Secret::new(SECRET))));
     let integrations = IntegrationCommands::new(Table::new(store.clone()), Arc::new(providers));
     let started = integrations
-        .start_connect(&meta, "sandbox")
+        .start_connect(meta, "sandbox")
         .await
         .expect("connect")
         .value;
-    let provider_user = format!("watch-{}", registered.as_str().to_lowercase());
+    let provider_user = format!("watch-{}", user.as_str().to_lowercase());
     integrations
         .complete_connect(
             "sandbox",
@@ -150,7 +125,6 @@ async fn erasure_removes_the_users_sqs_dead_letters() {
         )
         .await
         .expect("connected");
-    // A workout the activity context refuses (no duration): dead-lettered, whole.
     let payload: WebhookPayload = serde_json::from_value(json!({"delivery_id": "d-1", "provider_user_id": provider_user,
         "workouts": [{"external_id": "bad-1", "sport": "run", "started_at": "2026-03-01T07:00:00.000Z",
                       "duration_s": 0, "distance_m": null, "calories": null}]}))
@@ -166,23 +140,44 @@ async fn erasure_removes_the_users_sqs_dead_letters() {
         )
         .await
         .expect("accepted");
-    let queue = format!("{prefix}activity-from-integrations-dlq");
+}
+
+/// The dead letter reaches SQS, and `vitals admin residue` reports it.
+async fn residue_reports_the_dead_letter(
+    args: &[&str],
+    sqs: &aws_sdk_sqs::Client,
+    queue: &str,
+    user: &UserId,
+) {
+    let _case = Case("residue reports the dead letter");
     let deadline = Instant::now() + Duration::from_secs(60);
-    while letters_mentioning(&sqs, &queue, registered.as_str()).await == 0 {
+    while letters_mentioning(sqs, queue, user.as_str()).await == 0 {
         assert!(Instant::now() < deadline, "no dead letter in {queue}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let (clean, report) = residue(&args, &registered);
+    let (clean, report) = residue(args, user);
     assert!(!clean, "residue reports the dead letter: {report}");
     assert!(report.contains("activity-from-integrations"), "{report}");
+}
 
+/// The account's erasure completes, the dead letter with it; residue is then clean.
+async fn the_erasure_removes_it(
+    args: &[&str],
+    store: &Arc<dyn Store>,
+    identity: &IdentityCommands,
+    sqs: &aws_sdk_sqs::Client,
+    queue: &str,
+    meta: &CommandMeta,
+) {
+    let _case = Case("the erasure removes it");
+    let registered = &meta.user;
     identity
-        .request_deletion(&meta)
+        .request_deletion(meta)
         .await
         .expect("deletion requested");
     let identity_table = Table::<infra::table::contexts::Identity>::new(store.clone());
     let deadline = Instant::now() + Duration::from_secs(90);
-    while !projectors::erasure::is_complete(&identity_table, &registered)
+    while !projectors::erasure::is_complete(&identity_table, registered)
         .await
         .expect("status")
     {
@@ -190,36 +185,10 @@ async fn erasure_removes_the_users_sqs_dead_letters() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert_eq!(
-        letters_mentioning(&sqs, &queue, registered.as_str()).await,
+        letters_mentioning(sqs, queue, registered.as_str()).await,
         0,
         "the dead letter with the user's data is gone"
     );
-    let (clean, report) = residue(&args, &registered);
+    let (clean, report) = residue(args, registered);
     assert!(clean, "nothing left: {report}");
-    stop(&mut worker).await;
-}
-
-struct Worker(std::process::Child);
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-async fn stop(worker: &mut Worker) {
-    let worker = &mut worker.0;
-    let pid = worker.id().to_string();
-    Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill runs");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while worker.try_wait().expect("wait").is_none() {
-        assert!(Instant::now() < deadline, "vitals work did not stop");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }

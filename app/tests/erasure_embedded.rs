@@ -2,6 +2,8 @@
 //! for deletion in the middle of a burst of their own commands; afterwards nothing of
 //! them is left in any table or index, and a full replay brings nothing back.
 
+mod support;
+
 use commands::activity::RecordWorkout;
 use commands::goals::CreateGoal;
 use commands::identity::Register;
@@ -20,6 +22,7 @@ use rust_decimal::Decimal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use support::Case;
 use vitals::http::api::Api;
 use vitals::http::auth::{Auth, Verifier};
 
@@ -120,6 +123,15 @@ where
     }
 }
 
+/// The world the cases share: the store, its projectors running, the API on it.
+struct World {
+    embedded: Arc<EmbeddedStore>,
+    store: Arc<dyn Store>,
+    pipeline: Pipeline,
+    api: Arc<Api>,
+}
+
+/// The erasure on one store: named cases, in order, each saying its name when it fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn deletion_mid_burst_leaves_nothing_even_after_a_replay() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -130,18 +142,35 @@ async fn deletion_mid_burst_leaves_nothing_even_after_a_replay() {
         Arc::new(EmbeddedFeed::new(embedded.clone())),
         projectors::registry::all(store.clone()),
     );
-    let api = Arc::new(Api::new(
+    let api = support::api(
         store.clone(),
         Auth::new(b"secret", Verifier::Local),
         "hook",
-        vitals::http::limits::Limits::new(vitals::http::limits::LimitSettings {
-            user_per_second: 1000,
-            auth_per_minute: 100_000,
-            account_per_minute: 100_000,
-            webhook_per_second: 100_000,
-        }),
-    ));
+        1000,
+    );
+    let world = World {
+        embedded,
+        store,
+        pipeline,
+        api,
+    };
 
+    let (bystander, user) = a_bystander_with_data_and_a_user(&world).await;
+    deletion_mid_burst(&world, &user).await;
+    the_erasure_completes(&world, &user).await;
+    nothing_of_the_user_is_left(&world, &user, &bystander).await;
+    a_replay_brings_nothing_back(&world, &user).await;
+    the_change_log_is_trimmed_of_the_user(&world, &user).await;
+    the_email_is_free_again(&world).await;
+
+    world.pipeline.stop().await;
+    world.embedded.close();
+}
+
+/// Two accounts; the bystander runs twenty commands. (bystander, user).
+async fn a_bystander_with_data_and_a_user(world: &World) -> (UserId, UserId) {
+    let _case = Case("a bystander with data, and a user");
+    let api = &world.api;
     let bystander_meta = CommandMeta::new(UserId::generate());
     let bystander = api
         .identity
@@ -158,15 +187,21 @@ async fn deletion_mid_burst_leaves_nothing_even_after_a_replay() {
         .await
         .expect("register")
         .value;
-    let meta = CommandMeta::new(user.clone());
     let bystander_meta = CommandMeta::new(bystander.clone());
     for n in 0..20 {
-        command(&api, &bystander_meta, n)
+        command(api, &bystander_meta, n)
             .await
             .expect("bystander command");
     }
+    (bystander, user)
+}
 
-    // The burst: the user's commands keep coming, before, during and after the request.
+/// The burst: the user's commands keep coming, before, during and after the request
+/// for deletion, until every context refuses them; login is refused at once.
+async fn deletion_mid_burst(world: &World, user: &UserId) {
+    let _case = Case("deletion mid-burst");
+    let api = &world.api;
+    let meta = CommandMeta::new(user.clone());
     let stop = Arc::new(AtomicBool::new(false));
     let accepted = Arc::new(AtomicUsize::new(0));
     let refused = Arc::new(AtomicUsize::new(0));
@@ -214,15 +249,20 @@ async fn deletion_mid_burst_leaves_nothing_even_after_a_replay() {
     .await;
     stop.store(true, Ordering::SeqCst);
     burst.await.expect("burst task");
+}
 
+/// Every context drains the user, and the projectors catch up.
+async fn the_erasure_completes(world: &World, user: &UserId) {
+    let _case = Case("the erasure completes");
+    let (store, pipeline) = (&world.store, &world.pipeline);
     let identity = Table::new(store.clone());
     let deadline = Instant::now() + Duration::from_secs(90);
-    while !projectors::erasure::is_complete(&identity, &user)
+    while !projectors::erasure::is_complete(&identity, user)
         .await
         .expect("tombstone")
     {
         if Instant::now() > deadline {
-            let key = infra::store::Key::tombstone(&user);
+            let key = infra::store::Key::tombstone(user);
             for table in events_schema::Context::ALL {
                 let tombstone = store.get(table, &key, true).await.expect("read");
                 eprintln!("{table}: {tombstone:?}");
@@ -236,12 +276,17 @@ async fn deletion_mid_burst_leaves_nothing_even_after_a_replay() {
         pipeline.caught_up().await.expect("lag")
     })
     .await;
+}
 
-    let left = vitals::residue::find(&*store, &user)
+/// Nothing of the user is left in any table or index; the bystander's data is.
+async fn nothing_of_the_user_is_left(world: &World, user: &UserId, bystander: &UserId) {
+    let _case = Case("nothing of the user is left");
+    let store = &world.store;
+    let left = vitals::residue::find(&**store, user)
         .await
         .expect("residue");
     assert!(left.is_empty(), "left of the user: {left:#?}");
-    let kept = vitals::residue::find(&*store, &bystander)
+    let kept = vitals::residue::find(&**store, bystander)
         .await
         .expect("residue");
     assert!(
@@ -249,8 +294,12 @@ async fn deletion_mid_burst_leaves_nothing_even_after_a_replay() {
         "the bystander's data is untouched ({} items)",
         kept.len()
     );
+}
 
-    // A full replay of every projection, live workers still running, brings nothing back.
+/// A full replay of every projection, live workers still running, brings nothing back.
+async fn a_replay_brings_nothing_back(world: &World, user: &UserId) {
+    let _case = Case("a replay brings nothing back");
+    let store = &world.store;
     let replayed = projectors::replay::replay(
         store.clone(),
         &projectors::registry::projections(store.clone()),
@@ -263,13 +312,17 @@ async fn deletion_mid_burst_leaves_nothing_even_after_a_replay() {
         replayed.events > 20,
         "the replay read the bystander's events"
     );
-    let left = vitals::residue::find(&*store, &user)
+    let left = vitals::residue::find(&**store, user)
         .await
         .expect("residue");
     assert!(left.is_empty(), "left after a replay: {left:#?}");
+}
 
-    // Once every subscription has processed them, the change log's records of the user
-    // (their items' old images included) are trimmed away as well.
+/// Once every subscription has processed them, the change log's records of the user
+/// (their items' old images included) are trimmed away as well.
+async fn the_change_log_is_trimmed_of_the_user(world: &World, user: &UserId) {
+    let _case = Case("the change log is trimmed of the user");
+    let (embedded, store, pipeline) = (&world.embedded, &world.store, &world.pipeline);
     eventually("the projectors to catch up", || async {
         pipeline.caught_up().await.expect("lag")
     })
@@ -279,7 +332,7 @@ async fn deletion_mid_burst_leaves_nothing_even_after_a_replay() {
         .map(|p| p.name())
         .collect();
     assert!(
-        !vitals::residue::find_in_change_log(&embedded, &user)
+        !vitals::residue::find_in_change_log(embedded, user)
             .await
             .expect("log")
             .is_empty(),
@@ -290,14 +343,18 @@ async fn deletion_mid_burst_leaves_nothing_even_after_a_replay() {
     let feed = EmbeddedFeed::new(embedded.clone());
     let trimmed_away = || async {
         feed.trim_processed(&consumers).await.expect("trim");
-        vitals::residue::find_in_change_log(&embedded, &user)
+        vitals::residue::find_in_change_log(embedded, user)
             .await
             .expect("log")
             .is_empty()
     };
     eventually("the user's change records to be trimmed", trimmed_away).await;
+}
 
-    // The email is free again.
+/// The email is free again.
+async fn the_email_is_free_again(world: &World) {
+    let _case = Case("the email is free again");
+    let api = &world.api;
     assert!(matches!(
         api.identity
             .login("leaves@example.com", "correct horse battery")
@@ -311,7 +368,4 @@ async fn deletion_mid_burst_leaves_nothing_even_after_a_replay() {
         )
         .await
         .expect("the email registers again");
-
-    pipeline.stop().await;
-    embedded.close();
 }

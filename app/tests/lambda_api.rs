@@ -121,17 +121,15 @@ async fn api_gateway_events_reach_the_router_and_come_back_as_responses() {
     let token = body["access_token"].as_str().expect("a token").to_owned();
 
     // A command, then a read of the summary row it wrote (no projector runs here).
-    let (status, body) = invoke(
-        &router,
-        event(
-            "POST",
-            "/v1/me/meals",
-            Some(&token),
-            Some(
-                json!({"name": "Oats", "eaten_at": "2026-12-01T08:00:00.000Z",
-                        "calories": "350", "protein_g": "12", "carbs_g": "60", "fat_g": "6"}),
-            ),
-        ),
+    let log_meal = |meal: Value| {
+        invoke(
+            &router,
+            event("POST", "/v1/me/meals", Some(&token), Some(meal)),
+        )
+    };
+    let (status, body) = log_meal(
+        json!({"name": "Oats", "eaten_at": "2026-12-01T08:00:00.000Z",
+                "calories": "350", "protein_g": "12", "carbs_g": "60", "fat_g": "6"}),
     )
     .await;
     assert_eq!(status, 201, "{body}");
@@ -153,16 +151,7 @@ async fn api_gateway_events_reach_the_router_and_come_back_as_responses() {
     assert_eq!(status, 401);
     assert_eq!(body["error"]["code"], "unauthorized");
 
-    let (status, body) = invoke(
-        &router,
-        event(
-            "POST",
-            "/v1/me/meals",
-            Some(&token),
-            Some(json!({"name": ""})),
-        ),
-    )
-    .await;
+    let (status, body) = log_meal(json!({"name": ""})).await;
     assert_eq!(status, 422, "{body}");
     drop(router);
     if let Some(embedded) = &storage.embedded {

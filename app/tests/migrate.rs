@@ -5,23 +5,17 @@
 //! sides. A migration into tables that already hold items (and no saved position) is
 //! refused before it writes anything.
 
+mod support;
+
 use events_schema::Context;
 use events_schema::ids::UserId;
 use infra::Store;
 use infra::embedded::EmbeddedStore;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::aws_local::endpoint;
 use vitals::cli::AwsArgs;
 use vitals::migrate::migrate;
-
-fn endpoint() -> String {
-    match std::env::var("VITALS_TEST_DYNAMODB_ENDPOINT") {
-        Ok(url) if !url.trim().is_empty() => url,
-        _ => panic!(
-            "VITALS_TEST_DYNAMODB_ENDPOINT is not set: run `scripts/test-all`, or start an emulator with `scripts/emulator.sh start`"
-        ),
-    }
-}
 
 /// Items of every table of the embedded store.
 async fn count(store: &dyn Store) -> usize {

@@ -108,30 +108,6 @@ fn routed_in_source() -> BTreeSet<(String, String)> {
     routes
 }
 
-fn router() -> (axum::Router, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let store: Arc<dyn infra::Store> =
-        Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("opens"));
-    let auth = Auth::new(b"test-secret", Verifier::Local);
-    let api = Arc::new(vitals::http::api::Api::new(
-        store.clone(),
-        auth,
-        "webhook-secret",
-        vitals::http::limits::Limits::new(vitals::http::limits::LimitSettings {
-            user_per_second: 50,
-            auth_per_minute: 100_000,
-            account_per_minute: 100_000,
-            webhook_per_second: 100_000,
-        }),
-    ));
-    let state = AppState {
-        store,
-        pipeline: None,
-        api,
-    };
-    (app(state), dir)
-}
-
 /// A concrete URI for a templated path.
 fn concrete(path: &str) -> String {
     path.replace("{id}", "01JNM7Q3W8X9Y2Z4A5B6C7D8E9")
@@ -199,7 +175,7 @@ fn the_document_has_exactly_the_routes_of_the_router() {
 
 #[tokio::test]
 async fn every_documented_operation_is_routed_and_no_other_method_is() {
-    let (router, _dir) = router();
+    let (router, _dir) = support::router();
     let documented = documented();
     let paths: BTreeSet<&String> = documented.iter().map(|(_, path)| path).collect();
     for path in paths {
@@ -226,7 +202,7 @@ async fn every_documented_operation_is_routed_and_no_other_method_is() {
 
 #[tokio::test]
 async fn the_router_serves_the_document() {
-    let (router, _dir) = router();
+    let (router, _dir) = support::router();
     let response = router
         .oneshot(
             Request::get("/openapi.json")
@@ -707,17 +683,12 @@ impl Walk {
             Arc::new(infra::feed::embedded::EmbeddedFeed::new(embedded)),
             projectors::registry::all(store.clone()),
         ));
-        let api = Arc::new(vitals::http::api::Api::new(
+        let api = support::api(
             store.clone(),
             Auth::new(b"test-secret", Verifier::Local),
             "hook-secret",
-            vitals::http::limits::Limits::new(vitals::http::limits::LimitSettings {
-                user_per_second: 10000,
-                auth_per_minute: 100_000,
-                account_per_minute: 100_000,
-                webhook_per_second: 100_000,
-            }),
-        ));
+            10000,
+        );
         let client = Client {
             router: app(AppState {
                 store,

@@ -6,6 +6,8 @@
 //! message goes; a batch the stream no longer holds is reported and kept, and a message
 //! that is no batch description is left alone rather than stopping the redrive.
 
+mod support;
+
 use aws_sdk_kinesis::primitives::Blob;
 use events_schema::Context;
 use events_schema::ids::UserId;
@@ -16,17 +18,9 @@ use infra::store::Key;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::aws_local::endpoint;
 use vitals::admin::{failure_queue, redrive_failures};
 use vitals::cli::AwsArgs;
-
-fn endpoint() -> String {
-    match std::env::var("VITALS_TEST_DYNAMODB_ENDPOINT") {
-        Ok(url) if !url.trim().is_empty() => url,
-        _ => panic!(
-            "VITALS_TEST_DYNAMODB_ENDPOINT is not set: run `scripts/test-all`, or start an emulator with `scripts/emulator.sh start`"
-        ),
-    }
-}
 
 /// The recorded batch (`tests/fixtures/lambda/kinesis_nutrition_batch.json`: three meal
 /// events, a state item, another application's record, the second event a poison),
@@ -175,24 +169,15 @@ async fn a_failed_batch_is_fetched_back_from_kinesis_and_applied_by_every_subscr
     );
 
     let store: Arc<dyn Store> = Arc::new(store);
+    // A row of `user`'s partition, read consistently.
+    let row = |table: Context, user: &str, sk: &str| {
+        let (store, key) = (store.clone(), Key::new(format!("USER#{user}"), sk));
+        async move { store.get(table, &key, true).await.expect("get") }
+    };
     for user in ["U1", "U3"] {
-        let daily = store
-            .get(
-                Context::Dashboard,
-                &Key::new(format!("USER#{user}"), "DAILY#2026-03-01"),
-                true,
-            )
-            .await
-            .expect("get");
+        let daily = row(Context::Dashboard, user, "DAILY#2026-03-01").await;
         assert!(daily.is_some(), "{user}'s day is projected by the redrive");
-        let intake = store
-            .get(
-                Context::Activity,
-                &Key::new(format!("USER#{user}"), "INTAKE#2026-03-01"),
-                true,
-            )
-            .await
-            .expect("get");
+        let intake = row(Context::Activity, user, "INTAKE#2026-03-01").await;
         assert!(
             intake.is_some(),
             "every subscription of the stream applies it"

@@ -117,17 +117,6 @@ fn trail(logs: &[PathBuf], request_id: &str) -> Trail {
     }
 }
 
-/// A goal, so that the goals subscription has a row to write for the meal.
-fn set_a_protein_goal(ana: &Client) {
-    let (status, goal) = ana.call(
-        "POST",
-        "/v1/me/goals",
-        Some(json!({"kind": "daily_protein_grams", "target": "50", "title": "Protein"})),
-        &[],
-    );
-    assert_eq!(status, 201, "{goal}");
-}
-
 /// Logs a meal with a `traceparent`, then follows its trace id through `logs`; the
 /// client of the account it made.
 fn follow_one_meal(address: &str, logs: &[PathBuf]) -> Client {
@@ -139,7 +128,8 @@ fn follow_one_meal(address: &str, logs: &[PathBuf]) -> Client {
     );
     assert_eq!(status, 201, "{reply}");
     let ana = Client::signed_in(address, &reply);
-    set_a_protein_goal(&ana);
+    // A goal, so that the goals subscription has a row to write for the meal.
+    ana.set_protein_goal("50");
 
     let trace_id = format!("{:032x}", ulid::Ulid::new().0);
     let traceparent = format!("00-{trace_id}-00f067aa0ba902b7-01");
@@ -307,10 +297,7 @@ fn one_request_id_leads_from_the_request_to_every_row_on_the_embedded_shape() {
 
 #[test]
 fn one_request_id_leads_from_the_request_to_every_row_on_the_aws_local_shape() {
-    let endpoint = match std::env::var("VITALS_TEST_DYNAMODB_ENDPOINT") {
-        Ok(url) if !url.trim().is_empty() => url,
-        _ => panic!("VITALS_TEST_DYNAMODB_ENDPOINT is not set: run `scripts/test-all`"),
-    };
+    let endpoint = support::aws_local::endpoint();
     let prefix = format!("t{}-", ulid::Ulid::new().to_string().to_lowercase());
     let aws = [
         "--backend",

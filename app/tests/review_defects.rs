@@ -6,6 +6,7 @@
 mod support;
 
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use support::{Client, Server, registration};
 
@@ -180,13 +181,7 @@ fn a_new_goal_starts_from_the_facts_of_the_users_own_day() {
         assert!(Instant::now() < deadline, "goals-from-nutrition idle");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let (status, goal) = kai.call(
-        "POST",
-        "/v1/me/goals",
-        Some(json!({"kind": "daily_protein_grams", "target": "30", "title": "Protein"})),
-        &[],
-    );
-    assert_eq!(status, 201, "{goal}");
+    let goal = kai.set_protein_goal("30");
     let goal_id = goal["goal_id"].as_str().expect("id");
     let progress = kai.eventually(
         &format!("/v1/me/goals/{goal_id}/progress"),
@@ -233,13 +228,7 @@ fn password_guessing_is_throttled_with_retry_after() {
     let guess = json!({"email": "ana@example.com", "password": "not the password"}).to_string();
     let mut throttled = None;
     for _ in 0..40 {
-        let (status, headers, body) = support::exchange(
-            &address,
-            "POST",
-            "/v1/auth/login",
-            &[("Content-Type", "application/json")],
-            Some(guess.as_bytes()),
-        );
+        let (status, headers, body) = log_in(&address, &guess);
         if status == 429 {
             throttled = Some((headers, body));
             break;
@@ -290,6 +279,17 @@ fn oauth_callbacks_are_throttled_per_address() {
     );
 }
 
+/// A login with the JSON `body`; (status, headers, body).
+fn log_in(address: &str, body: &str) -> (u16, HashMap<String, String>, String) {
+    support::exchange(
+        address,
+        "POST",
+        "/v1/auth/login",
+        &[("Content-Type", "application/json")],
+        Some(body.as_bytes()),
+    )
+}
+
 fn peak_rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
     status
@@ -316,13 +316,7 @@ fn a_login_storm_keeps_the_server_under_200_mb() {
                 scope.spawn(move || {
                     (0..4)
                         .map(|_| {
-                            let (status, headers, body) = support::exchange(
-                                &address,
-                                "POST",
-                                "/v1/auth/login",
-                                &[("Content-Type", "application/json")],
-                                Some(guess.as_bytes()),
-                            );
+                            let (status, headers, body) = log_in(&address, &guess);
                             if status == 503 {
                                 assert!(headers.contains_key("retry-after"), "{body}");
                             }

@@ -2,6 +2,8 @@
 //! headers and bodies, with and without a valid token, through the real router on the
 //! embedded store.
 
+mod support;
+
 use axum::body::Body;
 use axum::http::Request;
 use proptest::prelude::*;
@@ -32,17 +34,7 @@ fn fixture() -> &'static Fixture {
         let token = auth
             .issue(&events_schema::ids::UserId::generate(), Some("UTC"))
             .expect("token");
-        let api = Arc::new(vitals::http::api::Api::new(
-            store.clone(),
-            auth,
-            "hook",
-            vitals::http::limits::Limits::new(vitals::http::limits::LimitSettings {
-                user_per_second: 100000,
-                auth_per_minute: 100_000,
-                account_per_minute: 100_000,
-                webhook_per_second: 100_000,
-            }),
-        ));
+        let api = support::api(store.clone(), auth, "hook", 100000);
         Fixture {
             runtime,
             state: AppState {

@@ -3,35 +3,29 @@
 
 mod support;
 
-use std::process::Command;
+use support::aws_local::endpoint;
 
-fn endpoint() -> String {
-    match std::env::var("VITALS_TEST_DYNAMODB_ENDPOINT") {
-        Ok(url) if !url.trim().is_empty() => url,
-        _ => panic!(
-            "VITALS_TEST_DYNAMODB_ENDPOINT is not set: run `scripts/test-all`, or start an emulator \
-             with `scripts/emulator.sh start` and export the URL it prints"
-        ),
-    }
+/// `vitals serve --backend dynamodb` on the tables of `prefix`: `check` its `/healthz`
+/// answer (status, body), then stop it.
+fn healthz(endpoint: &str, prefix: &str, check: impl FnOnce(u16, &str)) {
+    let server = support::start(&[
+        "--backend",
+        "dynamodb",
+        "--endpoint-url",
+        endpoint,
+        "--table-prefix",
+        prefix,
+    ]);
+    let (status, body) = support::request(&server.address, "GET", "/healthz");
+    check(status, &body);
+    assert!(server.stop().success());
 }
 
 fn bootstrap(endpoint: &str, prefix: &str) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_vitals"))
-        .args([
-            "bootstrap",
-            "--endpoint-url",
-            endpoint,
-            "--table-prefix",
-            prefix,
-        ])
-        .output()
-        .expect("vitals bootstrap runs");
-    assert!(
-        output.status.success(),
-        "bootstrap failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("utf-8 output")
+    support::vitals(
+        &["bootstrap"],
+        &["--endpoint-url", endpoint, "--table-prefix", prefix],
+    )
 }
 
 #[test]
@@ -40,21 +34,13 @@ fn bootstrap_is_idempotent_and_serve_reports_the_dynamodb_backend() {
     let prefix = format!("boot{}-", std::process::id());
 
     // Before bootstrap the store is unavailable, and healthz says so without details.
-    let server = support::start(&[
-        "--backend",
-        "dynamodb",
-        "--endpoint-url",
-        &endpoint,
-        "--table-prefix",
-        &prefix,
-    ]);
-    let (status, body) = support::request(&server.address, "GET", "/healthz");
-    assert_eq!(status, 503, "{body}");
-    assert!(
-        !body.contains("ResourceNotFound"),
-        "internal causes stay in the log: {body}"
-    );
-    assert!(server.stop().success());
+    healthz(&endpoint, &prefix, |status, body| {
+        assert_eq!(status, 503, "{body}");
+        assert!(
+            !body.contains("ResourceNotFound"),
+            "internal causes stay in the log: {body}"
+        );
+    });
 
     let first = bootstrap(&endpoint, &prefix);
     assert_eq!(
@@ -69,17 +55,9 @@ fn bootstrap_is_idempotent_and_serve_reports_the_dynamodb_backend() {
         "{second}"
     );
 
-    let server = support::start(&[
-        "--backend",
-        "dynamodb",
-        "--endpoint-url",
-        &endpoint,
-        "--table-prefix",
-        &prefix,
-    ]);
-    let (status, body) = support::request(&server.address, "GET", "/healthz");
-    assert_eq!(status, 200, "{body}");
-    let health: serde_json::Value = serde_json::from_str(&body).expect("JSON body");
-    assert_eq!(health["backend"], "dynamodb");
-    assert!(server.stop().success());
+    healthz(&endpoint, &prefix, |status, body| {
+        assert_eq!(status, 200, "{body}");
+        let health: serde_json::Value = serde_json::from_str(body).expect("JSON body");
+        assert_eq!(health["backend"], "dynamodb");
+    });
 }

@@ -5,9 +5,7 @@ mod support;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use std::sync::Arc;
 use tower::ServiceExt as _;
-use vitals::http::{AppState, app};
 
 #[test]
 fn serve_answers_healthz_with_backend_and_version_and_stops_on_sigterm() {
@@ -48,32 +46,14 @@ fn serve_answers_healthz_with_backend_and_version_and_stops_on_sigterm() {
 
 #[tokio::test]
 async fn router_healthz_without_a_socket() {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let store: Arc<dyn infra::Store> =
-        Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("opens"));
-    let auth = vitals::http::auth::Auth::new(b"test-secret", vitals::http::auth::Verifier::Local);
-    let api = Arc::new(vitals::http::api::Api::new(
-        store.clone(),
-        auth,
-        "webhook-secret",
-        vitals::http::limits::Limits::new(vitals::http::limits::LimitSettings {
-            user_per_second: 50,
-            auth_per_minute: 100_000,
-            account_per_minute: 100_000,
-            webhook_per_second: 100_000,
-        }),
-    ));
-    let response = app(AppState {
-        store,
-        pipeline: None,
-        api,
-    })
-    .oneshot(
-        Request::get("/healthz")
-            .body(Body::empty())
-            .expect("request"),
-    )
-    .await
-    .expect("response");
+    let (router, _dir) = support::router();
+    let response = router
+        .oneshot(
+            Request::get("/healthz")
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await
+        .expect("response");
     assert_eq!(response.status(), StatusCode::OK);
 }

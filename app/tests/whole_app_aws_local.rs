@@ -6,52 +6,19 @@
 
 mod support;
 
-use events_schema::ids::UserId;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use support::register;
-use support::whole_app::{be_active, check_readiness, curate, vitals, walk};
+use support::aws_local::{Tables, Worker};
+use support::whole_app::{be_active, check_readiness, curate, walk};
+use support::{register, vitals};
 
 const CONVERGE_WITHIN: Duration = Duration::from_secs(60);
 
-struct Worker(Child);
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn a_phone_uses_the_whole_app_on_aws_local() {
-    let endpoint = match std::env::var("VITALS_TEST_DYNAMODB_ENDPOINT") {
-        Ok(url) if !url.trim().is_empty() => url,
-        _ => panic!("VITALS_TEST_DYNAMODB_ENDPOINT is not set: run `scripts/test-all`"),
-    };
-    let prefix = format!("w{}-", UserId::generate().as_str().to_lowercase());
-    let aws = [
-        "--endpoint-url",
-        endpoint.as_str(),
-        "--table-prefix",
-        prefix.as_str(),
-    ];
-    vitals(&["bootstrap", "--kinesis", "--dlq-queues"], &aws);
-    let _worker = Worker(
-        Command::new(env!("CARGO_BIN_EXE_vitals"))
-            .arg("work")
-            .args(["--metrics-listen", "127.0.0.1:0"])
-            .args(aws)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("vitals work starts"),
-    );
-    let store: Vec<&str> = ["--backend", "dynamodb"]
-        .iter()
-        .chain(&aws)
-        .copied()
-        .collect();
+    let tables = Tables::new("w");
+    tables.bootstrap(&[]);
+    let _worker = Worker::spawn(&tables.args());
+    let store = tables.store_args();
     let server = support::start_with_env(&store, &[("VITALS_JWT_SECRET", "test-jwt-secret")]);
     let (recipe, plan) = curate(&store);
     let ana = register(&server.address, "ana@example.com");

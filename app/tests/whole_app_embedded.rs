@@ -15,12 +15,7 @@ const CONVERGE_WITHIN: Duration = Duration::from_secs(30);
 fn caught_up(address: &str) {
     let deadline = Instant::now() + CONVERGE_WITHIN;
     loop {
-        let (status, metrics) = support::request(address, "GET", "/metrics");
-        assert_eq!(status, 200, "{metrics}");
-        let lags: Vec<&str> = metrics
-            .lines()
-            .filter(|l| l.starts_with("vitals_projector_lag_records{"))
-            .collect();
+        let (_, lags) = support::projector_lags(address);
         if !lags.is_empty() && lags.iter().all(|l| l.ends_with(" 0")) {
             return;
         }

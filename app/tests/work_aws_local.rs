@@ -16,23 +16,12 @@ use events_schema::events::goals::GoalKind;
 use events_schema::ids::UserId;
 use events_schema::time::Timestamp;
 use infra::Store;
-use infra::aws_client::AwsSettings;
-use infra::dynamodb::DynamoStore;
 use infra::store::{Item, Key};
 use infra::table::Table;
 use rust_decimal::Decimal;
-use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-fn endpoint() -> String {
-    match std::env::var("VITALS_TEST_DYNAMODB_ENDPOINT") {
-        Ok(url) if !url.trim().is_empty() => url,
-        _ => panic!(
-            "VITALS_TEST_DYNAMODB_ENDPOINT is not set: run `scripts/test-all`, or start an emulator with `scripts/emulator.sh start`"
-        ),
-    }
-}
+use support::Case;
+use support::aws_local::{Tables, Worker, forwarding};
 
 async fn wait_for(store: &dyn Store, table: Context, key: Key, ok: impl Fn(&Item) -> bool) -> Item {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -53,31 +42,43 @@ async fn wait_for(store: &dyn Store, table: Context, key: Key, ok: impl Fn(&Item
     }
 }
 
+/// The dashboard's row of 2026-03-01 once it counts `meals` meals.
+async fn daily_of(store: &dyn Store, pk: &str, meals: u64) -> Item {
+    wait_for(
+        store,
+        Context::Dashboard,
+        Key::new(pk, "DAILY#2026-03-01"),
+        |row| {
+            row.get("nutrition")
+                .and_then(|n| n.get("meals"))
+                .is_some_and(|m| m == meals)
+        },
+    )
+    .await
+}
+
+/// The pipeline on one set of tables: named cases, in order, each saying its name when
+/// it fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_reach_the_dashboard_through_kinesis_and_vitals_work() {
-    let endpoint = endpoint();
-    let prefix = format!("w{}-", UserId::generate().as_str().to_lowercase());
-    let args = [
-        "--endpoint-url",
-        endpoint.as_str(),
-        "--table-prefix",
-        prefix.as_str(),
-    ];
-    let bridge = std::env::var("VITALS_TEST_FORWARDING").is_ok_and(|f| f == "bridge");
-    let forwarding: &[&str] = if bridge { &["--bridge"] } else { &[] };
-    let bootstrap = Command::new(env!("CARGO_BIN_EXE_vitals"))
-        .arg("bootstrap")
-        .args(args)
-        .args(["--kinesis", "--dlq-queues"])
-        .args(forwarding)
-        .output()
-        .expect("bootstrap runs");
-    assert!(
-        bootstrap.status.success(),
-        "bootstrap: {}",
-        String::from_utf8_lossy(&bootstrap.stderr)
-    );
-    let printed = String::from_utf8_lossy(&bootstrap.stdout);
+    let tables = Tables::new("w");
+    bootstrap_streams_every_table(&tables);
+    let work_args = [&tables.args()[..], forwarding()].concat();
+    let mut worker = Worker::spawn(&work_args);
+
+    let store = tables.store().await;
+    let meta = CommandMeta::new(UserId::generate());
+    let nutrition = NutritionCommands::new(Table::new(store.clone()));
+    let goal = a_goal_and_a_meal(&store, &meta, &nutrition).await;
+    the_dashboard_and_the_goal_converge(&*store, &meta, &goal).await;
+    a_stopped_worker_kept_its_checkpoints(&*store, &mut worker).await;
+    a_new_worker_resumes_from_them(&*store, &meta, &nutrition, &work_args).await;
+}
+
+/// `vitals bootstrap --kinesis --dlq-queues` streams every publishing table.
+fn bootstrap_streams_every_table(tables: &Tables) {
+    let _case = Case("bootstrap");
+    let printed = tables.bootstrap(forwarding());
     assert_eq!(
         printed
             .lines()
@@ -86,25 +87,22 @@ async fn commands_reach_the_dashboard_through_kinesis_and_vitals_work() {
         8,
         "{printed}"
     );
+}
 
-    let work_args: Vec<&str> = args.iter().chain(forwarding).copied().collect();
-    let mut worker = spawn_worker(&work_args);
-
-    let settings = AwsSettings {
-        endpoint_url: Some(endpoint.clone()),
-        ..AwsSettings::default()
-    };
-    let store: Arc<dyn Store> = Arc::new(DynamoStore::connect(&settings, &prefix).await);
-    let meta = CommandMeta::new(UserId::generate());
-    let pk = meta.user_pk();
-    // The goal is set on the day of the meals it counts.
+/// A goal set on the day of the meals it counts, then a meal; the goal's id.
+async fn a_goal_and_a_meal(
+    store: &std::sync::Arc<dyn Store>,
+    meta: &CommandMeta,
+    nutrition: &NutritionCommands,
+) -> String {
+    let _case = Case("a goal and a meal");
     let set_on = events_schema::time::Clock::manual(
         Timestamp::parse("2026-03-01T20:00:00.000Z").expect("time"),
     );
     let goal = GoalCommands::new(Table::new(store.clone()))
         .with_clock(set_on)
         .create_goal(
-            &meta,
+            meta,
             CreateGoal {
                 kind: GoalKind::DailyProteinGrams,
                 target: Decimal::from(30),
@@ -116,38 +114,39 @@ async fn commands_reach_the_dashboard_through_kinesis_and_vitals_work() {
         .expect("goal")
         .value
         .goal_id;
-    let nutrition = NutritionCommands::new(Table::new(store.clone()));
     nutrition
-        .log_meal(&meta, meal_input(450))
+        .log_meal(meta, meal_input(450))
         .await
         .expect("meal");
+    goal.to_string()
+}
 
-    let daily = wait_for(
-        &*store,
-        Context::Dashboard,
-        Key::new(&pk, "DAILY#2026-03-01"),
-        |row| {
-            row.get("nutrition")
-                .and_then(|n| n.get("meals"))
-                .is_some_and(|m| m == 1)
-        },
-    )
-    .await;
+/// The dashboard's day, its active goal and the goal's progress appear in DynamoDB.
+async fn the_dashboard_and_the_goal_converge(store: &dyn Store, meta: &CommandMeta, goal: &str) {
+    let _case = Case("the dashboard and the goal converge");
+    let pk = meta.user_pk();
+    let daily = daily_of(store, &pk, 1).await;
     assert_eq!(daily["nutrition"]["totals"]["calories"], "450");
     wait_for(
-        &*store,
+        store,
         Context::Dashboard,
         Key::new(&pk, format!("ACTIVE_GOAL#{goal}")),
         |_| true,
     )
     .await;
     let progress = Key::new(&pk, format!("PROGRESS#{goal}#2026-03-01T00:00:00.000Z"));
-    let row = wait_for(&*store, Context::Goals, progress, |row| {
+    let row = wait_for(store, Context::Goals, progress, |row| {
         row.get("met").is_some_and(|m| m == true)
     })
     .await;
     assert_eq!(row["value"], "32");
-    stop(&mut worker).await;
+}
+
+/// `vitals work` stops cleanly on SIGTERM, its shard positions kept in its table.
+async fn a_stopped_worker_kept_its_checkpoints(store: &dyn Store, worker: &mut Worker) {
+    let _case = Case("a stopped worker kept its checkpoints");
+    let status = worker.stop();
+    assert!(status.success(), "{status:?}");
     let checkpoints = store
         .query(
             Context::Dashboard,
@@ -162,72 +161,25 @@ async fn commands_reach_the_dashboard_through_kinesis_and_vitals_work() {
             .is_some_and(|s| !s.is_empty())),
         "the worker kept its shard position in its table"
     );
+}
 
-    // Written while no worker runs; a new `vitals work` resumes from the checkpoints
-    // kept in the tables and applies it.
+/// Written while no worker runs; a new `vitals work` resumes from the checkpoints kept
+/// in the tables and applies it.
+async fn a_new_worker_resumes_from_them(
+    store: &dyn Store,
+    meta: &CommandMeta,
+    nutrition: &NutritionCommands,
+    work_args: &[&str],
+) {
+    let _case = Case("a new worker resumes from them");
     nutrition
-        .log_meal(&meta, meal_input(150))
+        .log_meal(meta, meal_input(150))
         .await
         .expect("meal");
-    let mut restarted = spawn_worker(&work_args);
-    let daily = wait_for(
-        &*store,
-        Context::Dashboard,
-        Key::new(&pk, "DAILY#2026-03-01"),
-        |row| {
-            row.get("nutrition")
-                .and_then(|n| n.get("meals"))
-                .is_some_and(|m| m == 2)
-        },
-    )
-    .await;
+    let mut restarted = Worker::spawn(work_args);
+    let daily = daily_of(store, &meta.user_pk(), 2).await;
     assert_eq!(daily["nutrition"]["totals"]["calories"], "600");
-    stop(&mut restarted).await;
-}
-
-/// A running `vitals work`, killed if the test fails before stopping it.
-struct Worker(std::process::Child);
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-fn spawn_worker(args: &[&str]) -> Worker {
-    Worker(
-        Command::new(env!("CARGO_BIN_EXE_vitals"))
-            .arg("work")
-            .args(["--metrics-listen", "127.0.0.1:0"])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("vitals work starts"),
-    )
-}
-
-async fn stop(worker: &mut Worker) {
-    let worker = &mut worker.0;
-    let pid = worker.id().to_string();
-    Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill runs");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = worker.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "vitals work did not stop on SIGTERM"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let status = restarted.stop();
     assert!(status.success(), "{status:?}");
 }
 

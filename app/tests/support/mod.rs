@@ -3,12 +3,18 @@
 
 #![allow(dead_code)]
 
+pub mod aws_local;
 pub mod whole_app;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+use vitals::http::api::Api;
+use vitals::http::auth::{Auth, Verifier};
+use vitals::http::limits::{LimitSettings, Limits};
+use vitals::http::{AppState, app};
 
 pub struct Server {
     pub child: Child,
@@ -74,30 +80,15 @@ pub fn send(
     headers: &[(&str, &str)],
     body: Option<&[u8]>,
 ) -> (u16, String) {
-    let mut stream = TcpStream::connect(address).expect("connects");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n");
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    let body = body.unwrap_or_default();
-    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
-    stream.write_all(head.as_bytes()).expect("writes");
-    stream.write_all(body).expect("writes");
-    let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response);
-    let response = String::from_utf8_lossy(&response).into_owned();
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status in {response:?}"));
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
+    let response = round_trip(
+        address,
+        method,
+        path,
+        headers,
+        body,
+        Duration::from_secs(30),
+    );
+    let (status, _, body) = parse_response(&response);
     (status, body)
 }
 
@@ -110,10 +101,29 @@ pub fn exchange(
     headers: &[(&str, &str)],
     body: Option<&[u8]>,
 ) -> (u16, std::collections::HashMap<String, String>, String) {
+    let response = round_trip(
+        address,
+        method,
+        path,
+        headers,
+        body,
+        Duration::from_secs(60),
+    );
+    parse_response(&response)
+}
+
+/// Writes one request (with a `Content-Length`) on a new connection and reads the whole
+/// response, waiting at most `timeout` for each read.
+fn round_trip(
+    address: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+    timeout: Duration,
+) -> String {
     let mut stream = TcpStream::connect(address).expect("connects");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .expect("timeout");
+    stream.set_read_timeout(Some(timeout)).expect("timeout");
     let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n");
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
@@ -124,11 +134,15 @@ pub fn exchange(
     stream.write_all(body).expect("writes");
     let mut response = Vec::new();
     let _ = stream.read_to_end(&mut response);
-    let response = String::from_utf8_lossy(&response).into_owned();
+    String::from_utf8_lossy(&response).into_owned()
+}
+
+/// A whole HTTP/1.1 response: (status, headers with lowercase names, body).
+fn parse_response(response: &str) -> (u16, std::collections::HashMap<String, String>, String) {
     let (head, body) = response
         .split_once("\r\n\r\n")
         .map(|(h, b)| (h.to_owned(), b.to_owned()))
-        .unwrap_or_else(|| (response.clone(), String::new()));
+        .unwrap_or_else(|| (response.to_owned(), String::new()));
     let mut lines = head.lines();
     let status = lines
         .next()
@@ -155,15 +169,7 @@ pub fn request(address: &str, method: &str, path: &str) -> (u16, String) {
     .expect("writes");
     let mut response = String::new();
     stream.read_to_string(&mut response).expect("reads");
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status in {response:?}"));
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
+    let (status, _, body) = parse_response(&response);
     (status, body)
 }
 
@@ -184,22 +190,36 @@ impl Server {
     }
 
     fn stop_in_place(&mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().to_string();
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill runs");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "vitals did not stop after SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(20));
+        terminate(
+            &mut self.child,
+            Duration::from_secs(20),
+            Duration::from_millis(20),
+        )
+        .expect("vitals did not stop after SIGTERM")
+    }
+}
+
+/// Sends SIGTERM to `child` and waits for its exit, checking every `poll`; `None` when it
+/// is still running after `within`.
+pub fn terminate(
+    child: &mut Child,
+    within: Duration,
+    poll: Duration,
+) -> Option<std::process::ExitStatus> {
+    let pid = child.id().to_string();
+    Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill runs");
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return Some(status);
         }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(poll);
     }
 }
 
@@ -261,6 +281,28 @@ impl Client {
         )
     }
 
+    /// Logs `meal` with an `Idempotency-Key`, as a retrying app does; (status, reply).
+    pub fn log_meal(&self, meal: serde_json::Value, key: &str) -> (u16, serde_json::Value) {
+        self.call(
+            "POST",
+            "/v1/me/meals",
+            Some(meal),
+            &[("Idempotency-Key", key)],
+        )
+    }
+
+    /// Creates a daily protein goal of `target` grams; the goal as created.
+    pub fn set_protein_goal(&self, target: &str) -> serde_json::Value {
+        let (status, goal) = self.call(
+            "POST",
+            "/v1/me/goals",
+            Some(serde_json::json!({"kind": "daily_protein_grams", "target": target, "title": "Protein"})),
+            &[],
+        );
+        assert_eq!(status, 201, "{goal}");
+        goal
+    }
+
     /// Retries a GET until it answers 200 and `ok` holds, failing after `within`
     /// (projections are asynchronous; over HTTP there is nothing to wait on but asking).
     pub fn eventually(
@@ -288,6 +330,11 @@ impl Client {
 /// against a running server log what they count today.
 pub fn today() -> String {
     chrono::Utc::now().date_naive().to_string()
+}
+
+/// A meal of oats eaten this morning (UTC), of `calories`.
+pub fn meal(calories: u32) -> serde_json::Value {
+    serde_json::json!({"name": "Oats", "eaten_at": format!("{today}T08:00:00.000Z", today = today()), "calories": calories.to_string(), "protein_g": "30", "carbs_g": "40", "fat_g": "5"})
 }
 
 /// A registration body for `email`.
@@ -332,6 +379,74 @@ pub fn register_once_free(address: &str, email: &str, within: Duration) -> Clien
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The `/metrics` page of a running server, and its projector lag lines
+/// (`vitals_projector_lag_records{...} N`).
+pub fn projector_lags(address: &str) -> (String, Vec<String>) {
+    let (status, metrics) = request(address, "GET", "/metrics");
+    assert_eq!(status, 200, "{metrics}");
+    let lags = metrics
+        .lines()
+        .filter(|l| l.starts_with("vitals_projector_lag_records{"))
+        .map(str::to_owned)
+        .collect();
+    (metrics, lags)
+}
+
+/// Runs `vitals <args> <store args>`; its stdout, trimmed. Fails on a non-zero exit.
+pub fn vitals(args: &[&str], store: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_vitals"))
+        .args(args)
+        .args(store)
+        .output()
+        .expect("vitals runs");
+    assert!(
+        output.status.success(),
+        "vitals {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .expect("utf-8 output")
+        .trim()
+        .to_owned()
+}
+
+/// The HTTP API in-process on `store`, with the login and sign-up limits out of the
+/// way and `user_per_second` requests a second per user.
+pub fn api(
+    store: Arc<dyn infra::Store>,
+    auth: Auth,
+    webhook_secret: &str,
+    user_per_second: u32,
+) -> Arc<Api> {
+    Arc::new(Api::new(
+        store,
+        auth,
+        webhook_secret,
+        Limits::new(LimitSettings {
+            user_per_second,
+            auth_per_minute: 100_000,
+            account_per_minute: 100_000,
+            webhook_per_second: 100_000,
+        }),
+    ))
+}
+
+/// The router in-process on an embedded store in a temporary directory (kept as long as
+/// the router is), no projectors running, 50 requests a second per user.
+pub fn router() -> (axum::Router, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let store: Arc<dyn infra::Store> =
+        Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("opens"));
+    let auth = Auth::new(b"test-secret", Verifier::Local);
+    let api = api(store.clone(), auth, "webhook-secret", 50);
+    let state = AppState {
+        store,
+        pipeline: None,
+        api,
+    };
+    (app(state), dir)
 }
 
 /// Names the case of a long black-box walk that was running when it fails: hold one

@@ -3,25 +3,9 @@
 //! air, and read readiness after a night. Shared by the embedded and aws-local tests;
 //! each shape supplies how to run a `vitals` command on its store.
 
-use super::Client;
+use super::{Client, vitals};
 use serde_json::{Value, json};
-use std::process::Command;
 use std::time::Duration;
-
-/// Runs `vitals <args> <store args>`; its stdout, trimmed. Fails on a non-zero exit.
-pub fn vitals(args: &[&str], store: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_vitals"))
-        .args(args)
-        .args(store)
-        .output()
-        .expect("vitals runs");
-    assert!(
-        output.status.success(),
-        "vitals {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_owned()
-}
 
 /// The operator curates a recipe and a meal plan holding it; (recipe id, plan id).
 pub fn curate(store: &[&str]) -> (String, String) {
