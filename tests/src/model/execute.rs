@@ -5,9 +5,9 @@
 
 use super::history::{History, Op, Synced, TIMEZONES, When};
 use crate::commands::{WEBHOOK_SECRET, World};
-use commands::CommandError;
 use commands::integrations::{SandboxProvider, WebhookPayload, sign};
 use commands::nutrition::{EditMeal, MealInput};
+use commands::{CommandError, CommandMeta};
 use events_schema::events::goals::GoalKind;
 use events_schema::events::integrations::{ProviderSleep, ProviderWorkout};
 use events_schema::events::sleep::SleepStages;
@@ -167,13 +167,31 @@ fn meal_input(now: Timestamp, when: When, tz: &str, protein: u32, calories: u32)
     }
 }
 
+/// What every command of one step shares: the user's meta in their timezone, the time,
+/// and what to say if the command fails.
+struct Call<'a> {
+    seed: u64,
+    what: &'a str,
+    meta: CommandMeta,
+    now: Timestamp,
+}
+
+impl Call<'_> {
+    /// The command's result, or `None` for an error the history may run into.
+    fn expected<T>(&self, result: Result<T, CommandError>) -> Option<T> {
+        expected(self.seed, self.what, result)
+    }
+}
+
 impl Runner {
+    /// Timezone number `tz`, or the user's own where there is no such number.
     fn zone(&self, tz: usize) -> String {
         TIMEZONES
             .get(tz)
             .map_or_else(|| self.timezone.clone(), |z| (*z).to_owned())
     }
 
+    /// Runs one step: passes time, or hands the command to its family.
     async fn step(
         &mut self,
         seed: u64,
@@ -189,31 +207,48 @@ impl Runner {
             .meta
             .clone()
             .in_timezone(Some(self.timezone.clone()));
-        let world = &self.world;
+        let call = Call {
+            seed,
+            what,
+            meta,
+            now,
+        };
         match op {
             Op::Advance { minutes } => {
                 clock.set(Timestamp::from_millis(now.millis() + minutes * 60_000).unwrap_or(now));
             }
+            Op::LogMeal { .. }
+            | Op::LogAgain { .. }
+            | Op::EditMeal { .. }
+            | Op::DeleteMeal { .. } => {
+                self.meal(&call, op).await;
+            }
+            Op::RecordWorkout { .. } | Op::RecordSleep { .. } => self.record(&call, op).await,
+            Op::Connect { .. } | Op::Disconnect | Op::Deliver { .. } => {
+                self.wearable(&call, op, records, (n, start)).await;
+            }
+            Op::CreateGoal { .. } | Op::ChangeGoal { .. } => self.goal(&call, op).await,
+            Op::ChangeTimezone { .. } | Op::DeleteAccount => self.account(&call, op).await,
+        }
+    }
+
+    /// Meals: logged, logged again after their deletion, edited, deleted.
+    async fn meal(&mut self, call: &Call<'_>, op: &Op) {
+        match op {
             Op::LogMeal {
                 when,
                 tz,
                 protein,
                 calories,
             } => {
-                let input = meal_input(now, *when, &self.zone(*tz), *protein, *calories);
-                let logged = world.nutrition.log_meal(&meta, input.clone()).await;
-                if let Some(logged) = expected(seed, what, logged) {
-                    self.meals.push((logged.value.meal_id, input));
-                }
+                let input = meal_input(call.now, *when, &self.zone(*tz), *protein, *calories);
+                self.log_meal(call, input).await;
             }
             Op::LogAgain { meal } => {
                 let Some(input) = pick(&self.deleted_meals, *meal) else {
                     return;
                 };
-                let logged = world.nutrition.log_meal(&meta, input.clone()).await;
-                if let Some(logged) = expected(seed, what, logged) {
-                    self.meals.push((logged.value.meal_id, input));
-                }
+                self.log_meal(call, input).await;
             }
             Op::EditMeal {
                 meal,
@@ -225,12 +260,13 @@ impl Runner {
                 let Some((id, _)) = pick(&self.meals, *meal) else {
                     return;
                 };
-                let edited = meal_input(now, *when, &self.zone(*tz), *protein, *calories);
+                let edited = meal_input(call.now, *when, &self.zone(*tz), *protein, *calories);
                 let input = EditMeal {
                     meal_id: id.clone(),
                     meal: edited.clone(),
                 };
-                if expected(seed, what, world.nutrition.edit_meal(&meta, input).await).is_some() {
+                let done = self.world.nutrition.edit_meal(&call.meta, input).await;
+                if call.expected(done).is_some() {
                     for (known, as_logged) in &mut self.meals {
                         if *known == id {
                             *as_logged = edited.clone();
@@ -242,11 +278,32 @@ impl Runner {
                 let Some((id, input)) = pick(&self.meals, *meal) else {
                     return;
                 };
-                if expected(seed, what, world.nutrition.delete_meal(&meta, &id).await).is_some() {
+                let done = self.world.nutrition.delete_meal(&call.meta, &id).await;
+                if call.expected(done).is_some() {
                     self.meals.retain(|(m, _)| *m != id);
                     self.deleted_meals.push(input);
                 }
             }
+            other => unreachable!("not a meal command: {other:?}"),
+        }
+    }
+
+    /// Logs `input` as a meal; remembers it as logged.
+    async fn log_meal(&mut self, call: &Call<'_>, input: MealInput) {
+        let logged = self
+            .world
+            .nutrition
+            .log_meal(&call.meta, input.clone())
+            .await;
+        if let Some(logged) = call.expected(logged) {
+            self.meals.push((logged.value.meal_id, input));
+        }
+    }
+
+    /// Workouts and sleep, entered by hand.
+    async fn record(&mut self, call: &Call<'_>, op: &Op) {
+        let (meta, now) = (&call.meta, call.now);
+        match op {
             Op::RecordWorkout {
                 when,
                 duration_s,
@@ -257,11 +314,7 @@ impl Runner {
                     "duration_s": duration_s, "distance_m": distance_m, "calories": null,
                 }))
                 .expect("workout");
-                expected(
-                    seed,
-                    what,
-                    world.activity.record_workout(&meta, input).await,
-                );
+                call.expected(self.world.activity.record_workout(meta, input).await);
             }
             Op::RecordSleep {
                 when,
@@ -276,86 +329,111 @@ impl Runner {
                     score: *score,
                     stages: SleepStages::default(),
                 };
-                expected(seed, what, world.sleep.record_sleep(&meta, input).await);
+                call.expected(self.world.sleep.record_sleep(meta, input).await);
             }
+            other => unreachable!("not a workout or sleep command: {other:?}"),
+        }
+    }
+
+    /// The wearable: connected, disconnected, delivering a provider record by webhook.
+    async fn wearable(
+        &mut self,
+        call: &Call<'_>,
+        op: &Op,
+        records: &[Vec<Synced>],
+        (n, start): (usize, Timestamp),
+    ) {
+        let integrations = &self.world.integrations;
+        match op {
             Op::Connect { watch } => {
-                let started = expected(
-                    seed,
-                    what,
-                    world.integrations.start_connect(&meta, "sandbox").await,
-                );
+                let started =
+                    call.expected(integrations.start_connect(&call.meta, "sandbox").await);
                 let Some(started) = started else { return };
-                let provider_user = format!("w{watch}-{}", meta.user.as_str().to_lowercase());
+                let provider_user = format!("w{watch}-{}", call.meta.user.as_str().to_lowercase());
                 self.connects += 1;
                 let code = format!(
                     "{}.{}",
                     SandboxProvider::code_for(&provider_user),
                     self.connects
                 );
-                let done = world
-                    .integrations
+                let done = integrations
                     .complete_connect("sandbox", &started.value.state, &code)
                     .await;
-                if expected(seed, what, done).is_some() {
+                if call.expected(done).is_some() {
                     self.watch = Some((provider_user, self.timezone.clone()));
                 }
             }
             Op::Disconnect => {
-                if expected(
-                    seed,
-                    what,
-                    world.integrations.disconnect(&meta, "sandbox").await,
-                )
-                .is_some()
-                {
+                let done = integrations.disconnect(&call.meta, "sandbox").await;
+                if call.expected(done).is_some() {
                     self.watch = None;
                 }
             }
             Op::Deliver { record, revision } => {
-                let Some((provider_user, timezone)) = self.watch.clone() else {
-                    return;
-                };
-                let record = record % records.len().max(1);
-                let Some(revisions) = records.get(record) else {
-                    return;
-                };
-                let revision = revision % revisions.len().max(1);
-                let Some(content) = revisions.get(revision) else {
-                    return;
-                };
-                let payload = payload(start, record, revision, content);
-                let body = webhook(&provider_user, n, &payload);
-                let stamp = now_epoch_seconds();
-                let signature = sign(WEBHOOK_SECRET.as_bytes(), stamp, &body);
-                let received = world
-                    .integrations
-                    .receive_webhook("sandbox", &stamp.to_string(), &signature, &body)
+                self.deliver(call, records, (*record, *revision), (n, start))
                     .await;
-                if expected(seed, what, received).is_some() {
-                    self.run
-                        .delivered
-                        .entry(record)
-                        .or_default()
-                        .push(Delivered {
-                            revision,
-                            payload,
-                            timezone,
-                        });
-                }
             }
+            other => unreachable!("not a wearable command: {other:?}"),
+        }
+    }
+
+    /// Delivers revision `revision` of provider record `record` to the connected watch,
+    /// if any; remembers what was delivered.
+    async fn deliver(
+        &mut self,
+        call: &Call<'_>,
+        records: &[Vec<Synced>],
+        (record, revision): (usize, usize),
+        (n, start): (usize, Timestamp),
+    ) {
+        let Some((provider_user, timezone)) = self.watch.clone() else {
+            return;
+        };
+        let record = record % records.len().max(1);
+        let Some(revisions) = records.get(record) else {
+            return;
+        };
+        let revision = revision % revisions.len().max(1);
+        let Some(content) = revisions.get(revision) else {
+            return;
+        };
+        let payload = payload(start, record, revision, content);
+        let body = webhook(&provider_user, n, &payload);
+        let stamp = now_epoch_seconds();
+        let signature = sign(WEBHOOK_SECRET.as_bytes(), stamp, &body);
+        let received = self
+            .world
+            .integrations
+            .receive_webhook("sandbox", &stamp.to_string(), &signature, &body)
+            .await;
+        if call.expected(received).is_some() {
+            self.run
+                .delivered
+                .entry(record)
+                .or_default()
+                .push(Delivered {
+                    revision,
+                    payload,
+                    timezone,
+                });
+        }
+    }
+
+    /// Goals: created, their status changed.
+    async fn goal(&mut self, call: &Call<'_>, op: &Op) {
+        match op {
             Op::CreateGoal { kind, target } => {
                 let input = serde_json::from_value(serde_json::json!({
                     "kind": kind, "target": target.to_string(), "title": "Goal", "timezone": self.timezone,
                 }))
                 .expect("goal");
-                if let Some(created) =
-                    expected(seed, what, world.goals.create_goal(&meta, input).await)
-                {
+                let created = self.world.goals.create_goal(&call.meta, input).await;
+                if let Some(created) = call.expected(created) {
                     self.goals.push(created.value.goal_id.clone());
                     self.run.goals.push(GoalSet {
                         id: created.value.goal_id,
                         kind: *kind,
-                        at: now,
+                        at: call.now,
                         timezone: self.timezone.clone(),
                     });
                 }
@@ -364,32 +442,36 @@ impl Runner {
                 let Some(id) = pick(&self.goals, *goal) else {
                     return;
                 };
-                expected(
-                    seed,
-                    what,
-                    world.goals.change_status(&meta, &id, *status).await,
+                call.expected(
+                    self.world
+                        .goals
+                        .change_status(&call.meta, &id, *status)
+                        .await,
                 );
             }
+            other => unreachable!("not a goal command: {other:?}"),
+        }
+    }
+
+    /// The account: its timezone changed, its deletion requested.
+    async fn account(&mut self, call: &Call<'_>, op: &Op) {
+        match op {
             Op::ChangeTimezone { tz } => {
                 let zone = self.zone(*tz);
                 let input = commands::identity::UpdateProfile {
                     timezone: Some(zone.clone()),
                     ..Default::default()
                 };
-                if expected(
-                    seed,
-                    what,
-                    world.identity.update_profile(&meta, input).await,
-                )
-                .is_some()
-                {
+                let done = self.world.identity.update_profile(&call.meta, input).await;
+                if call.expected(done).is_some() {
                     self.timezone = zone;
                 }
             }
             Op::DeleteAccount => {
-                expected(seed, what, world.identity.request_deletion(&meta).await);
+                call.expected(self.world.identity.request_deletion(&call.meta).await);
                 self.run.erased = true;
             }
+            other => unreachable!("not an account command: {other:?}"),
         }
     }
 }

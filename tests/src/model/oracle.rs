@@ -220,8 +220,9 @@ impl Verdict {
     }
 }
 
-fn group(row: Option<&Item>, name: &str, empty: Value) -> Value {
-    row.and_then(|r| r.get(name)).cloned().unwrap_or(empty)
+/// Attribute `name` of `row`, or `absent` where there is no row or no such attribute.
+fn field(row: Option<&Item>, name: &str, absent: Value) -> Value {
+    row.and_then(|r| r.get(name)).cloned().unwrap_or(absent)
 }
 
 /// Checks every read row of `run`'s user against the model.
@@ -306,6 +307,52 @@ fn check_synced(facts: &Facts, run: &UserRun, verdict: &mut Verdict) {
     }
 }
 
+/// One user's dashboard rows, as read.
+struct Dashboard<'a> {
+    user: &'a str,
+    rows: Vec<Item>,
+}
+
+impl Dashboard<'_> {
+    /// The row with sort key `key`.
+    fn row(&self, key: &str) -> Option<&Item> {
+        self.rows.iter().find(|r| sk(r) == key)
+    }
+
+    /// The live (not tombstoned) rows under `prefix`, as lists of their `fields`, are
+    /// exactly `expected` (the same lists, made of the facts).
+    fn check_live(
+        &self,
+        verdict: &mut Verdict,
+        what: &str,
+        (prefix, fields): (&str, &[&str]),
+        expected: impl Iterator<Item = Value>,
+    ) {
+        let read: BTreeSet<String> = with_prefix(&self.rows, prefix)
+            .filter(|r| !is_tombstone(r))
+            .map(|r| json!(fields.iter().map(|f| r[*f].clone()).collect::<Vec<_>>()).to_string())
+            .collect();
+        let expected: BTreeSet<String> = expected.map(|row| row.to_string()).collect();
+        let user = self.user;
+        verdict.same(|| format!("{user} {what}"), &json!(read), &json!(expected));
+    }
+}
+
+/// The days the dashboard keeps dated rows of: the `WINDOW_DAYS` up to day number `hwm`.
+#[derive(Clone, Copy)]
+struct Window {
+    hwm: i64,
+}
+
+impl Window {
+    /// Whether `day` is one of the window's days.
+    fn contains(self, day: Day) -> bool {
+        number(day) > self.hwm - WINDOW_DAYS && number(day) <= self.hwm
+    }
+}
+
+/// Checks every dashboard row of `pk` against the model; without a window (nothing
+/// recorded yet) only the profile and the window itself.
 async fn check_dashboard(
     store: &dyn Store,
     pk: &str,
@@ -313,22 +360,44 @@ async fn check_dashboard(
     user: &str,
     verdict: &mut Verdict,
 ) {
-    let rows = partition(store, Context::Dashboard, pk).await;
-    let row = |key: &str| rows.iter().find(|r| sk(r) == key);
-    // Profile.
-    if let Some(profile) = &facts.profile {
-        let shown = row("PROFILE");
-        for attr in ["email", "display_name", "timezone", "units"] {
-            verdict.same(
-                || format!("{user} dashboard PROFILE.{attr}"),
-                &shown.and_then(|r| r.get(attr)).cloned().unwrap_or_default(),
-                &profile.get(attr).cloned().unwrap_or_default(),
-            );
-        }
+    let dashboard = Dashboard {
+        user,
+        rows: partition(store, Context::Dashboard, pk).await,
+    };
+    check_profile_row(&dashboard, facts, verdict);
+    let Some(window) = check_window(&dashboard, facts, verdict) else {
+        return;
+    };
+    check_daily_rows(&dashboard, facts, window, verdict);
+    check_dated_rows(&dashboard, window, verdict);
+    check_recent_rows(&dashboard, facts, window, verdict);
+    check_histories(&dashboard, facts, verdict);
+    check_active_goals(&dashboard, facts, verdict);
+    check_connections(&dashboard, facts, verdict);
+}
+
+/// The PROFILE row shows the profile's email, name, timezone and units.
+fn check_profile_row(dashboard: &Dashboard<'_>, facts: &Facts, verdict: &mut Verdict) {
+    let Some(profile) = &facts.profile else {
+        return;
+    };
+    let (user, shown) = (dashboard.user, dashboard.row("PROFILE"));
+    for attr in ["email", "display_name", "timezone", "units"] {
+        verdict.same(
+            || format!("{user} dashboard PROFILE.{attr}"),
+            &field(shown, attr, Value::Null),
+            &profile.get(attr).cloned().unwrap_or_default(),
+        );
     }
-    // The window: every recorded day up to the newest is inside it or pruned.
+}
+
+/// The window: every recorded day up to the newest is inside it or pruned. Returns the
+/// window, if the dashboard has one.
+fn check_window(dashboard: &Dashboard<'_>, facts: &Facts, verdict: &mut Verdict) -> Option<Window> {
+    let user = dashboard.user;
     let days = facts.days();
-    let hwm = row("WINDOW")
+    let hwm = dashboard
+        .row("WINDOW")
         .and_then(|r| r.get("hwm"))
         .and_then(Value::as_i64);
     let Some(hwm) = hwm else {
@@ -336,31 +405,38 @@ async fn check_dashboard(
             || format!("{user} dashboard has no WINDOW but days {days:?}"),
             days.is_empty(),
         );
-        return;
+        return None;
     };
     let newest = days.iter().map(|d| number(*d)).max().unwrap_or(0);
     verdict.holds(
         || format!("{user} dashboard window {hwm} behind the newest day {newest}"),
         hwm >= newest,
     );
-    let inside = |day: Day| number(day) > hwm - WINDOW_DAYS && number(day) <= hwm;
-    for day in days.iter().copied().filter(|d| inside(*d)) {
-        let daily = row(&format!("DAILY#{day}"));
+    Some(Window { hwm })
+}
+
+/// Every recorded day inside the window has a DAILY row: its nutrition, activity, sleep.
+fn check_daily_rows(
+    dashboard: &Dashboard<'_>,
+    facts: &Facts,
+    window: Window,
+    verdict: &mut Verdict,
+) {
+    let user = dashboard.user;
+    for day in facts.days().into_iter().filter(|d| window.contains(*d)) {
+        let daily = dashboard.row(&format!("DAILY#{day}"));
         let nutrition = facts
             .summaries
             .get(&day)
             .map(|s| json!({"meals": s.meals, "totals": s.totals}));
         verdict.same(
             || format!("{user} DAILY#{day}.nutrition"),
-            &daily
-                .and_then(|r| r.get("nutrition"))
-                .cloned()
-                .unwrap_or_default(),
+            &field(daily, "nutrition", Value::Null),
             &nutrition.unwrap_or_default(),
         );
         verdict.same(
             || format!("{user} DAILY#{day}.activity"),
-            &group(
+            &field(
                 daily,
                 "activity",
                 json!({"workouts": 0, "active_minutes": 0}),
@@ -369,12 +445,16 @@ async fn check_dashboard(
         );
         verdict.same(
             || format!("{user} DAILY#{day}.sleep"),
-            &group(daily, "sleep", json!({"sessions": 0, "minutes": 0})),
+            &field(daily, "sleep", json!({"sessions": 0, "minutes": 0})),
             &facts.sleep(day),
         );
     }
-    // Dated rows: only inside the window, live ones exactly the facts there.
-    for row in &rows {
+}
+
+/// Dated rows (DAILY, RECENT_MEAL, RECENT_WORKOUT) are only kept inside the window.
+fn check_dated_rows(dashboard: &Dashboard<'_>, window: Window, verdict: &mut Verdict) {
+    let user = dashboard.user;
+    for row in &dashboard.rows {
         let key = sk(row);
         let dated = ["DAILY#", "RECENT_MEAL#", "RECENT_WORKOUT#"]
             .iter()
@@ -383,52 +463,45 @@ async fn check_dashboard(
         if let (true, Some(day)) = (dated, day) {
             verdict.holds(
                 || format!("{user} dashboard keeps {key} outside its window"),
-                inside(day),
+                window.contains(day),
             );
         }
     }
-    let recent_meals: BTreeSet<String> = with_prefix(&rows, "RECENT_MEAL#")
-        .filter(|r| !is_tombstone(r))
-        .map(|r| {
-            json!([
-                r["meal_id"],
-                r["day"],
-                r["name"],
-                r["eaten_at"],
-                r["nutrients"]
-            ])
-            .to_string()
-        })
-        .collect();
-    let meals: BTreeSet<String> = facts
-        .meals
-        .iter()
-        .filter(|m| inside(m.day))
-        .map(|m| json!([m.meal_id, m.day, m.name, m.eaten_at, m.nutrients]).to_string())
-        .collect();
-    verdict.same(
-        || format!("{user} RECENT_MEAL rows"),
-        &json!(recent_meals),
-        &json!(meals),
+}
+
+/// The live RECENT_MEAL and RECENT_WORKOUT rows are exactly the meals and workouts
+/// inside the window.
+fn check_recent_rows(
+    dashboard: &Dashboard<'_>,
+    facts: &Facts,
+    window: Window,
+    verdict: &mut Verdict,
+) {
+    let meals = facts.meals.iter().filter(|m| window.contains(m.day));
+    dashboard.check_live(
+        verdict,
+        "RECENT_MEAL rows",
+        (
+            "RECENT_MEAL#",
+            &["meal_id", "day", "name", "eaten_at", "nutrients"],
+        ),
+        meals.map(|m| json!([m.meal_id, m.day, m.name, m.eaten_at, m.nutrients])),
     );
-    let recent_workouts: BTreeSet<String> = with_prefix(&rows, "RECENT_WORKOUT#")
-        .filter(|r| !is_tombstone(r))
-        .map(|r| {
-            json!([
-                r["workout_id"],
-                r["day"],
-                r["started_at"],
-                r["duration_s"],
-                r["distance_m"]
-            ])
-            .to_string()
-        })
-        .collect();
-    let workouts: BTreeSet<String> = facts
-        .workouts
-        .iter()
-        .filter(|w| inside(w.day))
-        .map(|w| {
+    let workouts = facts.workouts.iter().filter(|w| window.contains(w.day));
+    dashboard.check_live(
+        verdict,
+        "RECENT_WORKOUT rows",
+        (
+            "RECENT_WORKOUT#",
+            &[
+                "workout_id",
+                "day",
+                "started_at",
+                "duration_s",
+                "distance_m",
+            ],
+        ),
+        workouts.map(|w| {
             json!([
                 w.workout_id,
                 w.day,
@@ -436,85 +509,67 @@ async fn check_dashboard(
                 w.duration_s,
                 w.distance_m
             ])
-            .to_string()
-        })
-        .collect();
-    verdict.same(
-        || format!("{user} RECENT_WORKOUT rows"),
-        &json!(recent_workouts),
-        &json!(workouts),
+        }),
     );
-    // The history: every meal, workout and session, wherever its day.
-    let logged = |prefix: &str, fields: &[&str]| -> BTreeSet<String> {
-        with_prefix(&rows, prefix)
-            .filter(|r| !is_tombstone(r))
-            .map(|r| json!(fields.iter().map(|f| r[*f].clone()).collect::<Vec<_>>()).to_string())
-            .collect()
-    };
-    let meal_log: BTreeSet<String> = facts
-        .meals
-        .iter()
-        .map(|m| json!([m.meal_id, m.day, m.eaten_at, m.nutrients]).to_string())
-        .collect();
-    verdict.same(
-        || format!("{user} meal history"),
-        &json!(logged(
-            "~MEAL#",
-            &["meal_id", "day", "eaten_at", "nutrients"]
-        )),
-        &json!(meal_log),
+}
+
+/// The history rows: every meal, workout and sleep session, wherever its day.
+fn check_histories(dashboard: &Dashboard<'_>, facts: &Facts, verdict: &mut Verdict) {
+    dashboard.check_live(
+        verdict,
+        "meal history",
+        ("~MEAL#", &["meal_id", "day", "eaten_at", "nutrients"]),
+        facts
+            .meals
+            .iter()
+            .map(|m| json!([m.meal_id, m.day, m.eaten_at, m.nutrients])),
     );
-    let workout_log: BTreeSet<String> = facts
-        .workouts
-        .iter()
-        .map(|w| json!([w.workout_id, w.day, w.started_at, w.duration_s]).to_string())
-        .collect();
-    verdict.same(
-        || format!("{user} workout history"),
-        &json!(logged(
+    dashboard.check_live(
+        verdict,
+        "workout history",
+        (
             "~WORKOUT#",
-            &["workout_id", "day", "started_at", "duration_s"]
-        )),
-        &json!(workout_log),
+            &["workout_id", "day", "started_at", "duration_s"],
+        ),
+        facts
+            .workouts
+            .iter()
+            .map(|w| json!([w.workout_id, w.day, w.started_at, w.duration_s])),
     );
-    let sleep_log: BTreeSet<String> = facts
-        .sleeps
-        .iter()
-        .map(|s| json!([s.sleep_id, s.night, s.start, s.end, s.score]).to_string())
-        .collect();
-    verdict.same(
-        || format!("{user} sleep history"),
-        &json!(logged(
-            "~SLEEP#",
-            &["sleep_id", "night", "start", "end", "score"]
-        )),
-        &json!(sleep_log),
+    dashboard.check_live(
+        verdict,
+        "sleep history",
+        ("~SLEEP#", &["sleep_id", "night", "start", "end", "score"]),
+        facts
+            .sleeps
+            .iter()
+            .map(|s| json!([s.sleep_id, s.night, s.start, s.end, s.score])),
     );
-    // Active goals and connections.
-    let active: BTreeSet<String> = with_prefix(&rows, "ACTIVE_GOAL#")
-        .filter(|r| !is_tombstone(r))
-        .map(|r| json!([r["goal_id"], r["kind"], r["title"], r["target"]]).to_string())
-        .collect();
-    let goals: BTreeSet<String> = facts
+}
+
+/// The live ACTIVE_GOAL rows are exactly the active goals.
+fn check_active_goals(dashboard: &Dashboard<'_>, facts: &Facts, verdict: &mut Verdict) {
+    let active = facts
         .goals
         .iter()
-        .filter(|g| g.status == GoalStatus::Active)
-        .map(|g| json!([g.goal_id, g.kind, g.title, g.target]).to_string())
-        .collect();
-    verdict.same(
-        || format!("{user} ACTIVE_GOAL rows"),
-        &json!(active),
-        &json!(goals),
+        .filter(|g| g.status == GoalStatus::Active);
+    dashboard.check_live(
+        verdict,
+        "ACTIVE_GOAL rows",
+        ("ACTIVE_GOAL#", &["goal_id", "kind", "title", "target"]),
+        active.map(|g| json!([g.goal_id, g.kind, g.title, g.target])),
     );
+}
+
+/// Each connection's dashboard row says whether it is connected.
+fn check_connections(dashboard: &Dashboard<'_>, facts: &Facts, verdict: &mut Verdict) {
+    let user = dashboard.user;
     for connection in &facts.connections {
         let key = sk(connection);
         let connected = connection.get("status").and_then(Value::as_str) != Some("disconnected");
         verdict.same(
             || format!("{user} dashboard {key}.connected"),
-            &row(key)
-                .and_then(|r| r.get("connected"))
-                .cloned()
-                .unwrap_or_default(),
+            &field(dashboard.row(key), "connected", Value::Null),
             &json!(connected),
         );
     }
