@@ -235,11 +235,7 @@ impl ActivityCommands {
             &pk,
             SortKey::TrainingBlock(start_day, id.clone()).to_string(),
         );
-        let item = self
-            .table
-            .get(&key, true)
-            .await?
-            .ok_or(CommandError::NotFound("training block"))?;
+        let item = self.existing(&key, "training block").await?;
         let (ending, block) = block_ending(key, item, ended_on)?;
         let payload = TrainingBlockEnded {
             training_block_id: id.clone(),

@@ -3,7 +3,7 @@
 //! so "my active goals" is one index query. Items: `GOAL#<goal-id>`.
 
 use crate::idempotency;
-use crate::items::{from_item, to_item};
+use crate::items::to_item;
 use crate::meta::{CommandMeta, Outcome};
 use crate::optimistic::{self, Attempt};
 use crate::outbox::{envelope, event_action};
@@ -152,12 +152,7 @@ impl GoalCommands {
     }
 
     pub async fn goal(&self, meta: &CommandMeta, id: &GoalId) -> Result<Goal, CommandError> {
-        let item = self
-            .table
-            .get(&goal_key(&meta.user_pk(), id), true)
-            .await?
-            .ok_or(CommandError::NotFound("goal"))?;
-        from_item(item)
+        self.record(&goal_key(&meta.user_pk(), id), "goal").await
     }
 
     /// Moves a goal to another status. Asking for the status it has changes nothing.

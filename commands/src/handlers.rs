@@ -2,8 +2,12 @@
 //! context's module adds its commands to `Handlers<ItsContext>` (`ActivityCommands` is
 //! `Handlers<Activity>`), so its commands reach their own table only.
 
+use crate::CommandError;
+use crate::items::from_item;
 use events_schema::time::Clock;
+use infra::store::{Item, Key};
 use infra::table::{ContextTable, Table};
+use serde::de::DeserializeOwned;
 
 #[derive(Debug, Clone)]
 pub struct Handlers<C: ContextTable> {
@@ -22,5 +26,25 @@ impl<C: ContextTable> Handlers<C> {
     /// The same handlers, telling time by `clock`.
     pub fn with_clock(self, clock: Clock) -> Self {
         Self { clock, ..self }
+    }
+
+    /// The item at `key` (a strongly consistent read), or [`CommandError::NotFound`]
+    /// naming `what`.
+    pub(crate) async fn existing(
+        &self,
+        key: &Key,
+        what: &'static str,
+    ) -> Result<Item, CommandError> {
+        let item = self.table.get(key, true).await?;
+        item.ok_or(CommandError::NotFound(what))
+    }
+
+    /// The record at `key`, decoded, or [`CommandError::NotFound`] naming `what`.
+    pub(crate) async fn record<T: DeserializeOwned>(
+        &self,
+        key: &Key,
+        what: &'static str,
+    ) -> Result<T, CommandError> {
+        from_item(self.existing(key, what).await?)
     }
 }

@@ -302,12 +302,7 @@ impl IdentityCommands {
     }
 
     pub async fn profile(&self, user: &UserId) -> Result<Profile, CommandError> {
-        let item = self
-            .table
-            .get(&profile_key(user), true)
-            .await?
-            .ok_or(CommandError::NotFound("profile"))?;
-        from_item(item)
+        self.record(&profile_key(user), "profile").await
     }
 
     /// Moves the account to a new email: the old reservation is released and the new

@@ -388,22 +388,13 @@ impl NutritionCommands {
     }
 
     async fn load_meal(&self, pk: &str, meal_id: &MealId) -> Result<MealRecord, CommandError> {
-        let reference = self
-            .table
-            .get(&ref_key(pk, meal_id), true)
-            .await?
-            .ok_or(CommandError::NotFound("meal"))?;
+        let reference = self.existing(&ref_key(pk, meal_id), "meal").await?;
         let day: Day = reference
             .get("day")
             .cloned()
             .and_then(|d| serde_json::from_value(d).ok())
             .ok_or(CommandError::NotFound("meal"))?;
-        let item = self
-            .table
-            .get(&meal_key(pk, day, meal_id), true)
-            .await?
-            .ok_or(CommandError::NotFound("meal"))?;
-        from_item(item)
+        self.record(&meal_key(pk, day, meal_id), "meal").await
     }
 
     /// Replaces a meal. If its day changes, it moves: both days' summaries change in the

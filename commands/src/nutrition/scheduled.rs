@@ -137,12 +137,8 @@ impl NutritionCommands {
         day: Day,
         id: &ScheduledMealId,
     ) -> Result<MealScheduled, CommandError> {
-        let item = self
-            .table
-            .get(&scheduled_key(pk, day, id), true)
-            .await?
-            .ok_or(CommandError::NotFound("scheduled meal"))?;
-        from_item(item)
+        self.record(&scheduled_key(pk, day, id), "scheduled meal")
+            .await
     }
 
     /// Takes a scheduled meal off the plan (it was not eaten).
