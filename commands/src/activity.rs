@@ -132,23 +132,10 @@ impl ActivityCommands {
         input: RecordWorkout,
     ) -> Result<Outcome<Workout>, CommandError> {
         let w = new_workout(self.clock.now(), &input, WorkoutId::generate())?;
-        let _writer = crate::serial::user(&meta.user).await;
-        let pk = meta.user_pk();
-        let event = envelope(
-            meta,
-            &self.clock,
-            w.started_at,
-            &WorkoutRecorded { workout: w.clone() },
-        )?;
-        idempotency::create(
-            &self.table,
-            meta,
-            to_item(&workout_key(&pk, &w), &w)?,
-            &event,
-            &input,
-            w.clone(),
-        )
-        .await
+        let item = to_item(&workout_key(&meta.user_pk(), &w), &w)?;
+        let recorded = WorkoutRecorded { workout: w.clone() };
+        self.create(meta, item, (w.started_at, &recorded), &input, w)
+            .await
     }
 
     /// Syncs a workout from a wearable. A retry returns the original id and writes
@@ -198,22 +185,14 @@ impl ActivityCommands {
         input: StartTrainingBlock,
     ) -> Result<Outcome<TrainingBlockStarted>, CommandError> {
         let payload = new_training_block(&input)?;
-        let _writer = crate::serial::user(&meta.user).await;
-        let pk = meta.user_pk();
         let key = Key::new(
-            &pk,
+            meta.user_pk(),
             SortKey::TrainingBlock(input.start_day, payload.training_block_id.clone()).to_string(),
         );
-        let event = envelope(meta, &self.clock, self.clock.now(), &payload)?;
-        idempotency::create(
-            &self.table,
-            meta,
-            to_item(&key, &payload)?,
-            &event,
-            &input,
-            payload.clone(),
-        )
-        .await
+        let item = to_item(&key, &payload)?;
+        let now = self.clock.now();
+        self.create(meta, item, (now, &payload), &input, payload.clone())
+            .await
     }
 
     /// Ends a training block early: `ended_on` (from its first to its planned last day)

@@ -137,18 +137,9 @@ impl GoalCommands {
     ) -> Result<Outcome<Goal>, CommandError> {
         let now = self.clock.now();
         let goal = new_goal(&input, now)?;
-        let _writer = crate::serial::user(&meta.user).await;
-        let pk = meta.user_pk();
-        let event = envelope(meta, &self.clock, now, &GoalCreated { goal: goal.clone() })?;
-        idempotency::create(
-            &self.table,
-            meta,
-            goal_item(&pk, &goal)?,
-            &event,
-            &input,
-            goal.clone(),
-        )
-        .await
+        let item = goal_item(&meta.user_pk(), &goal)?;
+        let created = GoalCreated { goal: goal.clone() };
+        self.create(meta, item, (now, &created), &input, goal).await
     }
 
     pub async fn goal(&self, meta: &CommandMeta, id: &GoalId) -> Result<Goal, CommandError> {

@@ -3,10 +3,15 @@
 //! `Handlers<Activity>`), so its commands reach their own table only.
 
 use crate::CommandError;
+use crate::idempotency;
 use crate::items::from_item;
-use events_schema::time::Clock;
+use crate::meta::{CommandMeta, Outcome};
+use crate::outbox::envelope;
+use events_schema::envelope::EventPayload;
+use events_schema::time::{Clock, Timestamp};
 use infra::store::{Item, Key};
 use infra::table::{ContextTable, Table};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 #[derive(Debug, Clone)]
@@ -46,5 +51,22 @@ impl<C: ContextTable> Handlers<C> {
         what: &'static str,
     ) -> Result<T, CommandError> {
         from_item(self.existing(key, what).await?)
+    }
+
+    /// What every command that creates one record does: under the user's writer, the
+    /// new `item` (it must not exist yet) and the event of `payload` at `occurred_at`,
+    /// in one transaction, idempotent by the command's key; `answer` is what it returns
+    /// (and what a retry is answered with).
+    pub(crate) async fn create<P: EventPayload, T: Serialize + DeserializeOwned>(
+        &self,
+        meta: &CommandMeta,
+        item: Item,
+        (occurred_at, payload): (Timestamp, &P),
+        input: &impl Serialize,
+        answer: T,
+    ) -> Result<Outcome<T>, CommandError> {
+        let _writer = crate::serial::user(&meta.user).await;
+        let event = envelope(meta, &self.clock, occurred_at, payload)?;
+        idempotency::create(&self.table, meta, item, &event, input, answer).await
     }
 }

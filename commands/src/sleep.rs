@@ -2,10 +2,8 @@
 //! Items: `SLEEP#<date>#<id>`, `EXTERNAL#<provider>#<external-id>`.
 
 use crate::external_sync::{self, Written};
-use crate::idempotency::{self};
 use crate::items::to_item;
 use crate::meta::{CommandMeta, Outcome};
-use crate::outbox::envelope;
 use crate::{CommandError, validate};
 use events_schema::events::Source;
 use events_schema::events::integrations::ProviderSleep;
@@ -126,23 +124,10 @@ impl SleepCommands {
         input: RecordSleep,
     ) -> Result<Outcome<SleepSession>, CommandError> {
         let s = new_session(self.clock.now(), &input, SleepId::generate())?;
-        let _writer = crate::serial::user(&meta.user).await;
-        let pk = meta.user_pk();
-        let event = envelope(
-            meta,
-            &self.clock,
-            s.start,
-            &SleepRecorded { session: s.clone() },
-        )?;
-        idempotency::create(
-            &self.table,
-            meta,
-            to_item(&sleep_key(&pk, &s), &s)?,
-            &event,
-            &input,
-            s.clone(),
-        )
-        .await
+        let item = to_item(&sleep_key(&meta.user_pk(), &s), &s)?;
+        let recorded = SleepRecorded { session: s.clone() };
+        self.create(meta, item, (s.start, &recorded), &input, s)
+            .await
     }
 
     /// Syncs a session from a wearable, idempotent by external id like workouts.

@@ -37,18 +37,11 @@ impl NutritionCommands {
             // A plan names only a recipe of the catalog.
             self.recipe(recipe).await?;
         }
-        let _writer = crate::serial::user(&meta.user).await;
         let key = scheduled_key(&meta.user_pk(), payload.day, &payload.scheduled_meal_id);
-        let event = envelope(meta, &self.clock, self.clock.now(), &payload)?;
-        idempotency::create(
-            &self.table,
-            meta,
-            to_item(&key, &payload)?,
-            &event,
-            &input,
-            payload,
-        )
-        .await
+        let item = to_item(&key, &payload)?;
+        let now = self.clock.now();
+        self.create(meta, item, (now, &payload), &input, payload.clone())
+            .await
     }
 }
 
