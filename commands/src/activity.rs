@@ -6,7 +6,7 @@ use crate::external_sync::{self, Written};
 use crate::idempotency::{self, Committed};
 use crate::items::{from_item, to_item};
 use crate::meta::{CommandMeta, Outcome};
-use crate::outbox::{envelope, event_action};
+use crate::outbox::event_action;
 use crate::{CommandError, validate};
 use events_schema::events::Source;
 use events_schema::events::activity::{
@@ -221,7 +221,7 @@ impl ActivityCommands {
             start_day,
             ended_on,
         };
-        let event = envelope(meta, &self.clock, self.clock.now(), &payload)?;
+        let event = self.event_now(meta, &payload)?;
         let actions = vec![ending, event_action(&pk, &event)?];
         let ended = EndedBlock { block, ended_on };
         match idempotency::commit(&self.table, meta, &pk, &request, actions, ended).await? {

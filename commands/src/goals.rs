@@ -6,7 +6,7 @@ use crate::idempotency;
 use crate::items::to_item;
 use crate::meta::{CommandMeta, Outcome};
 use crate::optimistic::{self, Attempt};
-use crate::outbox::{envelope, event_action};
+use crate::outbox::event_action;
 use crate::{CommandError, validate};
 use events_schema::events::goals::{
     Goal, GoalCreated, GoalKind, GoalPeriod, GoalStatus, GoalStatusChanged,
@@ -160,10 +160,8 @@ impl GoalCommands {
             let Some((mut actions, next)) = status_change(&pk, &current, to)? else {
                 return Ok(Attempt::Done(Outcome::replayed(current)));
             };
-            let event = envelope(
+            let event = self.event_now(
                 meta,
-                &self.clock,
-                self.clock.now(),
                 &GoalStatusChanged {
                     previous: current.status,
                     goal: next.clone(),

@@ -7,7 +7,7 @@ use crate::idempotency;
 use crate::items::from_item;
 use crate::meta::{CommandMeta, Outcome};
 use crate::outbox::envelope;
-use events_schema::envelope::EventPayload;
+use events_schema::envelope::{EventEnvelope, EventPayload};
 use events_schema::time::{Clock, Timestamp};
 use infra::store::{Item, Key};
 use infra::table::{ContextTable, Table};
@@ -68,5 +68,14 @@ impl<C: ContextTable> Handlers<C> {
         let _writer = crate::serial::user(&meta.user).await;
         let event = envelope(meta, &self.clock, occurred_at, payload)?;
         idempotency::create(&self.table, meta, item, &event, input, answer).await
+    }
+
+    /// The event of `payload`, occurring now.
+    pub(crate) fn event_now<P: EventPayload>(
+        &self,
+        meta: &CommandMeta,
+        payload: &P,
+    ) -> Result<EventEnvelope, CommandError> {
+        envelope(meta, &self.clock, self.clock.now(), payload)
     }
 }

@@ -329,10 +329,8 @@ impl IdentityCommands {
                 version: current.version + 1,
                 ..current.clone()
             };
-            let event = envelope(
+            let event = self.event_now(
                 meta,
-                &self.clock,
-                self.clock.now(),
                 &EmailChanged {
                     old_email: current.email.clone(),
                     profile: next.state(),
@@ -399,10 +397,8 @@ impl IdentityCommands {
             else {
                 return Ok(Attempt::Done(Outcome::replayed(current.state())));
             };
-            let event = envelope(
+            let event = self.event_now(
                 meta,
-                &self.clock,
-                self.clock.now(),
                 &ProfileUpdated {
                     profile: next.state(),
                 },
@@ -431,10 +427,8 @@ impl IdentityCommands {
             if current.status == AccountStatus::DeletionRequested {
                 return Ok(Attempt::Done(Outcome::replayed(())));
             }
-            let event = envelope(
+            let event = self.event_now(
                 meta,
-                &self.clock,
-                self.clock.now(),
                 &AccountDeletionRequested {
                     email: current.email.clone(),
                 },

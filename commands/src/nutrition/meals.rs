@@ -470,10 +470,8 @@ impl NutritionCommands {
                 current.day,
             )?;
             let (mut actions, next) = removed_meal(&pk, &current, &summary)?;
-            let event = envelope(
+            let event = self.event_now(
                 meta,
-                &self.clock,
-                self.clock.now(),
                 &MealDeleted {
                     meal_id: meal_id.clone(),
                     day: current.day,

@@ -153,7 +153,7 @@ impl NutritionCommands {
             day,
             eaten_as: None,
         };
-        let event = envelope(meta, &self.clock, self.clock.now(), &cleared)?;
+        let event = self.event_now(meta, &cleared)?;
         let actions = clearing(&pk, &cleared, &event)?;
         match idempotency::commit(&self.table, meta, &pk, &request, actions, ()).await? {
             Committed::Done(outcome) => Ok(outcome),
