@@ -144,9 +144,8 @@ impl DashboardRows {
         &self,
         memo: &mut Admissions,
         pk: &str,
-        (day, group): (Day, &str),
+        (day, (group, derive)): (Day, DailyGroup),
         entry: Entry<'_>,
-        derive: fn(&serde_json::Map<String, serde_json::Value>) -> serde_json::Value,
     ) -> Result<(), StoreError> {
         if !self.admit(pk, day, memo).await? {
             return Ok(());
@@ -156,6 +155,23 @@ impl DashboardRows {
         merge_group_entry(&self.table, &key, group, entry, derive, &also)
             .await
             .map(|_| ())
+    }
+
+    /// An entity's entry in a group of its day's `DAILY#` row, taken off the day it moved
+    /// from, if it moved: a workout of a day's activity, a session of a night's sleep.
+    async fn moved_entry(
+        &self,
+        memo: &mut Admissions,
+        pk: &str,
+        group: DailyGroup,
+        (from, day): (Option<Day>, Day),
+        entry: Entry<'_>,
+    ) -> Result<(), StoreError> {
+        if let Some(previous) = from {
+            let gone = Entry::gone(entry.id, entry.version);
+            self.daily_entry(memo, pk, (previous, group), gone).await?;
+        }
+        self.daily_entry(memo, pk, (day, group), entry).await
     }
 
     async fn dated_row(
@@ -422,29 +438,17 @@ impl Projector for DashboardFromActivity {
             self.0
                 .dated_pair(&mut memo, &pk, previous, old, (None, workout.version))
                 .await?;
-            let gone = Entry::gone(&id, workout.version);
-            self.0
-                .daily_entry(&mut memo, &pk, (previous, "activity"), gone, activity_of)
-                .await?;
         }
         let keys = workout_keys(workout.day, &workout.workout_id);
         let row = (Some(workout_row(&workout)), workout.version);
         self.0
             .dated_pair(&mut memo, &pk, workout.day, keys, row)
             .await?;
-        let entry = Entry::live(
-            &id,
-            json!({"duration_s": workout.duration_s}),
-            workout.version,
-        );
+        let value = json!({"duration_s": workout.duration_s});
+        let entry = Entry::live(&id, value, workout.version);
+        let days = (previous_day, workout.day);
         self.0
-            .daily_entry(
-                &mut memo,
-                &pk,
-                (workout.day, "activity"),
-                entry,
-                activity_of,
-            )
+            .moved_entry(&mut memo, &pk, ACTIVITY, days, entry)
             .await?;
         Ok(())
     }
@@ -453,6 +457,16 @@ impl Projector for DashboardFromActivity {
 /// The `sleep` group of `DAILY#<night>`: one entry per session of the night (a moved
 /// session leaves its old night as a deleted entry).
 pub struct DashboardFromSleep(pub DashboardRows);
+
+/// A group of `DAILY#` rows: its attribute, and how its value derives from its entries.
+type DailyGroup = (
+    &'static str,
+    fn(&serde_json::Map<String, serde_json::Value>) -> serde_json::Value,
+);
+/// The workouts of a day.
+const ACTIVITY: DailyGroup = ("activity", activity_of);
+/// The sleep sessions of a night.
+const SLEEP: DailyGroup = ("sleep", sleep_of_night);
 
 /// A night's sleep from its session entries: how many sessions, their minutes in all,
 /// and the score and stages of the main (longest) session.
@@ -525,26 +539,12 @@ impl Projector for DashboardFromSleep {
             row.version,
         )
         .await?;
-        if let Some(previous) = previous {
-            let gone = Entry::gone(&id, session.version);
-            self.0
-                .daily_entry(&mut memo, &pk, (previous, "sleep"), gone, sleep_of_night)
-                .await?;
-        }
         let minutes = ((session.end.millis() - session.start.millis()) / 60_000).max(0);
-        let entry = Entry::live(
-            &id,
-            json!({"minutes": minutes, "score": session.score, "stages": session.stages}),
-            session.version,
-        );
+        let value = json!({"minutes": minutes, "score": session.score, "stages": session.stages});
+        let entry = Entry::live(&id, value, session.version);
+        let nights = (previous, session.night);
         self.0
-            .daily_entry(
-                &mut memo,
-                &pk,
-                (session.night, "sleep"),
-                entry,
-                sleep_of_night,
-            )
+            .moved_entry(&mut memo, &pk, SLEEP, nights, entry)
             .await?;
         Ok(())
     }
