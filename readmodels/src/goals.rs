@@ -31,16 +31,7 @@ fn view(row: Item) -> Result<GoalView, QueryError> {
             target: number(goal.target),
             met: value >= goal.target,
         });
-    Ok(GoalView {
-        goal_id: goal.goal_id,
-        kind: goal.kind,
-        title: goal.title,
-        target: number(goal.target),
-        period: goal.period,
-        status: goal.status,
-        created_on: goal.created_on,
-        latest,
-    })
+    Ok(GoalView::of(goal, latest))
 }
 
 impl Goals {

@@ -6,7 +6,7 @@
 
 use events_schema::events::Source;
 use events_schema::events::activity::Workout;
-use events_schema::events::goals::{GoalKind, GoalPeriod, GoalStatus};
+use events_schema::events::goals::{Goal, GoalKind, GoalPeriod, GoalStatus};
 use events_schema::events::identity::Units;
 use events_schema::events::nutrition::Nutrients;
 use events_schema::events::sleep::SleepStages;
@@ -353,6 +353,22 @@ pub struct GoalView {
     pub created_on: Option<Day>,
     /// The latest period with a value above zero, if any.
     pub latest: Option<ProgressView>,
+}
+
+impl GoalView {
+    /// The view of `goal`, with its latest period that counted, if any.
+    pub fn of(goal: Goal, latest: Option<ProgressView>) -> Self {
+        Self {
+            goal_id: goal.goal_id,
+            kind: goal.kind,
+            title: goal.title,
+            target: number(goal.target),
+            period: goal.period,
+            status: goal.status,
+            created_on: goal.created_on,
+            latest,
+        }
+    }
 }
 
 /// A goal on the home screen (active goals only).

@@ -14,10 +14,10 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
 use commands::goals::CreateGoal;
-use events_schema::events::goals::{Goal, GoalKind, GoalStatus};
+use events_schema::events::goals::{GoalKind, GoalStatus};
 use events_schema::ids::GoalId;
 use readmodels::history::PageRequest;
-use readmodels::views::{GoalView, Page, ProgressView, number};
+use readmodels::views::{GoalView, Page, ProgressView};
 use serde::{Deserialize, Serialize};
 
 pub fn router() -> Router<AppState> {
@@ -25,19 +25,6 @@ pub fn router() -> Router<AppState> {
         .route("/v1/me/goals", get(list_goals).post(create_goal))
         .route("/v1/me/goals/{id}", get(get_goal).patch(patch_goal))
         .route("/v1/me/goals/{id}/progress", get(goal_progress))
-}
-
-fn view(goal: Goal) -> GoalView {
-    GoalView {
-        goal_id: goal.goal_id,
-        kind: goal.kind,
-        title: goal.title,
-        target: number(goal.target),
-        period: goal.period,
-        status: goal.status,
-        created_on: goal.created_on,
-        latest: None,
-    }
 }
 
 /// `POST /v1/me/goals`.
@@ -97,7 +84,10 @@ pub async fn create_goal(
         .create_goal(&meta(&caller, &headers, "create_goal")?, input)
         .await?
         .value;
-    created(format!("/v1/me/goals/{}", goal.goal_id), &view(goal))
+    created(
+        format!("/v1/me/goals/{}", goal.goal_id),
+        &GoalView::of(goal, None),
+    )
 }
 
 /// Which goals to list.
@@ -213,7 +203,7 @@ pub async fn patch_goal(
         )
         .await?
         .value;
-    Ok(Json(view(goal)))
+    Ok(Json(GoalView::of(goal, None)))
 }
 
 /// Which page of progress.
