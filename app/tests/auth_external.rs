@@ -6,7 +6,7 @@ mod support;
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
 use serde::Serialize;
 use serde_json::Value;
-use support::{Server, send, start};
+use support::{Case, Server, send, start};
 
 const ISSUER: &str = "https://id.example.com/";
 const AUDIENCE: &str = "vitals-mobile";
@@ -92,92 +92,100 @@ fn external_server() -> (tempfile::TempDir, Server) {
     (dir, server)
 }
 
+/// One server trusting the provider's keys, one user: the provider's token is accepted,
+/// every other refused; named cases, in order, each saying its name when it fails.
 #[test]
 fn tokens_of_the_external_provider_are_accepted_and_only_those() {
     let (_dir, server) = external_server();
     let user = ulid::Ulid::new().to_string();
+    a_valid_provider_token_is_accepted(&server, &user);
+    tokens_for_another_issuer_or_audience_are_refused(&server, &user);
+    tokens_of_no_published_key_are_refused(&server, &user);
+    an_expired_token_is_refused(&server, &user);
+    forged_signatures_are_refused(&server, &user);
+    assert!(server.stop().success());
+}
 
-    let (status, body) = log_meal(&server, &rs256(&user, Token::default()));
+/// A meal logged with `token` is refused as unauthorized.
+fn assert_refused(server: &Server, case: &str, token: &str) {
+    let (status, body) = log_meal(server, token);
+    assert_eq!(status, 401, "{case}: {body}");
+    assert_eq!(body["error"]["code"], "unauthorized", "{case}");
+}
+
+fn a_valid_provider_token_is_accepted(server: &Server, user: &str) {
+    let _case = Case("a valid provider token is accepted");
+    let (status, body) = log_meal(server, &rs256(user, Token::default()));
     assert_eq!(status, 201, "a valid provider token: {body}");
     assert!(body["meal_id"].is_string());
+}
 
-    let rejected = [
-        (
-            "wrong issuer",
-            rs256(
-                &user,
-                Token {
-                    iss: "https://evil.example.com/",
-                    ..Token::default()
-                },
-            ),
-        ),
-        (
-            "wrong audience",
-            rs256(
-                &user,
-                Token {
-                    aud: "someone-else",
-                    ..Token::default()
-                },
-            ),
-        ),
-        (
-            "unknown key id",
-            rs256(
-                &user,
-                Token {
-                    kid: Some("rotated-away"),
-                    ..Token::default()
-                },
-            ),
-        ),
-        (
-            "no key id",
-            rs256(
-                &user,
-                Token {
-                    kid: None,
-                    ..Token::default()
-                },
-            ),
-        ),
-        (
-            "expired",
-            rs256(
-                &user,
-                Token {
-                    expires_in: -3600,
-                    ..Token::default()
-                },
-            ),
-        ),
-        ("tampered", {
-            let token = rs256(&user, Token::default());
-            let (rest, signature) = token.rsplit_once('.').expect("three parts");
-            let flipped = if signature.starts_with('A') { "B" } else { "A" };
-            format!("{rest}.{flipped}{}", &signature[1..])
-        }),
-        ("HS256 with the public key as secret", {
-            let jwks = std::fs::read(fixture("jwks.json")).expect("jwks");
-            let claims = ExternalClaims {
-                sub: &user,
-                iss: ISSUER,
-                aud: AUDIENCE,
-                iat: 0,
-                exp: i64::MAX / 2,
-            };
-            let mut header = Header::new(Algorithm::HS256);
-            header.kid = Some("test-key-1".into());
-            encode(&header, &claims, &EncodingKey::from_secret(&jwks)).expect("signs")
-        }),
-    ];
-    for (case, token) in rejected {
-        let (status, body) = log_meal(&server, &token);
-        assert_eq!(status, 401, "{case}: {body}");
-        assert_eq!(body["error"]["code"], "unauthorized", "{case}");
-    }
-    assert!(server.stop().success());
+fn tokens_for_another_issuer_or_audience_are_refused(server: &Server, user: &str) {
+    let _case = Case("tokens for another issuer or audience are refused");
+    let wrong_issuer = Token {
+        iss: "https://evil.example.com/",
+        ..Token::default()
+    };
+    assert_refused(server, "wrong issuer", &rs256(user, wrong_issuer));
+    let wrong_audience = Token {
+        aud: "someone-else",
+        ..Token::default()
+    };
+    assert_refused(server, "wrong audience", &rs256(user, wrong_audience));
+}
+
+fn tokens_of_no_published_key_are_refused(server: &Server, user: &str) {
+    let _case = Case("tokens of no published key are refused");
+    let unknown = Token {
+        kid: Some("rotated-away"),
+        ..Token::default()
+    };
+    assert_refused(server, "unknown key id", &rs256(user, unknown));
+    let none = Token {
+        kid: None,
+        ..Token::default()
+    };
+    assert_refused(server, "no key id", &rs256(user, none));
+}
+
+fn an_expired_token_is_refused(server: &Server, user: &str) {
+    let _case = Case("an expired token is refused");
+    let expired = Token {
+        expires_in: -3600,
+        ..Token::default()
+    };
+    assert_refused(server, "expired", &rs256(user, expired));
+}
+
+/// A provider token with its signature altered, and an HS256 token whose secret is the
+/// provider's public keys (the algorithm-confusion attack).
+fn forged_signatures_are_refused(server: &Server, user: &str) {
+    let _case = Case("forged signatures are refused");
+    let tampered = {
+        let token = rs256(user, Token::default());
+        let (rest, signature) = token.rsplit_once('.').expect("three parts");
+        let flipped = if signature.starts_with('A') { "B" } else { "A" };
+        format!("{rest}.{flipped}{}", &signature[1..])
+    };
+    assert_refused(server, "tampered", &tampered);
+    let public_key_as_secret = {
+        let jwks = std::fs::read(fixture("jwks.json")).expect("jwks");
+        let claims = ExternalClaims {
+            sub: user,
+            iss: ISSUER,
+            aud: AUDIENCE,
+            iat: 0,
+            exp: i64::MAX / 2,
+        };
+        let mut header = Header::new(Algorithm::HS256);
+        header.kid = Some("test-key-1".into());
+        encode(&header, &claims, &EncodingKey::from_secret(&jwks)).expect("signs")
+    };
+    assert_refused(
+        server,
+        "HS256 with the public key as secret",
+        &public_key_as_secret,
+    );
 }
 
 #[test]

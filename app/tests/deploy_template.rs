@@ -13,11 +13,14 @@
 //! `VITALS_WRITE_TEMPLATE=1 cargo test -p vitals --test deploy_template`. cfn-lint checks
 //! it in `scripts/test-all` (scripts/lint-template).
 
+mod support;
+
 use events_schema::Context;
-use events_schema::tables::TABLES;
+use events_schema::tables::{TABLES, TableDef};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use support::Case;
 use vitals::deploy::template::{consumer_id, outbox_filter, stream_id, table_id};
 
 const REGENERATE: &str = "VITALS_WRITE_TEMPLATE=1 cargo test -p vitals --test deploy_template";
@@ -58,6 +61,8 @@ fn the_committed_template_is_the_generated_one() {
     );
 }
 
+/// Each table of the stack against its definition, then the streams: named cases, in
+/// order, each saying its name when it fails.
 #[test]
 fn the_tables_are_the_table_definitions() {
     let template = template();
@@ -65,89 +70,131 @@ fn the_tables_are_the_table_definitions() {
         .iter()
         .map(|s| s.source())
         .collect();
-    assert_eq!(
-        of_type(&template, "AWS::DynamoDB::Table").len(),
-        TABLES.len()
-    );
+    one_table_per_definition(&template);
     for def in &TABLES {
         let table = &resources(&template)[&table_id(def.context)];
-        let p = &table["Properties"];
-        assert_eq!(
-            p["TableName"],
-            json!({"Fn::Sub": format!("${{Prefix}}{}", def.context)})
-        );
-        assert_eq!(p["BillingMode"], "PAY_PER_REQUEST");
-        assert_eq!(
-            p["KeySchema"],
-            json!([{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}])
-        );
-        let indexes: Vec<(String, Value)> = p["GlobalSecondaryIndexes"]
-            .as_array()
-            .map(|all| {
-                all.iter()
-                    .map(|i| {
-                        (
-                            i["IndexName"].as_str().unwrap_or_default().to_owned(),
-                            i["KeySchema"].clone(),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let defined: Vec<(String, Value)> = def
-            .gsis
-            .iter()
-            .map(|g| {
-                let mut keys = vec![json!({"AttributeName": g.partition_key, "KeyType": "HASH"})];
-                keys.extend(
-                    g.sort_key
-                        .map(|s| json!({"AttributeName": s, "KeyType": "RANGE"})),
-                );
-                (g.name.to_owned(), json!(keys))
-            })
-            .collect();
-        assert_eq!(indexes, defined, "{}: indexes", def.context);
-        assert_eq!(
-            p["TimeToLiveSpecification"],
-            json!({"AttributeName": def.ttl_attribute(), "Enabled": true})
-        );
-        assert_eq!(
-            p["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"],
-            true
-        );
-        assert_eq!(p["DeletionProtectionEnabled"], true);
-        assert_eq!(p["SSESpecification"]["SSEEnabled"], true);
-        assert_eq!(
-            table["DeletionPolicy"], "Retain",
-            "{}: users' data outlives the stack",
-            def.context
-        );
-        let publishes = p.get("KinesisStreamSpecification").is_some();
-        assert_eq!(
-            publishes,
-            def.stream && consumed.contains(&def.context),
-            "{}: publishes exactly when something consumes it",
-            def.context
-        );
-        if publishes {
-            assert_eq!(
-                p["KinesisStreamSpecification"]["StreamArn"],
-                json!({"Fn::GetAtt": [stream_id(def.context), "Arn"]})
-            );
-            let stream = &resources(&template)[&stream_id(def.context)]["Properties"];
-            // Provisioned with the `StreamShards` parameter's shards, on demand when it is 0.
-            assert_eq!(
-                stream["StreamModeDetails"],
-                json!({"Fn::If": ["OnDemandStreams", {"StreamMode": "ON_DEMAND"}, {"StreamMode": "PROVISIONED"}]})
-            );
-            assert_eq!(
-                stream["ShardCount"],
-                json!({"Fn::If": ["OnDemandStreams", {"Ref": "AWS::NoValue"}, {"Ref": "StreamShards"}]})
-            );
-        }
+        a_table_has_its_definitions_name_keys_and_indexes(table, def);
+        a_table_expires_recovers_and_outlives_the_stack(table, def);
+        a_table_publishes_exactly_when_something_consumes_it(&template, table, def, &consumed);
     }
+    one_stream_per_consumed_table_its_shards_a_parameter(&template, &consumed);
+}
+
+/// As many tables in the stack as table definitions.
+fn one_table_per_definition(template: &Value) {
+    let _case = Case("one table per definition");
     assert_eq!(
-        of_type(&template, "AWS::Kinesis::Stream").len(),
+        of_type(template, "AWS::DynamoDB::Table").len(),
+        TABLES.len()
+    );
+}
+
+/// The table's name, on-demand billing, key schema and indexes are its definition's.
+fn a_table_has_its_definitions_name_keys_and_indexes(table: &Value, def: &TableDef) {
+    let _case = Case("a table has its definition's name, keys and indexes");
+    let p = &table["Properties"];
+    assert_eq!(
+        p["TableName"],
+        json!({"Fn::Sub": format!("${{Prefix}}{}", def.context)})
+    );
+    assert_eq!(p["BillingMode"], "PAY_PER_REQUEST");
+    assert_eq!(
+        p["KeySchema"],
+        json!([{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}])
+    );
+    let indexes: Vec<(String, Value)> = p["GlobalSecondaryIndexes"]
+        .as_array()
+        .map(|all| {
+            all.iter()
+                .map(|i| {
+                    (
+                        i["IndexName"].as_str().unwrap_or_default().to_owned(),
+                        i["KeySchema"].clone(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let defined: Vec<(String, Value)> = def
+        .gsis
+        .iter()
+        .map(|g| {
+            let mut keys = vec![json!({"AttributeName": g.partition_key, "KeyType": "HASH"})];
+            keys.extend(
+                g.sort_key
+                    .map(|s| json!({"AttributeName": s, "KeyType": "RANGE"})),
+            );
+            (g.name.to_owned(), json!(keys))
+        })
+        .collect();
+    assert_eq!(indexes, defined, "{}: indexes", def.context);
+}
+
+/// TTL on the definition's attribute, point-in-time recovery, deletion protection,
+/// encryption, and users' data retained when the stack goes.
+fn a_table_expires_recovers_and_outlives_the_stack(table: &Value, def: &TableDef) {
+    let _case = Case("a table expires, recovers and outlives the stack");
+    let p = &table["Properties"];
+    assert_eq!(
+        p["TimeToLiveSpecification"],
+        json!({"AttributeName": def.ttl_attribute(), "Enabled": true})
+    );
+    assert_eq!(
+        p["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"],
+        true
+    );
+    assert_eq!(p["DeletionProtectionEnabled"], true);
+    assert_eq!(p["SSESpecification"]["SSEEnabled"], true);
+    assert_eq!(
+        table["DeletionPolicy"], "Retain",
+        "{}: users' data outlives the stack",
+        def.context
+    );
+}
+
+/// A table publishes to its stream exactly when something consumes it.
+fn a_table_publishes_exactly_when_something_consumes_it(
+    template: &Value,
+    table: &Value,
+    def: &TableDef,
+    consumed: &BTreeSet<Context>,
+) {
+    let _case = Case("a table publishes exactly when something consumes it");
+    let p = &table["Properties"];
+    let publishes = p.get("KinesisStreamSpecification").is_some();
+    assert_eq!(
+        publishes,
+        def.stream && consumed.contains(&def.context),
+        "{}: publishes exactly when something consumes it",
+        def.context
+    );
+    if publishes {
+        assert_eq!(
+            p["KinesisStreamSpecification"]["StreamArn"],
+            json!({"Fn::GetAtt": [stream_id(def.context), "Arn"]})
+        );
+        let stream = &resources(template)[&stream_id(def.context)]["Properties"];
+        // Provisioned with the `StreamShards` parameter's shards, on demand when it is 0.
+        assert_eq!(
+            stream["StreamModeDetails"],
+            json!({"Fn::If": ["OnDemandStreams", {"StreamMode": "ON_DEMAND"}, {"StreamMode": "PROVISIONED"}]})
+        );
+        assert_eq!(
+            stream["ShardCount"],
+            json!({"Fn::If": ["OnDemandStreams", {"Ref": "AWS::NoValue"}, {"Ref": "StreamShards"}]})
+        );
+    }
+}
+
+/// One stream per consumed table; `StreamShards` (0: on demand) provisions one shard or
+/// more by default.
+fn one_stream_per_consumed_table_its_shards_a_parameter(
+    template: &Value,
+    consumed: &BTreeSet<Context>,
+) {
+    let _case = Case("one stream per consumed table, its shards a parameter");
+    assert_eq!(
+        of_type(template, "AWS::Kinesis::Stream").len(),
         consumed.len()
     );
     assert_eq!(

@@ -2,10 +2,13 @@
 //! `lambda_http` exactly as the Lambda runtime does, through the router of
 //! `vitals api-lambda`, answered as API Gateway responses.
 
+mod support;
+
 use lambda_http::Adapter;
 use lambda_http::request::LambdaRequest;
 use lambda_runtime::{Context, LambdaEvent};
 use serde_json::{Value, json};
+use support::Case;
 use tower::{Service, ServiceExt};
 use vitals::cli::{ApiArgs, AwsArgs, Backend, StoreArgs};
 
@@ -75,6 +78,8 @@ async fn invoke(router: &axum::Router, event: LambdaEvent<LambdaRequest>) -> (u1
     (status, body)
 }
 
+/// The router of `vitals api-lambda` on an embedded store, API Gateway events through
+/// it: named cases, in order, each saying its name when it fails.
 #[tokio::test]
 async fn api_gateway_events_reach_the_router_and_come_back_as_responses() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -104,8 +109,30 @@ async fn api_gateway_events_reach_the_router_and_come_back_as_responses() {
     let api = vitals::setup::api(storage.store.clone(), &api_args).expect("api");
     let router = vitals::lambda_api::router(&storage, api);
 
+    let token = a_registration_answers_with_a_token(&router).await;
+    a_command_then_a_read_of_the_row_it_wrote(&router, &token).await;
+    no_token_is_unauthorized(&router).await;
+    an_invalid_meal_is_unprocessable(&router, &token).await;
+    drop(router);
+    if let Some(embedded) = &storage.embedded {
+        embedded.close();
+    }
+}
+
+/// `POST /v1/me/meals` with `token`.
+async fn log_meal(router: &axum::Router, token: &str, meal: Value) -> (u16, Value) {
+    invoke(
+        router,
+        event("POST", "/v1/me/meals", Some(token), Some(meal)),
+    )
+    .await
+}
+
+/// Registration answers 201 with an access token, which it returns.
+async fn a_registration_answers_with_a_token(router: &axum::Router) -> String {
+    let _case = Case("a registration answers with a token");
     let (status, body) = invoke(
-        &router,
+        router,
         event(
             "POST",
             "/v1/auth/register",
@@ -118,16 +145,15 @@ async fn api_gateway_events_reach_the_router_and_come_back_as_responses() {
     )
     .await;
     assert_eq!(status, 201, "{body}");
-    let token = body["access_token"].as_str().expect("a token").to_owned();
+    body["access_token"].as_str().expect("a token").to_owned()
+}
 
-    // A command, then a read of the summary row it wrote (no projector runs here).
-    let log_meal = |meal: Value| {
-        invoke(
-            &router,
-            event("POST", "/v1/me/meals", Some(&token), Some(meal)),
-        )
-    };
+/// A command, then a read of the summary row it wrote (no projector runs here).
+async fn a_command_then_a_read_of_the_row_it_wrote(router: &axum::Router, token: &str) {
+    let _case = Case("a command, then a read of the row it wrote");
     let (status, body) = log_meal(
+        router,
+        token,
         json!({"name": "Oats", "eaten_at": "2026-12-01T08:00:00.000Z",
                 "calories": "350", "protein_g": "12", "carbs_g": "60", "fat_g": "6"}),
     )
@@ -135,26 +161,30 @@ async fn api_gateway_events_reach_the_router_and_come_back_as_responses() {
     assert_eq!(status, 201, "{body}");
     assert!(body["meal_id"].is_string());
     let (status, body) = invoke(
-        &router,
+        router,
         event(
             "GET",
             "/v1/me/nutrition/daily?from=2026-12-01&to=2026-12-01",
-            Some(&token),
+            Some(token),
             None,
         ),
     )
     .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["days"][0]["totals"]["calories"], 350, "{body}");
+}
 
-    let (status, body) = invoke(&router, event("GET", "/v1/me/profile", None, None)).await;
+/// A request without a token is answered 401 with the documented error.
+async fn no_token_is_unauthorized(router: &axum::Router) {
+    let _case = Case("no token is unauthorized");
+    let (status, body) = invoke(router, event("GET", "/v1/me/profile", None, None)).await;
     assert_eq!(status, 401);
     assert_eq!(body["error"]["code"], "unauthorized");
+}
 
-    let (status, body) = log_meal(json!({"name": ""})).await;
+/// A meal without its fields is answered 422.
+async fn an_invalid_meal_is_unprocessable(router: &axum::Router, token: &str) {
+    let _case = Case("an invalid meal is unprocessable");
+    let (status, body) = log_meal(router, token, json!({"name": ""})).await;
     assert_eq!(status, 422, "{body}");
-    drop(router);
-    if let Some(embedded) = &storage.embedded {
-        embedded.close();
-    }
 }

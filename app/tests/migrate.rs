@@ -11,8 +11,10 @@ use events_schema::Context;
 use events_schema::ids::UserId;
 use infra::Store;
 use infra::embedded::EmbeddedStore;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::Case;
 use support::aws_local::endpoint;
 use vitals::cli::AwsArgs;
 use vitals::migrate::migrate;
@@ -22,26 +24,51 @@ async fn count(store: &dyn Store) -> usize {
     vitals_tests::snapshot::snapshot(store).await.len()
 }
 
+/// One embedded store on its way to DynamoDB: named cases, in order, each saying its
+/// name when it fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_embedded_store_moves_to_dynamodb_resumably_and_verified() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let embedded = Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
+    let source = an_embedded_store_of_three_hundred_users(dir.path()).await;
+    let aws = AwsArgs {
+        endpoint_url: Some(endpoint()),
+        region: None,
+        table_prefix: format!("m{}-", UserId::generate().as_str().to_lowercase()),
+    };
+    the_first_run_is_cut_off_once_it_has_saved_its_position(dir.path(), &aws).await;
+    the_second_run_resumes_and_verifies_every_item(dir.path(), &aws, &source).await;
+    a_migration_into_full_tables_is_refused(&aws).await;
+}
+
+/// What the embedded store held before the migration.
+struct Source {
+    users: usize,
+    items: usize,
+}
+
+/// Three hundred users' commands, every table's items, on an embedded store (closed).
+async fn an_embedded_store_of_three_hundred_users(data: &Path) -> Source {
+    let _case = Case("an embedded store of three hundred users");
+    let embedded = Arc::new(EmbeddedStore::open(data).expect("store"));
     let users = vitals_tests::workload::generate(embedded.clone(), 300, 8).await;
     assert_eq!(users.len(), 300);
     let items = count(&*embedded).await;
     assert!(items > 300 * 20, "{items} items");
     embedded.close();
     drop(embedded);
+    Source {
+        users: users.len(),
+        items,
+    }
+}
 
-    let aws = AwsArgs {
-        endpoint_url: Some(endpoint()),
-        region: None,
-        table_prefix: format!("m{}-", UserId::generate().as_str().to_lowercase()),
-    };
-    let progress = dir.path().join(format!("migrate-{}json", aws.table_prefix));
-    // The first run is stopped once it has saved its position a few pages in.
+/// The first run is stopped once it has saved its position a few pages in; the data
+/// directory can be opened again afterwards, as after a crashed process.
+async fn the_first_run_is_cut_off_once_it_has_saved_its_position(data: &Path, aws: &AwsArgs) {
+    let _case = Case("the first run is cut off once it has saved its position");
+    let progress = data.join(format!("migrate-{}json", aws.table_prefix));
     let first = tokio::spawn({
-        let (data, aws) = (dir.path().to_owned(), aws.clone());
+        let (data, aws) = (data.to_owned(), aws.clone());
         async move { migrate(&data, &aws).await }
     });
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -64,7 +91,7 @@ async fn an_embedded_store_moves_to_dynamodb_resumably_and_verified() {
     // data directory can be opened again, as after a crashed process.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        if let Ok(store) = EmbeddedStore::open(dir.path()) {
+        if let Ok(store) = EmbeddedStore::open(data) {
             store.close();
             break;
         }
@@ -74,14 +101,22 @@ async fn an_embedded_store_moves_to_dynamodb_resumably_and_verified() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
 
+/// The second run resumes from the saved position and ends with every table's count
+/// and checksum equal on both sides.
+async fn the_second_run_resumes_and_verifies_every_item(
+    data: &Path,
+    aws: &AwsArgs,
+    source: &Source,
+) {
+    let _case = Case("the second run resumes and verifies every item");
+    let items = source.items;
     let started = Instant::now();
-    let resumed = migrate(dir.path(), &aws)
-        .await
-        .expect("the second run resumes");
+    let resumed = migrate(data, aws).await.expect("the second run resumes");
     eprintln!(
         "{} users, {items} items; the resumed run copied {} and verified all in {:?}",
-        users.len(),
+        source.users,
         resumed.copied,
         started.elapsed()
     );
@@ -102,14 +137,17 @@ async fn an_embedded_store_moves_to_dynamodb_resumably_and_verified() {
         .find(|c| c.table == Context::Identity)
         .expect("identity");
     assert!(identity.target_items >= 300, "every account moved");
+}
 
-    // Another store into the same, now full, tables: refused, nothing written.
+/// Another store into the same, now full, tables: refused, nothing written.
+async fn a_migration_into_full_tables_is_refused(aws: &AwsArgs) {
+    let _case = Case("a migration into full tables is refused");
     let other = tempfile::tempdir().expect("tempdir");
     let store = Arc::new(EmbeddedStore::open(other.path()).expect("store"));
     vitals_tests::workload::generate(store.clone(), 1, 1).await;
     store.close();
     drop(store);
-    let refused = migrate(other.path(), &aws).await;
+    let refused = migrate(other.path(), aws).await;
     let error = refused.map(|_| ()).expect_err("refused");
     assert!(error.to_string().contains("not empty"), "{error}");
 }

@@ -18,6 +18,7 @@ use infra::store::Key;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::Case;
 use support::aws_local::endpoint;
 use vitals::admin::{failure_queue, redrive_failures};
 use vitals::cli::AwsArgs;
@@ -89,8 +90,36 @@ async fn stream_arn_when_active(kinesis: &aws_sdk_kinesis::Client, name: &str) -
     }
 }
 
+/// A failed batch of the nutrition stream on its way back: the records are put on the
+/// stream, Lambda's message about them (and two that cannot be redriven) on the
+/// consumer's on-failure queue; the redrive applies them; named cases, in order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_batch_is_fetched_back_from_kinesis_and_applied_by_every_subscription() {
+    let setup = a_stream_and_its_failure_queue().await;
+    lambdas_failure_messages_are_queued(&setup).await;
+    the_redrive_applies_the_batch_it_can_fetch_back(&setup).await;
+    every_subscription_projects_the_batch(&setup).await;
+    a_poisoned_record_is_dead_lettered(&setup).await;
+    only_the_redriven_message_leaves_the_queue(&setup).await;
+}
+
+/// The test's tables, the nutrition stream and the consumer's on-failure queue on the
+/// emulator.
+struct Setup {
+    endpoint: String,
+    prefix: String,
+    store: Arc<dyn Store>,
+    kinesis: aws_sdk_kinesis::Client,
+    sqs: aws_sdk_sqs::Client,
+    stream: String,
+    stream_arn: String,
+    queue: String,
+}
+
+/// Tables of a prefix of their own, the nutrition stream (active) and its consumer's
+/// on-failure queue.
+async fn a_stream_and_its_failure_queue() -> Setup {
+    let _case = Case("a stream and its on-failure queue");
     let endpoint = endpoint();
     let prefix = format!("f{}-", UserId::generate().as_str().to_lowercase());
     let settings = AwsSettings {
@@ -119,13 +148,29 @@ async fn a_failed_batch_is_fetched_back_from_kinesis_and_applied_by_every_subscr
         .expect("queue")
         .queue_url
         .expect("url");
+    Setup {
+        endpoint,
+        prefix,
+        store: Arc::new(store),
+        kinesis,
+        sqs,
+        stream,
+        stream_arn,
+        queue,
+    }
+}
 
+/// The recorded batch is put on the stream; on the queue, Lambda's message about it, a
+/// message that is no batch description, and one about a shard the stream never had.
+async fn lambdas_failure_messages_are_queued(setup: &Setup) {
+    let _case = Case("lambda's failure messages are queued");
+    let (kinesis, stream) = (&setup.kinesis, &setup.stream);
     let mut sequences = Vec::new();
     let mut shard = String::new();
-    for (pk, data) in recorded_changes(&prefix) {
+    for (pk, data) in recorded_changes(&setup.prefix) {
         let put = kinesis
             .put_record()
-            .stream_name(&stream)
+            .stream_name(stream)
             .partition_key(pk)
             .data(Blob::new(data))
             .send()
@@ -135,23 +180,31 @@ async fn a_failed_batch_is_fetched_back_from_kinesis_and_applied_by_every_subscr
         sequences.push(put.sequence_number().to_owned());
     }
     let (first, last) = (sequences[0].clone(), sequences[sequences.len() - 1].clone());
+    let stream_arn = &setup.stream_arn;
     for body in [
-        on_failure_message(&stream_arn, &shard, &first, &last),
+        on_failure_message(stream_arn, &shard, &first, &last),
         "{\"subscription\": \"not a batch description\"}".to_owned(),
-        on_failure_message(&stream_arn, "shardId-000000000099", &first, &last),
+        on_failure_message(stream_arn, "shardId-000000000099", &first, &last),
     ] {
-        sqs.send_message()
-            .queue_url(&queue)
+        setup
+            .sqs
+            .send_message()
+            .queue_url(&setup.queue)
             .message_body(body)
             .send()
             .await
             .expect("message sent");
     }
+}
 
+/// The redrive applies the one batch the stream still holds, counts the unreadable
+/// message and reports the expired one.
+async fn the_redrive_applies_the_batch_it_can_fetch_back(setup: &Setup) {
+    let _case = Case("the redrive applies the batch it can fetch back");
     let aws = AwsArgs {
-        endpoint_url: Some(endpoint),
+        endpoint_url: Some(setup.endpoint.clone()),
         region: None,
-        table_prefix: prefix.clone(),
+        table_prefix: setup.prefix.clone(),
     };
     let outcome = redrive_failures(&aws, Context::Nutrition)
         .await
@@ -167,8 +220,12 @@ async fn a_failed_batch_is_fetched_back_from_kinesis_and_applied_by_every_subscr
         outcome.records, 4,
         "the batch's records of the nutrition table: {outcome:?}"
     );
+}
 
-    let store: Arc<dyn Store> = Arc::new(store);
+/// Every subscription of the stream projected the healthy users' meals.
+async fn every_subscription_projects_the_batch(setup: &Setup) {
+    let _case = Case("every subscription projects the batch");
+    let store = &setup.store;
     // A row of `user`'s partition, read consistently.
     let row = |table: Context, user: &str, sk: &str| {
         let (store, key) = (store.clone(), Key::new(format!("USER#{user}"), sk));
@@ -183,16 +240,26 @@ async fn a_failed_batch_is_fetched_back_from_kinesis_and_applied_by_every_subscr
             "every subscription of the stream applies it"
         );
     }
-    let letters = infra::dlq::TableDlq::new(store.clone(), Context::Dashboard);
+}
+
+/// The poison record is a dead letter of the subscription it failed.
+async fn a_poisoned_record_is_dead_lettered(setup: &Setup) {
+    let _case = Case("a poisoned record is dead-lettered");
+    let letters = infra::dlq::TableDlq::new(setup.store.clone(), Context::Dashboard);
     let letters = infra::dlq::DeadLetterQueue::list(&letters, "dashboard-from-nutrition", 10)
         .await
         .expect("letters");
     assert_eq!(letters.len(), 1, "the poison record is a dead letter");
     assert_eq!(letters[0].record.pk, "USER#U2");
+}
 
-    let attributes = sqs
+/// The unreadable and the expired messages stay on the queue; the redriven one is gone.
+async fn only_the_redriven_message_leaves_the_queue(setup: &Setup) {
+    let _case = Case("only the redriven message leaves the queue");
+    let attributes = setup
+        .sqs
         .get_queue_attributes()
-        .queue_url(&queue)
+        .queue_url(&setup.queue)
         .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
         .attribute_names(
             aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessagesNotVisible,

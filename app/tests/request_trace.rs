@@ -18,7 +18,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{Client, exchange, registration};
+use support::{Case, Client, exchange, registration};
 
 const CONVERGE_WITHIN: Duration = Duration::from_secs(60);
 const PASSWORD: &str = "correct horse battery";
@@ -118,8 +118,23 @@ fn trail(logs: &[PathBuf], request_id: &str) -> Trail {
 }
 
 /// Logs a meal with a `traceparent`, then follows its trace id through `logs`; the
-/// client of the account it made.
+/// client of the account it made. Named cases, in order.
 fn follow_one_meal(address: &str, logs: &[PathBuf]) -> Client {
+    let (ana, trace_id) = a_meal_is_answered_with_its_request_id(address);
+    let consumers = consumers_of_meals();
+    assert!(consumers.len() >= 2, "{consumers:?}");
+    let trail = every_subscription_logs_its_apply_and_its_row(logs, &trace_id, &consumers);
+    the_access_line_names_the_route_and_a_digest_of_the_user(&trail);
+    every_subscription_applied_that_event_once_in_its_own_table(&trail, &consumers);
+    nothing_logged_holds_what_must_not_be_logged(&trail, &ana);
+    ana
+}
+
+/// A new account (with a goal, so that the goals subscription has a row to write for
+/// the meal) logs a meal with a `traceparent`; the answer carries its trace id as the
+/// request id. Returns the account's client and the trace id.
+fn a_meal_is_answered_with_its_request_id(address: &str) -> (Client, String) {
+    let _case = Case("a meal is answered with its request id");
     let (status, reply) = Client::anonymous(address).call(
         "POST",
         "/v1/auth/register",
@@ -154,12 +169,20 @@ fn follow_one_meal(address: &str, logs: &[PathBuf]) -> Client {
         Some(&trace_id),
         "answered with the request id"
     );
+    (ana, trace_id)
+}
 
-    let consumers = consumers_of_meals();
-    assert!(consumers.len() >= 2, "{consumers:?}");
+/// Every subscription of MealLogged logs its apply and its row under the trace id
+/// (within `CONVERGE_WITHIN`); returns the request's trail.
+fn every_subscription_logs_its_apply_and_its_row(
+    logs: &[PathBuf],
+    trace_id: &str,
+    consumers: &[(&str, String)],
+) -> Trail {
+    let _case = Case("every subscription logs its apply and its row");
     let deadline = Instant::now() + CONVERGE_WITHIN;
-    let trail = loop {
-        let trail = trail(logs, &trace_id);
+    loop {
+        let trail = trail(logs, trace_id);
         let done = consumers.iter().all(|(name, table)| {
             trail.applied.iter().any(|a| a == name)
                 && trail.rows.iter().any(|(s, t)| s == name && t == table)
@@ -176,9 +199,13 @@ fn follow_one_meal(address: &str, logs: &[PathBuf]) -> Client {
             trail.rows
         );
         std::thread::sleep(Duration::from_millis(100));
-    };
+    }
+}
 
-    // The access line: the route's template, the status, a digest of the user.
+/// The access line: the route's template, the status, a digest of the user; and the
+/// command's commit of its event.
+fn the_access_line_names_the_route_and_a_digest_of_the_user(trail: &Trail) {
+    let _case = Case("the access line names the route and a digest of the user");
     let [access] = trail.access.as_slice() else {
         panic!("one access line per request: {:?}", trail.access);
     };
@@ -202,29 +229,41 @@ fn follow_one_meal(address: &str, logs: &[PathBuf]) -> Client {
     assert_eq!(user.len(), 16, "{access}");
     assert!(fields["latency_ms"].as_str().is_some(), "{access}");
     assert!(trail.commit.is_some(), "the command's commit of its event");
+}
 
-    // Every subscription applied that very event once, and wrote in its own table.
-    for (name, table) in &consumers {
-        let applied = trail.applied.iter().filter(|a| *a == name).count();
+/// Every subscription applied that very event once, and wrote in its own table.
+fn every_subscription_applied_that_event_once_in_its_own_table(
+    trail: &Trail,
+    consumers: &[(&str, String)],
+) {
+    let _case = Case("every subscription applied that event once, in its own table");
+    for (name, table) in consumers {
+        let applied = trail.applied.iter().filter(|a| a == name).count();
         assert_eq!(applied, 1, "{name} applied the event once");
         assert!(
             trail.rows.iter().any(|(s, t)| s == name && t == table),
             "{name} wrote a row in {table}"
         );
     }
-    // Nothing logged about the request holds what must not be logged.
+}
+
+/// Nothing logged about the request holds the token, the password, the body or the raw
+/// user id.
+fn nothing_logged_holds_what_must_not_be_logged(trail: &Trail, ana: &Client) {
+    let _case = Case("nothing logged holds what must not be logged");
+    let token = ana.token.clone().expect("token");
     for line in &trail.all {
         let text = line.to_string();
         for secret in [token.as_str(), PASSWORD, MEAL_NAME, ana.user_id.as_str()] {
             assert!(!text.contains(secret), "{secret:?} logged: {text}");
         }
     }
-    ana
 }
 
 /// The OAuth callback's command finds its user itself (from the state): its event still
 /// carries the callback request's id, and so does every subscription's apply of it.
 fn follow_a_wearable_connection(ana: &Client, logs: &[PathBuf]) {
+    let _case = Case("a wearable connection is followed from its callback");
     let (status, started) = ana.call("POST", "/v1/integrations/sandbox/connect", None, &[]);
     assert_eq!(status, 200, "{started}");
     let state = started["state"].as_str().expect("state");
@@ -295,6 +334,8 @@ fn one_request_id_leads_from_the_request_to_every_row_on_the_embedded_shape() {
     assert!(server.stop().success());
 }
 
+/// `vitals serve --backend dynamodb` and `vitals work` as separate processes on the
+/// emulator: named cases, in order, each saying its name when it fails.
 #[test]
 fn one_request_id_leads_from_the_request_to_every_row_on_the_aws_local_shape() {
     let endpoint = support::aws_local::endpoint();
@@ -307,19 +348,41 @@ fn one_request_id_leads_from_the_request_to_every_row_on_the_aws_local_shape() {
         "--table-prefix",
         prefix.as_str(),
     ];
+    the_tables_are_bootstrapped(&aws[2..]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_worker, work_log, work_metrics) =
+        vitals_work_says_where_its_metrics_are(&aws[2..], dir.path());
+    let (serve_log, serve_stderr) = log_file(dir.path(), "serve.log");
+    let mut env = JSON_LOGS.to_vec();
+    env.push(("VITALS_JWT_SECRET", "test-jwt-secret"));
+    let server = support::start_logging_to(&aws, &env, serve_stderr);
+    follow_one_meal(&server.address, &[serve_log, work_log]);
+    let text = the_workers_report_every_family_and_lag_in_time(&work_metrics);
+    both_processes_report_what_they_asked_of_dynamodb(&server.address, text);
+    assert!(server.stop().success());
+}
+
+/// `vitals bootstrap --kinesis --dlq-queues` with the emulator and prefix flags.
+fn the_tables_are_bootstrapped(aws: &[&str]) {
+    let _case = Case("the tables are bootstrapped");
     let bootstrapped = Command::new(env!("CARGO_BIN_EXE_vitals"))
         .args(["bootstrap", "--kinesis", "--dlq-queues"])
-        .args(&aws[2..])
+        .args(aws)
         .status()
         .expect("vitals bootstrap runs");
     assert!(bootstrapped.success());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (work_log, work_stderr) = log_file(dir.path(), "work.log");
+}
+
+/// `vitals work`, logging JSON to `work.log` in `dir`, prints its metrics address first;
+/// returns the process, its log and that address.
+fn vitals_work_says_where_its_metrics_are(aws: &[&str], dir: &Path) -> (Process, PathBuf, String) {
+    let _case = Case("vitals work says where its metrics are");
+    let (work_log, work_stderr) = log_file(dir, "work.log");
     let mut worker = Process(
         Command::new(env!("CARGO_BIN_EXE_vitals"))
             .arg("work")
             .args(["--metrics-listen", "127.0.0.1:0"])
-            .args(&aws[2..])
+            .args(aws)
             .envs(JSON_LOGS)
             .stdout(Stdio::piped())
             .stderr(work_stderr)
@@ -336,13 +399,14 @@ fn one_request_id_leads_from_the_request_to_every_row_on_the_aws_local_shape() {
         .and_then(|rest| rest.strip_suffix("/metrics"))
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
         .to_owned();
-    let (serve_log, serve_stderr) = log_file(dir.path(), "serve.log");
-    let mut env = JSON_LOGS.to_vec();
-    env.push(("VITALS_JWT_SECRET", "test-jwt-secret"));
-    let server = support::start_logging_to(&aws, &env, serve_stderr);
-    follow_one_meal(&server.address, &[serve_log, work_log]);
-    // The workers report the families `vitals serve` does; on Kinesis, lag in time.
-    let text = metrics(&work_metrics);
+    (worker, work_log, work_metrics)
+}
+
+/// The workers report the families `vitals serve` does; on Kinesis, lag in time. Returns
+/// their metrics text.
+fn the_workers_report_every_family_and_lag_in_time(work_metrics: &str) -> String {
+    let _case = Case("the workers report every family, and lag in time");
+    let text = metrics(work_metrics);
     assert_eq!(families(&text), every_family(), "{text}");
     for (name, _) in consumers_of_meals() {
         assert!(
@@ -358,8 +422,13 @@ fn one_request_id_leads_from_the_request_to_every_row_on_the_aws_local_shape() {
             "{name} counted the meal: {text}"
         );
     }
-    // Both processes report what they asked of DynamoDB and what it consumed.
-    for (process, text) in [("serve", metrics(&server.address)), ("work", text)] {
+    text
+}
+
+/// Both processes report what they asked of DynamoDB and what it consumed.
+fn both_processes_report_what_they_asked_of_dynamodb(serve: &str, work_text: String) {
+    let _case = Case("both processes report what they asked of DynamoDB");
+    for (process, text) in [("serve", metrics(serve)), ("work", work_text)] {
         for family in [
             "vitals_dynamodb_requests_total{operation=\"TransactWriteItems\"}",
             "vitals_dynamodb_consumed_capacity_units_total{operation=\"TransactWriteItems\"}",
@@ -381,7 +450,6 @@ fn one_request_id_leads_from_the_request_to_every_row_on_the_aws_local_shape() {
             .and_then(|v| v.trim().parse::<f64>().ok());
         assert!(consumed > Some(0.0), "{process}: {text}");
     }
-    assert!(server.stop().success());
 }
 
 /// `GET /metrics` at `address`.
