@@ -10,6 +10,9 @@
 //! id, one request in all); a newer one with changed content is the next version of the
 //! entity, guarded by the pointer's version; a newer one with the same content only
 //! records its revision.
+//!
+//! The entry is [`sync_delivered`]: a [`Delivered`] record (a wearable's workout or
+//! night) and how to write a version of it.
 
 use crate::CommandError;
 use crate::idempotency::{self, Committed};
@@ -53,11 +56,11 @@ impl Pointer {
 
 /// What a delivery of an external record carries for ordering it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Delivery {
+struct Delivery {
     /// The provider's `updated_at`, if it sent one.
-    pub revision: Option<events_schema::time::Timestamp>,
+    revision: Option<events_schema::time::Timestamp>,
     /// A fingerprint of the content (see [`fingerprint`]), without the revision.
-    pub fingerprint: String,
+    fingerprint: String,
 }
 
 impl Delivery {
@@ -80,7 +83,7 @@ pub struct Written {
 }
 
 /// A fingerprint of the provider's fields, to tell a retry from a change.
-pub fn fingerprint(fields: &impl Serialize) -> String {
+fn fingerprint(fields: &impl Serialize) -> String {
     hex::encode(Sha256::digest(
         serde_json::to_vec(fields).unwrap_or_default(),
     ))
@@ -156,7 +159,7 @@ pub fn version_event<A: EventPayload, B: EventPayload>(
 /// and event of that version (version 1 is the creation; `previous_sk` is the sort key
 /// the entity was filed under before an update). Returns the entity's id: `new_id` when it
 /// was created, the stored one otherwise.
-pub async fn sync<C, Id>(
+async fn sync<C, Id>(
     table: &Table<C>,
     meta: &CommandMeta,
     provider: &ProviderName,
@@ -420,7 +423,7 @@ pub fn moved_from(
 /// The id a synced entity gets: a ULID whose time is the entity's start and whose random
 /// part is a hash of provider and external id. The same wearable record always gets the
 /// same id, on every delivery and in every replay.
-pub fn entity_id<Id: FromStr>(
+fn entity_id<Id: FromStr>(
     provider: &ProviderName,
     external_id: &ExternalId,
     start: events_schema::time::Timestamp,
