@@ -16,7 +16,7 @@
 //!   `serial`: one writer per user inside a process; [`password`]: argon2 on a bounded pool.
 //! - [`identity`], [`nutrition`], [`activity`], [`sleep`], [`goals`], [`integrations`],
 //!   [`environment`]: the contexts.
-//! - [`external_sync`]: the idempotent "sync by external id" write shared by activity
+//! - `external_sync`: the idempotent "sync by external id" write shared by activity
 //!   and sleep.
 
 pub mod activity;
