@@ -3,7 +3,7 @@
 //! air, and read readiness after a night. Shared by the embedded and aws-local tests;
 //! each shape supplies how to run a `vitals` command on its store.
 
-use super::{Client, vitals};
+use super::{Case, Client, vitals};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -51,6 +51,17 @@ fn yesterday() -> String {
 /// Browse, schedule, eat, plan training, weather: everything but readiness (which needs
 /// the nightly job), for a user in UTC. Returns the day the eaten meal counts for.
 pub fn walk(ana: &Client, bob: &Client, recipe: &str, plan: &str, converge: Duration) -> String {
+    browse_the_catalog(ana, recipe, plan);
+    let day = yesterday();
+    eat_from_the_plan(ana, bob, recipe, &day);
+    the_day_counts_the_meal_once(ana, &day, converge);
+    a_training_block(ana, &day);
+    weather_and_air(ana, bob);
+    day
+}
+
+fn browse_the_catalog(ana: &Client, recipe: &str, plan: &str) {
+    let _case = Case("browse the catalog");
     // The catalog: one category at a time, by name; another category is empty.
     let (status, recipes) = ana.call("GET", "/v1/catalog/recipes?category=breakfast", None, &[]);
     assert_eq!(status, 200, "{recipes}");
@@ -68,10 +79,12 @@ pub fn walk(ana: &Client, bob: &Client, recipe: &str, plan: &str, converge: Dura
         &[],
     );
     assert_eq!((status, &bad["error"]["code"]), (422, &json!("validation")));
+}
 
+fn eat_from_the_plan(ana: &Client, bob: &Client, recipe: &str, day: &str) {
+    let _case = Case("eat from the plan");
     // Schedule the recipe for yesterday and a snack, then eat the recipe: it becomes a
     // meal with the recipe's nutrients and leaves the plan, in one transaction.
-    let day = yesterday();
     let (status, scheduled) = ana.call(
         "POST",
         "/v1/me/scheduled-meals",
@@ -134,7 +147,10 @@ pub fn walk(ana: &Client, bob: &Client, recipe: &str, plan: &str, converge: Dura
     assert_eq!(status, 204);
     let (_, page) = ana.call("GET", &listed, None, &[]);
     assert_eq!(page["items"], json!([]), "nothing left planned: {page}");
+}
 
+fn the_day_counts_the_meal_once(ana: &Client, day: &str, converge: Duration) {
+    let _case = Case("the day counts the eaten meal once");
     // The day counts the eaten meal once.
     let daily = ana.eventually(
         &format!("/v1/me/nutrition/daily?from={day}&to={day}"),
@@ -145,7 +161,10 @@ pub fn walk(ana: &Client, bob: &Client, recipe: &str, plan: &str, converge: Dura
     ana.eventually(&format!("/v1/me/meals?date={day}"), converge, |m| {
         m["items"].as_array().map(Vec::len) == Some(1)
     });
+}
 
+fn a_training_block(ana: &Client, day: &str) {
+    let _case = Case("a training block");
     // A training block from yesterday: current today, listed, then ended today.
     let today = super::today();
     let (status, block) = ana.call(
@@ -170,7 +189,10 @@ pub fn walk(ana: &Client, bob: &Client, recipe: &str, plan: &str, converge: Dura
     let (_, blocks) = ana.call("GET", "/v1/me/training-blocks", None, &[]);
     assert_eq!(blocks["items"][0]["training_block_id"], block_id.as_str());
     assert_eq!(blocks["items"][0]["ended_early"], true);
+}
 
+fn weather_and_air(ana: &Client, bob: &Client) {
+    let _case = Case("weather and air");
     // Weather and air of a coarse cell: the same hour answers the same readings.
     let here = "/v1/me/environment?geohash=u09tvw0f&at=2026-03-01T08:20:00Z";
     let (status, first) = ana.call("GET", here, None, &[]);
@@ -193,7 +215,6 @@ pub fn walk(ana: &Client, bob: &Client, recipe: &str, plan: &str, converge: Dura
         (422, &json!("validation")),
         "{bad}"
     );
-    day
 }
 
 /// Logs a night and a run on `day` so the user counts as active that day.
