@@ -907,7 +907,15 @@ async fn a_wearable(walk: &Walk, ana: &Ana) {
 /// Reads, once the projections have converged; polling with an entity tag; profile and
 /// goal updates.
 async fn reads(walk: &Walk, ana: &Ana, goal: &str) {
-    let _case = Case("reads");
+    converged_reads(walk, ana, goal).await;
+    polling_with_an_entity_tag(walk, ana).await;
+    the_latest_and_the_current(walk, ana).await;
+    profile_and_goal_updates(walk, ana, goal).await;
+}
+
+/// The dashboard and the goal's progress converge; the histories and the goal answer.
+async fn converged_reads(walk: &Walk, ana: &Ana, goal: &str) {
+    let _case = Case("reads, once the projections converged");
     let (client, token) = (&walk.client, ana.token.as_str());
     client
         .eventually(
@@ -950,6 +958,12 @@ async fn reads(walk: &Walk, ana: &Ana, goal: &str) {
             .await;
         assert_eq!(reply.status, StatusCode::OK, "{uri}: {}", reply.text);
     }
+}
+
+/// Polling the profile with the tag its last answer carried.
+async fn polling_with_an_entity_tag(walk: &Walk, ana: &Ana) {
+    let _case = Case("polling with an entity tag");
+    let (client, token) = (&walk.client, ana.token.as_str());
     // Polling with the tag the last answer carried: 304, no body.
     let etag = {
         let response = client
@@ -981,6 +995,12 @@ async fn reads(walk: &Walk, ana: &Ana, goal: &str) {
             p["email"] == "ana@example.com"
         })
         .await;
+}
+
+/// The latest workout, the current training block, the daily nutrition, active goals.
+async fn the_latest_and_the_current(walk: &Walk, ana: &Ana) {
+    let _case = Case("the latest and the current");
+    let (client, token) = (&walk.client, ana.token.as_str());
     for (template, uri) in [
         ("/v1/me/workouts/latest", "/v1/me/workouts/latest"),
         (
@@ -998,6 +1018,12 @@ async fn reads(walk: &Walk, ana: &Ana, goal: &str) {
             .await;
         assert_eq!(reply.status, StatusCode::OK, "{uri}: {}", reply.text);
     }
+}
+
+/// A profile update; a goal completed, then refused going back to active.
+async fn profile_and_goal_updates(walk: &Walk, ana: &Ana, goal: &str) {
+    let _case = Case("profile and goal updates");
+    let (client, token) = (&walk.client, ana.token.as_str());
     let reply = client
         .send(
             Call::new("patch", "/v1/me/profile")
@@ -1029,7 +1055,14 @@ async fn reads(walk: &Walk, ana: &Ana, goal: &str) {
 /// The catalog (curated by an operator), scheduled meals, training blocks and the
 /// environment.
 async fn catalog_plans_and_environment(walk: &Walk, ana: &Ana) {
-    let _case = Case("catalog, plans and environment");
+    let recipe = the_catalog_and_the_environment(walk, ana).await;
+    scheduled_meals_and_training_blocks(walk, ana, &recipe).await;
+}
+
+/// An operator curates a recipe and a meal plan; the catalog, the environment and the
+/// training blocks answer. The recipe's id.
+async fn the_catalog_and_the_environment(walk: &Walk, ana: &Ana) -> events_schema::ids::RecipeId {
+    let _case = Case("the catalog and the environment");
     let (client, api, token) = (&walk.client, &walk.api, ana.token.as_str());
     let curator = commands::CommandMeta::new(events_schema::ids::UserId::generate());
     let recipe = api
@@ -1089,6 +1122,18 @@ async fn catalog_plans_and_environment(walk: &Walk, ana: &Ana) {
             reply.text
         );
     }
+    recipe
+}
+
+/// Meals scheduled from the recipe, one eaten and one taken off; a training block
+/// started and ended.
+async fn scheduled_meals_and_training_blocks(
+    walk: &Walk,
+    ana: &Ana,
+    recipe: &events_schema::ids::RecipeId,
+) {
+    let _case = Case("scheduled meals and training blocks");
+    let (client, token) = (&walk.client, ana.token.as_str());
     let today = utc_today();
     let mut scheduled = Vec::new();
     for name in ["Oats", "Apple"] {
