@@ -123,6 +123,12 @@ impl Timestamp {
         self.0.timestamp_millis()
     }
 
+    /// Whole minutes from this instant to `end` (0 when `end` is not later): how long a
+    /// sleep session lasted.
+    pub fn minutes_until(self, end: Timestamp) -> i64 {
+        ((end.millis() - self.millis()) / 60_000).max(0)
+    }
+
     /// The canonical form only (`YYYY-MM-DDTHH:MM:SS.mmmZ`): keys hold it, and a key
     /// must parse back to the very same text.
     pub fn parse(raw: &str) -> Result<Self, TimeFormatError> {
@@ -283,6 +289,15 @@ mod tests {
         ] {
             assert!(Day::parse(bad).is_err(), "{bad} should be rejected");
         }
+    }
+
+    #[test]
+    fn minutes_until_counts_whole_minutes_and_never_goes_negative() {
+        let start = Timestamp::parse("2026-03-01T22:30:00.000Z").expect("valid");
+        let end = Timestamp::parse("2026-03-02T06:29:59.999Z").expect("valid");
+        assert_eq!(start.minutes_until(end), 479);
+        assert_eq!(end.minutes_until(start), 0);
+        assert_eq!(start.minutes_until(start), 0);
     }
 
     #[test]

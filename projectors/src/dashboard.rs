@@ -539,7 +539,7 @@ impl Projector for DashboardFromSleep {
             row.version,
         )
         .await?;
-        let minutes = ((session.end.millis() - session.start.millis()) / 60_000).max(0);
+        let minutes = session.start.minutes_until(session.end);
         let value = json!({"minutes": minutes, "score": session.score, "stages": session.stages});
         let entry = Entry::live(&id, value, session.version);
         let nights = (previous, session.night);

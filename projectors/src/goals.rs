@@ -545,7 +545,7 @@ impl Projector for GoalsFromSleep {
                 .await?;
         }
         let key = Key::new(&pk, SortKey::SleepNight(session.night).to_string());
-        let minutes = ((session.end.millis() - session.start.millis()) / 60_000).max(0);
+        let minutes = session.start.minutes_until(session.end);
         let entry = Entry::live(&id, json!({"minutes": minutes}), session.version);
         merge_entry(&self.0.table, &key, entry, night_row(session.night)).await?;
         self.0

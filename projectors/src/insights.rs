@@ -144,7 +144,7 @@ impl Projector for InsightsFromSleep {
             id: &id,
             version: session.version,
         };
-        let minutes = ((session.end.millis() - session.start.millis()) / 60_000).max(0);
+        let minutes = session.start.minutes_until(session.end);
         let minutes = json!({"minutes": minutes});
         entry.moved(previous, session.night, minutes).await?;
         Ok(())

@@ -228,7 +228,7 @@ impl From<SleepRow> for SleepView {
         Self {
             sleep_id: row.sleep_id,
             night: row.night,
-            minutes: ((row.end.millis() - row.start.millis()) / 60_000).max(0),
+            minutes: row.start.minutes_until(row.end),
             start: row.start,
             end: row.end,
             score: row.score,

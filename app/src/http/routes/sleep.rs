@@ -27,7 +27,7 @@ fn view(s: SleepSession) -> SleepView {
     SleepView {
         sleep_id: s.sleep_id,
         night: s.night,
-        minutes: ((s.end.millis() - s.start.millis()) / 60_000).max(0),
+        minutes: s.start.minutes_until(s.end),
         start: s.start,
         end: s.end,
         score: s.score,
