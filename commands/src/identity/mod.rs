@@ -129,8 +129,6 @@ fn validate_password(password: &str) -> Result<(), CommandError> {
     Ok(())
 }
 
-/// A hash to verify against when the email is unknown, so an unknown email costs the
-/// same time as a wrong password and does not reveal which emails are registered.
 /// A valid sign-up, its password not hashed yet (hashing is slow: only valid input
 /// pays for it).
 #[derive(Debug)]
@@ -187,6 +185,8 @@ impl SignUp {
     }
 }
 
+/// A hash to verify against when the email is unknown, so an unknown email costs the
+/// same time as a wrong password and does not reveal which emails are registered.
 async fn dummy_hash() -> Result<&'static str, CommandError> {
     static HASH: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
     HASH.get_or_try_init(|| password::hash("not a real password".into()))

@@ -123,15 +123,7 @@ fn starting(
     ];
     // The oldest sessions past the limit end (session ids are time-ordered).
     let surplus = (existing.len() + 1).saturating_sub(MAX_SESSIONS);
-    actions.extend(
-        existing
-            .into_iter()
-            .take(surplus)
-            .map(|key| Action::Delete {
-                key,
-                condition: None,
-            }),
-    );
+    actions.extend(existing.into_iter().take(surplus).map(session_end));
     Ok(actions)
 }
 
@@ -192,11 +184,16 @@ fn password_change(
             json!(current_hash),
         )),
     }];
-    actions.extend(sessions.into_iter().map(|key| Action::Delete {
+    actions.extend(sessions.into_iter().map(session_end));
+    actions
+}
+
+/// The end of the session stored under `key`: it is deleted, whatever it holds.
+fn session_end(key: Key) -> Action {
+    Action::Delete {
         key,
         condition: None,
-    }));
-    actions
+    }
 }
 
 impl IdentityCommands {
@@ -289,15 +286,8 @@ impl IdentityCommands {
         &self,
         user: &UserId,
     ) -> Result<Vec<Action>, CommandError> {
-        Ok(self
-            .session_keys(user)
-            .await?
-            .into_iter()
-            .map(|key| Action::Delete {
-                key,
-                condition: None,
-            })
-            .collect())
+        let sessions = self.session_keys(user).await?;
+        Ok(sessions.into_iter().map(session_end).collect())
     }
 
     /// Changes the password (the current one must verify); every session ends with it.
