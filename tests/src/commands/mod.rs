@@ -143,8 +143,7 @@ impl World {
         &self,
         workout: &ProviderWorkout,
     ) -> Result<Outcome<WorkoutId>, CommandError> {
-        let activity = &self.activity;
-        activity
+        self.activity
             .sync_workout(&self.meta, &garmin(), "UTC", workout)
             .await
     }
