@@ -4,7 +4,7 @@
 
 use crate::facts::{meal_days, totals_row, workout_of};
 use crate::projector::{ProjectionError, Projector, subscription, user_pk};
-use crate::rows::{Entry, live_entries, merge_entry, object, replace_newer};
+use crate::rows::{Moved, live_entries, merge_moved, object, replace_newer};
 use async_trait::async_trait;
 use events_schema::envelope::EventEnvelope;
 use events_schema::keys::SortKey;
@@ -56,16 +56,18 @@ impl Projector for NutritionFromActivity {
             return Ok(());
         };
         let pk = user_pk(event)?;
-        let id = workout.workout_id.to_string();
-        if let Some(previous) = previous_day {
-            let key = Key::new(&pk, SortKey::TrainingLoad(previous).to_string());
-            let gone = Entry::gone(&id, workout.version);
-            merge_entry(&self.0, &key, gone, training_load).await?;
-        }
-        let key = Key::new(&pk, SortKey::TrainingLoad(workout.day).to_string());
-        let value = json!({"duration_s": workout.duration_s, "calories": workout.calories});
-        let entry = Entry::live(&id, value, workout.version);
-        merge_entry(&self.0, &key, entry, training_load).await?;
+        let member = Moved {
+            id: &workout.workout_id.to_string(),
+            value: json!({"duration_s": workout.duration_s, "calories": workout.calories}),
+            version: workout.version,
+            day: workout.day,
+            from: previous_day,
+        };
+        merge_moved(&self.0, member, |day| {
+            let key = Key::new(&pk, SortKey::TrainingLoad(day).to_string());
+            (key, training_load)
+        })
+        .await?;
         Ok(())
     }
 }

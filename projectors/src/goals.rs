@@ -20,7 +20,7 @@
 use crate::facts::{meal_days, sleep_of, totals_row, workout_of};
 use crate::projector::{ProjectionError, Projector, event_types, subscription, user_pk};
 use crate::rows::{
-    Entry, is_tombstone, live_entries, merge_entry, object, replace_newer, tombstone_newer,
+    Moved, is_tombstone, live_entries, merge_moved, object, replace_newer, tombstone_newer,
 };
 use async_trait::async_trait;
 use chrono::{Datelike, Duration};
@@ -528,28 +528,29 @@ impl Projector for GoalsFromSleep {
             return Ok(());
         };
         let pk = user_pk(event)?;
-        let id = session.sleep_id.to_string();
-        let night_row = |night: Day| {
-            move |entries: &serde_json::Map<String, Value>| {
+        let member = Moved {
+            id: &session.sleep_id.to_string(),
+            value: json!({"minutes": session.start.minutes_until(session.end)}),
+            version: session.version,
+            day: session.night,
+            from: previous,
+        };
+        let nights = merge_moved(&self.0.table, member, |night| {
+            let key = Key::new(&pk, SortKey::SleepNight(night).to_string());
+            let row = move |entries: &serde_json::Map<String, Value>| {
                 let mut item = night_of(entries);
                 item.insert("night".into(), json!(night));
                 item
-            }
-        };
-        if let Some(previous) = previous {
-            let key = Key::new(&pk, SortKey::SleepNight(previous).to_string());
-            let gone = Entry::gone(&id, session.version);
-            merge_entry(&self.0.table, &key, gone, night_row(previous)).await?;
+            };
+            (key, row)
+        })
+        .await?;
+        // Progress after both nights' rows are merged: the night it left first.
+        for night in nights {
             self.0
-                .progress(&pk, &[GoalKind::NightlySleepHours], previous)
+                .progress(&pk, &[GoalKind::NightlySleepHours], night)
                 .await?;
         }
-        let key = Key::new(&pk, SortKey::SleepNight(session.night).to_string());
-        let minutes = session.start.minutes_until(session.end);
-        let entry = Entry::live(&id, json!({"minutes": minutes}), session.version);
-        merge_entry(&self.0.table, &key, entry, night_row(session.night)).await?;
-        self.0
-            .progress(&pk, &[GoalKind::NightlySleepHours], session.night)
-            .await
+        Ok(())
     }
 }

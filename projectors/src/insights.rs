@@ -6,7 +6,7 @@
 
 use crate::facts::{meal_days, sleep_of, workout_of};
 use crate::projector::{ProjectionError, Projector, subscription, user_pk};
-use crate::rows::{Entry, live_entries, merge_entry, object};
+use crate::rows::{Entry, Moved, live_entries, merge_entry, merge_moved, object};
 use async_trait::async_trait;
 use chrono::Duration;
 use events_schema::envelope::EventEnvelope;
@@ -45,33 +45,11 @@ fn marker(pk: &str, day: Day) -> impl Fn(&serde_json::Map<String, Value>) -> Ite
     }
 }
 
-/// One entity's entry in the markers of its day: `id` names it among the day's entries
-/// (`nutrition:day`, `workout:<id>`, `sleep:<id>`), `version` orders its writes.
-struct Mark<'a> {
-    table: &'a Table<contexts::Insights>,
-    pk: &'a str,
-    id: &'a str,
-    version: u64,
-}
-
-impl Mark<'_> {
-    /// Sets the entry on `day` (`None`: takes it off).
-    async fn write(&self, day: Day, value: Option<Value>) -> Result<(), StoreError> {
-        let key = Key::new(self.pk, SortKey::ActiveDay(day).to_string());
-        let entry = match value {
-            Some(value) => Entry::live(self.id, value, self.version),
-            None => Entry::gone(self.id, self.version),
-        };
-        merge_entry(self.table, &key, entry, marker(self.pk, day)).await
-    }
-
-    /// Sets the entry on `day`, and takes it off the day it moved from, if it moved.
-    async fn moved(&self, from: Option<Day>, day: Day, value: Value) -> Result<(), StoreError> {
-        if let Some(previous) = from {
-            self.write(previous, None).await?;
-        }
-        self.write(day, Some(value)).await
-    }
+/// The marker row of `day` and how it derives from its entries: each entity has one
+/// entry among the day's (`nutrition:day`, `workout:<id>`, `sleep:<id>`).
+fn marker_row(pk: &str, day: Day) -> (Key, impl Fn(&serde_json::Map<String, Value>) -> Item) {
+    let key = Key::new(pk, SortKey::ActiveDay(day).to_string());
+    (key, marker(pk, day))
 }
 
 /// Markers from nutrition: the meals of each day changed.
@@ -86,15 +64,9 @@ impl Projector for InsightsFromNutrition {
             return Ok(());
         };
         for day in days {
-            let entry = Mark {
-                table: &self.0,
-                pk: &pk,
-                id: "nutrition:day",
-                version: day.version,
-            };
-            entry
-                .write(day.day, Some(json!({"meals": day.meals})))
-                .await?;
+            let (key, derive) = marker_row(&pk, day.day);
+            let entry = Entry::live("nutrition:day", json!({"meals": day.meals}), day.version);
+            merge_entry(&self.0, &key, entry, derive).await?;
         }
         Ok(())
     }
@@ -112,15 +84,14 @@ impl Projector for InsightsFromActivity {
             return Ok(());
         };
         let pk = user_pk(event)?;
-        let id = format!("workout:{}", workout.workout_id);
-        let entry = Mark {
-            table: &self.0,
-            pk: &pk,
-            id: &id,
+        let member = Moved {
+            id: &format!("workout:{}", workout.workout_id),
+            value: json!({"minutes": workout.duration_s / 60}),
             version: workout.version,
+            day: workout.day,
+            from: previous_day,
         };
-        let minutes = json!({"minutes": workout.duration_s / 60});
-        entry.moved(previous_day, workout.day, minutes).await?;
+        merge_moved(&self.0, member, |day| marker_row(&pk, day)).await?;
         Ok(())
     }
 }
@@ -137,16 +108,14 @@ impl Projector for InsightsFromSleep {
             return Ok(());
         };
         let pk = user_pk(event)?;
-        let id = format!("sleep:{}", session.sleep_id);
-        let entry = Mark {
-            table: &self.0,
-            pk: &pk,
-            id: &id,
+        let member = Moved {
+            id: &format!("sleep:{}", session.sleep_id),
+            value: json!({"minutes": session.start.minutes_until(session.end)}),
             version: session.version,
+            day: session.night,
+            from: previous,
         };
-        let minutes = session.start.minutes_until(session.end);
-        let minutes = json!({"minutes": minutes});
-        entry.moved(previous, session.night, minutes).await?;
+        merge_moved(&self.0, member, |night| marker_row(&pk, night)).await?;
         Ok(())
     }
 }

@@ -3,6 +3,7 @@
 //! so duplicates and late events change nothing. Deleted things become tombstones with
 //! the deleting version, so an older event arriving afterwards cannot bring them back.
 
+use events_schema::time::Day;
 use infra::StoreError;
 use infra::store::{Condition, Item, Key, Update};
 use infra::table::{ContextTable, Table};
@@ -201,6 +202,42 @@ impl<'a> Entry<'a> {
             deleted: true,
         }
     }
+}
+
+/// A set member that belongs to one day and may move between days (a workout whose
+/// start changed, a night's session): its entry, the day it is on and the day it left.
+pub struct Moved<'a> {
+    pub id: &'a str,
+    pub value: Value,
+    pub version: u64,
+    pub day: Day,
+    /// The day it was on before this fact, if the fact moved it.
+    pub from: Option<Day>,
+}
+
+/// Merges a member that may have moved: its tombstone into the row of the day it left
+/// (so that day stops counting it), then its live entry into its day's row. `row_of`
+/// names a day's row and how the row's attributes derive from its entries (as in
+/// [`merge_entry`]). Returns the days whose rows it merged into, the day it left first.
+pub async fn merge_moved<C: ContextTable, D>(
+    table: &Table<C>,
+    member: Moved<'_>,
+    row_of: impl Fn(Day) -> (Key, D),
+) -> Result<Vec<Day>, StoreError>
+where
+    D: Fn(&serde_json::Map<String, Value>) -> Item,
+{
+    let mut days = Vec::with_capacity(2);
+    if let Some(from) = member.from {
+        let (key, derive) = row_of(from);
+        merge_entry(table, &key, Entry::gone(member.id, member.version), derive).await?;
+        days.push(from);
+    }
+    let (key, derive) = row_of(member.day);
+    let entry = Entry::live(member.id, member.value, member.version);
+    merge_entry(table, &key, entry, derive).await?;
+    days.push(member.day);
+    Ok(days)
 }
 
 /// Merges one versioned entry into the group `group` of a row that holds other groups
