@@ -11,40 +11,29 @@ use std::sync::{Arc, OnceLock};
 use tower::ServiceExt as _;
 use vitals::http::auth::{Auth, Verifier};
 use vitals::http::{AppState, app};
+use vitals_tests::fuzz::{self, Fixture};
 
-struct Fixture {
-    runtime: tokio::runtime::Runtime,
+/// The router's state, and a valid token of a user.
+struct Router {
     state: AppState,
     token: String,
-    _dir: tempfile::TempDir,
 }
 
-fn fixture() -> &'static Fixture {
-    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
-    FIXTURE.get_or_init(|| {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let store: Arc<dyn infra::Store> =
-            Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("store"));
+fn fixture() -> &'static Fixture<Router> {
+    static FIXTURE: OnceLock<Fixture<Router>> = OnceLock::new();
+    fuzz::fixture(&FIXTURE, |store| {
+        let store: Arc<dyn infra::Store> = store;
         let auth = Auth::new(b"fuzz-secret", Verifier::Local);
         let token = auth
             .issue(&events_schema::ids::UserId::generate(), Some("UTC"))
             .expect("token");
         let api = support::api(store.clone(), auth, "hook", 100000);
-        Fixture {
-            runtime,
-            state: AppState {
-                store,
-                pipeline: None,
-                api,
-            },
-            token,
-            _dir: dir,
-        }
+        let state = AppState {
+            store,
+            pipeline: None,
+            api,
+        };
+        Router { state, token }
     })
 }
 
@@ -108,13 +97,13 @@ proptest! {
         let f = fixture();
         let mut request = Request::builder().method(method).uri(path.as_str()).header("content-type", "application/json").header("x-vitals-signature", junk_header.as_str());
         if authed {
-            request = request.header("authorization", format!("Bearer {}", f.token));
+            request = request.header("authorization", format!("Bearer {}", f.under_test.token));
         }
         if let Some(key) = &key {
             request = request.header("idempotency-key", key.as_str());
         }
         let Ok(request) = request.body(Body::from(body)) else { return Ok(()) };
-        let status = f.runtime.block_on(app(f.state.clone()).oneshot(request)).expect("infallible").status();
+        let status = f.runtime.block_on(app(f.under_test.state.clone()).oneshot(request)).expect("infallible").status();
         prop_assert!(!status.is_server_error(), "{method} {path} -> {status}");
     }
 }

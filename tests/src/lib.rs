@@ -6,6 +6,7 @@
 //! - [`conformance`]: the storage port's specification, as async test functions.
 //! - [`conformance_suite!`]: expands to one `#[tokio::test]` per conformance case.
 //! - [`fixtures`]: the projector fixture harness (`tests/fixtures/*.json`).
+//! - [`fuzz`]: the runtime and store the property tests share across their cases.
 //! - [`commands`]: the command handlers' specifications; [`commands_suite!`] expands
 //!   them per backend.
 //! - [`model`]: the model-based test: random histories through the real handlers and
@@ -24,6 +25,7 @@ pub mod commands;
 pub mod conformance;
 pub mod corpus;
 pub mod fixtures;
+pub mod fuzz;
 pub mod history_pages;
 pub mod model;
 pub mod nightly;

@@ -20,31 +20,13 @@ use events_schema::time::{Day, Timestamp};
 use infra::StoreError;
 use proptest::prelude::*;
 use rust_decimal::Decimal;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use vitals_tests::commands::World;
+use vitals_tests::fuzz::{self, Fixture};
 
-struct Fixture {
-    runtime: tokio::runtime::Runtime,
-    world: World,
-    _dir: tempfile::TempDir,
-}
-
-fn fixture() -> &'static Fixture {
-    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
-    FIXTURE.get_or_init(|| {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let store = infra::embedded::EmbeddedStore::open(dir.path()).expect("store");
-        Fixture {
-            runtime,
-            world: World::new(Arc::new(store)),
-            _dir: dir,
-        }
-    })
+fn fixture() -> &'static Fixture<World> {
+    static FIXTURE: OnceLock<Fixture<World>> = OnceLock::new();
+    fuzz::fixture(&FIXTURE, |store| World::new(store))
 }
 
 /// A success, or a typed refusal; never a storage-level rejection of the input.
@@ -142,7 +124,7 @@ proptest! {
     #[test]
     fn nutrition_commands_take_any_input(meal in meal(), other in meal(), name in text(), day in day(), category in text()) {
         let f = fixture();
-        let w = &f.world;
+        let w = &f.under_test;
         f.runtime.block_on(async {
             acceptable(w.nutrition.log_meal(&w.meta, meal.clone()).await);
             acceptable(w.nutrition.edit_meal(&w.meta, EditMeal { meal_id: MealId::generate(), meal: other }).await);
@@ -163,7 +145,7 @@ proptest! {
         external in external_id(), day in day(), effort in any::<Option<u8>>(),
     ) {
         let f = fixture();
-        let w = &f.world;
+        let w = &f.under_test;
         let provider = ProviderName::parse("garmin").expect("provider");
         let stages = SleepStages { awake_min: stages.0, light_min: stages.1, deep_min: stages.2, rem_min: stages.3 };
         f.runtime.block_on(async {
@@ -185,7 +167,7 @@ proptest! {
         body in prop_oneof![any::<Vec<u8>>(), "[ -~]{0,200}".prop_map(String::into_bytes)], cell in text(), provider in text(),
     ) {
         let f = fixture();
-        let w = &f.world;
+        let w = &f.under_test;
         f.runtime.block_on(async {
             acceptable(w.goals.create_goal(&w.meta, CreateGoal { kind, target, title, timezone: None }).await);
             acceptable(w.goals.change_status(&w.meta, &GoalId::generate(), GoalStatus::Paused).await);

@@ -284,15 +284,11 @@ impl IntegrationCommands {
                 }
                 None => None,
             };
-            let (disconnected, mut actions) = disconnecting(
-                &key,
-                provider.name(),
-                &existing,
-                identity,
-                &meta.user,
-                self.clock.now(),
-            )?;
-            let event = envelope(meta, &self.clock, self.clock.now(), &disconnected)?;
+            // One reading of the clock: the connection's version and the event's time.
+            let now = self.clock.now();
+            let (disconnected, mut actions) =
+                disconnecting(&key, provider.name(), &existing, identity, &meta.user, now)?;
+            let event = envelope(meta, &self.clock, now, &disconnected)?;
             actions.push(event_action(&pk, &event)?);
             optimistic::settled(
                 idempotency::commit(
