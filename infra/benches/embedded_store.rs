@@ -11,6 +11,7 @@ use anyhow::{Context as _, Result, bail, ensure};
 use events_schema::Context;
 use hdrhistogram::Histogram;
 use infra::embedded::EmbeddedStore;
+use infra::logged::LoggedStore;
 use infra::store::{
     BatchWrite, Condition, Item, Key, Query, SortKeyCondition, Store, TransactAction,
 };
@@ -71,6 +72,9 @@ fn main() -> Result<()> {
     );
     println!("  embedded: EmbeddedStore through the Store trait, tokio multi-thread runtime;");
     println!("            c{CONCURRENCY} = {CONCURRENCY} tasks issuing operations in a loop");
+    println!(
+        "  embedded+log: the same store through the write log of `vitals serve` (writes only)"
+    );
     println!(
         "  sqlite:   rusqlite (bundled), WAL, synchronous=FULL, one connection, WITHOUT ROWID table"
     );
@@ -334,7 +338,7 @@ fn record(h: &mut Histogram<u64>, started: Instant) {
 fn report(rows: &mut Vec<Row>, row: Row) {
     let r = &row;
     eprintln!(
-        "  done: {:<9} {:<6} c{:<3} {:>7} ops in {:>6.2} s",
+        "  done: {:<12} {:<6} c{:<3} {:>7} ops in {:>6.2} s",
         r.engine,
         r.op.name(),
         r.concurrency,
@@ -346,14 +350,14 @@ fn report(rows: &mut Vec<Row>, row: Row) {
 
 fn print_table(rows: &[Row]) {
     println!(
-        "{:<9} {:<6} {:>5} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9}",
+        "{:<12} {:<6} {:>5} {:>7} {:>8} {:>9} {:>9} {:>9} {:>9}",
         "engine", "op", "conc", "ops", "secs", "ops/s", "p50 us", "p99 us", "max us"
     );
-    println!("{}", "-".repeat(84));
+    println!("{}", "-".repeat(87));
     for r in rows {
         let secs = r.elapsed.as_secs_f64();
         println!(
-            "{:<9} {:<6} {:>5} {:>7} {:>8.2} {:>9.0} {:>9} {:>9} {:>9}",
+            "{:<12} {:<6} {:>5} {:>7} {:>8.2} {:>9.0} {:>9} {:>9} {:>9}",
             r.engine,
             r.op.name(),
             r.concurrency,
@@ -391,7 +395,15 @@ async fn bench_embedded(
     );
 
     let seq = Arc::new(AtomicU64::new(0));
-    for op in [Op::Put, Op::Txn3, Op::Get, Op::Query] {
+    // `vitals serve` writes through its write log (`LoggedStore`, an `Observed` store):
+    // the writes again through it show what the wrapper adds to a write. Reads pass
+    // through it unseen.
+    let logged: Arc<dyn Store> = Arc::new(LoggedStore::logging(store.clone()));
+    let runs = [Op::Put, Op::Txn3, Op::Get, Op::Query]
+        .map(|op| ("embedded", &store, op))
+        .into_iter()
+        .chain([Op::Put, Op::Txn3].map(|op| ("embedded+log", &logged, op)));
+    for (engine, store, op) in runs {
         for concurrency in [1, CONCURRENCY] {
             let ops = match (op.is_write(), concurrency) {
                 (true, 1) => count(WRITES_C1),
@@ -400,14 +412,14 @@ async fn bench_embedded(
                 (false, _) => count(READS_C32),
             };
             // Warm up (caches, threads) without measuring.
-            run_embedded(&store, &data, &seq, op, concurrency, (ops / 20).max(10), 7).await?;
+            run_embedded(store, &data, &seq, op, concurrency, (ops / 20).max(10), 7).await?;
             let started = Instant::now();
-            let latency = run_embedded(&store, &data, &seq, op, concurrency, ops, 1).await?;
+            let latency = run_embedded(store, &data, &seq, op, concurrency, ops, 1).await?;
             let elapsed = started.elapsed();
             report(
                 rows,
                 Row {
-                    engine: "embedded",
+                    engine,
                     op,
                     concurrency,
                     ops,
@@ -417,7 +429,7 @@ async fn bench_embedded(
             );
         }
     }
-    drop(store);
+    drop((logged, store));
     dir.close()?;
     Ok(())
 }
