@@ -205,7 +205,17 @@ pub fn meta(
     headers: &HeaderMap,
     operation: &str,
 ) -> Result<CommandMeta, ApiError> {
-    let mut meta = CommandMeta::new(caller.user.clone()).in_timezone(caller.timezone.clone());
+    let meta = CommandMeta::new(caller.user.clone()).in_timezone(caller.timezone.clone());
+    of_request(meta, headers, operation)
+}
+
+/// `meta` with what the request adds to it: its id (to correlate the command's events
+/// with it) and its `Idempotency-Key`, scoped to `operation`, if it sent one.
+pub fn of_request(
+    mut meta: CommandMeta,
+    headers: &HeaderMap,
+    operation: &str,
+) -> Result<CommandMeta, ApiError> {
     meta.correlation_id = super::request_log::request_id(headers);
     match headers.get("idempotency-key") {
         None => Ok(meta),
@@ -233,6 +243,39 @@ mod tests {
         name: String,
         duration_s: u32,
         eaten_at: events_schema::time::Timestamp,
+    }
+
+    #[test]
+    fn a_request_adds_its_id_and_its_key_for_this_operation_only() {
+        let user = events_schema::ids::UserId::generate();
+        let mut headers = HeaderMap::new();
+        headers.insert("x-request-id", "req-1".parse().expect("header"));
+        headers.insert("idempotency-key", "meal-1".parse().expect("header"));
+        let meta = |headers: &HeaderMap, operation| {
+            of_request(CommandMeta::new(user.clone()), headers, operation)
+        };
+        let logged = meta(&headers, "log_meal").expect("a valid key");
+        assert_eq!(logged.correlation_id.as_deref(), Some("req-1"));
+        let key = logged.idempotency_key.expect("the key").sort_key();
+        assert!(key.contains("log_meal") && key.ends_with("meal-1"), "{key}");
+        let other = meta(&headers, "edit_meal").expect("a valid key");
+        assert_ne!(other.idempotency_key.map(|k| k.sort_key()), Some(key));
+        // Without a key, nothing is idempotent; a key that is not visible ASCII is a
+        // bad header, not a validation error of the body.
+        headers.remove("idempotency-key");
+        assert_eq!(
+            meta(&headers, "log_meal").expect("no key").idempotency_key,
+            None
+        );
+        headers.insert(
+            "idempotency-key",
+            axum::http::HeaderValue::from_bytes(b"caf\xe9").expect("header"),
+        );
+        let refused = meta(&headers, "log_meal").expect_err("not visible ASCII");
+        assert_eq!(
+            (refused.status, refused.code),
+            (StatusCode::BAD_REQUEST, "bad_header")
+        );
     }
 
     fn message(json: &str) -> String {

@@ -49,6 +49,12 @@ error_set!(
         "413" => PayloadTooLarge, "415" => UnsupportedMediaType, "422" => Unprocessable,
         "429" => TooManyRequests, "500" => Internal
 );
+error_set!(
+    /// Signing in and out (no bearer token; the `401` is each operation's own).
+    SessionErrors: "400" => MalformedJson, "413" => PayloadTooLarge,
+        "415" => UnsupportedMediaType, "422" => Unprocessable, "429" => TooManyRequests,
+        "500" => Internal
+);
 
 /// The `If-None-Match` header of reads.
 #[derive(IntoParams)]

@@ -4,7 +4,7 @@
 
 use crate::http::AppState;
 use crate::http::error::{ApiError, ErrorBody};
-use crate::http::extract::ApiJson;
+use crate::http::extract::{ApiJson, of_request};
 use crate::http::formats::TimezoneName;
 use crate::http::limits::ClientAddress;
 use crate::http::responses;
@@ -42,6 +42,23 @@ pub struct TokenReply {
     pub expires_in: i64,
     /// Exchanges once, at `POST /v1/auth/refresh`, for a new pair; lasts 30 days unused.
     pub refresh_token: String,
+}
+
+/// The reply that signs `user` in to `session`, its access token naming the profile's
+/// timezone (none if the profile cannot be read: the token is still good, its days UTC).
+async fn signed_in(
+    state: &AppState,
+    user: UserId,
+    session: RefreshToken,
+) -> Result<TokenReply, ApiError> {
+    let timezone = state
+        .api
+        .identity
+        .profile(&user)
+        .await
+        .ok()
+        .map(|p| p.timezone);
+    reply(state, user, timezone.as_deref(), session)
 }
 
 fn reply(
@@ -117,18 +134,7 @@ pub async fn register(
     state.api.limits.unauthenticated(client)?;
     state.api.limits.account(&body.email)?;
     // The account does not exist yet; the command assigns the user id.
-    let mut meta = CommandMeta::new(UserId::generate());
-    meta.correlation_id = crate::http::request_log::request_id(&headers);
-    if let Some(key) = headers.get("idempotency-key") {
-        let key = key.to_str().map_err(|_| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "bad_header",
-                "Idempotency-Key must be visible ASCII",
-            )
-        })?;
-        meta = meta.with_scoped_idempotency_key(key, "register")?;
-    }
+    let meta = of_request(CommandMeta::new(UserId::generate()), &headers, "register")?;
     let timezone = body.timezone.clone();
     let input = Register {
         email: body.email,
@@ -167,13 +173,8 @@ pub struct Login {
     request_body = Login,
     responses(
         (status = 200, description = "Signed in.", body = TokenReply),
-        (status = 400, response = responses::MalformedJson),
         (status = 401, description = "`invalid_credentials`: email or password is wrong; `account_deleted`: the account is being deleted.", body = ErrorBody),
-        (status = 413, response = responses::PayloadTooLarge),
-        (status = 415, response = responses::UnsupportedMediaType),
-        (status = 422, response = responses::Unprocessable),
-        (status = 429, response = responses::TooManyRequests),
-        (status = 500, response = responses::Internal),
+        responses::SessionErrors,
         (status = 503, response = responses::Busy),
     ),
 )]
@@ -189,15 +190,8 @@ pub async fn login(
         .identity
         .login(&body.email, &body.password)
         .await?;
-    let timezone = state
-        .api
-        .identity
-        .profile(&user)
-        .await
-        .ok()
-        .map(|p| p.timezone);
     let session = state.api.identity.start_session(&user).await?;
-    Ok(Json(reply(&state, user, timezone.as_deref(), session)?))
+    Ok(Json(signed_in(&state, user, session).await?))
 }
 
 /// A refresh token, to exchange or to end.
@@ -218,13 +212,8 @@ pub struct RefreshBody {
     request_body = RefreshBody,
     responses(
         (status = 200, description = "A new pair.", body = TokenReply),
-        (status = 400, response = responses::MalformedJson),
         (status = 401, description = "`invalid_refresh_token`: unknown, expired, ended or already used: sign in again.", body = ErrorBody),
-        (status = 413, response = responses::PayloadTooLarge),
-        (status = 415, response = responses::UnsupportedMediaType),
-        (status = 422, response = responses::Unprocessable),
-        (status = 429, response = responses::TooManyRequests),
-        (status = 500, response = responses::Internal),
+        responses::SessionErrors,
     ),
 )]
 pub async fn refresh(
@@ -238,14 +227,7 @@ pub async fn refresh(
         .identity
         .refresh_session(&body.refresh_token)
         .await?;
-    let timezone = state
-        .api
-        .identity
-        .profile(&user)
-        .await
-        .ok()
-        .map(|p| p.timezone);
-    Ok(Json(reply(&state, user, timezone.as_deref(), next)?))
+    Ok(Json(signed_in(&state, user, next).await?))
 }
 
 /// Ends the session of a refresh token (the access tokens already issued run out within
@@ -257,13 +239,8 @@ pub async fn refresh(
     request_body = RefreshBody,
     responses(
         (status = 204, description = "Signed out (or already)."),
-        (status = 400, response = responses::MalformedJson),
         (status = 401, description = "`invalid_refresh_token`: not the session's current token.", body = ErrorBody),
-        (status = 413, response = responses::PayloadTooLarge),
-        (status = 415, response = responses::UnsupportedMediaType),
-        (status = 422, response = responses::Unprocessable),
-        (status = 429, response = responses::TooManyRequests),
-        (status = 500, response = responses::Internal),
+        responses::SessionErrors,
     ),
 )]
 pub async fn logout(
