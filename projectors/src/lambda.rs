@@ -15,6 +15,7 @@ use crate::runtime::Handler;
 use aws_lambda_events::event::kinesis::KinesisEvent;
 use aws_lambda_events::event::streams::KinesisEventResponse;
 use events_schema::Context;
+use infra::feed::FeedRecord;
 use std::sync::atomic::Ordering;
 
 /// [`fan_out`], with the batch's metrics as Embedded Metric Format documents (one per
@@ -69,15 +70,7 @@ pub async fn fan_out(
     table_prefix: &str,
 ) -> KinesisEventResponse {
     let mut response = KinesisEventResponse::default();
-    for (sequence, decoded) in infra::feed::lambda::records(event, table_prefix) {
-        let record = match decoded {
-            Ok(record) if record.table == source => record,
-            Ok(_) => continue,
-            Err(error) => {
-                tracing::warn!(%source, %sequence, %error, "skipping a record that is not a change of a Vitals table");
-                continue;
-            }
-        };
+    for (sequence, record) in changes_of(source, event, table_prefix) {
         for handler in handlers {
             if let Err(error) = handler.handle(&record).await {
                 tracing::error!(subscription = handler.projector().name(), %sequence, %error,
@@ -96,18 +89,7 @@ pub async fn handle_kinesis_event(
     table_prefix: &str,
 ) -> KinesisEventResponse {
     let mut response = KinesisEventResponse::default();
-    for (sequence, decoded) in infra::feed::lambda::records(event, table_prefix) {
-        let record = match decoded {
-            Ok(record) => record,
-            // Not a change of a Vitals table: nothing to project.
-            Err(error) => {
-                tracing::warn!(subscription = projector.name(), %sequence, %error, "skipping record");
-                continue;
-            }
-        };
-        if record.table != projector.source() {
-            continue;
-        }
+    for (sequence, record) in changes_of(projector.source(), event, table_prefix) {
         let applied = match record.envelope() {
             None => Ok(()),
             Some(Ok(envelope)) => projector.apply(&envelope).await.map_err(|e| e.to_string()),
@@ -120,4 +102,24 @@ pub async fn handle_kinesis_event(
         }
     }
     response
+}
+
+/// The changes of `source`'s table in a batch, with their sequence numbers. A record
+/// that is not a change of a Vitals table has nothing to project: it is logged and
+/// skipped.
+fn changes_of(
+    source: Context,
+    event: &KinesisEvent,
+    table_prefix: &str,
+) -> impl Iterator<Item = (String, FeedRecord)> {
+    let records = infra::feed::lambda::records(event, table_prefix);
+    records
+        .into_iter()
+        .filter_map(move |(sequence, decoded)| match decoded {
+            Ok(record) => (record.table == source).then_some((sequence, record)),
+            Err(error) => {
+                tracing::warn!(%source, %sequence, %error, "skipping a record that is not a change of a Vitals table");
+                None
+            }
+        })
 }
