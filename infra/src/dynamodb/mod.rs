@@ -469,15 +469,7 @@ impl Store for DynamoStore {
     }
 
     async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
-        let gsi = tables::table(table).gsi(&query.index).ok_or_else(|| {
-            StoreError::Validation(format!("table {table} has no index {}", query.index))
-        })?;
-        if gsi.sort_key.is_none() && query.sort_key.is_some() {
-            return Err(StoreError::Validation(format!(
-                "index {} has no sort key",
-                gsi.name
-            )));
-        }
+        let gsi = query.index_of(table)?;
         let mut cursor_attrs = vec![gsi.partition_key, PK, SK];
         cursor_attrs.extend(gsi.sort_key);
         self.run_query(

@@ -124,15 +124,7 @@ pub(super) fn query_index(
     query: &IndexQuery,
     now: i64,
 ) -> Result<Page, StoreError> {
-    let gsi = tables::table(table).gsi(&query.index).ok_or_else(|| {
-        StoreError::Validation(format!("table {table} has no index {}", query.index))
-    })?;
-    if gsi.sort_key.is_none() && query.sort_key.is_some() {
-        return Err(StoreError::Validation(format!(
-            "index {} has no sort key",
-            gsi.name
-        )));
-    }
+    let gsi = query.index_of(table)?;
     let mut page = PageBuilder::new(query.limit)?;
     let range = StrRange::of(query.sort_key.as_ref());
     let pk_end = layout::partition_end(&query.pk);

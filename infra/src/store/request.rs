@@ -3,6 +3,7 @@
 
 use super::{Cursor, Item, Key};
 use events_schema::Context;
+use events_schema::tables::{self, GsiDef};
 use serde_json::Value;
 
 /// DynamoDB's limit on actions in one `TransactWriteItems`.
@@ -280,6 +281,22 @@ pub struct IndexQuery {
 }
 
 impl IndexQuery {
+    /// The index of `table` the query reads, if the table has it and the query's sort
+    /// key condition is one the index can take (an index without a sort key takes
+    /// none): every backend's first check.
+    pub fn index_of(&self, table: Context) -> Result<&'static GsiDef, crate::StoreError> {
+        let gsi = tables::table(table).gsi(&self.index).ok_or_else(|| {
+            crate::StoreError::Validation(format!("table {table} has no index {}", self.index))
+        })?;
+        if gsi.sort_key.is_none() && self.sort_key.is_some() {
+            return Err(crate::StoreError::Validation(format!(
+                "index {} has no sort key",
+                gsi.name
+            )));
+        }
+        Ok(gsi)
+    }
+
     pub fn partition(index: impl Into<String>, pk: impl Into<String>) -> Self {
         Self {
             index: index.into(),
