@@ -62,6 +62,23 @@ impl PageBuilder {
         self.bytes += stored_bytes;
         self.items.push(item);
     }
+
+    /// The page; when `more` entries follow, its cursor names `after`, the key of the
+    /// last entry read (by attribute name).
+    fn finish(self, more: bool, after: Option<BTreeMap<String, String>>) -> Page {
+        Page {
+            items: self.items,
+            cursor: after.filter(|_| more).map(|key| Cursor::from_key(&key)),
+        }
+    }
+}
+
+/// A key as a cursor names it: attribute names and values.
+fn key_of<const N: usize>(attributes: [(&str, String); N]) -> BTreeMap<String, String> {
+    attributes
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect()
 }
 
 pub(super) fn query(
@@ -104,17 +121,8 @@ pub(super) fn query(
         }
     }
     let more = page.full() && entries.next().is_some();
-    let cursor = match (more, last) {
-        (true, Some(sk)) => Some(Cursor::from_key(&BTreeMap::from([
-            (PK.to_owned(), query.pk.clone()),
-            (SK.to_owned(), sk),
-        ]))),
-        _ => None,
-    };
-    Ok(Page {
-        items: page.items,
-        cursor,
-    })
+    let after = last.map(|sk| key_of([(PK, query.pk.clone()), (SK, sk)]));
+    Ok(page.finish(more, after))
 }
 
 pub(super) fn query_index(
@@ -168,12 +176,7 @@ pub(super) fn query_index(
         }
     }
     let more = page.full() && entries.next().is_some();
-    Ok(Page {
-        items: page.items,
-        cursor: last
-            .filter(|_| more)
-            .map(|last| index_cursor(gsi, query, last)),
-    })
+    Ok(page.finish(more, last.map(|last| index_key(gsi, query, last))))
 }
 
 /// Where an index query resumes: the (index sort key, pk, sk) its cursor names.
@@ -199,22 +202,18 @@ fn index_start(
     Ok(Some((gsk, key[PK].clone(), key[SK].clone())))
 }
 
-/// The cursor after the index entry (index sort key, pk, sk) `last`.
-fn index_cursor(
+/// The key of the index entry (index sort key, pk, sk) `last`, as its cursor names it.
+fn index_key(
     gsi: &tables::GsiDef,
     query: &IndexQuery,
     last: (String, String, String),
-) -> Cursor {
+) -> BTreeMap<String, String> {
     let (gsk, pk, sk) = last;
-    let mut key = BTreeMap::from([
-        (gsi.partition_key.to_owned(), query.pk.clone()),
-        (PK.to_owned(), pk),
-        (SK.to_owned(), sk),
-    ]);
+    let mut key = key_of([(gsi.partition_key, query.pk.clone()), (PK, pk), (SK, sk)]);
     if let Some(name) = gsi.sort_key {
         key.insert(name.to_owned(), gsk);
     }
-    Cursor::from_key(&key)
+    key
 }
 
 pub(super) fn changes_after(
@@ -313,17 +312,8 @@ fn scan_items(
             break;
         }
     }
-    let cursor = match (page.full() && entries.peek().is_some(), last) {
-        (true, Some((pk, sk))) => Some(Cursor::from_key(&BTreeMap::from([
-            (PK.to_owned(), pk),
-            (SK.to_owned(), sk),
-        ]))),
-        _ => None,
-    };
-    Ok(Page {
-        items: page.items,
-        cursor,
-    })
+    let more = page.full() && entries.peek().is_some();
+    Ok(page.finish(more, last.map(|(pk, sk)| key_of([(PK, pk), (SK, sk)]))))
 }
 
 fn scan_index(
@@ -380,19 +370,9 @@ fn scan_index(
             break;
         }
     }
-    let cursor = match (page.full() && entries.peek().is_some(), last) {
-        (true, Some([ipk, isk, pk, sk])) => Some(Cursor::from_key(&BTreeMap::from([
-            (IPK.to_owned(), ipk),
-            (ISK.to_owned(), isk),
-            (PK.to_owned(), pk),
-            (SK.to_owned(), sk),
-        ]))),
-        _ => None,
-    };
-    Ok(Page {
-        items: page.items,
-        cursor,
-    })
+    let more = page.full() && entries.peek().is_some();
+    let after = last.map(|[ipk, isk, pk, sk]| key_of([(IPK, ipk), (ISK, isk), (PK, pk), (SK, sk)]));
+    Ok(page.finish(more, after))
 }
 
 /// A key range in ascending order, or descending when not `forward`.
