@@ -207,6 +207,13 @@ pub mod prefix {
         format!("{kind_prefix}{day}#")
     }
 
+    /// The greatest sort key of `kind` on `day` (`<kind><day>#` and the highest code
+    /// point): the inclusive upper bound of a range that ends with the whole day, rows
+    /// keyed `<kind><day>` and `<kind><day>#<id>` alike.
+    pub fn day_end(kind_prefix: &str, day: Day) -> String {
+        format!("{kind_prefix}{day}#\u{10FFFF}")
+    }
+
     /// `PROGRESS#<goal-id>#`: the progress entries of one goal.
     pub fn progress_of(goal: &crate::ids::GoalId) -> String {
         format!("{PROGRESS}{goal}#")

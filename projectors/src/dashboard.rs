@@ -92,10 +92,7 @@ impl DashboardRows {
         let cutoff = Day::new(cutoff);
         for kind in [prefix::DAILY, prefix::RECENT_MEAL, prefix::RECENT_WORKOUT] {
             loop {
-                let range = SortKeyCondition::Between(
-                    kind.to_owned(),
-                    format!("{kind}{cutoff}#\u{10FFFF}"),
-                );
+                let range = SortKeyCondition::up_to_day(kind, cutoff);
                 let page = self
                     .table
                     .query(&Query::partition(pk).sort_key(range).limit(25).consistent())

@@ -198,10 +198,7 @@ impl GoalRows {
             GoalPeriod::Daily => start,
             GoalPeriod::Weekly => Day::new(start.date() + Duration::days(6)),
         };
-        let range = SortKeyCondition::Between(
-            format!("{kind_prefix}{start}"),
-            format!("{kind_prefix}{last}#\u{10FFFF}"),
-        );
+        let range = SortKeyCondition::days(kind_prefix, start, last);
         self.rows(pk, range).await
     }
 

@@ -40,10 +40,7 @@ impl Activity {
         user: &UserId,
         today: Day,
     ) -> Result<Option<TrainingBlockView>, QueryError> {
-        let upto = SortKeyCondition::Between(
-            prefix::TRAINING_BLOCK.to_owned(),
-            format!("{}{today}#\u{10FFFF}", prefix::TRAINING_BLOCK),
-        );
+        let upto = SortKeyCondition::up_to_day(prefix::TRAINING_BLOCK, today);
         let query = Query::partition(PartitionKey::User(user.clone()).to_string())
             .sort_key(upto)
             .reverse()

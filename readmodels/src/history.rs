@@ -119,10 +119,7 @@ impl History {
         page: &PageRequest,
     ) -> Result<Page<WorkoutView>, QueryError> {
         let (from, to) = range(from, to)?;
-        let between = SortKeyCondition::Between(
-            format!("{}{from}", prefix::WORKOUT_LOG),
-            format!("{}{to}#\u{10FFFF}", prefix::WORKOUT_LOG),
-        );
+        let between = SortKeyCondition::days(prefix::WORKOUT_LOG, from, to);
         self.page::<WorkoutRow, WorkoutView>(user, between, true, page)
             .await
     }
@@ -135,10 +132,7 @@ impl History {
         page: &PageRequest,
     ) -> Result<Page<SleepView>, QueryError> {
         let (from, to) = range(from, to)?;
-        let between = SortKeyCondition::Between(
-            format!("{}{from}", prefix::SLEEP_LOG),
-            format!("{}{to}#\u{10FFFF}", prefix::SLEEP_LOG),
-        );
+        let between = SortKeyCondition::days(prefix::SLEEP_LOG, from, to);
         self.page::<SleepRow, SleepView>(user, between, true, page)
             .await
     }

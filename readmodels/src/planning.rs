@@ -81,10 +81,7 @@ impl ScheduledMeals {
         page: &PageRequest,
     ) -> Result<Page<ScheduledMealView>, QueryError> {
         let (from, to) = range(from, to)?;
-        let between = SortKeyCondition::Between(
-            format!("{}{from}", prefix::SCHEDULED_MEAL),
-            format!("{}{to}#\u{10FFFF}", prefix::SCHEDULED_MEAL),
-        );
+        let between = SortKeyCondition::days(prefix::SCHEDULED_MEAL, from, to);
         let query = Query::partition(PartitionKey::User(user.clone()).to_string())
             .sort_key(between)
             .limit(page.limit()?)

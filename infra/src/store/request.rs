@@ -3,7 +3,9 @@
 
 use super::{Cursor, Item, Key};
 use events_schema::Context;
+use events_schema::keys::prefix;
 use events_schema::tables::{self, GsiDef};
+use events_schema::time::Day;
 use serde_json::Value;
 
 /// DynamoDB's limit on actions in one `TransactWriteItems`.
@@ -185,6 +187,17 @@ pub enum SortKeyCondition {
 }
 
 impl SortKeyCondition {
+    /// The rows of `kind` (a sort key prefix such as `WORKOUT#`) on the days `from` to
+    /// `to`, both whole.
+    pub fn days(kind: &str, from: Day, to: Day) -> Self {
+        Self::Between(format!("{kind}{from}"), prefix::day_end(kind, to))
+    }
+
+    /// The rows of `kind` on every day up to `day`, `day` included.
+    pub fn up_to_day(kind: &str, day: Day) -> Self {
+        Self::Between(kind.to_owned(), prefix::day_end(kind, day))
+    }
+
     /// Whether a sort key satisfies the condition (byte order, as DynamoDB).
     pub fn matches(&self, sk: &str) -> bool {
         match self {
@@ -374,5 +387,38 @@ impl Condition {
             },
             Condition::All(all) => all.iter().all(|c| c.holds(current)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(raw: &str) -> Day {
+        Day::parse(raw).expect("a day")
+    }
+
+    #[test]
+    fn a_range_of_days_holds_both_whole_end_days_and_nothing_else() {
+        let range = SortKeyCondition::days("WORKOUT#", day("2026-03-02"), day("2026-03-04"));
+        for inside in [
+            "WORKOUT#2026-03-02",
+            "WORKOUT#2026-03-02#01ARZ",
+            "WORKOUT#2026-03-04#zzzz",
+            "WORKOUT#2026-03-04#\u{FFFF}",
+        ] {
+            assert!(range.matches(inside), "{inside}");
+        }
+        for outside in [
+            "WORKOUT#2026-03-01#zzzz",
+            "WORKOUT#2026-03-05",
+            "WORKOUT#2026-03-05#01ARZ",
+            "SLEEP#2026-03-03#01ARZ",
+        ] {
+            assert!(!range.matches(outside), "{outside}");
+        }
+        let up_to = SortKeyCondition::up_to_day("DAILY#", day("2026-03-04"));
+        assert!(up_to.matches("DAILY#2020-01-01") && up_to.matches("DAILY#2026-03-04"));
+        assert!(!up_to.matches("DAILY#2026-03-05") && !up_to.matches("DAILX#2026-03-01"));
     }
 }
