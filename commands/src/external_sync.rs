@@ -222,54 +222,42 @@ async fn sync_ids<C: ContextTable>(
         if delivery.order() <= existing.order() {
             return Ok(Attempt::Done(Outcome::replayed(existing.entity_id.clone())));
         }
-        if existing.fingerprint == fingerprint {
-            // Newer, same content: only the revision moves on.
-            let actions = vec![revision_update(
+        // Newer with the same content: only the revision moves on, and as nothing the
+        // app reads changes, the sync is answered as a replay.
+        let same_content = existing.fingerprint == fingerprint;
+        let actions = if same_content {
+            vec![revision_update(
                 &pointer_key,
                 &existing,
                 delivery.revision_millis(),
-            )];
-            let committed = idempotency::commit(
-                table,
-                meta,
+            )]
+        } else {
+            let version = existing.version + 1;
+            let next = canonical(
+                build(&existing.entity_id, version, Some(&existing.target_sk))?,
+                provider,
+                external_id,
+                version,
+            );
+            correction_writes(
                 &pk,
-                &request,
-                actions,
-                existing.entity_id.clone(),
-            )
-            .await?;
-            // Nothing the app reads changed: answered as a replay.
-            let attempt = settle(table, &pointer_key, &mut existing, committed).await?;
-            return Ok(match attempt {
-                Attempt::Done(outcome) => Attempt::Done(Outcome::replayed(outcome.value)),
-                lost => lost,
-            });
-        }
-        let version = existing.version + 1;
-        let next = canonical(
-            build(&existing.entity_id, version, Some(&existing.target_sk))?,
-            provider,
-            external_id,
-            version,
-        );
-        let actions = correction_writes(
-            &pk,
-            &pointer_key,
-            &existing,
-            next,
-            &fingerprint,
-            delivery.revision_millis(),
-        )?;
-        let committed = idempotency::commit(
-            table,
-            meta,
-            &pk,
-            &request,
-            actions,
-            existing.entity_id.clone(),
+                &pointer_key,
+                &existing,
+                next,
+                &fingerprint,
+                delivery.revision_millis(),
+            )?
+        };
+        let entity_id = existing.entity_id.clone();
+        let committed = idempotency::commit(table, meta, &pk, &request, actions, entity_id).await?;
+        Ok(
+            match settle(table, &pointer_key, &mut existing, committed).await? {
+                Attempt::Done(outcome) if same_content => {
+                    Attempt::Done(Outcome::replayed(outcome.value))
+                }
+                attempt => attempt,
+            },
         )
-        .await?;
-        settle(table, &pointer_key, &mut existing, committed).await
     })
 }
 

@@ -65,6 +65,7 @@ macro_rules! commands_suite {
             record_workout_writes_workout_and_event_once_per_key,
             retried_wearable_sync_returns_the_original_workout_in_one_request,
             wearable_sync_with_changed_fields_is_the_next_version,
+            a_later_revision_with_the_same_content_moves_only_the_revision,
             training_block_started,
             a_training_block_ends_early_once,
             sleep_sessions_recorded_and_synced_idempotently,

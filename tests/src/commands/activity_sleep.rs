@@ -164,6 +164,48 @@ pub async fn wearable_sync_with_changed_fields_is_the_next_version(store: Arc<dy
     assert_eq!(world.events(Context::Activity).await.len(), 2);
 }
 
+/// A later revision of a record with the same content: nothing the app reads changes,
+/// so it is answered as a replay (no new version, no event); only the pointer's revision
+/// moves on, and the earlier revision is stale from then on.
+pub async fn a_later_revision_with_the_same_content_moves_only_the_revision(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    let revised = |at: &str| ProviderWorkout {
+        updated_at: Some(ts(at)),
+        ..provider_workout("act-5", "2026-05-02T07:00:00.000Z", 1800)
+    };
+    let (nine, ten) = (
+        revised("2026-05-02T09:00:00.000Z"),
+        revised("2026-05-02T10:00:00.000Z"),
+    );
+    let first = world.sync_workout(&nine).await.expect("syncs");
+    let later = world.sync_workout(&ten).await.expect("syncs");
+    assert_eq!(
+        (later.value.clone(), later.replayed),
+        (first.value.clone(), true)
+    );
+    let pointer = world
+        .items(Context::Activity, "EXTERNAL#garmin#act-5")
+        .await;
+    assert_eq!(
+        (pointer.len(), pointer[0]["revision"].as_i64()),
+        (1, Some(ts("2026-05-02T10:00:00.000Z").millis()))
+    );
+    let workouts = world.items(Context::Activity, "WORKOUT#").await;
+    assert_eq!(
+        (workouts.len(), workouts[0]["version"].as_u64()),
+        (1, Some(1))
+    );
+    assert_eq!(
+        world.event_types(Context::Activity).await,
+        vec!["WorkoutRecorded"]
+    );
+    assert!(replayed(world.sync_workout(&nine).await), "stale now");
+    let unchanged = world
+        .items(Context::Activity, "EXTERNAL#garmin#act-5")
+        .await;
+    assert_eq!(unchanged, pointer, "a stale delivery changes nothing");
+}
+
 pub async fn training_block_started(store: Arc<dyn Store>) {
     let world = World::new(store);
     let input = StartTrainingBlock {
