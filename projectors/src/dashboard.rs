@@ -12,7 +12,8 @@
 use crate::facts::{sleep_of, workout_of};
 use crate::projector::{ProjectionError, Projector, decode, event_types, subscription, user_pk};
 use crate::rows::{
-    Entry, live_entries, merge_group_entry, object, replace_newer, tombstone_newer, upsert_newer,
+    Entry, Moved, live_entries, merge_group_entry, object, replace_newer, tombstone_newer,
+    upsert_newer,
 };
 use async_trait::async_trait;
 use chrono::{Datelike as _, Duration};
@@ -161,14 +162,14 @@ impl DashboardRows {
         memo: &mut Admissions,
         pk: &str,
         group: DailyGroup,
-        (from, day): (Option<Day>, Day),
-        entry: Entry<'_>,
+        member: Moved<'_>,
     ) -> Result<(), StoreError> {
-        if let Some(previous) = from {
-            let gone = Entry::gone(entry.id, entry.version);
+        if let Some(previous) = member.from {
+            let gone = Entry::gone(member.id, member.version);
             self.daily_entry(memo, pk, (previous, group), gone).await?;
         }
-        self.daily_entry(memo, pk, (day, group), entry).await
+        let entry = Entry::live(member.id, member.value, member.version);
+        self.daily_entry(memo, pk, (member.day, group), entry).await
     }
 
     async fn dated_row(
@@ -429,7 +430,6 @@ impl Projector for DashboardFromActivity {
             return Ok(());
         };
         let pk = user_pk(event)?;
-        let id = workout.workout_id.to_string();
         if let Some(previous) = previous_day {
             let old = workout_keys(previous, &workout.workout_id);
             self.0
@@ -441,12 +441,14 @@ impl Projector for DashboardFromActivity {
         self.0
             .dated_pair(&mut memo, &pk, workout.day, keys, row)
             .await?;
-        let value = json!({"duration_s": workout.duration_s});
-        let entry = Entry::live(&id, value, workout.version);
-        let days = (previous_day, workout.day);
-        self.0
-            .moved_entry(&mut memo, &pk, ACTIVITY, days, entry)
-            .await?;
+        let member = Moved {
+            id: &workout.workout_id.to_string(),
+            value: json!({"duration_s": workout.duration_s}),
+            version: workout.version,
+            day: workout.day,
+            from: previous_day,
+        };
+        self.0.moved_entry(&mut memo, &pk, ACTIVITY, member).await?;
         Ok(())
     }
 }
@@ -507,7 +509,6 @@ impl Projector for DashboardFromSleep {
             return Ok(());
         };
         let pk = user_pk(event)?;
-        let id = session.sleep_id.to_string();
         // The history: a row per session, on its night (moved: the old night's goes).
         let log = |night| {
             Key::new(
@@ -537,12 +538,14 @@ impl Projector for DashboardFromSleep {
         )
         .await?;
         let minutes = session.start.minutes_until(session.end);
-        let value = json!({"minutes": minutes, "score": session.score, "stages": session.stages});
-        let entry = Entry::live(&id, value, session.version);
-        let nights = (previous, session.night);
-        self.0
-            .moved_entry(&mut memo, &pk, SLEEP, nights, entry)
-            .await?;
+        let member = Moved {
+            id: &session.sleep_id.to_string(),
+            value: json!({"minutes": minutes, "score": session.score, "stages": session.stages}),
+            version: session.version,
+            day: session.night,
+            from: previous,
+        };
+        self.0.moved_entry(&mut memo, &pk, SLEEP, member).await?;
         Ok(())
     }
 }
