@@ -94,24 +94,12 @@ pub async fn replay(
     user: Option<&UserId>,
     progress: &dyn Progress,
 ) -> Result<Replayed, StoreError> {
-    replay_in_batches(store, subscriptions, user, progress, BATCH_EVENTS).await
-}
-
-/// [`replay`], checkpointing after every `batch_events` events (or the page that passes
-/// that many).
-pub async fn replay_in_batches(
-    store: Arc<dyn Store>,
-    subscriptions: &[Arc<dyn Projector>],
-    user: Option<&UserId>,
-    progress: &dyn Progress,
-    batch_events: usize,
-) -> Result<Replayed, StoreError> {
     replay_with(
         store,
         subscriptions,
         user,
         progress,
-        batch_events,
+        BATCH_EVENTS,
         Mode::Incremental,
     )
     .await

@@ -232,7 +232,9 @@ async fn an_interrupted_replay_resumes_where_it_stopped() {
         let (store, first) = (interrupted.clone(), first.clone());
         tokio::spawn(async move {
             let subscriptions = projectors::registry::projections(store.clone());
-            projectors::replay::replay_in_batches(store, &subscriptions, None, &*first, 50).await
+            let incremental = projectors::replay::Mode::Incremental;
+            projectors::replay::replay_with(store, &subscriptions, None, &*first, 50, incremental)
+                .await
         })
     };
     tokio::select! {
@@ -244,12 +246,13 @@ async fn an_interrupted_replay_resumes_where_it_stopped() {
         done = &mut task => panic!("the replay ended before it was interrupted: {done:?}"),
     }
     // ...then run again: it resumes from its checkpoint instead of starting over.
-    let resumed = projectors::replay::replay_in_batches(
+    let resumed = projectors::replay::replay_with(
         interrupted.clone(),
         &projectors::registry::projections(interrupted.clone()),
         None,
         &projectors::replay::Quiet,
         50,
+        projectors::replay::Mode::Incremental,
     )
     .await
     .expect("resumed replay");
