@@ -51,13 +51,8 @@ async fn signed_in(
     user: UserId,
     session: RefreshToken,
 ) -> Result<TokenReply, ApiError> {
-    let timezone = state
-        .api
-        .identity
-        .profile(&user)
-        .await
-        .ok()
-        .map(|p| p.timezone);
+    let profile = state.api.identity.profile(&user).await.ok();
+    let timezone = profile.map(|p| p.timezone);
     reply(state, user, timezone.as_deref(), session)
 }
 
