@@ -432,6 +432,12 @@ impl Reply {
     fn json(&self) -> Value {
         serde_json::from_str(&self.text).unwrap_or(Value::Null)
     }
+
+    /// The string field `name` of the JSON body.
+    fn string(&self, name: &str) -> String {
+        let value = self.json()[name].as_str().map(str::to_owned);
+        value.unwrap_or_else(|| panic!("no string {name} in {}", self.text))
+    }
 }
 
 /// Drives the router in-process, checking every exchange against the document, and
@@ -607,6 +613,14 @@ impl Client {
         reply
     }
 
+    /// Sends `call` and asserts it is answered with `status`.
+    async fn expect(&self, call: Call<'_>, status: StatusCode) -> Reply {
+        let (method, uri) = (call.method, call.uri.clone());
+        let reply = self.send(call).await;
+        assert_eq!(reply.status, status, "{method} {uri}: {}", reply.text);
+        reply
+    }
+
     /// Retries a GET until `ok` holds (projections are asynchronous).
     async fn eventually(
         &self,
@@ -731,14 +745,13 @@ async fn identity(walk: &Walk) -> Ana {
     let client = &walk.client;
     let register = json!({"email": "ana@example.com", "password": "correct horse battery", "display_name": "Ana", "timezone": "UTC"});
     let reply = client
-        .send(Call::new("post", "/v1/auth/register").json(register.clone()))
+        .expect(
+            Call::new("post", "/v1/auth/register").json(register.clone()),
+            StatusCode::CREATED,
+        )
         .await;
-    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
-    let token = reply.json()["access_token"]
-        .as_str()
-        .expect("token")
-        .to_owned();
-    let user = reply.json()["user_id"].as_str().expect("user").to_owned();
+    let token = reply.string("access_token");
+    let user = reply.string("user_id");
     let taken = client
         .send(Call::new("post", "/v1/auth/register").json(register))
         .await;
@@ -763,23 +776,23 @@ async fn writes(walk: &Walk, ana: &Ana) -> String {
     let (client, api) = (&walk.client, &walk.api);
     let (token, user) = (ana.token.as_str(), &ana.user);
     let reply = client
-        .send(
+        .expect(
             Call::new("post", "/v1/me/goals")
                 .token(token)
                 .json(json!({"kind": "daily_protein_grams", "target": 50, "title": "Protein"})),
+            StatusCode::CREATED,
         )
         .await;
-    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
-    let goal = reply.json()["goal_id"].as_str().expect("goal").to_owned();
+    let goal = reply.string("goal_id");
     let first = client
-        .send(
+        .expect(
             Call::new("post", "/v1/me/meals")
                 .token(token)
                 .header("idempotency-key", "meal-1")
                 .json(meal(400)),
+            StatusCode::CREATED,
         )
         .await;
-    assert_eq!(first.status, StatusCode::CREATED, "{}", first.text);
     let retried = client
         .send(
             Call::new("post", "/v1/me/meals")
@@ -801,16 +814,16 @@ async fn writes(walk: &Walk, ana: &Ana) -> String {
         )
         .await;
     assert_eq!(reused.status, StatusCode::UNPROCESSABLE_ENTITY);
-    let meal_id = first.json()["meal_id"].as_str().expect("meal").to_owned();
-    let reply = client
-        .send(
+    let meal_id = first.string("meal_id");
+    client
+        .expect(
             Call::new("put", "/v1/me/meals/{id}")
                 .uri(format!("/v1/me/meals/{meal_id}"))
                 .token(token)
                 .json(meal(450)),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
     let second = client
         .send(
             Call::new("post", "/v1/me/meals")
@@ -818,27 +831,21 @@ async fn writes(walk: &Walk, ana: &Ana) -> String {
                 .json(meal(100)),
         )
         .await;
-    let second = second.json()["meal_id"].as_str().expect("meal").to_owned();
-    let reply = client
-        .send(
+    let second = second.string("meal_id");
+    client
+        .expect(
             Call::new("delete", "/v1/me/meals/{id}")
                 .uri(format!("/v1/me/meals/{second}"))
                 .token(token),
+            StatusCode::NO_CONTENT,
         )
         .await;
-    assert_eq!(reply.status, StatusCode::NO_CONTENT, "{}", reply.text);
-    let reply = client
-        .send(Call::new("post", "/v1/me/workouts").token(token).json(
-            json!({"sport": "ride", "started_at": format!("{}T17:00:00.000Z", utc_today()), "duration_s": 3600, "distance_m": 30000}),
-        ))
-        .await;
-    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
-    let reply = client
-        .send(Call::new("post", "/v1/me/sleep").token(token).json(
-            json!({"start": format!("{}T00:00:00.000Z", utc_today()), "end": format!("{}T08:00:00.000Z", utc_today()), "score": 80, "stages": {"awake_min": 10, "light_min": 250, "deep_min": 100, "rem_min": 120}}),
-        ))
-        .await;
-    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
+    let ride = json!({"sport": "ride", "started_at": format!("{}T17:00:00.000Z", utc_today()), "duration_s": 3600, "distance_m": 30000});
+    let night = json!({"start": format!("{}T00:00:00.000Z", utc_today()), "end": format!("{}T08:00:00.000Z", utc_today()), "score": 80, "stages": {"awake_min": 10, "light_min": 250, "deep_min": 100, "rem_min": 120}});
+    for (template, body) in [("/v1/me/workouts", ride), ("/v1/me/sleep", night)] {
+        let call = Call::new("post", template).token(token).json(body);
+        client.expect(call, StatusCode::CREATED).await;
+    }
     let meta =
         commands::CommandMeta::new(events_schema::ids::UserId::parse(user).expect("user id"));
     let today = events_schema::time::Day::new(chrono::Utc::now().date_naive());
@@ -862,18 +869,20 @@ async fn a_wearable(walk: &Walk, ana: &Ana) {
     let _case = Case("a wearable");
     let (client, token) = (&walk.client, ana.token.as_str());
     let reply = client
-        .send(Call::new("post", "/v1/integrations/{provider}/connect").token(token))
+        .expect(
+            Call::new("post", "/v1/integrations/{provider}/connect").token(token),
+            StatusCode::OK,
+        )
         .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
-    let state = reply.json()["state"].as_str().expect("state").to_owned();
-    let reply = client
-        .send(
+    let state = reply.string("state");
+    client
+        .expect(
             Call::new("get", "/v1/integrations/{provider}/callback").uri(format!(
                 "/v1/integrations/sandbox/callback?state={state}&code=code-ana-watch"
             )),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
     let delivery = json!({"delivery_id": "d-1", "provider_user_id": "ana-watch",
         "workouts": [{"external_id": "run-1", "sport": "run", "started_at": format!("{}T07:00:00.000Z", utc_today()), "duration_s": 2400, "distance_m": 8000, "calories": null}],
         "sleep": []});
@@ -881,16 +890,16 @@ async fn a_wearable(walk: &Walk, ana: &Ana) {
         let bytes = delivery.to_string().into_bytes();
         let now = chrono::Utc::now().timestamp();
         let signature = commands::integrations::sign(b"hook-secret", now, &bytes);
-        let reply = client
-            .send(
+        client
+            .expect(
                 Call::new("post", "/v1/integrations/{provider}/webhook")
                     .header("x-vitals-timestamp", now.to_string())
                     .header("x-vitals-signature", signature)
                     .header("content-type", "application/json")
                     .raw(bytes),
+                StatusCode::ACCEPTED,
             )
             .await;
-        assert_eq!(reply.status, StatusCode::ACCEPTED, "{}", reply.text);
     }
     let reply = client
         .send(
@@ -982,14 +991,14 @@ async fn polling_with_an_entity_tag(walk: &Walk, ana: &Ana) {
             .expect("etag")
             .to_owned()
     };
-    let reply = client
-        .send(
+    client
+        .expect(
             Call::new("get", "/v1/me/profile")
                 .token(token)
                 .header("if-none-match", etag),
+            StatusCode::NOT_MODIFIED,
         )
         .await;
-    assert_eq!(reply.status, StatusCode::NOT_MODIFIED, "{}", reply.text);
     client
         .eventually("/v1/me/profile", "/v1/me/profile", token, |p| {
             p["email"] == "ana@example.com"
@@ -1024,32 +1033,32 @@ async fn the_latest_and_the_current(walk: &Walk, ana: &Ana) {
 async fn profile_and_goal_updates(walk: &Walk, ana: &Ana, goal: &str) {
     let _case = Case("profile and goal updates");
     let (client, token) = (&walk.client, ana.token.as_str());
-    let reply = client
-        .send(
+    client
+        .expect(
             Call::new("patch", "/v1/me/profile")
                 .token(token)
                 .json(json!({"display_name": "Ana B.", "units": "imperial"})),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
-    let reply = client
-        .send(
+    client
+        .expect(
             Call::new("patch", "/v1/me/goals/{id}")
                 .uri(format!("/v1/me/goals/{goal}"))
                 .token(token)
                 .json(json!({"status": "completed"})),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
-    let reply = client
-        .send(
+    client
+        .expect(
             Call::new("patch", "/v1/me/goals/{id}")
                 .uri(format!("/v1/me/goals/{goal}"))
                 .token(token)
                 .json(json!({"status": "active"})),
+            StatusCode::CONFLICT,
         )
         .await;
-    assert_eq!(reply.status, StatusCode::CONFLICT, "{}", reply.text);
 }
 
 /// The catalog (curated by an operator), scheduled meals, training blocks and the
@@ -1138,30 +1147,25 @@ async fn scheduled_meals_and_training_blocks(
     let mut scheduled = Vec::new();
     for name in ["Oats", "Apple"] {
         let reply = client
-            .send(
+            .expect(
                 Call::new("post", "/v1/me/scheduled-meals")
                     .token(token)
                     .json(json!({"day": today, "name": name, "recipe_id": recipe})),
+                StatusCode::CREATED,
             )
             .await;
-        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
-        scheduled.push(
-            reply.json()["scheduled_meal_id"]
-                .as_str()
-                .expect("id")
-                .to_owned(),
-        );
+        scheduled.push(reply.string("scheduled_meal_id"));
     }
-    let reply = client
-        .send(
+    client
+        .expect(
             Call::new("get", "/v1/me/scheduled-meals")
                 .uri(format!("/v1/me/scheduled-meals?from={today}&to={today}"))
                 .token(token),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
-    let reply = client
-        .send(
+    client
+        .expect(
             Call::new("post", "/v1/me/scheduled-meals/{day}/{id}/eaten")
                 .uri(format!(
                     "/v1/me/scheduled-meals/{today}/{}/eaten",
@@ -1169,38 +1173,35 @@ async fn scheduled_meals_and_training_blocks(
                 ))
                 .token(token)
                 .json(json!({"eaten_at": format!("{today}T00:30:00Z")})),
+            StatusCode::CREATED,
         )
         .await;
-    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
-    let reply = client
-        .send(
+    client
+        .expect(
             Call::new("delete", "/v1/me/scheduled-meals/{day}/{id}")
                 .uri(format!("/v1/me/scheduled-meals/{today}/{}", scheduled[1]))
                 .token(token),
+            StatusCode::NO_CONTENT,
         )
         .await;
-    assert_eq!(reply.status, StatusCode::NO_CONTENT, "{}", reply.text);
     let reply = client
-        .send(
+        .expect(
             Call::new("post", "/v1/me/training-blocks")
                 .token(token)
                 .json(json!({"start_day": today, "weeks": 2, "focus": "speed"})),
+            StatusCode::CREATED,
         )
         .await;
-    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.text);
-    let block = reply.json()["training_block_id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
-    let reply = client
-        .send(
+    let block = reply.string("training_block_id");
+    client
+        .expect(
             Call::new("post", "/v1/me/training-blocks/{start_day}/{id}/end")
                 .uri(format!("/v1/me/training-blocks/{today}/{block}/end"))
                 .token(token)
                 .json(json!({"ended_on": today})),
+            StatusCode::OK,
         )
         .await;
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text);
 }
 
 /// Readiness: the nightly job scores today once the day's markers are projected.
@@ -1359,77 +1360,58 @@ async fn errors(walk: &Walk, ana: &Ana) {
 async fn sessions(walk: &Walk, ana: &Ana) {
     let _case = Case("sessions");
     let (client, token) = (&walk.client, ana.token.as_str());
-    let signed_in = client
-        .send(
-            Call::new("post", "/v1/auth/login")
-                .json(json!({"email": "ana@example.com", "password": "correct horse battery"})),
+    let sign_in = || {
+        let password = json!({"email": "ana@example.com", "password": "correct horse battery"});
+        client.expect(
+            Call::new("post", "/v1/auth/login").json(password),
+            StatusCode::OK,
+        )
+    };
+    let refresh = |token: &str, status| {
+        let body = json!({"refresh_token": token});
+        client.expect(Call::new("post", "/v1/auth/refresh").json(body), status)
+    };
+    let first = sign_in().await.string("refresh_token");
+    let renewed = refresh(&first, StatusCode::OK).await;
+    refresh(&first, StatusCode::UNAUTHORIZED).await;
+    // The reuse ended the session: its next token is refused too.
+    refresh(&renewed.string("refresh_token"), StatusCode::UNAUTHORIZED).await;
+    let other = sign_in().await.string("refresh_token");
+    client
+        .expect(
+            Call::new("post", "/v1/auth/logout").json(json!({"refresh_token": other})),
+            StatusCode::NO_CONTENT,
         )
         .await;
-    let refresh = signed_in.json()["refresh_token"]
-        .as_str()
-        .expect("refresh")
-        .to_owned();
-    let renewed = client
-        .send(Call::new("post", "/v1/auth/refresh").json(json!({"refresh_token": refresh})))
-        .await;
-    assert_eq!(renewed.status, StatusCode::OK, "{}", renewed.text);
-    let again = client
-        .send(Call::new("post", "/v1/auth/refresh").json(json!({"refresh_token": refresh})))
-        .await;
-    assert_eq!(again.status, StatusCode::UNAUTHORIZED, "{}", again.text);
-    let next = renewed.json()["refresh_token"]
-        .as_str()
-        .expect("refresh")
-        .to_owned();
-    let reply = client
-        .send(Call::new("post", "/v1/auth/refresh").json(json!({"refresh_token": next})))
-        .await;
-    assert_eq!(
-        reply.status,
-        StatusCode::UNAUTHORIZED,
-        "the reuse ended the session: {}",
-        reply.text
-    );
-    let other = client
-        .send(
-            Call::new("post", "/v1/auth/login")
-                .json(json!({"email": "ana@example.com", "password": "correct horse battery"})),
-        )
-        .await;
-    let other = other.json()["refresh_token"]
-        .as_str()
-        .expect("refresh")
-        .to_owned();
-    let reply = client
-        .send(Call::new("post", "/v1/auth/logout").json(json!({"refresh_token": other})))
-        .await;
-    assert_eq!(reply.status, StatusCode::NO_CONTENT, "{}", reply.text);
-    let reply = client
-        .send(
+    let change = json!({"current_password": "correct horse battery", "new_password": "a brand new passphrase"});
+    client
+        .expect(
             Call::new("post", "/v1/me/password")
                 .token(token)
-                .json(json!({"current_password": "correct horse battery", "new_password": "a brand new passphrase"})),
+                .json(change),
+            StatusCode::NO_CONTENT,
         )
         .await;
-    assert_eq!(reply.status, StatusCode::NO_CONTENT, "{}", reply.text);
-    let reply = client
-        .send(
+    client
+        .expect(
             Call::new("post", "/v1/integrations/{provider}/disconnect")
                 .uri("/v1/integrations/sandbox/disconnect")
                 .token(token),
+            StatusCode::NO_CONTENT,
         )
         .await;
-    assert_eq!(reply.status, StatusCode::NO_CONTENT, "{}", reply.text);
 }
 
 /// Leaving: the account's deletion is accepted; the projectors stop.
 async fn leaving(walk: &Walk, ana: &Ana) {
     let _case = Case("leaving");
     let (client, token) = (&walk.client, ana.token.as_str());
-    let reply = client
-        .send(Call::new("delete", "/v1/me").token(token))
+    client
+        .expect(
+            Call::new("delete", "/v1/me").token(token),
+            StatusCode::ACCEPTED,
+        )
         .await;
-    assert_eq!(reply.status, StatusCode::ACCEPTED, "{}", reply.text);
     walk.pipeline.stop().await;
 }
 
