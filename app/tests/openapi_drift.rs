@@ -667,6 +667,7 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
     operations(&walk).await;
     let ana = identity(&walk).await;
     let goal = writes(&walk, &ana).await;
+    a_day_of_training_and_sleep(&walk, &ana).await;
     a_wearable(&walk, &ana).await;
     reads(&walk, &ana, &goal).await;
     catalog_plans_and_environment(&walk, &ana).await;
@@ -769,12 +770,11 @@ async fn identity(walk: &Walk) -> Ana {
     Ana { token, user }
 }
 
-/// Writes: a goal, meals (an idempotent retry, a reused key refused, an edit, a
-/// deletion), a workout, a night and a training block; returns the goal's id.
+/// Writes: a goal and meals (an idempotent retry, a reused key refused, an edit, a
+/// deletion); returns the goal's id.
 async fn writes(walk: &Walk, ana: &Ana) -> String {
     let _case = Case("writes");
-    let (client, api) = (&walk.client, &walk.api);
-    let (token, user) = (ana.token.as_str(), &ana.user);
+    let (client, token) = (&walk.client, ana.token.as_str());
     let reply = client
         .expect(
             Call::new("post", "/v1/me/goals")
@@ -840,6 +840,14 @@ async fn writes(walk: &Walk, ana: &Ana) -> String {
             StatusCode::NO_CONTENT,
         )
         .await;
+    goal
+}
+
+/// A workout and a night entered in the app, and a training block started.
+async fn a_day_of_training_and_sleep(walk: &Walk, ana: &Ana) {
+    let _case = Case("a day of training and sleep");
+    let (client, api) = (&walk.client, &walk.api);
+    let (token, user) = (ana.token.as_str(), &ana.user);
     let ride = json!({"sport": "ride", "started_at": format!("{}T17:00:00.000Z", utc_today()), "duration_s": 3600, "distance_m": 30000});
     let night = json!({"start": format!("{}T00:00:00.000Z", utc_today()), "end": format!("{}T08:00:00.000Z", utc_today()), "score": 80, "stages": {"awake_min": 10, "light_min": 250, "deep_min": 100, "rem_min": 120}});
     for (template, body) in [("/v1/me/workouts", ride), ("/v1/me/sleep", night)] {
@@ -860,7 +868,6 @@ async fn writes(walk: &Walk, ana: &Ana) -> String {
         )
         .await
         .expect("a training block");
-    goal
 }
 
 /// A wearable: connected through the sandbox provider, a signed webhook delivered
