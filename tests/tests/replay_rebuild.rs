@@ -140,45 +140,44 @@ async fn rebuild_matches_live(replica: Arc<dyn Store>, users: usize, mode: Mode)
     live.close();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn replay_on_embedded_rebuilds_exactly_the_live_rows() {
+/// Builds the rows live and again by `mode` on a fresh embedded replica, and compares.
+async fn on_embedded(mode: Mode) {
     let dir = tempfile::tempdir().expect("tempdir");
     let replica = Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
-    rebuild_matches_live(replica.clone(), 200, Mode::Incremental).await;
+    rebuild_matches_live(replica.clone(), 200, mode).await;
     replica.close();
+}
+
+/// The same on DynamoDB, with tables of its own: the comparison reads them whole.
+async fn on_dynamodb(mode: Mode) {
+    let settings = AwsSettings {
+        endpoint_url: Some(dynamodb_endpoint()),
+        ..AwsSettings::default()
+    };
+    let prefix = format!("r{}-", ulid::Ulid::new().to_string().to_lowercase());
+    let replica = DynamoStore::connect(&settings, &prefix).await;
+    replica.bootstrap().await.expect("tables");
+    rebuild_matches_live(Arc::new(replica), 20, mode).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn replay_on_embedded_rebuilds_exactly_the_live_rows() {
+    on_embedded(Mode::Incremental).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_rebuild_folded_in_memory_on_embedded_writes_exactly_the_live_rows() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let replica = Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
-    rebuild_matches_live(replica.clone(), 200, Mode::Rebuild).await;
-    replica.close();
+    on_embedded(Mode::Rebuild).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn replay_on_dynamodb_rebuilds_exactly_the_live_rows() {
-    let settings = AwsSettings {
-        endpoint_url: Some(dynamodb_endpoint()),
-        ..AwsSettings::default()
-    };
-    // Tables of its own: the comparison reads them whole.
-    let prefix = format!("r{}-", ulid::Ulid::new().to_string().to_lowercase());
-    let replica = DynamoStore::connect(&settings, &prefix).await;
-    replica.bootstrap().await.expect("tables");
-    rebuild_matches_live(Arc::new(replica), 20, Mode::Incremental).await;
+    on_dynamodb(Mode::Incremental).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_rebuild_folded_in_memory_on_dynamodb_writes_exactly_the_live_rows() {
-    let settings = AwsSettings {
-        endpoint_url: Some(dynamodb_endpoint()),
-        ..AwsSettings::default()
-    };
-    let prefix = format!("b{}-", ulid::Ulid::new().to_string().to_lowercase());
-    let replica = DynamoStore::connect(&settings, &prefix).await;
-    replica.bootstrap().await.expect("tables");
-    rebuild_matches_live(Arc::new(replica), 20, Mode::Rebuild).await;
+    on_dynamodb(Mode::Rebuild).await;
 }
 
 /// Stops the replay (by aborting its task) once `after` batches are applied.
