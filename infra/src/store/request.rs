@@ -238,26 +238,6 @@ impl Query {
         }
     }
 
-    pub fn sort_key(mut self, condition: SortKeyCondition) -> Self {
-        self.sort_key = Some(condition);
-        self
-    }
-
-    pub fn reverse(mut self) -> Self {
-        self.forward = false;
-        self
-    }
-
-    pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = Some(limit);
-        self
-    }
-
-    pub fn after(mut self, cursor: Option<Cursor>) -> Self {
-        self.cursor = cursor;
-        self
-    }
-
     /// The sort key the query resumes after: the one its cursor names, which must be a
     /// cursor of this partition (None without a cursor).
     pub fn resume_after(&self) -> Result<Option<String>, crate::StoreError> {
@@ -320,27 +300,41 @@ impl IndexQuery {
             cursor: None,
         }
     }
-
-    pub fn sort_key(mut self, condition: SortKeyCondition) -> Self {
-        self.sort_key = Some(condition);
-        self
-    }
-
-    pub fn reverse(mut self) -> Self {
-        self.forward = false;
-        self
-    }
-
-    pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = Some(limit);
-        self
-    }
-
-    pub fn after(mut self, cursor: Option<Cursor>) -> Self {
-        self.cursor = cursor;
-        self
-    }
 }
+
+/// The builder methods a query of a table and a query of an index share: which sort
+/// keys, in which order, how many, and after which cursor.
+macro_rules! range_builders {
+    ($($query:ty),+) => {$(
+        impl $query {
+            /// Only the items whose sort key satisfies `condition`.
+            pub fn sort_key(mut self, condition: SortKeyCondition) -> Self {
+                self.sort_key = Some(condition);
+                self
+            }
+
+            /// Descending sort-key order.
+            pub fn reverse(mut self) -> Self {
+                self.forward = false;
+                self
+            }
+
+            /// At most `limit` items in the page.
+            pub fn limit(mut self, limit: usize) -> Self {
+                self.limit = Some(limit);
+                self
+            }
+
+            /// Resumes after `cursor`, the previous page's (from the start if `None`).
+            pub fn after(mut self, cursor: Option<Cursor>) -> Self {
+                self.cursor = cursor;
+                self
+            }
+        }
+    )+};
+}
+
+range_builders!(Query, IndexQuery);
 
 /// A full read of a table or one of its indexes, one page at a time, in key order. For
 /// operators' tools (replay, residue), never for a request: it reads everything.
