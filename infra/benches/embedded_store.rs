@@ -590,29 +590,37 @@ fn bench_sqlite(data: &Dataset, count: impl Fn(f64) -> u64, rows: &mut Vec<Row>)
 
     let mut seq = 0_u64;
     for op in [Op::Put, Op::Txn3, Op::Get, Op::Query] {
-        let ops = if op.is_write() {
-            count(WRITES_C1)
-        } else {
-            count(READS_C1)
-        };
-        sqlite_run(&conn, data, &mut seq, op, (ops / 20).max(10), &mut Rng(7))?;
-        let started = Instant::now();
-        let latency = sqlite_run(&conn, data, &mut seq, op, ops, &mut Rng(1))?;
-        let elapsed = started.elapsed();
-        report(
-            rows,
-            Row {
-                engine: "sqlite",
-                op,
-                concurrency: 1,
-                ops,
-                elapsed,
-                latency,
-            },
-        );
+        let ops = count(if op.is_write() { WRITES_C1 } else { READS_C1 });
+        single_client(rows, ("sqlite", op, ops), |n, rng| {
+            sqlite_run(&conn, data, &mut seq, op, n, rng)
+        })?;
     }
     drop(conn);
     dir.close()?;
+    Ok(())
+}
+
+/// Measures `op` from one client: a warm-up of a twentieth of `ops` (not measured),
+/// then `ops` operations, reported as `engine`'s. `run(n, rng)` runs `n` of them.
+fn single_client(
+    rows: &mut Vec<Row>,
+    (engine, op, ops): (&'static str, Op, u64),
+    mut run: impl FnMut(u64, &mut Rng) -> Result<Histogram<u64>>,
+) -> Result<()> {
+    run((ops / 20).max(10), &mut Rng(7))?;
+    let started = Instant::now();
+    let latency = run(ops, &mut Rng(1))?;
+    let elapsed = started.elapsed();
+    let concurrency = 1;
+    let row = Row {
+        engine,
+        op,
+        concurrency,
+        ops,
+        elapsed,
+        latency,
+    };
+    report(rows, row);
     Ok(())
 }
 
@@ -743,26 +751,10 @@ fn bench_redb(data: &Dataset, count: impl Fn(f64) -> u64, rows: &mut Vec<Row>) -
 
     let mut seq = 0_u64;
     for op in [Op::Put, Op::Get] {
-        let ops = if op.is_write() {
-            count(WRITES_C1)
-        } else {
-            count(READS_C1)
-        };
-        redb_run(&db, data, &mut seq, op, (ops / 20).max(10), &mut Rng(7))?;
-        let started = Instant::now();
-        let latency = redb_run(&db, data, &mut seq, op, ops, &mut Rng(1))?;
-        let elapsed = started.elapsed();
-        report(
-            rows,
-            Row {
-                engine: "redb-raw",
-                op,
-                concurrency: 1,
-                ops,
-                elapsed,
-                latency,
-            },
-        );
+        let ops = count(if op.is_write() { WRITES_C1 } else { READS_C1 });
+        single_client(rows, ("redb-raw", op, ops), |n, rng| {
+            redb_run(&db, data, &mut seq, op, n, rng)
+        })?;
     }
     drop(db);
     dir.close()?;
