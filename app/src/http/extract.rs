@@ -198,7 +198,7 @@ impl<S: Send + Sync> FromRequest<S> for ApiBytes {
     }
 }
 
-/// The command envelope of a request to `operation`: the caller, their timezone, and
+/// The [`CommandMeta`] of a request to `operation`: the caller, their timezone, and
 /// their `Idempotency-Key` (theirs for this operation only), if any.
 pub fn meta(
     caller: &AuthUser,
