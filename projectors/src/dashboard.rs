@@ -164,12 +164,10 @@ impl DashboardRows {
         group: DailyGroup,
         member: Moved<'_>,
     ) -> Result<(), StoreError> {
-        if let Some(previous) = member.from {
-            let gone = Entry::gone(member.id, member.version);
-            self.daily_entry(memo, pk, (previous, group), gone).await?;
+        for (day, entry) in member.entries() {
+            self.daily_entry(memo, pk, (day, group), entry).await?;
         }
-        let entry = Entry::live(member.id, member.value, member.version);
-        self.daily_entry(memo, pk, (member.day, group), entry).await
+        Ok(())
     }
 
     async fn dated_row(

@@ -215,10 +215,21 @@ pub struct Moved<'a> {
     pub from: Option<Day>,
 }
 
-/// Merges a member that may have moved: its tombstone into the row of the day it left
-/// (so that day stops counting it), then its live entry into its day's row. `row_of`
-/// names a day's row and how the row's attributes derive from its entries (as in
-/// [`merge_entry`]). Returns the days whose rows it merged into, the day it left first.
+impl<'a> Moved<'a> {
+    /// What a move writes, in order: the tombstone of the entry on the day it left (so
+    /// that day stops counting it), if it moved, then the live entry on its day.
+    pub fn entries(self) -> impl Iterator<Item = (Day, Entry<'a>)> {
+        let gone = self
+            .from
+            .map(|from| (from, Entry::gone(self.id, self.version)));
+        let live = (self.day, Entry::live(self.id, self.value, self.version));
+        gone.into_iter().chain([live])
+    }
+}
+
+/// Merges a member that may have moved into its days' rows ([`Moved::entries`]).
+/// `row_of` names a day's row and how the row's attributes derive from its entries (as
+/// in [`merge_entry`]). Returns the days whose rows it merged into, the day it left first.
 pub async fn merge_moved<C: ContextTable, D>(
     table: &Table<C>,
     member: Moved<'_>,
@@ -228,15 +239,11 @@ where
     D: Fn(&serde_json::Map<String, Value>) -> Item,
 {
     let mut days = Vec::with_capacity(2);
-    if let Some(from) = member.from {
-        let (key, derive) = row_of(from);
-        merge_entry(table, &key, Entry::gone(member.id, member.version), derive).await?;
-        days.push(from);
+    for (day, entry) in member.entries() {
+        let (key, derive) = row_of(day);
+        merge_entry(table, &key, entry, derive).await?;
+        days.push(day);
     }
-    let (key, derive) = row_of(member.day);
-    let entry = Entry::live(member.id, member.value, member.version);
-    merge_entry(table, &key, entry, derive).await?;
-    days.push(member.day);
     Ok(days)
 }
 
