@@ -211,7 +211,7 @@ pub mod prefix {
     /// point): the inclusive upper bound of a range that ends with the whole day, rows
     /// keyed `<kind><day>` and `<kind><day>#<id>` alike.
     pub fn day_end(kind_prefix: &str, day: Day) -> String {
-        format!("{kind_prefix}{day}#\u{10FFFF}")
+        format!("{}\u{10FFFF}", on_day(kind_prefix, day))
     }
 
     /// `PROGRESS#<goal-id>#`: the progress entries of one goal.

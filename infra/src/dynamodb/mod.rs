@@ -496,13 +496,7 @@ impl Store for DynamoStore {
                 "a scan limit must be at least 1".to_owned(),
             ));
         }
-        if let Some(index) = &scan.index
-            && tables::table(table).gsi(index).is_none()
-        {
-            return Err(StoreError::Validation(format!(
-                "table {table} has no index {index}"
-            )));
-        }
+        scan.index_of(table)?;
         let start = match &scan.cursor {
             Some(cursor) => Some(marshal::from_string_key(cursor.to_key(&[PK, SK])?)),
             None => None,

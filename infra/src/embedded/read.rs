@@ -275,9 +275,9 @@ pub(super) fn scan(
     scan: &Scan,
 ) -> Result<Page, StoreError> {
     let page = PageBuilder::new(scan.limit)?;
-    match &scan.index {
+    match scan.index_of(table)? {
         None => scan_items(txn, names, table, scan, page),
-        Some(index) => scan_index(txn, names, table, index, scan, page),
+        Some(gsi) => scan_index(txn, names, table, gsi, scan, page),
     }
 }
 
@@ -320,13 +320,10 @@ fn scan_index(
     txn: &ReadTransaction,
     names: &Names,
     table: Context,
-    index: &str,
+    gsi: &tables::GsiDef,
     scan: &Scan,
     mut page: PageBuilder,
 ) -> Result<Page, StoreError> {
-    let gsi = tables::table(table)
-        .gsi(index)
-        .ok_or_else(|| StoreError::Validation(format!("table {table} has no index {index}")))?;
     // Index cursors carry the index keys under fixed names: an index without a sort key
     // stores "" for it.
     const IPK: &str = "index_pk";
@@ -362,7 +359,8 @@ fn scan_index(
         // An entry without its item would be a store bug; report it rather than hide it.
         let Some(bytes) = items.get((pk, sk)).map_err(backend)? else {
             return Err(StoreError::Backend(format!(
-                "index {index} of {table} lists {pk} {sk}, which does not exist"
+                "index {} of {table} lists {pk} {sk}, which does not exist",
+                gsi.name
             )));
         };
         page.push(layout::decode(bytes.value())?, bytes.value().len());

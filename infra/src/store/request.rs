@@ -278,9 +278,7 @@ impl IndexQuery {
     /// key condition is one the index can take (an index without a sort key takes
     /// none): every backend's first check.
     pub fn index_of(&self, table: Context) -> Result<&'static GsiDef, crate::StoreError> {
-        let gsi = tables::table(table).gsi(&self.index).ok_or_else(|| {
-            crate::StoreError::Validation(format!("table {table} has no index {}", self.index))
-        })?;
+        let gsi = table_index(table, &self.index)?;
         if gsi.sort_key.is_none() && self.sort_key.is_some() {
             return Err(crate::StoreError::Validation(format!(
                 "index {} has no sort key",
@@ -336,6 +334,13 @@ macro_rules! range_builders {
 
 range_builders!(Query, IndexQuery);
 
+/// The index `name` of `table`, or a validation error naming both.
+fn table_index(table: Context, name: &str) -> Result<&'static GsiDef, crate::StoreError> {
+    tables::table(table)
+        .gsi(name)
+        .ok_or_else(|| crate::StoreError::Validation(format!("table {table} has no index {name}")))
+}
+
 /// A full read of a table or one of its indexes, one page at a time, in key order. For
 /// operators' tools (replay, residue), never for a request: it reads everything.
 /// Unlike queries it also returns items whose TTL has passed but that are still stored.
@@ -347,6 +352,14 @@ pub struct Scan {
     pub limit: Option<usize>,
     /// Where the previous page stopped.
     pub cursor: Option<Cursor>,
+}
+
+impl Scan {
+    /// The index the scan reads (`None`: the table itself), if `table` has it.
+    pub fn index_of(&self, table: Context) -> Result<Option<&'static GsiDef>, crate::StoreError> {
+        let index = self.index.as_deref();
+        index.map(|name| table_index(table, name)).transpose()
+    }
 }
 
 /// One page of query results. `cursor` is set when more items may follow; pass it to
