@@ -335,7 +335,22 @@ fn record(h: &mut Histogram<u64>, started: Instant) {
     h.saturating_record(started.elapsed().as_micros().max(1) as u64);
 }
 
-fn report(rows: &mut Vec<Row>, row: Row) {
+/// Keeps the row of a measured run (`engine`, `op`, clients, operations) and says it is
+/// done.
+fn report(
+    rows: &mut Vec<Row>,
+    (engine, op, concurrency, ops): (&'static str, Op, usize, u64),
+    elapsed: Duration,
+    latency: Histogram<u64>,
+) {
+    let row = Row {
+        engine,
+        op,
+        concurrency,
+        ops,
+        elapsed,
+        latency,
+    };
     let r = &row;
     eprintln!(
         "  done: {:<12} {:<6} c{:<3} {:>7} ops in {:>6.2} s",
@@ -415,17 +430,11 @@ async fn bench_embedded(
             run_embedded(store, &data, &seq, op, concurrency, (ops / 20).max(10), 7).await?;
             let started = Instant::now();
             let latency = run_embedded(store, &data, &seq, op, concurrency, ops, 1).await?;
-            let elapsed = started.elapsed();
             report(
                 rows,
-                Row {
-                    engine,
-                    op,
-                    concurrency,
-                    ops,
-                    elapsed,
-                    latency,
-                },
+                (engine, op, concurrency, ops),
+                started.elapsed(),
+                latency,
             );
         }
     }
@@ -610,17 +619,7 @@ fn single_client(
     run((ops / 20).max(10), &mut Rng(7))?;
     let started = Instant::now();
     let latency = run(ops, &mut Rng(1))?;
-    let elapsed = started.elapsed();
-    let concurrency = 1;
-    let row = Row {
-        engine,
-        op,
-        concurrency,
-        ops,
-        elapsed,
-        latency,
-    };
-    report(rows, row);
+    report(rows, (engine, op, 1, ops), started.elapsed(), latency);
     Ok(())
 }
 
