@@ -34,7 +34,7 @@ pub async fn scan_all(
     index: Option<&str>,
     limit: usize,
 ) -> Vec<Item> {
-    every_page(|cursor| {
+    every_page(WHOLE_TABLE_PAGES, |cursor| {
         let scan = Scan {
             index: index.map(str::to_owned),
             limit: Some(limit),
@@ -49,15 +49,22 @@ pub async fn scan_all(
     .await
 }
 
+/// More pages than a whole test table has: past this, a read's pages never end.
+pub const WHOLE_TABLE_PAGES: usize = 100_000;
+
 /// Every item of a paged read: `page(cursor)` reads the page that starts where the
-/// previous one stopped (`None` for the first). Fails when the pages never end.
-pub async fn every_page<Fut>(mut page: impl FnMut(Option<Cursor>) -> Fut) -> Vec<Item>
+/// previous one stopped (`None` for the first). Fails when there are more than
+/// `max_pages` (the pages never end).
+pub async fn every_page<Fut>(
+    max_pages: usize,
+    mut page: impl FnMut(Option<Cursor>) -> Fut,
+) -> Vec<Item>
 where
     Fut: Future<Output = Page>,
 {
     let mut items = Vec::new();
     let mut cursor = None;
-    for _ in 0..100_000 {
+    for _ in 0..max_pages {
         let page = page(cursor).await;
         items.extend(page.items);
         match page.cursor {

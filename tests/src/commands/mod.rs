@@ -247,7 +247,7 @@ where
 /// Every item of partition `pk` of a context's table whose sort key starts with `prefix`
 /// (every item of the partition when empty), read consistently.
 pub async fn items_of(store: &dyn Store, table: Context, pk: &str, prefix: &str) -> Vec<Item> {
-    crate::snapshot::every_page(|cursor| {
+    crate::snapshot::every_page(crate::snapshot::WHOLE_TABLE_PAGES, |cursor| {
         let mut query = Query::partition(pk).consistent().after(cursor);
         if !prefix.is_empty() {
             query = query.sort_key(SortKeyCondition::BeginsWith(prefix.to_owned()));
