@@ -8,14 +8,13 @@
 mod support;
 
 use events_schema::Context;
-use events_schema::ids::UserId;
 use infra::Store;
 use infra::embedded::EmbeddedStore;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::Case;
-use support::aws_local::endpoint;
+use support::aws_local::Tables;
 use vitals::cli::AwsArgs;
 use vitals::migrate::migrate;
 
@@ -30,11 +29,7 @@ async fn count(store: &dyn Store) -> usize {
 async fn an_embedded_store_moves_to_dynamodb_resumably_and_verified() {
     let dir = tempfile::tempdir().expect("tempdir");
     let source = an_embedded_store_of_three_hundred_users(dir.path()).await;
-    let aws = AwsArgs {
-        endpoint_url: Some(endpoint()),
-        region: None,
-        table_prefix: format!("m{}-", UserId::generate().as_str().to_lowercase()),
-    };
+    let aws = Tables::new("m").aws_args();
     the_first_run_is_cut_off_once_it_has_saved_its_position(dir.path(), &aws).await;
     the_second_run_resumes_and_verifies_every_item(dir.path(), &aws, &source).await;
     a_migration_into_full_tables_is_refused(&aws).await;

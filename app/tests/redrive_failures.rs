@@ -10,18 +10,15 @@ mod support;
 
 use aws_sdk_kinesis::primitives::Blob;
 use events_schema::Context;
-use events_schema::ids::UserId;
 use infra::Store;
-use infra::aws_client::AwsSettings;
 use infra::dynamodb::DynamoStore;
 use infra::store::Key;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::Case;
-use support::aws_local::endpoint;
+use support::aws_local::Tables;
 use vitals::admin::{failure_queue, redrive_failures};
-use vitals::cli::AwsArgs;
 
 /// The recorded batch (`tests/fixtures/lambda/kinesis_nutrition_batch.json`: three meal
 /// events, a state item, another application's record, the second event a poison),
@@ -106,8 +103,7 @@ async fn a_failed_batch_is_fetched_back_from_kinesis_and_applied_by_every_subscr
 /// The test's tables, the nutrition stream and the consumer's on-failure queue on the
 /// emulator.
 struct Setup {
-    endpoint: String,
-    prefix: String,
+    tables: Tables,
     store: Arc<dyn Store>,
     kinesis: aws_sdk_kinesis::Client,
     sqs: aws_sdk_sqs::Client,
@@ -120,18 +116,14 @@ struct Setup {
 /// on-failure queue.
 async fn a_stream_and_its_failure_queue() -> Setup {
     let _case = Case("a stream and its on-failure queue");
-    let endpoint = endpoint();
-    let prefix = format!("f{}-", UserId::generate().as_str().to_lowercase());
-    let settings = AwsSettings {
-        endpoint_url: Some(endpoint.clone()),
-        ..AwsSettings::default()
-    };
-    let store = DynamoStore::connect(&settings, &prefix).await;
+    let tables = Tables::new("f");
+    let settings = tables.settings();
+    let store = DynamoStore::connect(&settings, &tables.prefix).await;
     store.bootstrap().await.expect("tables");
     let config = infra::aws_client::load(&settings).await;
     let kinesis = aws_sdk_kinesis::Client::new(&config);
     let sqs = aws_sdk_sqs::Client::new(&config);
-    let stream = format!("{prefix}nutrition-changes");
+    let stream = format!("{}nutrition-changes", tables.prefix);
     kinesis
         .create_stream()
         .stream_name(&stream)
@@ -142,15 +134,14 @@ async fn a_stream_and_its_failure_queue() -> Setup {
     let stream_arn = stream_arn_when_active(&kinesis, &stream).await;
     let queue = sqs
         .create_queue()
-        .queue_name(failure_queue(&prefix, Context::Nutrition))
+        .queue_name(failure_queue(&tables.prefix, Context::Nutrition))
         .send()
         .await
         .expect("queue")
         .queue_url
         .expect("url");
     Setup {
-        endpoint,
-        prefix,
+        tables,
         store: Arc::new(store),
         kinesis,
         sqs,
@@ -167,7 +158,7 @@ async fn lambdas_failure_messages_are_queued(setup: &Setup) {
     let (kinesis, stream) = (&setup.kinesis, &setup.stream);
     let mut sequences = Vec::new();
     let mut shard = String::new();
-    for (pk, data) in recorded_changes(&setup.prefix) {
+    for (pk, data) in recorded_changes(&setup.tables.prefix) {
         let put = kinesis
             .put_record()
             .stream_name(stream)
@@ -201,11 +192,7 @@ async fn lambdas_failure_messages_are_queued(setup: &Setup) {
 /// message and reports the expired one.
 async fn the_redrive_applies_the_batch_it_can_fetch_back(setup: &Setup) {
     let _case = Case("the redrive applies the batch it can fetch back");
-    let aws = AwsArgs {
-        endpoint_url: Some(setup.endpoint.clone()),
-        region: None,
-        table_prefix: setup.prefix.clone(),
-    };
+    let aws = setup.tables.aws_args();
     let outcome = redrive_failures(&aws, Context::Nutrition)
         .await
         .expect("redrive");

@@ -18,6 +18,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use support::aws_local::Tables;
 use support::{Case, Client, exchange, registration};
 
 const CONVERGE_WITHIN: Duration = Duration::from_secs(60);
@@ -338,39 +339,25 @@ fn one_request_id_leads_from_the_request_to_every_row_on_the_embedded_shape() {
 /// emulator: named cases, in order, each saying its name when it fails.
 #[test]
 fn one_request_id_leads_from_the_request_to_every_row_on_the_aws_local_shape() {
-    let endpoint = support::aws_local::endpoint();
-    let prefix = format!("t{}-", ulid::Ulid::new().to_string().to_lowercase());
-    let aws = [
-        "--backend",
-        "dynamodb",
-        "--endpoint-url",
-        endpoint.as_str(),
-        "--table-prefix",
-        prefix.as_str(),
-    ];
-    the_tables_are_bootstrapped(&aws[2..]);
+    let tables = Tables::new("t");
+    the_tables_are_bootstrapped(&tables);
     let dir = tempfile::tempdir().expect("tempdir");
     let (_worker, work_log, work_metrics) =
-        vitals_work_says_where_its_metrics_are(&aws[2..], dir.path());
+        vitals_work_says_where_its_metrics_are(&tables.args(), dir.path());
     let (serve_log, serve_stderr) = log_file(dir.path(), "serve.log");
     let mut env = JSON_LOGS.to_vec();
     env.push(("VITALS_JWT_SECRET", "test-jwt-secret"));
-    let server = support::start_logging_to(&aws, &env, serve_stderr);
+    let server = support::start_logging_to(&tables.store_args(), &env, serve_stderr);
     follow_one_meal(&server.address, &[serve_log, work_log]);
     let text = the_workers_report_every_family_and_lag_in_time(&work_metrics);
     both_processes_report_what_they_asked_of_dynamodb(&server.address, text);
     assert!(server.stop().success());
 }
 
-/// `vitals bootstrap --kinesis --dlq-queues` with the emulator and prefix flags.
-fn the_tables_are_bootstrapped(aws: &[&str]) {
+/// `vitals bootstrap --kinesis --dlq-queues` on the test's tables.
+fn the_tables_are_bootstrapped(tables: &Tables) {
     let _case = Case("the tables are bootstrapped");
-    let bootstrapped = Command::new(env!("CARGO_BIN_EXE_vitals"))
-        .args(["bootstrap", "--kinesis", "--dlq-queues"])
-        .args(aws)
-        .status()
-        .expect("vitals bootstrap runs");
-    assert!(bootstrapped.success());
+    tables.bootstrap(&[]);
 }
 
 /// `vitals work`, logging JSON to `work.log` in `dir`, prints its metrics address first;

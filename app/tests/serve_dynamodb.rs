@@ -3,38 +3,27 @@
 
 mod support;
 
-use support::aws_local::endpoint;
+use support::aws_local::Tables;
 
-/// `vitals serve --backend dynamodb` on the tables of `prefix`: `check` its `/healthz`
-/// answer (status, body), then stop it.
-fn healthz(endpoint: &str, prefix: &str, check: impl FnOnce(u16, &str)) {
-    let server = support::start(&[
-        "--backend",
-        "dynamodb",
-        "--endpoint-url",
-        endpoint,
-        "--table-prefix",
-        prefix,
-    ]);
+/// `vitals serve --backend dynamodb` on `tables`: `check` its `/healthz` answer (status,
+/// body), then stop it.
+fn healthz(tables: &Tables, check: impl FnOnce(u16, &str)) {
+    let server = support::start(&tables.store_args());
     let (status, body) = support::request(&server.address, "GET", "/healthz");
     check(status, &body);
     assert!(server.stop().success());
 }
 
-fn bootstrap(endpoint: &str, prefix: &str) -> String {
-    support::vitals(
-        &["bootstrap"],
-        &["--endpoint-url", endpoint, "--table-prefix", prefix],
-    )
+fn bootstrap(tables: &Tables) -> String {
+    support::vitals(&["bootstrap"], &tables.args())
 }
 
 #[test]
 fn bootstrap_is_idempotent_and_serve_reports_the_dynamodb_backend() {
-    let endpoint = endpoint();
-    let prefix = format!("boot{}-", std::process::id());
+    let tables = Tables::new("boot");
 
     // Before bootstrap the store is unavailable, and healthz says so without details.
-    healthz(&endpoint, &prefix, |status, body| {
+    healthz(&tables, |status, body| {
         assert_eq!(status, 503, "{body}");
         assert!(
             !body.contains("ResourceNotFound"),
@@ -42,20 +31,20 @@ fn bootstrap_is_idempotent_and_serve_reports_the_dynamodb_backend() {
         );
     });
 
-    let first = bootstrap(&endpoint, &prefix);
+    let first = bootstrap(&tables);
     assert_eq!(
         first.lines().filter(|l| l.starts_with("created\t")).count(),
         9,
         "{first}"
     );
-    let second = bootstrap(&endpoint, &prefix);
+    let second = bootstrap(&tables);
     assert_eq!(
         second.lines().filter(|l| l.starts_with("exists\t")).count(),
         9,
         "{second}"
     );
 
-    healthz(&endpoint, &prefix, |status, body| {
+    healthz(&tables, |status, body| {
         assert_eq!(status, 200, "{body}");
         let health: serde_json::Value = serde_json::from_str(body).expect("JSON body");
         assert_eq!(health["backend"], "dynamodb");

@@ -9,17 +9,7 @@ use infra::dynamodb::DynamoStore;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The emulator's endpoint URL; fails when none is named.
-pub fn endpoint() -> String {
-    match std::env::var("VITALS_TEST_DYNAMODB_ENDPOINT") {
-        Ok(url) if !url.trim().is_empty() => url,
-        _ => panic!(
-            "VITALS_TEST_DYNAMODB_ENDPOINT is not set: run `scripts/test-all`, or start an emulator \
-             with `scripts/emulator.sh start` and export the URL it prints"
-        ),
-    }
-}
+use vitals::cli::AwsArgs;
 
 /// `--bridge` when `VITALS_TEST_FORWARDING=bridge` (moto, which cannot forward table
 /// streams to Kinesis: `vitals bootstrap` creates them without forwarding and `vitals
@@ -39,7 +29,7 @@ impl Tables {
     /// Fresh tables, their prefix starting with `letter`.
     pub fn new(letter: &str) -> Self {
         Self {
-            endpoint: endpoint(),
+            endpoint: vitals_tests::backends::dynamodb_endpoint(),
             prefix: format!("{letter}{}-", UserId::generate().as_str().to_lowercase()),
         }
     }
@@ -78,6 +68,16 @@ impl Tables {
         }
     }
 
+    /// The AWS flags of the admin commands (`vitals migrate`, `redrive-failures`) as
+    /// parsed: the emulator and these tables' prefix.
+    pub fn aws_args(&self) -> AwsArgs {
+        AwsArgs {
+            endpoint_url: Some(self.endpoint.clone()),
+            region: None,
+            table_prefix: self.prefix.clone(),
+        }
+    }
+
     /// These tables as a store.
     pub async fn store(&self) -> Arc<dyn Store> {
         Arc::new(DynamoStore::connect(&self.settings(), &self.prefix).await)
@@ -102,7 +102,8 @@ impl Worker {
         )
     }
 
-    /// Sends SIGTERM and waits, with a deadline, for it to exit; how it exited.
+    /// Sends SIGTERM and waits, with a deadline, for it to exit; how it exited. The wait
+    /// blocks its thread: async tests call it inside `tokio::task::block_in_place`.
     pub fn stop(&mut self) -> ExitStatus {
         super::terminate(
             &mut self.0,

@@ -156,21 +156,9 @@ fn parse_response(response: &str) -> (u16, std::collections::HashMap<String, Str
     (status, headers, body)
 }
 
-/// Sends one request and returns (status, body).
+/// Sends one request without headers or body; returns (status, body).
 pub fn request(address: &str, method: &str, path: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(address).expect("connects");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
-    )
-    .expect("writes");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("reads");
-    let (status, _, body) = parse_response(&response);
-    (status, body)
+    send(address, method, path, &[], None)
 }
 
 impl Drop for Server {
@@ -436,9 +424,8 @@ pub fn api(
 /// The router in-process on an embedded store in a temporary directory (kept as long as
 /// the router is), no projectors running, 50 requests a second per user.
 pub fn router() -> (axum::Router, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let store: Arc<dyn infra::Store> =
-        Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("opens"));
+    let (embedded, dir) = vitals_tests::pipeline::open();
+    let store: Arc<dyn infra::Store> = embedded;
     let auth = Auth::new(b"test-secret", Verifier::Local);
     let api = api(store.clone(), auth, "webhook-secret", 50);
     let state = AppState {
