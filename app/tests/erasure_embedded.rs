@@ -126,31 +126,30 @@ where
 /// The world the cases share: the store, its projectors running, the API on it.
 struct World {
     embedded: Arc<EmbeddedStore>,
-    store: Arc<dyn Store>,
     pipeline: Pipeline,
     api: Arc<Api>,
+}
+
+impl World {
+    /// The embedded store behind the storage port.
+    fn store(&self) -> Arc<dyn Store> {
+        self.embedded.clone()
+    }
 }
 
 /// The erasure on one store: named cases, in order, each saying its name when it fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn deletion_mid_burst_leaves_nothing_even_after_a_replay() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let embedded = Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
-    let store: Arc<dyn Store> = embedded.clone();
-    let pipeline = Pipeline::start(
-        store.clone(),
-        Arc::new(EmbeddedFeed::new(embedded.clone())),
-        projectors::registry::all(store.clone()),
-    );
+    let (embedded, _dir) = vitals_tests::pipeline::open();
+    let pipeline = vitals_tests::pipeline::start(&embedded);
     let api = support::api(
-        store.clone(),
+        embedded.clone(),
         Auth::new(b"secret", Verifier::Local),
         "hook",
         1000,
     );
     let world = World {
         embedded,
-        store,
         pipeline,
         api,
     };
@@ -254,7 +253,7 @@ async fn deletion_mid_burst(world: &World, user: &UserId) {
 /// Every context drains the user, and the projectors catch up.
 async fn the_erasure_completes(world: &World, user: &UserId) {
     let _case = Case("the erasure completes");
-    let (store, pipeline) = (&world.store, &world.pipeline);
+    let (store, pipeline) = (&world.store(), &world.pipeline);
     let identity = Table::new(store.clone());
     let deadline = Instant::now() + Duration::from_secs(90);
     while !projectors::erasure::is_complete(&identity, user)
@@ -281,7 +280,7 @@ async fn the_erasure_completes(world: &World, user: &UserId) {
 /// Nothing of the user is left in any table or index; the bystander's data is.
 async fn nothing_of_the_user_is_left(world: &World, user: &UserId, bystander: &UserId) {
     let _case = Case("nothing of the user is left");
-    let store = &world.store;
+    let store = &world.store();
     let left = vitals::residue::find(&**store, user)
         .await
         .expect("residue");
@@ -299,7 +298,7 @@ async fn nothing_of_the_user_is_left(world: &World, user: &UserId, bystander: &U
 /// A full replay of every projection, live workers still running, brings nothing back.
 async fn a_replay_brings_nothing_back(world: &World, user: &UserId) {
     let _case = Case("a replay brings nothing back");
-    let store = &world.store;
+    let store = &world.store();
     let replayed = projectors::replay::replay(
         store.clone(),
         &projectors::registry::projections(store.clone()),
@@ -322,7 +321,7 @@ async fn a_replay_brings_nothing_back(world: &World, user: &UserId) {
 /// (their items' old images included) are trimmed away as well.
 async fn the_change_log_is_trimmed_of_the_user(world: &World, user: &UserId) {
     let _case = Case("the change log is trimmed of the user");
-    let (embedded, store, pipeline) = (&world.embedded, &world.store, &world.pipeline);
+    let (embedded, store, pipeline) = (&world.embedded, &world.store(), &world.pipeline);
     eventually("the projectors to catch up", || async {
         pipeline.caught_up().await.expect("lag")
     })

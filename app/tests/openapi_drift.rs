@@ -689,15 +689,10 @@ struct Walk {
 
 impl Walk {
     async fn start() -> Self {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let embedded = Arc::new(infra::embedded::EmbeddedStore::open(dir.path()).expect("opens"));
-        let store: Arc<dyn infra::Store> = embedded.clone();
+        let (embedded, dir) = vitals_tests::pipeline::open();
+        let pipeline = Arc::new(vitals_tests::pipeline::start(&embedded));
+        let store: Arc<dyn infra::Store> = embedded;
         let shared = store.clone();
-        let pipeline = Arc::new(projectors::pipeline::Pipeline::start(
-            store.clone(),
-            Arc::new(infra::feed::embedded::EmbeddedFeed::new(embedded)),
-            projectors::registry::all(store.clone()),
-        ));
         let api = support::api(
             store.clone(),
             Auth::new(b"test-secret", Verifier::Local),
