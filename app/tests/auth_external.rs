@@ -5,8 +5,8 @@ mod support;
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
 use serde::Serialize;
-use serde_json::Value;
-use support::{Case, Server, send, start};
+use serde_json::{Value, json};
+use support::{Case, Client, Server, start};
 
 const ISSUER: &str = "https://id.example.com/";
 const AUDIENCE: &str = "vitals-mobile";
@@ -58,21 +58,16 @@ fn rs256(user: &str, token: Token<'_>) -> String {
     encode(&header, &claims, &key).expect("signs")
 }
 
+/// Logs a meal with `token` as the bearer; (status, JSON reply or null).
 fn log_meal(server: &Server, token: &str) -> (u16, Value) {
-    let body = br#"{"name": "Oats", "eaten_at": "2026-12-01T08:00:00.000Z", "timezone": "UTC",
-        "calories": "350", "protein_g": "12", "carbs_g": "60", "fat_g": "6"}"#;
-    let auth = format!("Bearer {token}");
-    let (status, body) = send(
-        &server.address,
-        "POST",
-        "/v1/me/meals",
-        &[
-            ("authorization", &auth),
-            ("content-type", "application/json"),
-        ],
-        Some(body),
-    );
-    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+    let client = Client {
+        address: server.address.clone(),
+        token: Some(token.to_owned()),
+        user_id: String::new(),
+    };
+    let meal = json!({"name": "Oats", "eaten_at": "2026-12-01T08:00:00.000Z", "timezone": "UTC",
+        "calories": "350", "protein_g": "12", "carbs_g": "60", "fat_g": "6"});
+    client.call("POST", "/v1/me/meals", Some(meal), &[])
 }
 
 fn external_server() -> (tempfile::TempDir, Server) {
@@ -193,32 +188,15 @@ fn each_user_is_rate_limited_on_their_own() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data_dir = dir.path().to_string_lossy().into_owned();
     let server = start(&["--data-dir", &data_dir, "--rate-limit", "1"]);
-    let register = |email: &str| -> String {
-        support::register(&server.address, email)
-            .token
-            .expect("token")
-    };
-    // The profile, read with `token`: (status, body).
-    let profile = |token: &str| {
-        let auth = format!("Bearer {token}");
-        send(
-            &server.address,
-            "GET",
-            "/v1/me/profile",
-            &[("authorization", &auth)],
-            None,
-        )
-    };
-    let busy = register("busy@example.com");
-    let quiet = register("quiet@example.com");
+    let busy = support::register(&server.address, "busy@example.com");
+    let quiet = support::register(&server.address, "quiet@example.com");
 
     // One request per second per user: twenty back-to-back requests cannot all pass.
     let statuses: Vec<u16> = (0..20)
         .map(|_| {
-            let (status, body) = profile(&busy);
+            let (status, body) = busy.call("GET", "/v1/me/profile", None, &[]);
             if status == 429 {
-                let body: Value = serde_json::from_str(&body).expect("JSON error");
-                assert_eq!(body["error"]["code"], "rate_limited");
+                assert_eq!(body["error"]["code"], "rate_limited", "{body}");
             }
             status
         })
@@ -233,7 +211,7 @@ fn each_user_is_rate_limited_on_their_own() {
     );
 
     // The other user's budget is untouched.
-    let (status, body) = profile(&quiet);
+    let (status, body) = quiet.call("GET", "/v1/me/profile", None, &[]);
     assert_eq!(status, 200, "{body}");
     assert!(server.stop().success());
 }
