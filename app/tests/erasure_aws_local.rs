@@ -102,7 +102,8 @@ async fn erasure_removes_the_users_sqs_dead_letters() {
     a_delivery_is_dead_lettered(&store, &meta, &registered).await;
     residue_reports_the_dead_letter(&args, &sqs, &queue, &registered).await;
     the_erasure_removes_it(&args, &store, &identity, &sqs, &queue, &meta).await;
-    worker.stop();
+    let status = tokio::task::block_in_place(|| worker.stop());
+    assert!(status.success(), "{status:?}");
 }
 
 /// A wearable connected, then a workout the activity context refuses (no duration):

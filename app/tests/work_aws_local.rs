@@ -145,7 +145,7 @@ async fn the_dashboard_and_the_goal_converge(store: &dyn Store, meta: &CommandMe
 /// `vitals work` stops cleanly on SIGTERM, its shard positions kept in its table.
 async fn a_stopped_worker_kept_its_checkpoints(store: &dyn Store, worker: &mut Worker) {
     let _case = Case("a stopped worker kept its checkpoints");
-    let status = worker.stop();
+    let status = tokio::task::block_in_place(|| worker.stop());
     assert!(status.success(), "{status:?}");
     let checkpoints = store
         .query(
@@ -179,7 +179,7 @@ async fn a_new_worker_resumes_from_them(
     let mut restarted = Worker::spawn(work_args);
     let daily = daily_of(store, &meta.user_pk(), 2).await;
     assert_eq!(daily["nutrition"]["totals"]["calories"], "600");
-    let status = restarted.stop();
+    let status = tokio::task::block_in_place(|| restarted.stop());
     assert!(status.success(), "{status:?}");
 }
 
