@@ -4,11 +4,11 @@
 //! revisions were delivered, who asked to be erased.
 
 use super::history::{History, Op, Synced, TIMEZONES, When};
-use crate::commands::{WEBHOOK_SECRET, World};
-use commands::integrations::{SandboxProvider, WebhookPayload, sign};
+use crate::commands::World;
+use commands::integrations::{SandboxProvider, WebhookPayload};
 use commands::nutrition::{EditMeal, MealInput};
 use commands::{CommandError, CommandMeta};
-use events_schema::events::goals::GoalKind;
+use events_schema::events::goals::{GoalKind, GoalStatus};
 use events_schema::events::integrations::{ProviderSleep, ProviderWorkout};
 use events_schema::events::sleep::SleepStages;
 use events_schema::ids::{ExternalId, GoalId, MealId, UserId};
@@ -191,7 +191,7 @@ impl Runner {
             .map_or_else(|| self.timezone.clone(), |z| (*z).to_owned())
     }
 
-    /// Runs one step: passes time, or hands the command to its family.
+    /// Runs one step: passes time, or runs the command it names.
     async fn step(
         &mut self,
         seed: u64,
@@ -213,42 +213,23 @@ impl Runner {
             meta,
             now,
         };
-        match op {
+        match *op {
             Op::Advance { minutes } => {
                 clock.set(Timestamp::from_millis(now.millis() + minutes * 60_000).unwrap_or(now));
             }
-            Op::LogMeal { .. }
-            | Op::LogAgain { .. }
-            | Op::EditMeal { .. }
-            | Op::DeleteMeal { .. } => {
-                self.meal(&call, op).await;
-            }
-            Op::RecordWorkout { .. } | Op::RecordSleep { .. } => self.record(&call, op).await,
-            Op::Connect { .. } | Op::Disconnect | Op::Deliver { .. } => {
-                self.wearable(&call, op, records, (n, start)).await;
-            }
-            Op::CreateGoal { .. } | Op::ChangeGoal { .. } => self.goal(&call, op).await,
-            Op::ChangeTimezone { .. } | Op::DeleteAccount => self.account(&call, op).await,
-        }
-    }
-
-    /// Meals: logged, logged again after their deletion, edited, deleted.
-    async fn meal(&mut self, call: &Call<'_>, op: &Op) {
-        match op {
             Op::LogMeal {
                 when,
                 tz,
                 protein,
                 calories,
             } => {
-                let input = meal_input(call.now, *when, &self.zone(*tz), *protein, *calories);
-                self.log_meal(call, input).await;
+                let input = meal_input(now, when, &self.zone(tz), protein, calories);
+                self.log_meal(&call, input).await;
             }
             Op::LogAgain { meal } => {
-                let Some(input) = pick(&self.deleted_meals, *meal) else {
-                    return;
-                };
-                self.log_meal(call, input).await;
+                if let Some(input) = pick(&self.deleted_meals, meal) {
+                    self.log_meal(&call, input).await;
+                }
             }
             Op::EditMeal {
                 meal,
@@ -257,34 +238,36 @@ impl Runner {
                 protein,
                 calories,
             } => {
-                let Some((id, _)) = pick(&self.meals, *meal) else {
-                    return;
-                };
-                let edited = meal_input(call.now, *when, &self.zone(*tz), *protein, *calories);
-                let input = EditMeal {
-                    meal_id: id.clone(),
-                    meal: edited.clone(),
-                };
-                let done = self.world.nutrition.edit_meal(&call.meta, input).await;
-                if call.expected(done).is_some() {
-                    for (known, as_logged) in &mut self.meals {
-                        if *known == id {
-                            *as_logged = edited.clone();
-                        }
-                    }
-                }
+                let edited = meal_input(now, when, &self.zone(tz), protein, calories);
+                self.edit_meal(&call, meal, edited).await;
             }
-            Op::DeleteMeal { meal } => {
-                let Some((id, input)) = pick(&self.meals, *meal) else {
-                    return;
-                };
-                let done = self.world.nutrition.delete_meal(&call.meta, &id).await;
-                if call.expected(done).is_some() {
-                    self.meals.retain(|(m, _)| *m != id);
-                    self.deleted_meals.push(input);
-                }
+            Op::DeleteMeal { meal } => self.delete_meal(&call, meal).await,
+            Op::RecordWorkout {
+                when,
+                duration_s,
+                distance_m,
+            } => {
+                self.record_workout(&call, when, duration_s, distance_m)
+                    .await
             }
-            other => unreachable!("not a meal command: {other:?}"),
+            Op::RecordSleep {
+                when,
+                minutes,
+                score,
+            } => self.record_sleep(&call, when, minutes, score).await,
+            Op::Connect { watch } => self.connect(&call, watch).await,
+            Op::Disconnect => self.disconnect(&call).await,
+            Op::Deliver { record, revision } => {
+                self.deliver(&call, records, (record, revision), (n, start))
+                    .await;
+            }
+            Op::CreateGoal { kind, target } => self.create_goal(&call, kind, target).await,
+            Op::ChangeGoal { goal, status } => self.change_goal(&call, goal, status).await,
+            Op::ChangeTimezone { tz } => self.change_timezone(&call, tz).await,
+            Op::DeleteAccount => {
+                call.expected(self.world.identity.request_deletion(&call.meta).await);
+                self.run.erased = true;
+            }
         }
     }
 
@@ -300,80 +283,95 @@ impl Runner {
         }
     }
 
-    /// Workouts and sleep, entered by hand.
-    async fn record(&mut self, call: &Call<'_>, op: &Op) {
-        let (meta, now) = (&call.meta, call.now);
-        match op {
-            Op::RecordWorkout {
-                when,
-                duration_s,
-                distance_m,
-            } => {
-                let input = serde_json::from_value(serde_json::json!({
-                    "sport": "run", "started_at": instant(now, *when), "timezone": self.timezone,
-                    "duration_s": duration_s, "distance_m": distance_m, "calories": null,
-                }))
-                .expect("workout");
-                call.expected(self.world.activity.record_workout(meta, input).await);
+    /// Edits logged meal number `meal` to `edited`; remembers it as edited.
+    async fn edit_meal(&mut self, call: &Call<'_>, meal: usize, edited: MealInput) {
+        let Some((id, _)) = pick(&self.meals, meal) else {
+            return;
+        };
+        let input = EditMeal {
+            meal_id: id.clone(),
+            meal: edited.clone(),
+        };
+        let done = self.world.nutrition.edit_meal(&call.meta, input).await;
+        if call.expected(done).is_some() {
+            for (known, as_logged) in &mut self.meals {
+                if *known == id {
+                    *as_logged = edited.clone();
+                }
             }
-            Op::RecordSleep {
-                when,
-                minutes,
-                score,
-            } => {
-                let start = instant(now, *when);
-                let input = commands::sleep::RecordSleep {
-                    start,
-                    end: Timestamp::from_millis(start.millis() + minutes * 60_000).unwrap_or(start),
-                    timezone: self.timezone.clone(),
-                    score: *score,
-                    stages: SleepStages::default(),
-                };
-                call.expected(self.world.sleep.record_sleep(meta, input).await);
-            }
-            other => unreachable!("not a workout or sleep command: {other:?}"),
         }
     }
 
-    /// The wearable: connected, disconnected, delivering a provider record by webhook.
-    async fn wearable(
+    /// Deletes logged meal number `meal`; remembers it as deleted, to log again.
+    async fn delete_meal(&mut self, call: &Call<'_>, meal: usize) {
+        let Some((id, input)) = pick(&self.meals, meal) else {
+            return;
+        };
+        let done = self.world.nutrition.delete_meal(&call.meta, &id).await;
+        if call.expected(done).is_some() {
+            self.meals.retain(|(m, _)| *m != id);
+            self.deleted_meals.push(input);
+        }
+    }
+
+    /// A run entered by hand.
+    async fn record_workout(
         &mut self,
         call: &Call<'_>,
-        op: &Op,
-        records: &[Vec<Synced>],
-        (n, start): (usize, Timestamp),
+        when: When,
+        duration_s: u32,
+        distance_m: Option<u32>,
     ) {
+        let input = serde_json::from_value(serde_json::json!({
+            "sport": "run", "started_at": instant(call.now, when), "timezone": self.timezone,
+            "duration_s": duration_s, "distance_m": distance_m, "calories": null,
+        }))
+        .expect("workout");
+        call.expected(self.world.activity.record_workout(&call.meta, input).await);
+    }
+
+    /// A night entered by hand.
+    async fn record_sleep(&mut self, call: &Call<'_>, when: When, minutes: i64, score: u8) {
+        let start = instant(call.now, when);
+        let input = commands::sleep::RecordSleep {
+            start,
+            end: Timestamp::from_millis(start.millis() + minutes * 60_000).unwrap_or(start),
+            timezone: self.timezone.clone(),
+            score,
+            stages: SleepStages::default(),
+        };
+        call.expected(self.world.sleep.record_sleep(&call.meta, input).await);
+    }
+
+    /// Connects the sandbox provider as watch number `watch`; remembers the watch.
+    async fn connect(&mut self, call: &Call<'_>, watch: usize) {
         let integrations = &self.world.integrations;
-        match op {
-            Op::Connect { watch } => {
-                let started =
-                    call.expected(integrations.start_connect(&call.meta, "sandbox").await);
-                let Some(started) = started else { return };
-                let provider_user = format!("w{watch}-{}", call.meta.user.as_str().to_lowercase());
-                self.connects += 1;
-                let code = format!(
-                    "{}.{}",
-                    SandboxProvider::code_for(&provider_user),
-                    self.connects
-                );
-                let done = integrations
-                    .complete_connect("sandbox", &started.value.state, &code)
-                    .await;
-                if call.expected(done).is_some() {
-                    self.watch = Some((provider_user, self.timezone.clone()));
-                }
-            }
-            Op::Disconnect => {
-                let done = integrations.disconnect(&call.meta, "sandbox").await;
-                if call.expected(done).is_some() {
-                    self.watch = None;
-                }
-            }
-            Op::Deliver { record, revision } => {
-                self.deliver(call, records, (*record, *revision), (n, start))
-                    .await;
-            }
-            other => unreachable!("not a wearable command: {other:?}"),
+        let started = call.expected(integrations.start_connect(&call.meta, "sandbox").await);
+        let Some(started) = started else { return };
+        let provider_user = format!("w{watch}-{}", call.meta.user.as_str().to_lowercase());
+        self.connects += 1;
+        let code = format!(
+            "{}.{}",
+            SandboxProvider::code_for(&provider_user),
+            self.connects
+        );
+        let done = integrations
+            .complete_connect("sandbox", &started.value.state, &code)
+            .await;
+        if call.expected(done).is_some() {
+            self.watch = Some((provider_user, self.timezone.clone()));
+        }
+    }
+
+    /// Disconnects the watch; remembers there is none.
+    async fn disconnect(&mut self, call: &Call<'_>) {
+        let done = self
+            .world
+            .integrations
+            .disconnect(&call.meta, "sandbox")
+            .await;
+        if call.expected(done).is_some() {
+            self.watch = None;
         }
     }
 
@@ -399,13 +397,7 @@ impl Runner {
         };
         let payload = payload(start, record, revision, content);
         let body = webhook(&provider_user, n, &payload);
-        let stamp = now_epoch_seconds();
-        let signature = sign(WEBHOOK_SECRET.as_bytes(), stamp, &body);
-        let received = self
-            .world
-            .integrations
-            .receive_webhook("sandbox", &stamp.to_string(), &signature, &body)
-            .await;
+        let received = self.world.receive_signed(&body, now_epoch_seconds()).await;
         if call.expected(received).is_some() {
             self.run
                 .delivered
@@ -419,59 +411,47 @@ impl Runner {
         }
     }
 
-    /// Goals: created, their status changed.
-    async fn goal(&mut self, call: &Call<'_>, op: &Op) {
-        match op {
-            Op::CreateGoal { kind, target } => {
-                let input = serde_json::from_value(serde_json::json!({
-                    "kind": kind, "target": target.to_string(), "title": "Goal", "timezone": self.timezone,
-                }))
-                .expect("goal");
-                let created = self.world.goals.create_goal(&call.meta, input).await;
-                if let Some(created) = call.expected(created) {
-                    self.goals.push(created.value.goal_id.clone());
-                    self.run.goals.push(GoalSet {
-                        id: created.value.goal_id,
-                        kind: *kind,
-                        at: call.now,
-                        timezone: self.timezone.clone(),
-                    });
-                }
-            }
-            Op::ChangeGoal { goal, status } => {
-                let Some(id) = pick(&self.goals, *goal) else {
-                    return;
-                };
-                call.expected(
-                    self.world
-                        .goals
-                        .change_status(&call.meta, &id, *status)
-                        .await,
-                );
-            }
-            other => unreachable!("not a goal command: {other:?}"),
+    /// A goal of `kind` with `target`; remembers when and where it was set.
+    async fn create_goal(&mut self, call: &Call<'_>, kind: GoalKind, target: u32) {
+        let input = serde_json::from_value(serde_json::json!({
+            "kind": kind, "target": target.to_string(), "title": "Goal", "timezone": self.timezone,
+        }))
+        .expect("goal");
+        let created = self.world.goals.create_goal(&call.meta, input).await;
+        if let Some(created) = call.expected(created) {
+            self.goals.push(created.value.goal_id.clone());
+            self.run.goals.push(GoalSet {
+                id: created.value.goal_id,
+                kind,
+                at: call.now,
+                timezone: self.timezone.clone(),
+            });
         }
     }
 
-    /// The account: its timezone changed, its deletion requested.
-    async fn account(&mut self, call: &Call<'_>, op: &Op) {
-        match op {
-            Op::ChangeTimezone { tz } => {
-                let zone = self.zone(*tz);
-                let input = commands::identity::UpdateProfile {
-                    timezone: Some(zone.clone()),
-                    ..Default::default()
-                };
-                let done = self.world.identity.update_profile(&call.meta, input).await;
-                if call.expected(done).is_some() {
-                    self.timezone = zone;
-                }
-            }
-            Op::DeleteAccount => {
-                call.expected(self.world.identity.request_deletion(&call.meta).await);
-                self.run.erased = true;
-            }
-            other => unreachable!("not an account command: {other:?}"),
+    /// Goal number `goal` moved to `status`.
+    async fn change_goal(&mut self, call: &Call<'_>, goal: usize, status: GoalStatus) {
+        let Some(id) = pick(&self.goals, goal) else {
+            return;
+        };
+        call.expected(
+            self.world
+                .goals
+                .change_status(&call.meta, &id, status)
+                .await,
+        );
+    }
+
+    /// The account's timezone changed to number `tz`; remembered when it was.
+    async fn change_timezone(&mut self, call: &Call<'_>, tz: usize) {
+        let zone = self.zone(tz);
+        let input = commands::identity::UpdateProfile {
+            timezone: Some(zone.clone()),
+            ..Default::default()
+        };
+        let done = self.world.identity.update_profile(&call.meta, input).await;
+        if call.expected(done).is_some() {
+            self.timezone = zone;
         }
     }
 }
