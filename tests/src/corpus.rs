@@ -11,14 +11,14 @@
 //! - `history/<label>.jsonl`: every outbox item of the first user and the catalog, one
 //!   `{"pk", "envelope"}` per line, to rebuild read models from in later releases.
 
-use crate::commands::{WEBHOOK_SECRET, World};
+use crate::commands::World;
 use crate::model::capture::capturing;
 use crate::model::deliver::{Delivery, deliver};
 use commands::CommandMeta;
 use commands::activity::{RecordWorkout, StartTrainingBlock};
 use commands::goals::CreateGoal;
 use commands::identity::{Register, UpdateProfile};
-use commands::integrations::{SandboxProvider, WebhookPayload, sign};
+use commands::integrations::WebhookPayload;
 use commands::nutrition::{
     CurateMealPlan, CurateRecipe, EatScheduledMeal, EditMeal, MealInput, ScheduleMeal,
 };
@@ -88,16 +88,6 @@ fn webhook(
         sleep,
     };
     serde_json::to_vec(&body).unwrap_or_default()
-}
-
-async fn deliver_webhook(world: &World, body: &[u8]) {
-    let stamp = now_epoch_seconds();
-    let signature = sign(WEBHOOK_SECRET.as_bytes(), stamp, body);
-    world
-        .integrations
-        .receive_webhook("sandbox", &stamp.to_string(), &signature, body)
-        .await
-        .expect("webhook");
 }
 
 /// Profile, catalog, meals and a meal plan.
@@ -276,15 +266,8 @@ fn provider_user(user: &UserId) -> String {
 }
 
 async fn connect(world: &World) {
-    let started = world
-        .integrations
-        .start_connect(&world.meta, "sandbox")
-        .await
-        .expect("connect");
-    let code = SandboxProvider::code_for(&provider_user(&world.meta.user));
     world
-        .integrations
-        .complete_connect("sandbox", &started.value.state, &code)
+        .connect_as(&provider_user(&world.meta.user))
         .await
         .expect("connected");
 }
@@ -310,7 +293,11 @@ async fn sync_wearable(world: &World) {
             stages: SleepStages::default(),
             updated_at: Some(ago(10 - revision)),
         };
-        deliver_webhook(world, &webhook(&pu, delivery, vec![workout], vec![sleep])).await;
+        let body = webhook(&pu, delivery, vec![workout], vec![sleep]);
+        world
+            .receive_signed(&body, now_epoch_seconds())
+            .await
+            .expect("webhook");
     }
 }
 
