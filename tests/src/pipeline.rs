@@ -77,17 +77,19 @@ pub async fn wait_for(
     }
 }
 
+/// The value at a dotted path of a row, if it has one.
+pub fn value_at<'a>(row: &'a Item, path: &str) -> Option<&'a Value> {
+    let mut parts = path.split('.');
+    let mut value = row.get(parts.next()?)?;
+    for part in parts {
+        value = value.get(part)?;
+    }
+    Some(value)
+}
+
 /// The value at a dotted path of a row (null when absent).
 pub fn at(row: &Item, path: &str) -> Value {
-    let mut parts = path.split('.');
-    let first = parts
-        .next()
-        .and_then(|p| row.get(p))
-        .cloned()
-        .unwrap_or_default();
-    parts.fold(first, |value, part| {
-        value.get(part).cloned().unwrap_or_default()
-    })
+    value_at(row, path).cloned().unwrap_or_default()
 }
 
 /// One user's partition of the store, to wait on its projected rows.

@@ -5,6 +5,7 @@
 //! speed: sums over lists, one day at a time. Its verdict is a list of differences.
 
 use super::execute::{Delivered, Payload, UserRun, external_id};
+use crate::pipeline::value_at;
 use chrono::Datelike;
 use commands::nutrition::{MealRecord, SummaryRecord};
 use events_schema::Context;
@@ -48,15 +49,6 @@ fn decimal(value: Option<&Value>) -> Decimal {
         _ => Decimal::ZERO,
     }
     .normalize()
-}
-
-fn at<'a>(item: &'a Item, path: &str) -> Option<&'a Value> {
-    let mut parts = path.split('.');
-    let mut value = item.get(parts.next()?)?;
-    for part in parts {
-        value = value.get(part)?;
-    }
-    Some(value)
 }
 
 fn is_tombstone(item: &Item) -> bool {
@@ -365,10 +357,11 @@ async fn check_dashboard(
         rows: partition(store, Context::Dashboard, pk).await,
     };
     check_profile_row(&dashboard, facts, verdict);
-    let Some(window) = check_window(&dashboard, facts, verdict) else {
+    let days = facts.days();
+    let Some(window) = check_window(&dashboard, &days, verdict) else {
         return;
     };
-    check_daily_rows(&dashboard, facts, window, verdict);
+    check_daily_rows(&dashboard, facts, &days, window, verdict);
     check_dated_rows(&dashboard, window, verdict);
     check_recent_rows(&dashboard, facts, window, verdict);
     check_histories(&dashboard, facts, verdict);
@@ -391,11 +384,14 @@ fn check_profile_row(dashboard: &Dashboard<'_>, facts: &Facts, verdict: &mut Ver
     }
 }
 
-/// The window: every recorded day up to the newest is inside it or pruned. Returns the
+/// The window: every recorded day (`days`) up to the newest is inside it or pruned. Returns the
 /// window, if the dashboard has one.
-fn check_window(dashboard: &Dashboard<'_>, facts: &Facts, verdict: &mut Verdict) -> Option<Window> {
+fn check_window(
+    dashboard: &Dashboard<'_>,
+    days: &BTreeSet<Day>,
+    verdict: &mut Verdict,
+) -> Option<Window> {
     let user = dashboard.user;
-    let days = facts.days();
     let hwm = dashboard
         .row("WINDOW")
         .and_then(|r| r.get("hwm"))
@@ -415,15 +411,17 @@ fn check_window(dashboard: &Dashboard<'_>, facts: &Facts, verdict: &mut Verdict)
     Some(Window { hwm })
 }
 
-/// Every recorded day inside the window has a DAILY row: its nutrition, activity, sleep.
+/// Every recorded day (`days`) inside the window has a DAILY row: its nutrition,
+/// activity, sleep.
 fn check_daily_rows(
     dashboard: &Dashboard<'_>,
     facts: &Facts,
+    days: &BTreeSet<Day>,
     window: Window,
     verdict: &mut Verdict,
 ) {
     let user = dashboard.user;
-    for day in facts.days().into_iter().filter(|d| window.contains(*d)) {
+    for &day in days.iter().filter(|d| window.contains(**d)) {
         let daily = dashboard.row(&format!("DAILY#{day}"));
         let nutrition = facts
             .summaries
@@ -711,7 +709,7 @@ async fn check_cross(
         let read = |attr: &str| {
             load_row
                 .as_ref()
-                .and_then(|m| at(m, attr))
+                .and_then(|m| value_at(m, attr))
                 .and_then(Value::as_u64)
                 .unwrap_or(0)
         };
