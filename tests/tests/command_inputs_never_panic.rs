@@ -15,7 +15,7 @@ use events_schema::events::goals::{GoalKind, GoalStatus};
 use events_schema::events::identity::Units;
 use events_schema::events::integrations::{ProviderSleep, ProviderWorkout};
 use events_schema::events::sleep::SleepStages;
-use events_schema::ids::{ExternalId, GoalId, MealId, ProviderName};
+use events_schema::ids::{ExternalId, GoalId, MealId};
 use events_schema::time::{Day, Timestamp};
 use infra::StoreError;
 use proptest::prelude::*;
@@ -146,7 +146,7 @@ proptest! {
     ) {
         let f = fixture();
         let w = &f.under_test;
-        let provider = ProviderName::parse("garmin").expect("provider");
+        let provider = vitals_tests::commands::garmin();
         let stages = SleepStages { awake_min: stages.0, light_min: stages.1, deep_min: stages.2, rem_min: stages.3 };
         f.runtime.block_on(async {
             let workout = RecordWorkout { sport: sport.clone(), started_at: start, timezone: tz.clone(), duration_s: duration, distance_m: distance, calories, perceived_effort: effort };

@@ -264,10 +264,7 @@ pub async fn row_of(
     pk: impl Into<String>,
     sk: impl Into<String>,
 ) -> Option<Item> {
-    store
-        .get(table, &Key::new(pk, sk), true)
-        .await
-        .expect("get")
+    crate::conformance::read_item(store, table, &Key::new(pk, sk)).await
 }
 
 /// Asserts a command failed validation on `field`.
