@@ -15,7 +15,7 @@
 //!   any write that landed after the eraser's drain passed is therefore seen and
 //!   drained).
 
-use crate::projector::{ProjectionError, Projector};
+use crate::projector::{ProjectionError, Projector, Subscription};
 use async_trait::async_trait;
 use commands::erasure;
 use commands::outbox::event_item;
@@ -84,17 +84,8 @@ impl Guarded {
 
 #[async_trait]
 impl Projector for Guarded {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-    fn source(&self) -> Context {
-        self.inner.source()
-    }
-    fn target(&self) -> Context {
-        self.inner.target()
-    }
-    fn consumes(&self) -> &'static [&'static str] {
-        self.inner.consumes()
+    fn subscription(&self) -> Subscription {
+        self.inner.subscription()
     }
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
@@ -188,17 +179,13 @@ impl<C: ContextTable> Eraser<C> {
 
 #[async_trait]
 impl<C: ContextTable> Projector for Eraser<C> {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-    fn source(&self) -> Context {
-        Context::Identity
-    }
-    fn target(&self) -> Context {
-        C::CONTEXT
-    }
-    fn consumes(&self) -> &'static [&'static str] {
-        crate::projector::event_types![AccountDeletionRequested]
+    fn subscription(&self) -> Subscription {
+        Subscription {
+            name: self.name,
+            source: Context::Identity,
+            target: C::CONTEXT,
+            consumes: crate::projector::event_types![AccountDeletionRequested],
+        }
     }
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
@@ -248,17 +235,13 @@ pub fn drained_attr(context: Context) -> String {
 
 #[async_trait]
 impl Projector for Completer {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-    fn source(&self) -> Context {
-        self.source
-    }
-    fn target(&self) -> Context {
-        Context::Identity
-    }
-    fn consumes(&self) -> &'static [&'static str] {
-        crate::projector::event_types![PartitionDrained]
+    fn subscription(&self) -> Subscription {
+        Subscription {
+            name: self.name,
+            source: self.source,
+            target: Context::Identity,
+            consumes: crate::projector::event_types![PartitionDrained],
+        }
     }
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {

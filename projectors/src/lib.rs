@@ -37,4 +37,4 @@ pub mod rows;
 pub mod runtime;
 pub mod wearables;
 
-pub use projector::{ProjectionError, Projector};
+pub use projector::{ProjectionError, Projector, Subscription};

@@ -23,18 +23,43 @@ pub enum ProjectionError {
     Store(#[from] StoreError),
 }
 
+/// Who a projection is: its name, the context it consumes, the context whose table it
+/// writes and the event types it applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Subscription {
+    /// Such as `dashboard-from-nutrition`: its checkpoint and dead-letter queue are kept
+    /// under it.
+    pub name: &'static str,
+    /// The context whose events it consumes.
+    pub source: Context,
+    /// The context whose table it writes (and where its dead letters go).
+    pub target: Context,
+    /// The event types of its source it applies; it ignores every other one (the events
+    /// index, `vitals docs events`, lists the subscriptions of each event).
+    pub consumes: &'static [&'static str],
+}
+
 #[async_trait]
 pub trait Projector: Send + Sync {
-    /// The subscription's name, such as `dashboard-from-nutrition`: its checkpoint and
-    /// dead-letter queue are kept under it.
-    fn name(&self) -> &'static str;
+    /// Its subscription. A projector implements this one; `name`, `source`, `target`
+    /// and `consumes` read from it (a wrapper forwards it whole).
+    fn subscription(&self) -> Subscription;
+    /// The subscription's name.
+    fn name(&self) -> &'static str {
+        self.subscription().name
+    }
     /// The context whose events it consumes.
-    fn source(&self) -> Context;
-    /// The context whose table it writes (and where its dead letters go).
-    fn target(&self) -> Context;
-    /// The event types of its source it applies; it ignores every other one (the
-    /// events index, `vitals docs events`, lists the subscriptions of each event).
-    fn consumes(&self) -> &'static [&'static str];
+    fn source(&self) -> Context {
+        self.subscription().source
+    }
+    /// The context whose table it writes.
+    fn target(&self) -> Context {
+        self.subscription().target
+    }
+    /// The event types of its source it applies.
+    fn consumes(&self) -> &'static [&'static str] {
+        self.subscription().consumes
+    }
     /// Applies one event. Must converge: applying an event twice, or events in any
     /// order, leaves the same rows. Events it does not use are ignored.
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError>;
@@ -44,18 +69,13 @@ pub trait Projector: Send + Sync {
 /// consumes, the context whose table it writes and the event types it applies.
 macro_rules! subscription {
     ($name:literal, $source:ident -> $target:ident, consumes $consumes:expr) => {
-        fn consumes(&self) -> &'static [&'static str] {
-            const CONSUMES: &[&str] = $consumes;
-            CONSUMES
-        }
-        fn name(&self) -> &'static str {
-            $name
-        }
-        fn source(&self) -> events_schema::Context {
-            events_schema::Context::$source
-        }
-        fn target(&self) -> events_schema::Context {
-            events_schema::Context::$target
+        fn subscription(&self) -> $crate::projector::Subscription {
+            $crate::projector::Subscription {
+                name: $name,
+                source: events_schema::Context::$source,
+                target: events_schema::Context::$target,
+                consumes: $consumes,
+            }
         }
     };
 }

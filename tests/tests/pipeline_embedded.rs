@@ -16,7 +16,7 @@ use infra::store::{Item, Key, now_epoch_seconds};
 use infra::table::Table;
 use projectors::dashboard::{DashboardFromNutrition, DashboardRows};
 use projectors::runtime::{RetryPolicy, Worker, redrive};
-use projectors::{ProjectionError, Projector};
+use projectors::{ProjectionError, Projector, Subscription};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -159,17 +159,8 @@ struct Faulty {
 
 #[async_trait]
 impl Projector for Faulty {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-    fn source(&self) -> Context {
-        self.inner.source()
-    }
-    fn target(&self) -> Context {
-        self.inner.target()
-    }
-    fn consumes(&self) -> &'static [&'static str] {
-        self.inner.consumes()
+    fn subscription(&self) -> Subscription {
+        self.inner.subscription()
     }
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let poisoned = event
