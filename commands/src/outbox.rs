@@ -4,15 +4,12 @@
 
 use crate::CommandError;
 use crate::meta::CommandMeta;
-use events_schema::envelope::{EventEnvelope, EventPayload};
+use events_schema::envelope::{EventEnvelope, EventPayload, OUTBOX_ATTR};
 use events_schema::keys::SortKey;
 use events_schema::time::{Clock, Timestamp};
 use infra::store::{Condition, Item};
 use infra::table::Action;
 use serde_json::Value;
-
-/// Attribute holding the envelope in an outbox item.
-pub use events_schema::envelope::OUTBOX_ATTR as ENVELOPE_ATTR;
 
 /// A new envelope for `payload`, stamped with the command's user and correlation and
 /// recorded at the handler's clock's now.
@@ -46,7 +43,7 @@ pub fn event_item(pk: &str, envelope: &EventEnvelope) -> Result<Item, CommandErr
         "event_type".into(),
         Value::String(envelope.event_type.clone()),
     );
-    item.insert(ENVELOPE_ATTR.into(), body);
+    item.insert(OUTBOX_ATTR.into(), body);
     Ok(item)
 }
 
@@ -56,11 +53,4 @@ pub fn event_action(pk: &str, envelope: &EventEnvelope) -> Result<Action, Comman
         item: event_item(pk, envelope)?,
         condition: Some(Condition::ItemNotExists),
     })
-}
-
-/// The envelope stored in an outbox item.
-pub fn decode_event_item(item: &Item) -> Option<EventEnvelope> {
-    item.get(ENVELOPE_ATTR)
-        .cloned()
-        .and_then(|v| serde_json::from_value(v).ok())
 }

@@ -84,6 +84,27 @@ pub enum EnvelopeError {
     Payload(#[from] serde_json::Error),
 }
 
+/// Whether `item` is an outbox item: an `EVT#<event-id>` key and an envelope in
+/// [`OUTBOX_ATTR`].
+pub fn is_outbox_item(item: &serde_json::Map<String, serde_json::Value>) -> bool {
+    item.get("sk")
+        .and_then(serde_json::Value::as_str)
+        .is_some_and(|sk| sk.starts_with(crate::keys::prefix::EVENT))
+        && item.contains_key(OUTBOX_ATTR)
+}
+
+/// The event an outbox item carries: `None` for any other item, an error when its
+/// envelope does not decode. The one reader of the outbox's layout (the feeds, replay
+/// and the tests all read events through it).
+pub fn outbox_event(
+    item: &serde_json::Map<String, serde_json::Value>,
+) -> Option<Result<EventEnvelope, serde_json::Error>> {
+    if !is_outbox_item(item) {
+        return None;
+    }
+    item.get(OUTBOX_ATTR).map(EventEnvelope::deserialize)
+}
+
 impl EventEnvelope {
     /// Wraps a typed payload in a fresh envelope.
     pub fn new<P: EventPayload>(
@@ -378,5 +399,33 @@ mod tests {
             "context":"goals","occurred_at":"2026-01-01T00:00:00.000Z",
             "recorded_at":"2026-01-01T00:00:00.001Z","payload":{}}"#;
         assert!(serde_json::from_str::<EventEnvelope>(bad_id).is_err());
+    }
+
+    #[test]
+    fn only_an_evt_item_with_an_envelope_is_an_outbox_event() {
+        let event = sample();
+        let item = |sk: &str, body: Option<serde_json::Value>| {
+            let mut item = serde_json::Map::new();
+            item.insert("pk".into(), "USER#U1".into());
+            item.insert("sk".into(), sk.into());
+            if let Some(body) = body {
+                item.insert(OUTBOX_ATTR.into(), body);
+            }
+            item
+        };
+        let body = serde_json::to_value(&event).expect("serializes");
+        let outbox = item(&format!("EVT#{}", event.event_id), Some(body.clone()));
+        assert_eq!(
+            outbox_event(&outbox).map(|e| e.expect("decodes")),
+            Some(event)
+        );
+        assert!(is_outbox_item(&outbox));
+        // Another kind of item holding the same attribute, or an event key without it.
+        assert!(outbox_event(&item("MEAL#2026-01-01#M1", Some(body))).is_none());
+        assert!(outbox_event(&item("EVT#E1", None)).is_none());
+        assert!(!is_outbox_item(&item("EVT#E1", None)));
+        // An envelope that does not decode is an error, not a skipped item.
+        let broken = item("EVT#E1", Some(serde_json::json!({"event_id": 1})));
+        assert!(matches!(outbox_event(&broken), Some(Err(_))));
     }
 }

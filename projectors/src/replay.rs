@@ -23,7 +23,7 @@
 use crate::projector::{ProjectionError, Projector};
 use crate::runtime::RetryPolicy;
 use events_schema::Context;
-use events_schema::envelope::{EventEnvelope, OUTBOX_ATTR};
+use events_schema::envelope::{EventEnvelope, is_outbox_item, outbox_event};
 use events_schema::ids::UserId;
 use events_schema::keys::{PartitionKey, prefix};
 use infra::buffered::Buffered;
@@ -194,7 +194,7 @@ async fn count_events(
     let mut cursor = None;
     loop {
         let page = read_page(store, source, user, cursor, PAGE).await?;
-        count += page.items.iter().filter(|i| is_outbox(i)).count() as u64;
+        count += page.items.iter().filter(|i| is_outbox_item(i)).count() as u64;
         match page.cursor {
             Some(next) => cursor = Some(next),
             None => return Ok(count),
@@ -229,21 +229,13 @@ async fn read_page(
     }
 }
 
-fn is_outbox(item: &Item) -> bool {
-    item.get("sk")
-        .and_then(Value::as_str)
-        .is_some_and(|sk| sk.starts_with(prefix::EVENT))
-        && item.contains_key(OUTBOX_ATTR)
-}
-
 /// The events of a page's outbox items, grouped by partition (user), in key order.
 fn outbox_events(items: &[Item]) -> Vec<(String, EventEnvelope)> {
     items
         .iter()
-        .filter(|i| is_outbox(i))
         .filter_map(|item| {
+            let event = outbox_event(item)?.ok()?;
             let pk = item.get("pk")?.as_str()?.to_owned();
-            let event = serde_json::from_value(item.get(OUTBOX_ATTR)?.clone()).ok()?;
             Some((pk, event))
         })
         .collect()

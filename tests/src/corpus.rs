@@ -24,7 +24,7 @@ use commands::nutrition::{
 };
 use commands::sleep::RecordSleep;
 use events_schema::Context;
-use events_schema::envelope::{EventEnvelope, OUTBOX_ATTR};
+use events_schema::envelope::{EventEnvelope, outbox_event};
 use events_schema::events::goals::{GoalKind, GoalStatus};
 use events_schema::events::integrations::{ProviderSleep, ProviderWorkout};
 use events_schema::events::nutrition::Nutrients;
@@ -321,13 +321,9 @@ async fn outbox_of(store: &dyn Store, user: &UserId) -> Vec<Stored> {
 }
 
 fn stored(item: &Item) -> Option<Stored> {
-    let sk = item.get("sk").and_then(Value::as_str)?;
-    if !sk.starts_with("EVT#") {
-        return None;
-    }
     Some(Stored {
+        envelope: outbox_event(item)?.ok()?,
         pk: item.get("pk").and_then(Value::as_str)?.to_owned(),
-        envelope: serde_json::from_value(item.get(OUTBOX_ATTR)?.clone()).ok()?,
     })
 }
 

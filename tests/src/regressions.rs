@@ -5,9 +5,8 @@
 
 use crate::commands::{World, items_of, row_of};
 use commands::CommandMeta;
-use commands::outbox::decode_event_item;
 use events_schema::Context;
-use events_schema::envelope::EventEnvelope;
+use events_schema::envelope::{EventEnvelope, outbox_event};
 use events_schema::ids::UserId;
 use infra::Store;
 use infra::observed::{Observed, Observer, Row, Write};
@@ -26,7 +25,7 @@ pub async fn events_of(store: &dyn Store, table: Context, user: &UserId) -> Vec<
     let mut events: Vec<EventEnvelope> = items_of(store, table, &pk, "EVT#")
         .await
         .iter()
-        .filter_map(decode_event_item)
+        .filter_map(|item| outbox_event(item)?.ok())
         .collect();
     events.sort_by(|a, b| a.event_id.cmp(&b.event_id));
     events

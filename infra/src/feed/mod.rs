@@ -15,7 +15,7 @@ pub mod stream_record;
 use crate::store::{Item, StoreError};
 use async_trait::async_trait;
 use events_schema::Context;
-use events_schema::envelope::{EventEnvelope, OUTBOX_ATTR};
+use events_schema::envelope::{EventEnvelope, outbox_event};
 use events_schema::keys::prefix;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -39,8 +39,8 @@ impl FeedRecord {
         if !self.sk.starts_with(prefix::EVENT) || self.old_image.is_some() {
             return None;
         }
-        let body = self.new_image.as_ref()?.get(OUTBOX_ATTR)?.clone();
-        Some(serde_json::from_value(body).map_err(|e| format!("outbox item does not decode: {e}")))
+        let event = outbox_event(self.new_image.as_ref()?)?;
+        Some(event.map_err(|e| format!("outbox item does not decode: {e}")))
     }
 }
 

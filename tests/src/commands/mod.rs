@@ -118,7 +118,9 @@ impl World {
             .await
             .iter()
             .map(|item| {
-                commands::outbox::decode_event_item(item).expect("outbox item holds an envelope")
+                events_schema::envelope::outbox_event(item)
+                    .expect("an outbox item")
+                    .expect("its envelope decodes")
             })
             .collect();
         events.sort_by(|a, b| a.event_id.cmp(&b.event_id));

@@ -485,7 +485,9 @@ pub async fn scheduled_meals_and_the_catalog(store: Arc<dyn Store>) {
     )
     .await;
     assert_eq!(recipe_events.len(), 1);
-    let envelope = commands::outbox::decode_event_item(&recipe_events[0]).expect("envelope");
+    let envelope = events_schema::envelope::outbox_event(&recipe_events[0])
+        .expect("an outbox item")
+        .expect("its envelope decodes");
     assert_eq!(
         (envelope.event_type.as_str(), envelope.user_id),
         ("RecipeCurated", None)

@@ -3,11 +3,10 @@
 //! backend, including the events that are removed right after they are written (an
 //! eraser's `PartitionDrained`), which reading the outboxes afterwards would miss.
 
-use events_schema::envelope::{EventEnvelope, OUTBOX_ATTR};
+use events_schema::envelope::{EventEnvelope, outbox_event};
 use infra::Store;
 use infra::observed::{Observed, Observer, Row, Write};
 use infra::store::Item;
-use serde_json::Value;
 use std::sync::{Arc, Mutex};
 
 /// The model's store: every request passed on, every committed event recorded.
@@ -36,14 +35,7 @@ impl EventCapture {
 
 /// The event an item carries, if it is an outbox item.
 fn event_of(item: &Item) -> Option<EventEnvelope> {
-    let is_outbox = item
-        .get("sk")
-        .and_then(Value::as_str)
-        .is_some_and(|sk| sk.starts_with("EVT#"));
-    let event = item.get(OUTBOX_ATTR)?;
-    is_outbox
-        .then(|| serde_json::from_value::<EventEnvelope>(event.clone()).ok())
-        .flatten()
+    outbox_event(item)?.ok()
 }
 
 #[async_trait::async_trait]
