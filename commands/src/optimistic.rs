@@ -14,10 +14,23 @@ pub(crate) enum Attempt<T> {
     LostRace,
 }
 
-/// Runs `$attempt`, a block evaluating to `Result<Attempt<T>, CommandError>` (it may
-/// `return` early and use `?`), until it is done or fails, backing off between
-/// attempts; `CommandError::Contention` after `MAX_ATTEMPTS` lost races. The value of
-/// the whole is `Result<T, CommandError>`.
+/// Runs `$attempt`, a block evaluating to `Result<Attempt<T>, CommandError>`, until it
+/// is done or fails, backing off between attempts; `CommandError::Contention` after
+/// `MAX_ATTEMPTS` lost races. The value of the whole is `Result<T, CommandError>`.
+///
+/// The block is the body of an async block: `return` and `?` inside it end the
+/// attempt, not the command. So `return Ok(Attempt::LostRace)` tries again from the
+/// read, and `return Ok(Attempt::Done(x))` makes `x` the command's value:
+///
+/// ```text
+/// optimistic::run!({
+///     let read = self.table.get(&key, true).await?; // an error ends the command
+///     let Some(actions) = decide(read)? else {
+///         return Ok(Attempt::Done(Outcome::replayed(()))); // nothing to write
+///     };
+///     settled(idempotency::commit(&self.table, meta, &pk, &input, actions, ()).await?)
+/// })
+/// ```
 ///
 /// A macro rather than a function taking an async closure: the attempt borrows the
 /// command's state mutably between attempts (a summary refreshed from a cancellation),

@@ -344,6 +344,9 @@ impl NutritionCommands {
         )?;
         optimistic::run!({
             let (mut actions, next) = new_meal(&pk, &record, &summary)?;
+            // Where the cancellation reasons say what failed: the summary is new_meal's
+            // last action, the caller's own come after the event.
+            let summary_at = actions.len() - 1;
             let event = envelope(
                 meta,
                 &self.clock,
@@ -354,6 +357,7 @@ impl NutritionCommands {
                 },
             )?;
             actions.push(event_action(&pk, &event)?);
+            let also_from = actions.len();
             actions.extend(also(&record)?);
             match idempotency::commit(&self.table, meta, &pk, request, actions, record.clone())
                 .await?
@@ -362,27 +366,29 @@ impl NutritionCommands {
                 Committed::Cancelled(reasons)
                     if reasons
                         .iter()
-                        .skip(4)
+                        .skip(also_from)
                         .any(|r| matches!(r, CancelReason::ConditionFailed { .. })) =>
                 {
                     Err(CommandError::NotFound("scheduled meal"))
                 }
                 // The summary moved on: the cancellation returned it.
-                Committed::Cancelled(reasons) => match refreshed(&reasons, 2, record.day) {
-                    Some(fresh) => {
-                        summary = fresh?;
-                        Ok(Attempt::LostRace)
+                Committed::Cancelled(reasons) => {
+                    match refreshed(&reasons, summary_at, record.day) {
+                        Some(fresh) => {
+                            summary = fresh?;
+                            Ok(Attempt::LostRace)
+                        }
+                        // A transaction conflict carries no item: read the summary again.
+                        None if reasons.contains(&CancelReason::Conflict) => {
+                            summary = summary_from(
+                                self.table.get(&summary_key(&pk, meal.day), true).await?,
+                                meal.day,
+                            )?;
+                            Ok(Attempt::LostRace)
+                        }
+                        None => Err(idempotency::unexpected(&reasons)),
                     }
-                    // A transaction conflict carries no item: read the summary again.
-                    None if reasons.contains(&CancelReason::Conflict) => {
-                        summary = summary_from(
-                            self.table.get(&summary_key(&pk, meal.day), true).await?,
-                            meal.day,
-                        )?;
-                        Ok(Attempt::LostRace)
-                    }
-                    None => Err(idempotency::unexpected(&reasons)),
-                },
+                }
             }
         })
     }
