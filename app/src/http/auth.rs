@@ -1,13 +1,10 @@
 //! Bearer tokens. Register and login issue HS256 JWTs signed with the configured secret;
 //! a verifier for an external identity provider (RS256, keys from a JWKS document) can
 //! be configured instead. The user is the token's subject; missing, expired or forged
-//! tokens are 401, and so is the token of an account whose deletion was requested
-//! (`account_deleted`, from the request on). Each user is also rate limited here.
+//! tokens are 401. (The `AuthUser` extractor, in `extract`, also refuses the token of an
+//! account whose deletion was requested and rate limits each user.)
 
-use super::AppState;
 use super::error::ApiError;
-use axum::extract::FromRequestParts;
-use axum::http::request::Parts;
 use events_schema::ids::UserId;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{
@@ -122,35 +119,5 @@ impl AuthUser {
             .and_then(|tz| tz.parse().ok())
             .unwrap_or(chrono_tz::UTC);
         events_schema::time::Day::new(chrono::Utc::now().with_timezone(&zone).date_naive())
-    }
-}
-
-impl FromRequestParts<AppState> for AuthUser {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let header = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .ok_or_else(ApiError::unauthorized)?;
-        let token = header
-            .strip_prefix("Bearer ")
-            .ok_or_else(ApiError::unauthorized)?;
-        let claims = state.api.auth.verify(token.trim())?;
-        let user = UserId::parse(&claims.sub).map_err(|_| ApiError::unauthorized())?;
-        state.api.limits.user(&claims.sub)?;
-        // A token outlives nothing: once the account's deletion is requested, it reads
-        // and writes nothing, whatever its expiry says.
-        if state.api.identity.is_deleted(&user).await? {
-            return Err(ApiError::from(commands::CommandError::AccountDeleted));
-        }
-        if let Some(seen) = parts.extensions.get::<super::request_log::Seen>() {
-            seen.caller(&user);
-        }
-        Ok(AuthUser {
-            user,
-            timezone: claims.tz,
-        })
     }
 }

@@ -1,14 +1,21 @@
 //! Request extractors with the API's error shape, and messages that name the field and
-//! the rule it breaks, never a parser's internals: JSON bodies (415 not JSON, 413 too
-//! large, 400 not valid JSON, 422 a field missing, unknown or invalid), raw bodies
-//! (413), query strings (400) and the `Idempotency-Key` header.
+//! the rule it breaks, never a parser's internals: the caller (`AuthUser`, from the
+//! bearer token: 401, 429), JSON bodies (415 not JSON, 413 too large, 400 not valid
+//! JSON, 422 a field missing, unknown or invalid), raw bodies (413), query strings (400)
+//! and the `Idempotency-Key` header.
 
 use super::auth::AuthUser;
 use super::error::ApiError;
-use axum::extract::{FromRequest, Request};
+use super::state::AppState;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use commands::CommandMeta;
+use events_schema::ids::UserId;
 use serde::de::DeserializeOwned;
+
+/// The largest request body accepted (413 beyond).
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// A JSON body; rejections become `ApiError`s.
 pub struct ApiJson<T>(pub T);
@@ -185,7 +192,7 @@ impl<S: Send + Sync> FromRequest<S> for ApiBytes {
                     ApiError::new(
                         StatusCode::PAYLOAD_TOO_LARGE,
                         "payload_too_large",
-                        format!("the body is over {} bytes", super::MAX_BODY_BYTES),
+                        format!("the body is over {} bytes", MAX_BODY_BYTES),
                     )
                 } else {
                     ApiError::new(
@@ -195,6 +202,39 @@ impl<S: Send + Sync> FromRequest<S> for ApiBytes {
                     )
                 }
             })
+    }
+}
+
+/// The caller, from the request's bearer token: 401 when it is missing, expired or
+/// forged, and for an account whose deletion was requested (`account_deleted`, from
+/// the request on); 429 over the user's rate limit.
+impl FromRequestParts<AppState> for AuthUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let header = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(ApiError::unauthorized)?;
+        let token = header
+            .strip_prefix("Bearer ")
+            .ok_or_else(ApiError::unauthorized)?;
+        let claims = state.api.auth.verify(token.trim())?;
+        let user = UserId::parse(&claims.sub).map_err(|_| ApiError::unauthorized())?;
+        state.api.limits.user(&claims.sub)?;
+        // A token outlives nothing: once the account's deletion is requested, it reads
+        // and writes nothing, whatever its expiry says.
+        if state.api.identity.is_deleted(&user).await? {
+            return Err(ApiError::from(commands::CommandError::AccountDeleted));
+        }
+        if let Some(seen) = parts.extensions.get::<super::request_log::Seen>() {
+            seen.caller(&user);
+        }
+        Ok(AuthUser {
+            user,
+            timezone: claims.tz,
+        })
     }
 }
 

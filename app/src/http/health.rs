@@ -1,7 +1,7 @@
 //! `GET /healthz`: the backend's name, the build's version, and whether the store
 //! answers. A failing store is 503 with a generic message; the cause goes to the log.
 
-use super::AppState;
+use super::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;

@@ -1,7 +1,7 @@
 //! `GET /metrics`: Prometheus text. Projector counters, lag and dead-letter depth per
 //! subscription when this process runs the workers.
 
-use super::AppState;
+use super::state::AppState;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};

@@ -16,25 +16,13 @@ pub mod request_log;
 pub mod responses;
 mod routes;
 
+mod state;
+pub use state::AppState;
+
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::get;
-use infra::Store;
-use projectors::pipeline::Pipeline;
-use std::sync::Arc;
-
-/// The largest request body accepted (413 beyond).
-pub const MAX_BODY_BYTES: usize = 64 * 1024;
-
-/// What every handler may use.
-#[derive(Clone)]
-pub struct AppState {
-    pub store: Arc<dyn Store>,
-    /// The in-process projector workers, when this process runs them.
-    pub pipeline: Option<Arc<Pipeline>>,
-    pub api: Arc<api::Api>,
-}
 
 pub fn app(state: AppState) -> Router {
     Router::new()
@@ -61,7 +49,7 @@ pub fn app(state: AppState) -> Router {
                 "this path does not take that method",
             )
         })
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(request_log::layer))
         .with_state(state)
 }

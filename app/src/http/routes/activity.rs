@@ -2,12 +2,12 @@
 //! the latest workout, the current training block.
 
 use super::{ApiError, created, timezone};
-use crate::http::AppState;
 use crate::http::auth::AuthUser;
 use crate::http::etag::viewed;
 use crate::http::extract::{ApiJson, ApiQuery, meta};
 use crate::http::formats::{TimezoneName, Whole, day};
 use crate::http::responses;
+use crate::http::state::AppState;
 use axum::Router;
 use axum::extract::State;
 use axum::http::HeaderMap;

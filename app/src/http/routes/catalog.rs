@@ -3,11 +3,11 @@
 //! user may browse; curation is an operator's (`vitals admin curate`).
 
 use super::ApiError;
-use crate::http::AppState;
 use crate::http::auth::AuthUser;
 use crate::http::etag::viewed;
 use crate::http::extract::ApiQuery;
 use crate::http::responses;
+use crate::http::state::AppState;
 use axum::Router;
 use axum::extract::State;
 use axum::http::HeaderMap;

@@ -1,12 +1,12 @@
 //! The home screen: `GET /v1/me/dashboard`.
 
 use super::ApiError;
-use crate::http::AppState;
 use crate::http::auth::AuthUser;
 use crate::http::etag::viewed;
 use crate::http::extract::ApiQuery;
 use crate::http::formats::day;
 use crate::http::responses;
+use crate::http::state::AppState;
 use axum::Router;
 use axum::extract::State;
 use axum::http::HeaderMap;

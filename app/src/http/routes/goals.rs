@@ -2,12 +2,12 @@
 //! its progress per period.
 
 use super::{ApiError, created, id};
-use crate::http::AppState;
 use crate::http::auth::AuthUser;
 use crate::http::etag::viewed;
 use crate::http::extract::{ApiJson, ApiQuery, meta};
 use crate::http::formats::{Quantity, TimezoneName};
 use crate::http::responses;
+use crate::http::state::AppState;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;

@@ -2,12 +2,12 @@
 //! These need no bearer token, so each is rate limited per client address (and sign-in
 //! and sign-up per account too).
 
-use crate::http::AppState;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::{ApiJson, of_request};
 use crate::http::formats::TimezoneName;
 use crate::http::limits::ClientAddress;
 use crate::http::responses;
+use crate::http::state::AppState;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};

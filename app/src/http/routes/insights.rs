@@ -5,12 +5,12 @@
 //! about 5 km before anything is looked up, and nothing about it is stored per user.
 
 use super::ApiError;
-use crate::http::AppState;
 use crate::http::auth::AuthUser;
 use crate::http::etag::viewed;
 use crate::http::extract::ApiQuery;
 use crate::http::formats::day;
 use crate::http::responses;
+use crate::http::state::AppState;
 use axum::Router;
 use axum::extract::State;
 use axum::http::HeaderMap;

@@ -11,12 +11,12 @@
 //! `VITALS_WEBHOOK_SECRET`.
 
 use super::ApiError;
-use crate::http::AppState;
 use crate::http::auth::AuthUser;
 use crate::http::error::ErrorBody;
 use crate::http::extract::{ApiBytes, ApiQuery, meta};
 use crate::http::limits::ClientAddress;
 use crate::http::responses;
+use crate::http::state::AppState;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};

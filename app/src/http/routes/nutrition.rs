@@ -2,12 +2,12 @@
 //! summary changes with it, atomically), a day's meals, daily totals over a range.
 
 use super::{ApiError, created, id, timezone};
-use crate::http::AppState;
 use crate::http::auth::AuthUser;
 use crate::http::etag::viewed;
 use crate::http::extract::{ApiJson, ApiQuery, meta};
 use crate::http::formats::{Quantity, TimezoneName, day};
 use crate::http::responses;
+use crate::http::state::AppState;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;

@@ -4,13 +4,13 @@
 //! stored, so every operation on it is one keyed read or write.
 
 use super::{ApiError, created, id, timezone};
-use crate::http::AppState;
 use crate::http::auth::AuthUser;
 use crate::http::etag::viewed;
 use crate::http::extract::{ApiJson, ApiQuery, meta};
 use crate::http::formats::{Quantity, TimezoneName, Whole};
 use crate::http::responses;
 use crate::http::routes::activity::HistoryQuery;
+use crate::http::state::AppState;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;

@@ -2,12 +2,12 @@
 //! deletion.
 
 use super::ApiError;
-use crate::http::AppState;
 use crate::http::auth::AuthUser;
 use crate::http::etag::viewed;
 use crate::http::extract::{ApiJson, meta};
 use crate::http::formats::TimezoneName;
 use crate::http::responses;
+use crate::http::state::AppState;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;

@@ -2,12 +2,12 @@
 
 use super::activity::HistoryQuery;
 use super::{ApiError, created, timezone};
-use crate::http::AppState;
 use crate::http::auth::AuthUser;
 use crate::http::etag::viewed;
 use crate::http::extract::{ApiJson, ApiQuery, meta};
 use crate::http::formats::{TimezoneName, Whole};
 use crate::http::responses;
+use crate::http::state::AppState;
 use axum::Router;
 use axum::extract::State;
 use axum::http::HeaderMap;
