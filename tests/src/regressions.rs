@@ -246,7 +246,7 @@ pub struct Gate {
     pub release: tokio::sync::Notify,
 }
 
-fn gated(inner: Arc<dyn Store>, paused: fn(&Row<'_>) -> bool) -> PausingStore {
+pub(crate) fn gated(inner: Arc<dyn Store>, paused: fn(&Row<'_>) -> bool) -> PausingStore {
     let gate = Gate {
         paused,
         armed: std::sync::atomic::AtomicBool::new(true),
@@ -274,7 +274,7 @@ impl Observer for Gate {
 
 /// Whether a row puts, or updates an attribute `attr` of (any attribute if empty), a row
 /// whose sort key starts with `prefix`.
-fn writes_sort_key(row: &Row<'_>, prefix: &str, attr: &str) -> bool {
+pub(crate) fn writes_sort_key(row: &Row<'_>, prefix: &str, attr: &str) -> bool {
     match row {
         Row::Put { item, .. } => {
             item.get("sk")

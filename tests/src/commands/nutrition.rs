@@ -5,6 +5,7 @@ use super::{World, assert_invalid, assert_not_found, items_of, value, with_retry
 use commands::CommandError;
 use commands::nutrition::{
     CatalogKind, CurateMealPlan, CurateRecipe, EatScheduledMeal, EditMeal, MealInput, ScheduleMeal,
+    SummaryRecord,
 };
 use events_schema::Context;
 use events_schema::events::nutrition::{MealEdited, MealLogged, Nutrients};
@@ -281,7 +282,8 @@ async fn sums_of_meals(world: &World) -> BTreeMap<String, (u32, Nutrients)> {
 
 /// Concurrent writers (log, edit across days, delete) on the same user: every daily
 /// summary still equals the sum of its day's meals. Operations are drawn from a seeded
-/// generator so a failure can be replayed.
+/// generator so a failure can be replayed. In one process the per-user writer lock
+/// takes them in turn; a race with another process's writer is the case after this one.
 pub async fn concurrent_writers_keep_every_summary_equal_to_its_meals(store: Arc<dyn Store>) {
     let world = Arc::new(World::new(store));
     let writers = 6;
@@ -365,6 +367,68 @@ pub async fn concurrent_writers_keep_every_summary_equal_to_its_meals(store: Arc
             .unwrap_or_default();
         assert_eq!(summary.meals, meals, "meal count of {}", summary.day);
         assert_eq!(summary.totals, totals, "totals of {}", summary.day);
+    }
+}
+
+/// A meal logged while another process moves the day's summary on (a writer this
+/// process's per-user lock does not hold back): the transaction is cancelled on the
+/// summary, the command decides again on the summary the cancellation returned, and the
+/// day counts both writers' meals.
+pub async fn a_meal_that_loses_the_race_for_its_summary_is_logged_on_the_fresh_one(
+    store: Arc<dyn Store>,
+) {
+    let pausing = Arc::new(crate::regressions::gated(store.clone(), |row| {
+        crate::regressions::writes_sort_key(row, "DAILY_SUMMARY#", "")
+    }));
+    let world = Arc::new(World::new(pausing.clone()));
+    let reached = pausing.observer().reached.notified();
+    let first = tokio::spawn({
+        let world = world.clone();
+        async move { world.nutrition.log_meal(&world.meta, breakfast()).await }
+    });
+    tokio::time::timeout(std::time::Duration::from_secs(30), reached)
+        .await
+        .expect("the meal's transaction reaches the store");
+    // The other process logged a 500 kcal meal on the same day first.
+    let theirs = Nutrients {
+        calories: dec("500"),
+        protein_g: dec("10"),
+        carbs_g: dec("60"),
+        fat_g: dec("5"),
+    };
+    let day = day("2026-03-01");
+    let summary = SummaryRecord {
+        day,
+        meals: 1,
+        totals: theirs,
+        version: 1,
+    };
+    let mut item = crate::conformance::item(serde_json::to_value(&summary).expect("summary"));
+    item.insert("pk".into(), world.pk().into());
+    item.insert("sk".into(), format!("DAILY_SUMMARY#{day}").into());
+    store
+        .put(Context::Nutrition, item, None)
+        .await
+        .expect("the other writer's summary");
+    pausing.observer().release.notify_one();
+    let logged = first.await.expect("writer").expect("the meal is logged");
+    let after = world.summary(day).await;
+    assert_eq!(
+        (after.meals, after.totals, after.version),
+        (2, theirs.plus(breakfast_nutrients()), 2),
+        "the summary counts both meals, one version on from theirs"
+    );
+    assert_eq!(logged.value.day, day);
+}
+
+/// [`breakfast`]'s nutrients.
+fn breakfast_nutrients() -> Nutrients {
+    let meal = breakfast();
+    Nutrients {
+        calories: meal.calories,
+        protein_g: meal.protein_g,
+        carbs_g: meal.carbs_g,
+        fat_g: meal.fat_g,
     }
 }
 
