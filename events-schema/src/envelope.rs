@@ -94,14 +94,22 @@ pub fn is_outbox_item(item: &serde_json::Map<String, serde_json::Value>) -> bool
 }
 
 /// The event an outbox item carries: `None` for any other item, an error when its
-/// envelope does not decode. The one reader of the outbox's layout (the feeds, replay
-/// and the tests all read events through it).
+/// envelope does not decode. The one reader of the outbox's layout (replay and the
+/// tests read events through it, the feeds through [`envelope_in`]).
 pub fn outbox_event(
     item: &serde_json::Map<String, serde_json::Value>,
 ) -> Option<Result<EventEnvelope, serde_json::Error>> {
     if !is_outbox_item(item) {
         return None;
     }
+    envelope_in(item)
+}
+
+/// The envelope in an item's [`OUTBOX_ATTR`], if it has one, for a reader that knows
+/// the item's key from elsewhere (a change record names its key beside the image).
+pub fn envelope_in(
+    item: &serde_json::Map<String, serde_json::Value>,
+) -> Option<Result<EventEnvelope, serde_json::Error>> {
     item.get(OUTBOX_ATTR).map(EventEnvelope::deserialize)
 }
 

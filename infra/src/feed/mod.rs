@@ -15,7 +15,7 @@ pub mod stream_record;
 use crate::store::{Item, StoreError};
 use async_trait::async_trait;
 use events_schema::Context;
-use events_schema::envelope::{EventEnvelope, outbox_event};
+use events_schema::envelope::{EventEnvelope, envelope_in};
 use events_schema::keys::prefix;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -39,7 +39,7 @@ impl FeedRecord {
         if !self.sk.starts_with(prefix::EVENT) || self.old_image.is_some() {
             return None;
         }
-        let event = outbox_event(self.new_image.as_ref()?)?;
+        let event = envelope_in(self.new_image.as_ref()?)?;
         Some(event.map_err(|e| format!("outbox item does not decode: {e}")))
     }
 }
