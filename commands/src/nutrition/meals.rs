@@ -338,10 +338,7 @@ impl NutritionCommands {
             nutrients: meal.nutrients,
             version: 1,
         };
-        let mut summary = summary_from(
-            self.table.get(&summary_key(&pk, meal.day), true).await?,
-            meal.day,
-        )?;
+        let mut summary = self.stored_summary(&pk, meal.day).await?;
         optimistic::run!({
             let (mut actions, next) = new_meal(&pk, &record, &summary)?;
             // Where the cancellation reasons say what failed: the summary is new_meal's
@@ -380,10 +377,7 @@ impl NutritionCommands {
                         }
                         // A transaction conflict carries no item: read the summary again.
                         None if reasons.contains(&CancelReason::Conflict) => {
-                            summary = summary_from(
-                                self.table.get(&summary_key(&pk, meal.day), true).await?,
-                                meal.day,
-                            )?;
+                            summary = self.stored_summary(&pk, meal.day).await?;
                             Ok(Attempt::LostRace)
                         }
                         None => Err(idempotency::unexpected(&reasons)),
@@ -424,17 +418,11 @@ impl NutritionCommands {
                 nutrients: meal.nutrients,
                 version: current.version + 1,
             };
-            let old_summary = summary_from(
-                self.table.get(&summary_key(&pk, current.day), true).await?,
-                current.day,
-            )?;
+            let old_summary = self.stored_summary(&pk, current.day).await?;
             let (mut actions, day_totals) = if next.day == current.day {
                 same_day_edit(&pk, &current, &next, &old_summary)?
             } else {
-                let new_summary = summary_from(
-                    self.table.get(&summary_key(&pk, next.day), true).await?,
-                    next.day,
-                )?;
+                let new_summary = self.stored_summary(&pk, next.day).await?;
                 moved_day_edit(&pk, &current, &next, &old_summary, &new_summary)?
             };
             let event = envelope(
@@ -471,10 +459,7 @@ impl NutritionCommands {
                 }
                 Err(e) => return Err(e),
             };
-            let summary = summary_from(
-                self.table.get(&summary_key(&pk, current.day), true).await?,
-                current.day,
-            )?;
+            let summary = self.stored_summary(&pk, current.day).await?;
             let (mut actions, next) = removed_meal(&pk, &current, &summary)?;
             let event = self.event_now(
                 meta,
@@ -530,12 +515,13 @@ impl NutritionCommands {
         meta: &CommandMeta,
         day: Day,
     ) -> Result<SummaryRecord, CommandError> {
-        summary_from(
-            self.table
-                .get(&summary_key(&meta.user_pk(), day), true)
-                .await?,
-            day,
-        )
+        self.stored_summary(&meta.user_pk(), day).await
+    }
+
+    /// The summary of `day` in partition `pk`, read strongly consistent (the empty one
+    /// when nothing was logged that day).
+    async fn stored_summary(&self, pk: &str, day: Day) -> Result<SummaryRecord, CommandError> {
+        summary_from(self.table.get(&summary_key(pk, day), true).await?, day)
     }
 }
 
