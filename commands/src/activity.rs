@@ -156,7 +156,7 @@ impl ActivityCommands {
             input.distance_m,
             input.calories,
         )?;
-        let _writer = crate::serial::user(&meta.user).await;
+        let _writer = self.writers.user(&meta.user).await;
         let pk = meta.user_pk();
         let build = |id, source: &Source, version, previous_sk: Option<&str>| {
             let w = workout(id, &valid, source.clone(), version);
@@ -204,7 +204,7 @@ impl ActivityCommands {
         id: &TrainingBlockId,
         ended_on: Day,
     ) -> Result<Outcome<EndedBlock>, CommandError> {
-        let _writer = crate::serial::user(&meta.user).await;
+        let _writer = self.writers.user(&meta.user).await;
         let pk = meta.user_pk();
         let request = (start_day, id, ended_on);
         if let Some(first) = idempotency::replayed(&self.table, meta, &request).await? {

@@ -153,7 +153,7 @@ impl GoalCommands {
         id: &GoalId,
         to: GoalStatus,
     ) -> Result<Outcome<Goal>, CommandError> {
-        let _writer = crate::serial::user(&meta.user).await;
+        let _writer = self.writers.user(&meta.user).await;
         let pk = meta.user_pk();
         optimistic::run!({
             let current = self.goal(meta, id).await?;

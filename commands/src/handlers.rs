@@ -1,4 +1,5 @@
-//! The handlers of one context: its table and the clock they tell time by. Each
+//! The handlers of one context: its table, the clock they tell time by and the
+//! process's per-user write locks they take. Each
 //! context's module adds its commands to `Handlers<ItsContext>` (`ActivityCommands` is
 //! `Handlers<Activity>`), so its commands reach their own table only.
 
@@ -7,6 +8,7 @@ use crate::idempotency;
 use crate::items::from_item;
 use crate::meta::{CommandMeta, Outcome};
 use crate::outbox::envelope;
+use crate::serial::Writers;
 use events_schema::envelope::{EventEnvelope, EventPayload};
 use events_schema::time::{Clock, Timestamp};
 use infra::store::{Item, Key};
@@ -18,6 +20,7 @@ use serde::de::DeserializeOwned;
 pub struct Handlers<C: ContextTable> {
     pub(crate) table: Table<C>,
     pub(crate) clock: Clock,
+    pub(crate) writers: Writers,
 }
 
 impl<C: ContextTable> Handlers<C> {
@@ -25,12 +28,19 @@ impl<C: ContextTable> Handlers<C> {
         Self {
             table,
             clock: Clock::System,
+            writers: Writers::process(),
         }
     }
 
     /// The same handlers, telling time by `clock`.
     pub fn with_clock(self, clock: Clock) -> Self {
         Self { clock, ..self }
+    }
+
+    /// The same handlers, taking `writers`' per-user locks instead of the process's
+    /// (given [`Writers::separate`], they write as another process would).
+    pub fn with_writers(self, writers: Writers) -> Self {
+        Self { writers, ..self }
     }
 
     /// The item at `key` (a strongly consistent read), or [`CommandError::NotFound`]
@@ -65,7 +75,7 @@ impl<C: ContextTable> Handlers<C> {
         input: &impl Serialize,
         answer: T,
     ) -> Result<Outcome<T>, CommandError> {
-        let _writer = crate::serial::user(&meta.user).await;
+        let _writer = self.writers.user(&meta.user).await;
         let event = envelope(meta, &self.clock, occurred_at, payload)?;
         idempotency::create(&self.table, meta, item, &event, input, answer).await
     }

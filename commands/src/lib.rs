@@ -13,7 +13,7 @@
 //!   module gives its commands (`ActivityCommands` is `Handlers<Activity>`).
 //! - [`outbox`], [`idempotency`], `optimistic` (the one read-decide-commit-retry loop),
 //!   `items`, `validate`, `retry`: the shared mechanics;
-//!   `serial`: one writer per user inside a process; [`password`]: argon2 on a bounded pool.
+//!   [`serial`]: one writer per user inside a process; [`password`]: argon2 on a bounded pool.
 //! - [`identity`], [`nutrition`], [`activity`], [`sleep`], [`goals`], [`integrations`],
 //!   [`environment`]: the contexts.
 //! - `external_sync`: the idempotent "sync by external id" write shared by activity
@@ -37,7 +37,7 @@ pub(crate) mod optimistic;
 pub mod outbox;
 pub mod password;
 pub(crate) mod retry;
-mod serial;
+pub mod serial;
 pub mod sleep;
 pub(crate) mod validate;
 

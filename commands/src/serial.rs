@@ -9,20 +9,44 @@
 
 use events_schema::ids::UserId;
 use std::hash::{Hash, Hasher};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use tokio::sync::{Mutex, MutexGuard};
 
-/// Locks in the table; a user's lock is the one their id hashes to.
+/// Locks in a set; a user's lock is the one their id hashes to.
 const STRIPES: usize = 4096;
 
-static LOCKS: LazyLock<Vec<Mutex<()>>> =
-    LazyLock::new(|| (0..STRIPES).map(|_| Mutex::new(())).collect());
+/// The write locks of one process, one per stripe of user ids.
+#[derive(Clone)]
+pub struct Writers(Arc<[Mutex<()>]>);
 
-/// Waits for `user`'s write lock; it is released when the guard drops. A command holds
-/// at most one such lock, so two commands can never wait for each other in a cycle.
-pub(crate) async fn user(user: &UserId) -> MutexGuard<'static, ()> {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    user.hash(&mut hasher);
-    let stripe = (hasher.finish() % STRIPES as u64) as usize;
-    LOCKS[stripe].lock().await
+impl std::fmt::Debug for Writers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writers").finish_non_exhaustive()
+    }
+}
+
+/// The set every handler of this process shares.
+static PROCESS: LazyLock<Writers> = LazyLock::new(Writers::separate);
+
+impl Writers {
+    /// The locks every handler of this process shares: what handlers take by default.
+    pub fn process() -> Self {
+        PROCESS.clone()
+    }
+
+    /// A set of locks of its own: handlers given it write as another process would, so
+    /// a test can race two "processes" over one store.
+    pub fn separate() -> Self {
+        Self((0..STRIPES).map(|_| Mutex::new(())).collect())
+    }
+
+    /// Waits for `user`'s write lock; it is released when the guard drops. A command
+    /// holds at most one such lock, so two commands can never wait for each other in a
+    /// cycle.
+    pub(crate) async fn user(&self, user: &UserId) -> MutexGuard<'_, ()> {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        user.hash(&mut hasher);
+        let stripe = (hasher.finish() % STRIPES as u64) as usize;
+        self.0[stripe].lock().await
+    }
 }

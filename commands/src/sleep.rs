@@ -146,7 +146,7 @@ impl SleepCommands {
             input.score,
             input.stages,
         )?;
-        let _writer = crate::serial::user(&meta.user).await;
+        let _writer = self.writers.user(&meta.user).await;
         let pk = meta.user_pk();
         let build = |id, source: &Source, version, previous_sk: Option<&str>| {
             let s = session(id, &valid, source.clone(), version);

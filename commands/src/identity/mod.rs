@@ -313,7 +313,7 @@ impl IdentityCommands {
         new_email: &str,
     ) -> Result<Outcome<ProfileState>, CommandError> {
         let new_email = validate::email("email", new_email)?;
-        let _writer = crate::serial::user(&meta.user).await;
+        let _writer = self.writers.user(&meta.user).await;
         optimistic::run!({
             let current = self.profile(&meta.user).await?;
             if current.email == new_email {
@@ -390,7 +390,7 @@ impl IdentityCommands {
         input: UpdateProfile,
     ) -> Result<Outcome<ProfileState>, CommandError> {
         let display_name = input.checked_display_name()?;
-        let _writer = crate::serial::user(&meta.user).await;
+        let _writer = self.writers.user(&meta.user).await;
         optimistic::run!({
             let current = self.profile(&meta.user).await?;
             let Some((update, next)) = profile_update(&current, display_name.clone(), &input)
@@ -421,7 +421,7 @@ impl IdentityCommands {
     /// Records the request to delete the account (the drain comes later). Login is
     /// refused from now on; asking again publishes nothing new.
     pub async fn request_deletion(&self, meta: &CommandMeta) -> Result<Outcome<()>, CommandError> {
-        let _writer = crate::serial::user(&meta.user).await;
+        let _writer = self.writers.user(&meta.user).await;
         optimistic::run!({
             let current = self.profile(&meta.user).await?;
             if current.status == AccountStatus::DeletionRequested {

@@ -299,7 +299,7 @@ impl IdentityCommands {
     ) -> Result<(), CommandError> {
         super::validate_password(new)
             .map_err(|_| CommandError::invalid("new_password", "must be 10 to 256 characters"))?;
-        let _writer = crate::serial::user(&meta.user).await;
+        let _writer = self.writers.user(&meta.user).await;
         let profile = self.profile(&meta.user).await?;
         if !password::verify(current.to_owned(), profile.password_hash.clone()).await? {
             return Err(CommandError::invalid(

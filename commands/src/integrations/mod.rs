@@ -18,6 +18,7 @@ pub use provider::{ProviderGrant, Providers, Secret, WearableProvider};
 pub use sandbox::SandboxProvider;
 pub use webhook::{SIGNATURE_TOLERANCE_SECONDS, WebhookPayload, sign};
 
+use crate::serial::Writers;
 use events_schema::time::Clock;
 use infra::table::{Table, contexts::Integrations};
 use std::sync::Arc;
@@ -27,6 +28,7 @@ pub struct IntegrationCommands {
     table: Table<Integrations>,
     providers: Arc<Providers>,
     clock: Clock,
+    writers: Writers,
 }
 
 impl std::fmt::Debug for IntegrationCommands {
@@ -43,11 +45,17 @@ impl IntegrationCommands {
             table,
             providers,
             clock: Clock::System,
+            writers: Writers::process(),
         }
     }
 
     /// The same handlers, telling time by `clock`.
     pub fn with_clock(self, clock: Clock) -> Self {
         Self { clock, ..self }
+    }
+
+    /// The same handlers, taking `writers`' per-user locks instead of the process's.
+    pub fn with_writers(self, writers: Writers) -> Self {
+        Self { writers, ..self }
     }
 }

@@ -149,7 +149,7 @@ impl IntegrationCommands {
         let grant = provider.exchange_code(code).await?;
         let identity = provider_user_key(provider.name(), &grant.provider_user_id)?;
         let meta = CommandMeta::new(user.clone());
-        let _writer = crate::serial::user(&user).await;
+        let _writer = self.writers.user(&user).await;
         let pk = meta.user_pk();
         optimistic::run!({
             let connection_key = connection_key(&pk, provider.name());
@@ -261,7 +261,7 @@ impl IntegrationCommands {
         provider: &str,
     ) -> Result<Outcome<()>, CommandError> {
         let provider = self.providers.get(provider)?.clone();
-        let _writer = crate::serial::user(&meta.user).await;
+        let _writer = self.writers.user(&meta.user).await;
         let pk = meta.user_pk();
         let key = connection_key(&pk, provider.name());
         optimistic::run!({

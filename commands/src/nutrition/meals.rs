@@ -308,7 +308,7 @@ impl NutritionCommands {
         meta: &CommandMeta,
         input: LogMeal,
     ) -> Result<Outcome<MealRecord>, CommandError> {
-        let _writer = crate::serial::user(&meta.user).await;
+        let _writer = self.writers.user(&meta.user).await;
         self.log_meal_with(meta, &input, &input, |_| Ok(Vec::new()))
             .await
     }
@@ -405,7 +405,7 @@ impl NutritionCommands {
         input: EditMeal,
     ) -> Result<Outcome<MealRecord>, CommandError> {
         let meal = validate_meal(&input.meal, self.clock.now())?;
-        let _writer = crate::serial::user(&meta.user).await;
+        let _writer = self.writers.user(&meta.user).await;
         let pk = meta.user_pk();
         // A concurrent change to the meal or a summary: read again and retry.
         optimistic::run!({
@@ -448,7 +448,7 @@ impl NutritionCommands {
         meta: &CommandMeta,
         meal_id: &MealId,
     ) -> Result<Outcome<()>, CommandError> {
-        let _writer = crate::serial::user(&meta.user).await;
+        let _writer = self.writers.user(&meta.user).await;
         let pk = meta.user_pk();
         optimistic::run!({
             let current = match self.load_meal(&pk, meal_id).await {

@@ -141,7 +141,7 @@ impl NutritionCommands {
         day: Day,
         id: &ScheduledMealId,
     ) -> Result<Outcome<()>, CommandError> {
-        let _writer = crate::serial::user(&meta.user).await;
+        let _writer = self.writers.user(&meta.user).await;
         let pk = meta.user_pk();
         let request = (day, id);
         if let Some(first) = idempotency::replayed(&self.table, meta, &request).await? {
@@ -172,7 +172,7 @@ impl NutritionCommands {
         meta: &CommandMeta,
         input: EatScheduledMeal,
     ) -> Result<Outcome<MealRecord>, CommandError> {
-        let _writer = crate::serial::user(&meta.user).await;
+        let _writer = self.writers.user(&meta.user).await;
         let pk = meta.user_pk();
         if let Some(first) = idempotency::replayed(&self.table, meta, &input).await? {
             return Ok(first);
