@@ -12,11 +12,13 @@ use commands::activity::ActivityCommands;
 use commands::environment::{EnvironmentCommands, SandboxEnvironment};
 use commands::goals::CreateGoal;
 use commands::goals::GoalCommands;
+use commands::handlers::Handlers;
 use commands::identity::IdentityCommands;
 use commands::integrations::ConnectStarted;
 use commands::integrations::{IntegrationCommands, Providers, SandboxProvider, Secret};
 use commands::nutrition::NutritionCommands;
 use commands::nutrition::{MealInput, SummaryRecord};
+use commands::serial::Writers;
 use commands::sleep::SleepCommands;
 use commands::{CommandError, CommandMeta, Outcome};
 use events_schema::Context;
@@ -27,7 +29,7 @@ use events_schema::time::{Clock, Day};
 use infra::Store;
 use infra::counting::CountingStore;
 use infra::store::{Item, Key, Query, SortKeyCondition};
-use infra::table::Table;
+use infra::table::{ContextTable, Table};
 use std::sync::Arc;
 
 /// The webhook secret of the sandbox provider in tests.
@@ -54,20 +56,34 @@ impl World {
     /// A world whose handlers tell time by `clock` (a manual one makes "now" whatever
     /// the case needs).
     pub fn with_clock(store: Arc<dyn Store>, clock: Clock) -> Self {
+        Self::of_process(store, clock, Writers::process())
+    }
+
+    /// A world whose handlers write as another process would (per-user write locks of
+    /// their own), on the same store: worlds built so race each other for real.
+    pub fn in_another_process(store: Arc<dyn Store>) -> Self {
+        Self::of_process(store, Clock::System, Writers::separate())
+    }
+
+    fn of_process(store: Arc<dyn Store>, clock: Clock, writers: Writers) -> Self {
         let store = Arc::new(CountingStore::new(store));
         let shared: Arc<dyn Store> = store.clone();
         let providers =
             Providers::default().with(Arc::new(SandboxProvider::new(Secret::new(WEBHOOK_SECRET))));
         Self {
             meta: CommandMeta::new(UserId::generate()),
-            identity: IdentityCommands::new(Table::new(shared.clone())).with_clock(clock.clone()),
-            nutrition: NutritionCommands::new(Table::new(shared.clone())).with_clock(clock.clone()),
-            activity: ActivityCommands::new(Table::new(shared.clone())).with_clock(clock.clone()),
-            sleep: SleepCommands::new(Table::new(shared.clone())).with_clock(clock.clone()),
-            goals: GoalCommands::new(Table::new(shared.clone())).with_clock(clock.clone()),
+            identity: context_handlers(&shared, &clock, &writers),
+            nutrition: context_handlers(&shared, &clock, &writers),
+            activity: context_handlers(&shared, &clock, &writers),
+            sleep: context_handlers(&shared, &clock, &writers),
+            goals: context_handlers(&shared, &clock, &writers),
             integrations: IntegrationCommands::new(Table::new(shared.clone()), Arc::new(providers))
-                .with_clock(clock),
-            environment: EnvironmentCommands::new(Table::new(shared), Arc::new(SandboxEnvironment)),
+                .with_clock(clock.clone())
+                .with_writers(writers.clone()),
+            environment: EnvironmentCommands::new(
+                Table::new(shared.clone()),
+                Arc::new(SandboxEnvironment),
+            ),
             store,
         }
     }
@@ -204,6 +220,17 @@ impl World {
             .receive_webhook("sandbox", &at.to_string(), &signature, body)
             .await
     }
+}
+
+/// One context's handlers on `store`, telling time by `clock`, taking `writers`' locks.
+fn context_handlers<C: ContextTable>(
+    store: &Arc<dyn Store>,
+    clock: &Clock,
+    writers: &Writers,
+) -> Handlers<C> {
+    Handlers::new(Table::new(store.clone()))
+        .with_clock(clock.clone())
+        .with_writers(writers.clone())
 }
 
 /// The wearable provider the activity and sleep cases sync from.

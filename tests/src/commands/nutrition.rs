@@ -280,17 +280,23 @@ async fn sums_of_meals(world: &World) -> BTreeMap<String, (u32, Nutrients)> {
     sums
 }
 
-/// Concurrent writers (log, edit across days, delete) on the same user: every daily
-/// summary still equals the sum of its day's meals. Operations are drawn from a seeded
-/// generator so a failure can be replayed. In one process the per-user writer lock
-/// takes them in turn; a race with another process's writer is the case after this one.
+/// Concurrent writers (log, edit across days, delete) on the same user, two in each of
+/// three processes: every daily summary still equals the sum of its day's meals.
+/// Within a process the per-user writer lock takes a user's writes in turn; between
+/// processes they race, and the optimistic conditions decide. Operations are drawn
+/// from a seeded generator so a failure can be replayed.
 pub async fn concurrent_writers_keep_every_summary_equal_to_its_meals(store: Arc<dyn Store>) {
-    let world = Arc::new(World::new(store));
+    let first = World::in_another_process(store.clone());
+    let user = first.meta.user.clone();
+    let processes: Vec<Arc<World>> = std::iter::once(first)
+        .chain((1..3).map(|_| World::in_another_process(store.clone()).as_user(user.clone())))
+        .map(Arc::new)
+        .collect();
     let writers = 6;
     let ops_per_writer = 12;
     let mut tasks = Vec::new();
     for writer in 0..writers {
-        let world = world.clone();
+        let world = processes[writer % processes.len()].clone();
         tasks.push(tokio::spawn(async move {
             let mut rng = (writer as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let mut next = move |n: u64| {
@@ -355,7 +361,16 @@ pub async fn concurrent_writers_keep_every_summary_equal_to_its_meals(store: Arc
         gave_up * 10 <= writers * ops_per_writer,
         "{gave_up} operations gave up: contention handling is too weak"
     );
-    let sums = sums_of_meals(&world).await;
+    let transactions: usize = processes
+        .iter()
+        .map(|p| p.store.counts().transactions)
+        .sum();
+    eprintln!(
+        "{} operations, {transactions} transactions, {gave_up} gave up after losing every race",
+        writers * ops_per_writer
+    );
+    let world = &processes[0];
+    let sums = sums_of_meals(world).await;
     let summaries = world.items(Context::Nutrition, "DAILY_SUMMARY#").await;
     assert!(!summaries.is_empty());
     for item in summaries {
