@@ -80,7 +80,7 @@ pub fn send(
     headers: &[(&str, &str)],
     body: Option<&[u8]>,
 ) -> (u16, String) {
-    let response = round_trip(
+    let (response, _) = round_trip(
         address,
         method,
         path,
@@ -88,7 +88,7 @@ pub fn send(
         body,
         Duration::from_secs(30),
     );
-    let (status, _, body) = parse_response(&response);
+    let (status, _, body) = parse_response(&String::from_utf8_lossy(&response));
     (status, body)
 }
 
@@ -101,7 +101,7 @@ pub fn exchange(
     headers: &[(&str, &str)],
     body: Option<&[u8]>,
 ) -> (u16, std::collections::HashMap<String, String>, String) {
-    let response = round_trip(
+    let (response, _) = round_trip(
         address,
         method,
         path,
@@ -109,11 +109,13 @@ pub fn exchange(
         body,
         Duration::from_secs(60),
     );
-    parse_response(&response)
+    parse_response(&String::from_utf8_lossy(&response))
 }
 
 /// Writes one request (with a `Content-Length`) on a new connection and reads the whole
-/// response, waiting at most `timeout` for each read.
+/// response, waiting at most `timeout` for each read; the bytes read, and whether the
+/// read ended cleanly (`send` and `exchange` take what arrived: a server may close a
+/// refused upload's connection early; `request` insists).
 fn round_trip(
     address: &str,
     method: &str,
@@ -121,7 +123,7 @@ fn round_trip(
     headers: &[(&str, &str)],
     body: Option<&[u8]>,
     timeout: Duration,
-) -> String {
+) -> (Vec<u8>, std::io::Result<usize>) {
     let mut stream = TcpStream::connect(address).expect("connects");
     stream.set_read_timeout(Some(timeout)).expect("timeout");
     let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n");
@@ -133,8 +135,8 @@ fn round_trip(
     stream.write_all(head.as_bytes()).expect("writes");
     stream.write_all(body).expect("writes");
     let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response);
-    String::from_utf8_lossy(&response).into_owned()
+    let read = stream.read_to_end(&mut response);
+    (response, read)
 }
 
 /// A whole HTTP/1.1 response: (status, headers with lowercase names, body).
@@ -156,9 +158,15 @@ fn parse_response(response: &str) -> (u16, std::collections::HashMap<String, Str
     (status, headers, body)
 }
 
-/// Sends one request without headers or body; returns (status, body).
+/// Sends one request with no headers of the caller's and no body (`Host`, `Connection:
+/// close`, `Content-Length: 0`); returns (status, body). The whole response must be read
+/// cleanly, as UTF-8.
 pub fn request(address: &str, method: &str, path: &str) -> (u16, String) {
-    send(address, method, path, &[], None)
+    let (response, read) = round_trip(address, method, path, &[], None, Duration::from_secs(30));
+    read.expect("reads the whole response");
+    let response = String::from_utf8(response).expect("a UTF-8 response");
+    let (status, _, body) = parse_response(&response);
+    (status, body)
 }
 
 impl Drop for Server {
