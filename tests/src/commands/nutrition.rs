@@ -5,7 +5,6 @@ use super::{World, assert_invalid, assert_not_found, items_of, value, with_retry
 use commands::CommandError;
 use commands::nutrition::{
     CatalogKind, CurateMealPlan, CurateRecipe, EatScheduledMeal, EditMeal, MealInput, ScheduleMeal,
-    SummaryRecord,
 };
 use events_schema::Context;
 use events_schema::events::nutrition::{MealEdited, MealLogged, Nutrients};
@@ -404,41 +403,36 @@ pub async fn a_meal_that_loses_the_race_for_its_summary_is_logged_on_the_fresh_o
     tokio::time::timeout(std::time::Duration::from_secs(30), reached)
         .await
         .expect("the meal's transaction reaches the store");
-    // The other process logged a 500 kcal meal on the same day first.
-    let theirs = Nutrients {
-        calories: dec("500"),
-        protein_g: dec("10"),
-        carbs_g: dec("60"),
-        fat_g: dec("5"),
-    };
-    let day = day("2026-03-01");
-    let summary = SummaryRecord {
-        day,
-        meals: 1,
-        totals: theirs,
-        version: 1,
-    };
-    let mut item = crate::conformance::item(serde_json::to_value(&summary).expect("summary"));
-    item.insert("pk".into(), world.pk().into());
-    item.insert("sk".into(), format!("DAILY_SUMMARY#{day}").into());
-    store
-        .put(Context::Nutrition, item, None)
-        .await
-        .expect("the other writer's summary");
+    // Meanwhile another process logs lunch on the same day: its summary write lands
+    // first.
+    let other = World::in_another_process(store.clone()).as_user(world.meta.user.clone());
+    let lunch = meal("2026-03-01T12:00:00.000Z", "500", "10");
+    other.log_meal(lunch.clone()).await;
     pausing.observer().release.notify_one();
     let logged = first.await.expect("writer").expect("the meal is logged");
+    let counts = world.store.counts();
+    assert_eq!(
+        (counts.reads(), counts.transactions),
+        (1, 2),
+        "one read before the race, then the retry on the summary the cancellation returned"
+    );
+    let day = day("2026-03-01");
     let after = world.summary(day).await;
     assert_eq!(
         (after.meals, after.totals, after.version),
-        (2, theirs.plus(breakfast_nutrients()), 2),
+        (2, nutrients(&lunch).plus(nutrients(&breakfast())), 2),
         "the summary counts both meals, one version on from theirs"
+    );
+    let sums = sums_of_meals(&world).await;
+    assert_eq!(
+        sums.get(&day.to_string()),
+        Some(&(after.meals, after.totals))
     );
     assert_eq!(logged.value.day, day);
 }
 
-/// [`breakfast`]'s nutrients.
-fn breakfast_nutrients() -> Nutrients {
-    let meal = breakfast();
+/// What `meal` adds to its day.
+fn nutrients(meal: &MealInput) -> Nutrients {
     Nutrients {
         calories: meal.calories,
         protein_g: meal.protein_g,
