@@ -18,9 +18,10 @@ pub(crate) enum Attempt<T> {
 /// is done or fails, backing off between attempts; `CommandError::Contention` after
 /// `MAX_ATTEMPTS` lost races. The value of the whole is `Result<T, CommandError>`.
 ///
-/// The block is the body of an async block: `return` and `?` inside it end the
-/// attempt, not the command. So `return Ok(Attempt::LostRace)` tries again from the
-/// read, and `return Ok(Attempt::Done(x))` makes `x` the command's value:
+/// The block is the body of an async block: `return` and `?` inside it leave that
+/// block, not the command's function. What it returns decides: `Ok(Attempt::LostRace)`
+/// tries again from the read, `Ok(Attempt::Done(x))` makes `x` the command's value,
+/// and an `Err` (a `?` included) is the command's result, with no further attempt:
 ///
 /// ```text
 /// optimistic::run!({

@@ -94,8 +94,9 @@ pub fn is_outbox_item(item: &serde_json::Map<String, serde_json::Value>) -> bool
 }
 
 /// The event an outbox item carries: `None` for any other item, an error when its
-/// envelope does not decode. The one reader of the outbox's layout (replay and the
-/// tests read events through it, the feeds through [`envelope_in`]).
+/// envelope does not decode. For readers of whole items (replay, the tests); a feed,
+/// which has the key beside the image, checks the key itself and reads the image with
+/// [`envelope_in`].
 pub fn outbox_event(
     item: &serde_json::Map<String, serde_json::Value>,
 ) -> Option<Result<EventEnvelope, serde_json::Error>> {
@@ -432,6 +433,16 @@ mod tests {
         assert!(outbox_event(&item("MEAL#2026-01-01#M1", Some(body))).is_none());
         assert!(outbox_event(&item("EVT#E1", None)).is_none());
         assert!(!is_outbox_item(&item("EVT#E1", None)));
+        // A change record's image need not repeat its key: envelope_in reads the
+        // attribute alone.
+        let mut image = serde_json::Map::new();
+        image.insert(
+            OUTBOX_ATTR.into(),
+            serde_json::to_value(sample()).expect("json"),
+        );
+        assert!(outbox_event(&image).is_none());
+        assert!(matches!(envelope_in(&image), Some(Ok(_))));
+        assert!(envelope_in(&serde_json::Map::new()).is_none());
         // An envelope that does not decode is an error, not a skipped item.
         let broken = item("EVT#E1", Some(serde_json::json!({"event_id": 1})));
         assert!(matches!(outbox_event(&broken), Some(Err(_))));

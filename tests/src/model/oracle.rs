@@ -384,8 +384,8 @@ fn check_profile_row(dashboard: &Dashboard<'_>, facts: &Facts, verdict: &mut Ver
     }
 }
 
-/// The window: every recorded day (`days`) up to the newest is inside it or pruned. Returns the
-/// window, if the dashboard has one.
+/// The window: every recorded day (`days`) up to the newest is inside it or pruned.
+/// Returns the window, if the dashboard has one.
 fn check_window(
     dashboard: &Dashboard<'_>,
     days: &BTreeSet<Day>,
