@@ -41,6 +41,7 @@ macro_rules! commands_suite {
         $crate::spec_tests!($make, $crate::commands::identity;
             register_writes_profile_reservation_and_event,
             register_with_a_taken_email_fails_and_writes_nothing,
+            racing_sign_ups_of_one_email_create_one_account,
             register_repeated_with_the_same_key_returns_the_same_user,
             register_rejects_invalid_input_naming_the_field,
             login_checks_email_and_password,
@@ -65,6 +66,7 @@ macro_rules! commands_suite {
         $crate::spec_tests!($make, $crate::commands::activity_sleep;
             record_workout_writes_workout_and_event_once_per_key,
             retried_wearable_sync_returns_the_original_workout_in_one_request,
+            one_record_synced_by_two_processes_at_once_is_one_workout,
             wearable_sync_with_changed_fields_is_the_next_version,
             a_later_revision_with_the_same_content_moves_only_the_revision,
             training_block_started,

@@ -124,6 +124,27 @@ pub async fn retried_wearable_sync_returns_the_original_workout_in_one_request(
     );
 }
 
+/// The same provider record delivered to two processes at once (a webhook retried
+/// while the first delivery is still being handled): both succeed with the one
+/// workout, and it is written once, with one event.
+pub async fn one_record_synced_by_two_processes_at_once_is_one_workout(store: Arc<dyn Store>) {
+    let first = World::in_another_process(store.clone());
+    let second = World::in_another_process(store).as_user(first.meta.user.clone());
+    let workout = provider_workout("act-88", "2026-05-02T07:00:00.000Z", 1800);
+    let (a, b) = tokio::join!(first.sync_workout(&workout), second.sync_workout(&workout));
+    let (a, b) = (a.expect("first syncs"), b.expect("second syncs"));
+    assert_eq!(a.value, b.value, "both answer with the one workout");
+    assert!(
+        !(a.replayed && b.replayed),
+        "one of them wrote it: {a:?} {b:?}"
+    );
+    assert_eq!(first.count(Context::Activity, "WORKOUT#").await, 1);
+    assert_eq!(
+        first.event_types(Context::Activity).await,
+        vec!["WorkoutRecorded"]
+    );
+}
+
 pub async fn wearable_sync_with_changed_fields_is_the_next_version(store: Arc<dyn Store>) {
     let world = World::new(store);
     let first = world

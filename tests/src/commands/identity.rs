@@ -104,6 +104,33 @@ pub async fn register_with_a_taken_email_fails_and_writes_nothing(store: Arc<dyn
     assert_eq!(by_email.items.len(), 1, "one profile for the email");
 }
 
+/// Five sign-ups of one email at once (each a new user, so no writer lock holds them
+/// back): one account is created, every other sign-up is `EmailTaken`, and the email
+/// names one profile.
+pub async fn racing_sign_ups_of_one_email_create_one_account(store: Arc<dyn Store>) {
+    let email = unique_email();
+    let mut sign_ups = tokio::task::JoinSet::new();
+    for _ in 0..5 {
+        let (world, email) = (World::new(store.clone()), email.clone());
+        sign_ups.spawn(async move { register(&world, &email).await });
+    }
+    let outcomes = sign_ups.join_all().await;
+    let created = outcomes.iter().filter(|o| o.is_ok()).count();
+    let taken = outcomes
+        .iter()
+        .filter(|o| matches!(o, Err(CommandError::EmailTaken)))
+        .count();
+    assert_eq!((created, taken), (1, 4), "{outcomes:?}");
+    let by_email = store
+        .query_index(
+            Context::Identity,
+            &IndexQuery::partition("by-email", &email),
+        )
+        .await
+        .expect("query");
+    assert_eq!(by_email.items.len(), 1, "one profile for the email");
+}
+
 pub async fn register_repeated_with_the_same_key_returns_the_same_user(store: Arc<dyn Store>) {
     let world = World::new(store.clone());
     let email = unique_email();
