@@ -60,6 +60,7 @@ macro_rules! commands_suite {
             meal_validation_names_the_field_and_writes_nothing,
             concurrent_writers_keep_every_summary_equal_to_its_meals,
             a_meal_that_loses_the_race_for_its_summary_is_logged_on_the_fresh_one,
+            a_meal_committing_after_the_erasure_began_is_refused_whole,
             scheduled_meals_and_the_catalog,
             a_scheduled_meal_is_eaten_once,
         );

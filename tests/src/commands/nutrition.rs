@@ -2,10 +2,11 @@
 //! included.
 
 use super::{World, assert_invalid, assert_not_found, items_of, value, with_retry};
-use commands::CommandError;
 use commands::nutrition::{
-    CatalogKind, CurateMealPlan, CurateRecipe, EatScheduledMeal, EditMeal, MealInput, ScheduleMeal,
+    CatalogKind, CurateMealPlan, CurateRecipe, EatScheduledMeal, EditMeal, MealInput, MealRecord,
+    ScheduleMeal,
 };
+use commands::{CommandError, Outcome};
 use events_schema::Context;
 use events_schema::events::nutrition::{MealEdited, MealLogged, Nutrients};
 use events_schema::ids::{MealId, ScheduledMealId};
@@ -391,25 +392,14 @@ pub async fn concurrent_writers_keep_every_summary_equal_to_its_meals(store: Arc
 pub async fn a_meal_that_loses_the_race_for_its_summary_is_logged_on_the_fresh_one(
     store: Arc<dyn Store>,
 ) {
-    let pausing = Arc::new(crate::regressions::gated(store.clone(), |row| {
-        crate::regressions::writes_sort_key(row, "DAILY_SUMMARY#", "")
-    }));
-    let world = Arc::new(World::new(pausing.clone()));
-    let reached = pausing.observer().reached.notified();
-    let first = tokio::spawn({
-        let world = world.clone();
-        async move { world.nutrition.log_meal(&world.meta, breakfast()).await }
-    });
-    tokio::time::timeout(std::time::Duration::from_secs(30), reached)
-        .await
-        .expect("the meal's transaction reaches the store");
+    let held = Held::breakfast(&store).await;
+    let world = held.world.clone();
     // Meanwhile another process logs lunch on the same day: its summary write lands
     // first.
     let other = World::in_another_process(store.clone()).as_user(world.meta.user.clone());
     let lunch = meal("2026-03-01T12:00:00.000Z", "500", "10");
     other.log_meal(lunch.clone()).await;
-    pausing.observer().release.notify_one();
-    let logged = first.await.expect("writer").expect("the meal is logged");
+    let logged = held.release().await.expect("the meal is logged");
     let counts = world.store.counts();
     assert_eq!(
         (counts.reads(), counts.transactions),
@@ -429,6 +419,62 @@ pub async fn a_meal_that_loses_the_race_for_its_summary_is_logged_on_the_fresh_o
         Some(&(after.meals, after.totals))
     );
     assert_eq!(logged.value.day, day);
+}
+
+/// A meal decided before the user's erasure reached nutrition and committed after it
+/// (its transaction held at the store while the eraser writes the context's tombstone):
+/// the commit is refused as `AccountDeleted` and nothing of the meal is written.
+pub async fn a_meal_committing_after_the_erasure_began_is_refused_whole(store: Arc<dyn Store>) {
+    let held = Held::breakfast(&store).await;
+    let world = held.world.clone();
+    let nutrition = infra::table::Table::<infra::table::contexts::Nutrition>::new(store.clone());
+    commands::erasure::begin(&nutrition, &world.meta.user, Timestamp::now())
+        .await
+        .expect("the eraser's tombstone");
+    let refused = held.release().await;
+    assert!(
+        matches!(refused, Err(CommandError::AccountDeleted)),
+        "{refused:?}"
+    );
+    let written = world.items(Context::Nutrition, "").await;
+    assert!(written.is_empty(), "the user's partition holds {written:?}");
+}
+
+/// A [`breakfast`] being logged by a world of its own on `store`, its transaction held
+/// at the store (at its day's summary) until [`Held::release`]: what another writer
+/// does meanwhile lands first.
+struct Held {
+    world: Arc<World>,
+    pausing: Arc<crate::regressions::PausingStore>,
+    meal: tokio::task::JoinHandle<Result<Outcome<MealRecord>, CommandError>>,
+}
+
+impl Held {
+    async fn breakfast(store: &Arc<dyn Store>) -> Self {
+        let pausing = Arc::new(crate::regressions::gated(store.clone(), |row| {
+            crate::regressions::writes_sort_key(row, "DAILY_SUMMARY#", "")
+        }));
+        let world = Arc::new(World::new(pausing.clone()));
+        let reached = pausing.observer().reached.notified();
+        let meal = tokio::spawn({
+            let world = world.clone();
+            async move { world.nutrition.log_meal(&world.meta, breakfast()).await }
+        });
+        tokio::time::timeout(std::time::Duration::from_secs(30), reached)
+            .await
+            .expect("the meal's transaction reaches the store");
+        Self {
+            world,
+            pausing,
+            meal,
+        }
+    }
+
+    /// Lets the held transaction go; what the command answered.
+    async fn release(self) -> Result<Outcome<MealRecord>, CommandError> {
+        self.pausing.observer().release.notify_one();
+        self.meal.await.expect("the meal's task")
+    }
 }
 
 /// What `meal` adds to its day.
