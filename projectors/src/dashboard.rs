@@ -1,6 +1,8 @@
 //! The dashboard: one partition per user holding everything the app's home screen shows,
 //! read with one Query. Rows: `PROFILE`, `DAILY#<date>` (attribute groups: `nutrition`,
-//! the day's summary, guarded by its version; `activity` and `sleep`, each derived from a
+//! the day's summary, guarded by its version: a copy of the totals the meal commands
+//! computed in their own transaction and carried in the event's `day_totals`, nothing
+//! here adds meals up; `activity` and `sleep`, each derived from a
 //! set of versioned entries, one per workout or session of the day), `RECENT_MEAL#<date>#<id>`,
 //! `RECENT_WORKOUT#<date>#<id>`, `ACTIVE_GOAL#<goal-id>`, `CONNECTION#<provider>`.
 //!

@@ -2,7 +2,8 @@
 //! day's summary in the same transaction, on condition that the summary is still the
 //! version read; on a conflict the command retries with the summary the cancellation
 //! reason returned (no extra read). So a summary always equals the sum of its meals,
-//! whatever the concurrency.
+//! whatever the concurrency. Each event carries the day's new totals (`day_totals`):
+//! the read side copies them and never sums meals itself.
 
 use super::NutritionCommands;
 use crate::idempotency::{self, Committed};
