@@ -1,5 +1,5 @@
 //! The handlers of one context: its table, the clock they tell time by and the
-//! process's per-user write locks they take. Each
+//! per-user write locks they take (by default, the process's). Each
 //! context's module adds its commands to `Handlers<ItsContext>` (`ActivityCommands` is
 //! `Handlers<Activity>`), so its commands reach their own table only.
 

@@ -1,7 +1,8 @@
 //! Activity and sleep command specifications: manual entries, idempotent wearable sync
 //! by external id, training blocks.
 
-use super::{World, assert_invalid, assert_not_found, replayed, with_retry};
+use super::{Held, World, assert_invalid, assert_not_found, replayed, with_retry};
+use crate::regressions::writes_sort_key;
 use commands::activity::{RecordWorkout, StartTrainingBlock};
 use commands::sleep::RecordSleep;
 use events_schema::Context;
@@ -11,7 +12,9 @@ use events_schema::events::sleep::SleepStages;
 use events_schema::ids::ExternalId;
 use events_schema::time::{Day, Timestamp};
 use infra::Store;
+use infra::observed::Row;
 use std::sync::Arc;
+use std::time::Duration;
 
 fn ts(raw: &str) -> Timestamp {
     Timestamp::parse(raw).expect("timestamp")
@@ -125,19 +128,30 @@ pub async fn retried_wearable_sync_returns_the_original_workout_in_one_request(
 }
 
 /// The same provider record delivered to two processes at once (a webhook retried
-/// while the first delivery is still being handled): both succeed with the one
-/// workout, and it is written once, with one event.
+/// while the first delivery is still being handled): the first process's transaction
+/// is held at the store while the second's commits, so the first loses the race for
+/// the record's pointer. Both answer with the one workout, the second as its writer and
+/// the first as a replay, and it is written once, with one event.
 pub async fn one_record_synced_by_two_processes_at_once_is_one_workout(store: Arc<dyn Store>) {
-    let first = World::in_another_process(store.clone());
-    let second = World::in_another_process(store).as_user(first.meta.user.clone());
     let workout = provider_workout("act-88", "2026-05-02T07:00:00.000Z", 1800);
-    let (a, b) = tokio::join!(first.sync_workout(&workout), second.sync_workout(&workout));
-    let (a, b) = (a.expect("first syncs"), b.expect("second syncs"));
-    assert_eq!(a.value, b.value, "both answer with the one workout");
-    assert!(
-        !(a.replayed && b.replayed),
-        "one of them wrote it: {a:?} {b:?}"
+    let at_pointer = |row: &Row<'_>| writes_sort_key(row, "EXTERNAL#", "");
+    let held = Held::start(&store, at_pointer, {
+        let workout = workout.clone();
+        |world| async move { world.sync_workout(&workout).await }
+    })
+    .await;
+    let first = held.world.clone();
+    let second = World::in_another_process(store).as_user(first.meta.user.clone());
+    let wrote = tokio::time::timeout(Duration::from_secs(30), second.sync_workout(&workout))
+        .await
+        .expect("the second process does not wait for the held one")
+        .expect("the second syncs");
+    let replayed = held.release().await.expect("the first syncs");
+    assert_eq!(
+        replayed.value, wrote.value,
+        "both answer with the one workout"
     );
+    assert_eq!((replayed.replayed, wrote.replayed), (true, false));
     assert_eq!(first.count(Context::Activity, "WORKOUT#").await, 1);
     assert_eq!(
         first.event_types(Context::Activity).await,

@@ -108,9 +108,11 @@ pub async fn register_with_a_taken_email_fails_and_writes_nothing(store: Arc<dyn
     );
 }
 
-/// Five sign-ups of one email at once (each a new user, so no writer lock holds them
-/// back): one account is created, every other sign-up is `EmailTaken`, and the email
-/// names one profile.
+/// Five sign-ups of one email at once (`register` takes no writer lock): one account is
+/// created, every other sign-up is `EmailTaken`, and the email names one profile. On
+/// the stores the suite runs (embedded, ministack, moto) a losing transaction is
+/// cancelled on the email's reservation; DynamoDB may cancel it as a conflict instead,
+/// which `register` answers as `Contention` (a retry is then `EmailTaken`).
 pub async fn racing_sign_ups_of_one_email_create_one_account(store: Arc<dyn Store>) {
     let email = unique_email();
     let mut sign_ups = tokio::task::JoinSet::new();

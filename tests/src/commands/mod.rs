@@ -8,6 +8,7 @@ pub mod identity;
 pub mod integrations;
 pub mod nutrition;
 
+use crate::regressions::PausingStore;
 use commands::activity::ActivityCommands;
 use commands::environment::{EnvironmentCommands, SandboxEnvironment};
 use commands::goals::CreateGoal;
@@ -28,6 +29,7 @@ use events_schema::ids::{GoalId, MealId, ProviderName, SleepId, UserId, WorkoutI
 use events_schema::time::{Clock, Day};
 use infra::Store;
 use infra::counting::CountingStore;
+use infra::observed::Row;
 use infra::store::{Item, Key, Query, SortKeyCondition};
 use infra::table::{ContextTable, Table};
 use std::sync::Arc;
@@ -219,6 +221,47 @@ impl World {
         self.integrations
             .receive_webhook("sandbox", &at.to_string(), &signature, body)
             .await
+    }
+}
+
+/// A command of a world of its own on `store`, its first write that `paused` matches
+/// held at the store until [`Held::release`]: what another writer does meanwhile lands
+/// first, deterministically.
+pub struct Held<T> {
+    pub world: Arc<World>,
+    pausing: Arc<PausingStore>,
+    command: tokio::task::JoinHandle<Result<T, CommandError>>,
+}
+
+impl<T: Send + 'static> Held<T> {
+    /// Starts `command` and waits (30 s at most) until its write is held.
+    pub async fn start<F, Fut>(
+        store: &Arc<dyn Store>,
+        paused: fn(&Row<'_>) -> bool,
+        command: F,
+    ) -> Self
+    where
+        F: FnOnce(Arc<World>) -> Fut,
+        Fut: Future<Output = Result<T, CommandError>> + Send + 'static,
+    {
+        let pausing = Arc::new(crate::regressions::gated(store.clone(), paused));
+        let world = Arc::new(World::new(pausing.clone()));
+        let reached = pausing.observer().reached.notified();
+        let command = tokio::spawn(command(world.clone()));
+        tokio::time::timeout(std::time::Duration::from_secs(30), reached)
+            .await
+            .expect("the command's write reaches the store");
+        Self {
+            world,
+            pausing,
+            command,
+        }
+    }
+
+    /// Lets the held write go; what the command answered.
+    pub async fn release(self) -> Result<T, CommandError> {
+        self.pausing.observer().release.notify_one();
+        self.command.await.expect("the held command's task")
     }
 }
 
