@@ -1,9 +1,9 @@
 //! A storage wrapper that passes every request on to the store it wraps and shows an
-//! [`Observer`] each write twice: before it is passed on (where a test may hold it) and
-//! once it took effect (what a log line or a test's change feed records). Reads pass
-//! through unseen. One forwarding implementation of the port serves every such wrapper:
-//! the write log of `vitals serve` ([`crate::logged`]) and the tests' event capture and
-//! interleaving gates.
+//! [`Observer`] each write twice: before it is passed on (where a test may hold it, or
+//! refuse it with an error) and once it took effect (what a log line or a test's change
+//! feed records). Reads pass through unseen. One forwarding implementation of the port
+//! serves every such wrapper: the write log of `vitals serve` ([`crate::logged`]) and
+//! the tests' event capture, interleaving gates and injected faults.
 
 use crate::store::{
     Condition, IndexQuery, Item, Key, Page, Query, Scan, Store, StoreError, TransactAction, Update,
@@ -72,6 +72,13 @@ pub trait Observer: Send + Sync {
     /// What the observer keeps of a write until it took effect.
     type Note: Send;
 
+    /// The error to answer a write with instead of passing it on, if any: fault
+    /// injection for tests (a transaction cancelled as a conflict, as DynamoDB cancels
+    /// one that meets another on the same item). Everything passes by default.
+    fn refuses(&self, _write: &Write<'_>) -> Option<StoreError> {
+        None
+    }
+
     /// Sees a write before it is passed on (the request waits for it).
     async fn before(&self, write: Write<'_>) -> Self::Note;
 
@@ -96,6 +103,14 @@ impl<O: Observer> Observed<O> {
     /// The observer, to read what it recorded.
     pub fn observer(&self) -> &O {
         &self.observer
+    }
+
+    /// Shows the observer a write: its refusal, or its note for when it took effect.
+    async fn seen(&self, write: Write<'_>) -> Result<O::Note, StoreError> {
+        match self.observer.refuses(&write) {
+            Some(refused) => Err(refused),
+            None => Ok(self.observer.before(write).await),
+        }
     }
 }
 
@@ -140,8 +155,9 @@ impl<O: Observer> Store for Observed<O> {
         item: Item,
         condition: Option<Condition>,
     ) -> Result<(), StoreError> {
-        let row = Row::Put { table, item: &item };
-        let note = self.observer.before(Write::Single(row)).await;
+        let note = self
+            .seen(Write::Single(Row::Put { table, item: &item }))
+            .await?;
         self.inner.put(table, item, condition).await?;
         self.observer.written(note);
         Ok(())
@@ -159,7 +175,7 @@ impl<O: Observer> Store for Observed<O> {
             key,
             update: &update,
         };
-        let note = self.observer.before(Write::Single(row)).await;
+        let note = self.seen(Write::Single(row)).await?;
         let item = self.inner.update(table, key, update, condition).await?;
         self.observer.written(note);
         Ok(item)
@@ -171,15 +187,14 @@ impl<O: Observer> Store for Observed<O> {
         key: &Key,
         condition: Option<Condition>,
     ) -> Result<Option<Item>, StoreError> {
-        let row = Row::Delete { table, key };
-        let note = self.observer.before(Write::Single(row)).await;
+        let note = self.seen(Write::Single(Row::Delete { table, key })).await?;
         let deleted = self.inner.delete(table, key, condition).await?;
         self.observer.written(note);
         Ok(deleted)
     }
 
     async fn transact(&self, actions: Vec<TransactAction>) -> Result<(), StoreError> {
-        let note = self.observer.before(Write::Transaction(&actions)).await;
+        let note = self.seen(Write::Transaction(&actions)).await?;
         self.inner.transact(actions).await?;
         self.observer.written(note);
         Ok(())
@@ -204,6 +219,7 @@ impl<O: Observer> Store for Observed<O> {
 mod tests {
     use super::*;
     use crate::embedded::EmbeddedStore;
+    use crate::store::CancelReason;
     use std::sync::Mutex;
 
     /// Keeps what it is shown: `before <rows>` and `written <rows>`, `drained <n>`.
@@ -246,6 +262,56 @@ mod tests {
         fn drained(&self, _: Context, deleted: usize) {
             self.push(format!("drained {deleted}"));
         }
+    }
+
+    /// Refuses every transaction as a conflict; sees nothing.
+    struct Conflicts;
+
+    #[async_trait]
+    impl Observer for Conflicts {
+        type Note = ();
+
+        fn refuses(&self, write: &Write<'_>) -> Option<StoreError> {
+            let Write::Transaction(actions) = write else {
+                return None;
+            };
+            let reasons = actions.iter().map(|_| CancelReason::Conflict).collect();
+            Some(StoreError::TransactionCanceled { reasons })
+        }
+
+        async fn before(&self, _: Write<'_>) {}
+
+        fn written(&self, _: ()) {}
+    }
+
+    #[tokio::test]
+    async fn a_refused_write_answers_the_observers_error_and_writes_nothing() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
+        let observed = Observed::new(store.clone(), Conflicts);
+        let (table, a, b) = (
+            Context::Goals,
+            Key::new("USER#u", "A"),
+            Key::new("USER#u", "B"),
+        );
+        let put = |key: &Key| TransactAction::Put {
+            table,
+            item: key.to_item(),
+            condition: None,
+        };
+        let refused = observed.transact(vec![put(&a), put(&b)]).await;
+        assert!(
+            matches!(
+                &refused,
+                Err(StoreError::TransactionCanceled { reasons })
+                    if reasons == &[CancelReason::Conflict, CancelReason::Conflict]
+            ),
+            "{refused:?}"
+        );
+        assert_eq!(store.get(table, &a, true).await.expect("get"), None);
+        // What it does not refuse passes on.
+        observed.put(table, b.to_item(), None).await.expect("put");
+        assert!(store.get(table, &b, true).await.expect("get").is_some());
     }
 
     #[tokio::test]
