@@ -28,11 +28,14 @@ use events_schema::events::integrations::{ProviderSleep, ProviderWorkout};
 use events_schema::ids::{GoalId, MealId, ProviderName, SleepId, UserId, WorkoutId};
 use events_schema::time::{Clock, Day};
 use infra::Store;
+use infra::StoreError;
 use infra::counting::CountingStore;
-use infra::observed::Row;
+use infra::observed::{Observed, Observer, Row, Write};
+use infra::store::CancelReason;
 use infra::store::{Item, Key, Query, SortKeyCondition};
 use infra::table::{ContextTable, Table};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The webhook secret of the sandbox provider in tests.
 pub const WEBHOOK_SECRET: &str = "test-webhook-secret";
@@ -263,6 +266,37 @@ impl<T: Send + 'static> Held<T> {
         self.pausing.observer().release.notify_one();
         self.command.await.expect("the held command's task")
     }
+}
+
+/// Cancels the first transaction it sees as a conflict, as DynamoDB cancels one that
+/// meets another transaction on the same item (the cancellation carries no item);
+/// passes everything else on.
+pub struct ConflictOnce(AtomicBool);
+
+impl ConflictOnce {
+    /// `store`, its next transaction cancelled as a conflict.
+    pub fn on(store: Arc<dyn Store>) -> Arc<dyn Store> {
+        Arc::new(Observed::new(store, Self(AtomicBool::new(true))))
+    }
+}
+
+#[async_trait::async_trait]
+impl Observer for ConflictOnce {
+    type Note = ();
+
+    fn refuses(&self, write: &Write<'_>) -> Option<StoreError> {
+        let Write::Transaction(actions) = write else {
+            return None;
+        };
+        self.0.swap(false, Ordering::SeqCst).then(|| {
+            let reasons = actions.iter().map(|_| CancelReason::Conflict).collect();
+            StoreError::TransactionCanceled { reasons }
+        })
+    }
+
+    async fn before(&self, _: Write<'_>) {}
+
+    fn written(&self, _: ()) {}
 }
 
 /// One context's handlers on `store`, telling time by `clock`, taking `writers`' locks.

@@ -1,7 +1,9 @@
 //! Nutrition command specifications, the daily-summary invariant under concurrency
 //! included.
 
-use super::{Held, World, assert_invalid, assert_not_found, items_of, value, with_retry};
+use super::{
+    ConflictOnce, Held, World, assert_invalid, assert_not_found, items_of, value, with_retry,
+};
 use crate::regressions::writes_sort_key;
 use commands::nutrition::{
     CatalogKind, CurateMealPlan, CurateRecipe, EatScheduledMeal, EditMeal, MealInput, MealRecord,
@@ -410,9 +412,8 @@ pub async fn a_meal_that_loses_the_race_for_its_summary_is_logged_on_the_fresh_o
     .await
     .expect("the other process does not wait for the held one");
     let logged = held.release().await.expect("the meal is logged");
-    let counts = world.store.counts();
     assert_eq!(
-        (counts.reads(), counts.transactions),
+        reads_and_transactions(&world),
         (1, 2),
         "one read before the race, then the retry on the summary the cancellation returned"
     );
@@ -429,6 +430,24 @@ pub async fn a_meal_that_loses_the_race_for_its_summary_is_logged_on_the_fresh_o
         Some(&(after.meals, after.totals))
     );
     assert_eq!(logged.value.day, day);
+}
+
+/// A meal whose transaction is cancelled as a conflict (another transaction touched
+/// the day's summary at the same moment; the cancellation carries no item): the command
+/// reads the summary again and commits on its next attempt.
+pub async fn a_meal_cancelled_as_a_conflict_is_logged_on_a_fresh_read(store: Arc<dyn Store>) {
+    let world = World::new(ConflictOnce::on(store));
+    let logged = world.nutrition.log_meal(&world.meta, breakfast()).await;
+    logged.expect("logged on the second attempt");
+    assert_eq!(
+        reads_and_transactions(&world),
+        (2, 2),
+        "a read, the conflict, a fresh read, the commit"
+    );
+    let summary = world.summary(day("2026-03-01")).await;
+    let expected = (1, nutrients(&breakfast()), 1);
+    assert_eq!((summary.meals, summary.totals, summary.version), expected);
+    assert_eq!(world.count(Context::Nutrition, "MEAL#").await, 1);
 }
 
 /// A meal decided before the user's erasure reached nutrition and committed after it
@@ -458,6 +477,12 @@ async fn breakfast_held(store: &Arc<dyn Store>) -> Held<Outcome<MealRecord>> {
         world.nutrition.log_meal(&world.meta, breakfast()).await
     })
     .await
+}
+
+/// The reads and transactions the world's commands have cost so far.
+fn reads_and_transactions(world: &World) -> (usize, usize) {
+    let counts = world.store.counts();
+    (counts.reads(), counts.transactions)
 }
 
 /// What `meal` adds to its day.
