@@ -212,11 +212,15 @@ async fn sync_ids<C: ContextTable>(
 
     let first = canonical(build(&new_id, 1, None)?, provider, external_id, 1);
     let actions = first_writes(&pk, &pointer_key, &new_id, &delivery, first)?;
-    let mut existing =
-        match idempotency::commit(table, meta, &pk, &request, actions, new_id).await? {
-            Committed::Done(outcome) => return Ok(outcome),
-            Committed::Cancelled(reasons) => pointer_from(table, &pointer_key, &reasons).await?,
-        };
+    let first = FirstWrite {
+        pk: &pk,
+        pointer_key: &pointer_key,
+        request: &request,
+    };
+    let mut existing = match first.commit(table, meta, actions, new_id).await? {
+        First::Written(outcome) => return Ok(outcome),
+        First::Exists(pointer) => pointer,
+    };
     optimistic::run!({
         // Stale or repeated: what is stored is at least as new.
         if delivery.order() <= existing.order() {
@@ -261,6 +265,47 @@ async fn sync_ids<C: ContextTable>(
     })
 }
 
+/// What a first delivery's commit came to.
+enum First {
+    Written(Outcome<String>),
+    /// Another delivery of the record wrote it first: its pointer.
+    Exists(Pointer),
+}
+
+/// A first delivery's commit, in the record's partition under its pointer's key.
+struct FirstWrite<'a> {
+    pk: &'a str,
+    pointer_key: &'a Key,
+    request: &'a serde_json::Value,
+}
+
+impl FirstWrite<'_> {
+    /// Commits `actions`: written, or the pointer another delivery wrote first. A
+    /// transaction conflict with no pointer to show for it (the other transaction did
+    /// not write this record) is tried again.
+    async fn commit<C: ContextTable>(
+        &self,
+        table: &Table<C>,
+        meta: &CommandMeta,
+        actions: Vec<Action>,
+        new_id: String,
+    ) -> Result<First, CommandError> {
+        optimistic::run!({
+            let (actions, id) = (actions.clone(), new_id.clone());
+            let committed = idempotency::commit(table, meta, self.pk, self.request, actions, id);
+            match committed.await? {
+                Committed::Done(outcome) => Ok(Attempt::Done(First::Written(outcome))),
+                Committed::Cancelled(reasons) => {
+                    match pointer_after(table, self.pointer_key, &reasons).await? {
+                        Some(pointer) => Ok(Attempt::Done(First::Exists(pointer))),
+                        None => Ok(Attempt::LostRace),
+                    }
+                }
+            }
+        })
+    }
+}
+
 /// A sync's commit read: done, or lost to another delivery of the same record, whose
 /// pointer (from the cancellation, or read again) becomes `existing`.
 async fn settle<C: ContextTable>(
@@ -272,7 +317,10 @@ async fn settle<C: ContextTable>(
     match committed {
         Committed::Done(outcome) => Ok(Attempt::Done(outcome)),
         Committed::Cancelled(reasons) => {
-            *existing = pointer_from(table, pointer_key, &reasons).await?;
+            // The record had a pointer when the attempt read it; none now means it was
+            // deleted meanwhile: nothing to retry on.
+            let pointer = pointer_after(table, pointer_key, &reasons).await?;
+            *existing = pointer.ok_or(CommandError::Contention)?;
             Ok(Attempt::LostRace)
         }
     }
@@ -376,20 +424,19 @@ fn sort_key_of(item: &Item) -> Result<String, CommandError> {
 }
 
 /// The pointer returned by the pointer action's failed condition; after a transaction
-/// conflict (which carries no item), the pointer as it is now.
-async fn pointer_from<C: ContextTable>(
+/// conflict (which carries no item), the pointer as it is now, if there is one.
+async fn pointer_after<C: ContextTable>(
     table: &Table<C>,
     key: &Key,
     reasons: &[CancelReason],
-) -> Result<Pointer, CommandError> {
+) -> Result<Option<Pointer>, CommandError> {
     match reasons.first() {
         Some(CancelReason::ConditionFailed {
             existing: Some(item),
-        }) => from_item(item.clone()),
-        _ if reasons.contains(&CancelReason::Conflict) => match table.get(key, true).await? {
-            Some(item) => from_item(item),
-            None => Err(CommandError::Contention),
-        },
+        }) => from_item(item.clone()).map(Some),
+        _ if reasons.contains(&CancelReason::Conflict) => {
+            table.get(key, true).await?.map(from_item).transpose()
+        }
         _ => Err(idempotency::unexpected(reasons)),
     }
 }

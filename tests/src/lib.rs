@@ -61,6 +61,7 @@ macro_rules! commands_suite {
             concurrent_writers_keep_every_summary_equal_to_its_meals,
             a_meal_that_loses_the_race_for_its_summary_is_logged_on_the_fresh_one,
             a_meal_committing_after_the_erasure_began_is_refused_whole,
+            a_meal_cancelled_as_a_conflict_is_logged_on_a_fresh_read,
             scheduled_meals_and_the_catalog,
             a_scheduled_meal_is_eaten_once,
         );
@@ -68,6 +69,7 @@ macro_rules! commands_suite {
             record_workout_writes_workout_and_event_once_per_key,
             retried_wearable_sync_returns_the_original_workout_in_one_request,
             one_record_synced_by_two_processes_at_once_is_one_workout,
+            a_first_sync_cancelled_as_a_conflict_writes_again,
             wearable_sync_with_changed_fields_is_the_next_version,
             a_later_revision_with_the_same_content_moves_only_the_revision,
             training_block_started,

@@ -1,7 +1,7 @@
 //! Activity and sleep command specifications: manual entries, idempotent wearable sync
 //! by external id, training blocks.
 
-use super::{Held, World, assert_invalid, assert_not_found, replayed, with_retry};
+use super::{ConflictOnce, Held, World, assert_invalid, assert_not_found, replayed, with_retry};
 use crate::regressions::writes_sort_key;
 use commands::activity::{RecordWorkout, StartTrainingBlock};
 use commands::sleep::RecordSleep;
@@ -155,6 +155,22 @@ pub async fn one_record_synced_by_two_processes_at_once_is_one_workout(store: Ar
     assert_eq!(first.count(Context::Activity, "WORKOUT#").await, 1);
     assert_eq!(
         first.event_types(Context::Activity).await,
+        vec!["WorkoutRecorded"]
+    );
+}
+
+/// A first delivery whose transaction is cancelled as a conflict, with no pointer to
+/// show for it (the other transaction did not write this record): the sync writes again
+/// and the record is one workout.
+pub async fn a_first_sync_cancelled_as_a_conflict_writes_again(store: Arc<dyn Store>) {
+    let world = World::new(ConflictOnce::on(store));
+    let workout = provider_workout("act-99", "2026-05-02T07:00:00.000Z", 1800);
+    let synced = world.sync_workout(&workout).await.expect("syncs");
+    assert!(!synced.replayed);
+    assert_eq!(world.store.counts().transactions, 2);
+    assert_eq!(world.count(Context::Activity, "WORKOUT#").await, 1);
+    assert_eq!(
+        world.event_types(Context::Activity).await,
         vec!["WorkoutRecorded"]
     );
 }
