@@ -232,23 +232,32 @@ impl IdentityCommands {
         // not even hashed with a fast hash.
         let fingerprint = json!({"email": email, "display_name": profile.display_name, "timezone": profile.timezone, "units": profile.units});
         let record_pk = email_key(&email).pk;
-        match idempotency::commit(&self.table, &meta, &record_pk, &fingerprint, actions, user)
-            .await?
-        {
-            // A retry of an earlier sign-up signs in only with that sign-up's password:
-            // the record holds no secret, so it proves nothing on its own.
-            Committed::Done(outcome) if outcome.replayed => {
-                self.confirm_retry(&email, outcome.value, input.password)
-                    .await
+        let outcome = optimistic::run!({
+            let (actions, user) = (actions.clone(), user.clone());
+            let committed =
+                idempotency::commit(&self.table, &meta, &record_pk, &fingerprint, actions, user);
+            match committed.await? {
+                Committed::Done(outcome) => Ok(Attempt::Done(outcome)),
+                Committed::Cancelled(reasons)
+                    if matches!(reasons.get(1), Some(CancelReason::ConditionFailed { .. })) =>
+                {
+                    Err(CommandError::EmailTaken)
+                }
+                // Another transaction met this one on an item: nothing was written.
+                Committed::Cancelled(reasons) if reasons.contains(&CancelReason::Conflict) => {
+                    Ok(Attempt::LostRace)
+                }
+                Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
             }
-            Committed::Done(outcome) => Ok(outcome),
-            Committed::Cancelled(reasons)
-                if matches!(reasons.get(1), Some(CancelReason::ConditionFailed { .. })) =>
-            {
-                Err(CommandError::EmailTaken)
-            }
-            Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
+        })?;
+        // A retry of an earlier sign-up signs in only with that sign-up's password: the
+        // record holds no secret, so it proves nothing on its own.
+        if outcome.replayed {
+            return self
+                .confirm_retry(&email, outcome.value, input.password)
+                .await;
         }
+        Ok(outcome)
     }
 
     /// The account an earlier sign-up with this key created, if it still has this email

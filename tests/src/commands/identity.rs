@@ -1,6 +1,6 @@
 //! Identity command specifications.
 
-use super::{World, assert_invalid, row_of, value, with_retry};
+use super::{ConflictOnce, World, assert_invalid, row_of, value, with_retry};
 use commands::identity::{Register, UpdateProfile};
 use commands::{CommandError, Outcome};
 use events_schema::Context;
@@ -112,7 +112,7 @@ pub async fn register_with_a_taken_email_fails_and_writes_nothing(store: Arc<dyn
 /// created, every other sign-up is `EmailTaken`, and the email names one profile. On
 /// the stores the suite runs (embedded, ministack, moto) a losing transaction is
 /// cancelled on the email's reservation; DynamoDB may cancel it as a conflict instead,
-/// which `register` answers as `Contention` (a retry is then `EmailTaken`).
+/// which `register` tries again (see the next case), and is then `EmailTaken`.
 pub async fn racing_sign_ups_of_one_email_create_one_account(store: Arc<dyn Store>) {
     let email = unique_email();
     let mut sign_ups = tokio::task::JoinSet::new();
@@ -132,6 +132,17 @@ pub async fn racing_sign_ups_of_one_email_create_one_account(store: Arc<dyn Stor
         1,
         "one profile for the email"
     );
+}
+
+/// A sign-up whose transaction is cancelled as a conflict (nothing written) is tried
+/// again and creates the account, where it answered `Contention`.
+pub async fn a_sign_up_cancelled_as_a_conflict_is_tried_again(store: Arc<dyn Store>) {
+    let world = World::new(ConflictOnce::on(store.clone()));
+    let email = unique_email();
+    let user = register(&world, &email).await.expect("signed up").value;
+    assert_eq!(world.store.counts().transactions, 2);
+    assert_eq!(profiles_of(&*store, &email).await, 1);
+    assert_eq!(login(&world, &email).await.expect("signs in"), user);
 }
 
 pub async fn register_repeated_with_the_same_key_returns_the_same_user(store: Arc<dyn Store>) {
