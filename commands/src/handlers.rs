@@ -7,12 +7,13 @@ use crate::CommandError;
 use crate::idempotency;
 use crate::items::from_item;
 use crate::meta::{CommandMeta, Outcome};
-use crate::outbox::envelope;
+use crate::optimistic;
+use crate::outbox::{envelope, event_action};
 use crate::serial::Writers;
 use events_schema::envelope::{EventEnvelope, EventPayload};
 use events_schema::time::{Clock, Timestamp};
-use infra::store::{Item, Key};
-use infra::table::{ContextTable, Table};
+use infra::store::{Condition, Item, Key};
+use infra::table::{Action, ContextTable, Table};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -67,7 +68,7 @@ impl<C: ContextTable> Handlers<C> {
     /// new `item` (it must not exist yet) and the event of `payload` at `occurred_at`,
     /// in one transaction, idempotent by the command's key; `answer` is what it returns
     /// (and what a retry is answered with).
-    pub(crate) async fn create<P: EventPayload, T: Serialize + DeserializeOwned>(
+    pub(crate) async fn create<P: EventPayload, T: Serialize + DeserializeOwned + Clone>(
         &self,
         meta: &CommandMeta,
         item: Item,
@@ -77,7 +78,19 @@ impl<C: ContextTable> Handlers<C> {
     ) -> Result<Outcome<T>, CommandError> {
         let _writer = self.writers.user(&meta.user).await;
         let event = envelope(meta, &self.clock, occurred_at, payload)?;
-        idempotency::create(&self.table, meta, item, &event, input, answer).await
+        let pk = meta.user_pk();
+        let actions = vec![
+            Action::Put {
+                item,
+                condition: Some(Condition::ItemNotExists),
+            },
+            event_action(&pk, &event)?,
+        ];
+        optimistic::run!({
+            let (actions, answer) = (actions.clone(), answer.clone());
+            let committed = idempotency::commit(&self.table, meta, &pk, input, actions, answer);
+            optimistic::settled_on_conflict(committed.await?)
+        })
     }
 
     /// The event of `payload`, occurring now.

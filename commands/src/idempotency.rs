@@ -5,8 +5,6 @@
 
 use crate::CommandError;
 use crate::meta::{CommandMeta, Outcome};
-use crate::outbox::event_action;
-use events_schema::envelope::EventEnvelope;
 use infra::store::{CancelReason, Condition, Item, StoreError, now_epoch_seconds};
 use infra::table::{Action, ContextTable, Table};
 use serde::Serialize;
@@ -118,30 +116,6 @@ fn replay<T: DeserializeOwned>(record: &Item, hash: &str) -> Result<Outcome<T>, 
     serde_json::from_value(response)
         .map(Outcome::replayed)
         .map_err(|e| CommandError::Internal(format!("stored response does not decode: {e}")))
-}
-
-/// The common shape of a command that creates one item: the item (which must not
-/// exist yet) and its event, in one transaction.
-pub async fn create<C: ContextTable, T: Serialize + DeserializeOwned>(
-    table: &Table<C>,
-    meta: &CommandMeta,
-    item: Item,
-    event: &EventEnvelope,
-    request: &impl Serialize,
-    response: T,
-) -> Result<Outcome<T>, CommandError> {
-    let pk = meta.user_pk();
-    let actions = vec![
-        Action::Put {
-            item,
-            condition: Some(Condition::ItemNotExists),
-        },
-        event_action(&pk, event)?,
-    ];
-    match commit(table, meta, &pk, request, actions, response).await? {
-        Committed::Done(outcome) => Ok(outcome),
-        Committed::Cancelled(reasons) => Err(unexpected(&reasons)),
-    }
 }
 
 /// Whether a cancellation means another writer got there first (a version that moved

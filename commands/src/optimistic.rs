@@ -6,6 +6,7 @@
 use crate::CommandError;
 use crate::idempotency::{self, Committed};
 use crate::meta::Outcome;
+use infra::store::CancelReason;
 
 /// What one attempt came to.
 pub(crate) enum Attempt<T> {
@@ -67,6 +68,22 @@ pub(crate) fn settled<T>(committed: Committed<T>) -> Result<Attempt<Outcome<T>>,
     match committed {
         Committed::Done(outcome) => Ok(Attempt::Done(outcome)),
         Committed::Cancelled(reasons) if idempotency::lost_race(&reasons) => Ok(Attempt::LostRace),
+        Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
+    }
+}
+
+/// The reading of a commit whose failed conditions are no race (keys it made up, or a
+/// reservation the caller reads itself): done, a lost race for a transaction conflict
+/// only (another transaction met this one on an item; nothing was written), an error
+/// for anything else.
+pub(crate) fn settled_on_conflict<T>(
+    committed: Committed<T>,
+) -> Result<Attempt<Outcome<T>>, CommandError> {
+    match committed {
+        Committed::Done(outcome) => Ok(Attempt::Done(outcome)),
+        Committed::Cancelled(reasons) if reasons.contains(&CancelReason::Conflict) => {
+            Ok(Attempt::LostRace)
+        }
         Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
     }
 }

@@ -24,6 +24,7 @@ pub mod backends;
 pub mod commands;
 pub mod conformance;
 pub mod corpus;
+pub mod faults;
 pub mod fixtures;
 pub mod fuzz;
 pub mod history_pages;
@@ -68,6 +69,7 @@ macro_rules! commands_suite {
         );
         $crate::spec_tests!($make, $crate::commands::activity_sleep;
             record_workout_writes_workout_and_event_once_per_key,
+            a_workout_cancelled_as_a_conflict_is_recorded_on_the_next_attempt,
             retried_wearable_sync_returns_the_original_workout_in_one_request,
             one_record_synced_by_two_processes_at_once_is_one_workout,
             a_first_sync_cancelled_as_a_conflict_writes_again,

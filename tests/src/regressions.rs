@@ -4,12 +4,13 @@
 //! from JSON, as a client would send them.
 
 use crate::commands::{World, items_of, row_of};
+use crate::faults::{PausingStore, gated, writes_sort_key};
 use commands::CommandMeta;
 use events_schema::Context;
 use events_schema::envelope::{EventEnvelope, outbox_event};
 use events_schema::ids::UserId;
 use infra::Store;
-use infra::observed::{Observed, Observer, Row, Write};
+use infra::observed::Row;
 use infra::store::Item;
 use projectors::Projector;
 use serde_json::{Value, json};
@@ -231,62 +232,6 @@ pub async fn an_unreadable_stored_pointer_is_an_internal_error(store: Arc<dyn St
         error.starts_with("Err(Internal("),
         "an internal failure, not a conflict: {error}"
     );
-}
-
-/// A store that holds the first write with a row matching `paused` until `release` is
-/// notified, and signals `reached` when it gets there: two workers' writes interleave
-/// exactly as the test says.
-pub type PausingStore = Observed<Gate>;
-
-/// The [`Observer`] that holds the first matching write.
-pub struct Gate {
-    paused: fn(&Row<'_>) -> bool,
-    armed: std::sync::atomic::AtomicBool,
-    pub reached: tokio::sync::Notify,
-    pub release: tokio::sync::Notify,
-}
-
-pub(crate) fn gated(inner: Arc<dyn Store>, paused: fn(&Row<'_>) -> bool) -> PausingStore {
-    let gate = Gate {
-        paused,
-        armed: std::sync::atomic::AtomicBool::new(true),
-        reached: tokio::sync::Notify::new(),
-        release: tokio::sync::Notify::new(),
-    };
-    Observed::new(inner, gate)
-}
-
-#[async_trait::async_trait]
-impl Observer for Gate {
-    type Note = ();
-
-    async fn before(&self, write: Write<'_>) {
-        use std::sync::atomic::Ordering;
-        let matches = write.rows().iter().any(self.paused);
-        if matches && self.armed.swap(false, Ordering::SeqCst) {
-            self.reached.notify_one();
-            self.release.notified().await;
-        }
-    }
-
-    fn written(&self, _: ()) {}
-}
-
-/// Whether a row puts, or updates an attribute `attr` of (any attribute if empty), a row
-/// whose sort key starts with `prefix`.
-pub(crate) fn writes_sort_key(row: &Row<'_>, prefix: &str, attr: &str) -> bool {
-    match row {
-        Row::Put { item, .. } => {
-            item.get("sk")
-                .and_then(Value::as_str)
-                .is_some_and(|sk| sk.starts_with(prefix))
-                && (attr.is_empty() || item.contains_key(attr))
-        }
-        Row::Update { key, update, .. } => {
-            key.sk.starts_with(prefix) && (attr.is_empty() || update.set.contains_key(attr))
-        }
-        Row::Delete { .. } => false,
-    }
 }
 
 /// Runs `first` until it reaches the paused write, runs `second` to the end, then lets

@@ -237,17 +237,12 @@ impl IdentityCommands {
             let committed =
                 idempotency::commit(&self.table, &meta, &record_pk, &fingerprint, actions, user);
             match committed.await? {
-                Committed::Done(outcome) => Ok(Attempt::Done(outcome)),
                 Committed::Cancelled(reasons)
                     if matches!(reasons.get(1), Some(CancelReason::ConditionFailed { .. })) =>
                 {
                     Err(CommandError::EmailTaken)
                 }
-                // Another transaction met this one on an item: nothing was written.
-                Committed::Cancelled(reasons) if reasons.contains(&CancelReason::Conflict) => {
-                    Ok(Attempt::LostRace)
-                }
-                Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
+                committed => optimistic::settled_on_conflict(committed),
             }
         })?;
         // A retry of an earlier sign-up signs in only with that sign-up's password: the

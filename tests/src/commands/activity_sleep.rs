@@ -1,8 +1,8 @@
 //! Activity and sleep command specifications: manual entries, idempotent wearable sync
 //! by external id, training blocks.
 
-use super::{ConflictOnce, Held, World, assert_invalid, assert_not_found, replayed, with_retry};
-use crate::regressions::writes_sort_key;
+use super::{Held, World, assert_invalid, assert_not_found, replayed, with_retry};
+use crate::faults::{ConflictOnce, writes_sort_key};
 use commands::activity::{RecordWorkout, StartTrainingBlock};
 use commands::sleep::RecordSleep;
 use events_schema::Context;
@@ -94,6 +94,31 @@ pub async fn record_workout_writes_workout_and_event_once_per_key(store: Arc<dyn
         ..input
     };
     refuses(&world, "distance_m", too_far).await;
+}
+
+/// A workout entered by hand whose transaction is cancelled as a conflict (nothing
+/// written) is recorded on the next attempt, where it answered `Contention`.
+pub async fn a_workout_cancelled_as_a_conflict_is_recorded_on_the_next_attempt(
+    store: Arc<dyn Store>,
+) {
+    let world = World::new(ConflictOnce::on(store));
+    let input = RecordWorkout {
+        sport: "run".into(),
+        started_at: ts("2026-05-01T06:00:00.000Z"),
+        timezone: "UTC".into(),
+        duration_s: 1800,
+        distance_m: None,
+        calories: None,
+        perceived_effort: None,
+    };
+    let recorded = world.activity.record_workout(&world.meta, input).await;
+    recorded.expect("recorded on the second attempt");
+    assert_eq!(world.store.counts().transactions, 2);
+    assert_eq!(world.count(Context::Activity, "WORKOUT#").await, 1);
+    assert_eq!(
+        world.event_types(Context::Activity).await,
+        vec!["WorkoutRecorded"]
+    );
 }
 
 pub async fn retried_wearable_sync_returns_the_original_workout_in_one_request(

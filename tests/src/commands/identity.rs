@@ -1,6 +1,7 @@
 //! Identity command specifications.
 
-use super::{ConflictOnce, World, assert_invalid, row_of, value, with_retry};
+use super::{World, assert_invalid, row_of, value, with_retry};
+use crate::faults::ConflictOnce;
 use commands::identity::{Register, UpdateProfile};
 use commands::{CommandError, Outcome};
 use events_schema::Context;

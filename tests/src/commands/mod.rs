@@ -8,7 +8,7 @@ pub mod identity;
 pub mod integrations;
 pub mod nutrition;
 
-use crate::regressions::PausingStore;
+use crate::faults::PausingStore;
 use commands::activity::ActivityCommands;
 use commands::environment::{EnvironmentCommands, SandboxEnvironment};
 use commands::goals::CreateGoal;
@@ -28,14 +28,11 @@ use events_schema::events::integrations::{ProviderSleep, ProviderWorkout};
 use events_schema::ids::{GoalId, MealId, ProviderName, SleepId, UserId, WorkoutId};
 use events_schema::time::{Clock, Day};
 use infra::Store;
-use infra::StoreError;
 use infra::counting::CountingStore;
-use infra::observed::{Observed, Observer, Row, Write};
-use infra::store::CancelReason;
+use infra::observed::Row;
 use infra::store::{Item, Key, Query, SortKeyCondition};
 use infra::table::{ContextTable, Table};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The webhook secret of the sandbox provider in tests.
 pub const WEBHOOK_SECRET: &str = "test-webhook-secret";
@@ -247,7 +244,7 @@ impl<T: Send + 'static> Held<T> {
         F: FnOnce(Arc<World>) -> Fut,
         Fut: Future<Output = Result<T, CommandError>> + Send + 'static,
     {
-        let pausing = Arc::new(crate::regressions::gated(store.clone(), paused));
+        let pausing = Arc::new(crate::faults::gated(store.clone(), paused));
         let world = Arc::new(World::new(pausing.clone()));
         let reached = pausing.observer().reached.notified();
         let command = tokio::spawn(command(world.clone()));
@@ -266,37 +263,6 @@ impl<T: Send + 'static> Held<T> {
         self.pausing.observer().release.notify_one();
         self.command.await.expect("the held command's task")
     }
-}
-
-/// Cancels the first transaction it sees as a conflict, as DynamoDB cancels one that
-/// meets another transaction on the same item (the cancellation carries no item);
-/// passes everything else on.
-pub struct ConflictOnce(AtomicBool);
-
-impl ConflictOnce {
-    /// `store`, its next transaction cancelled as a conflict.
-    pub fn on(store: Arc<dyn Store>) -> Arc<dyn Store> {
-        Arc::new(Observed::new(store, Self(AtomicBool::new(true))))
-    }
-}
-
-#[async_trait::async_trait]
-impl Observer for ConflictOnce {
-    type Note = ();
-
-    fn refuses(&self, write: &Write<'_>) -> Option<StoreError> {
-        let Write::Transaction(actions) = write else {
-            return None;
-        };
-        self.0.swap(false, Ordering::SeqCst).then(|| {
-            let reasons = actions.iter().map(|_| CancelReason::Conflict).collect();
-            StoreError::TransactionCanceled { reasons }
-        })
-    }
-
-    async fn before(&self, _: Write<'_>) {}
-
-    fn written(&self, _: ()) {}
 }
 
 /// One context's handlers on `store`, telling time by `clock`, taking `writers`' locks.

@@ -1,10 +1,8 @@
 //! Nutrition command specifications, the daily-summary invariant under concurrency
 //! included.
 
-use super::{
-    ConflictOnce, Held, World, assert_invalid, assert_not_found, items_of, value, with_retry,
-};
-use crate::regressions::writes_sort_key;
+use super::{Held, World, assert_invalid, assert_not_found, items_of, value, with_retry};
+use crate::faults::{ConflictOnce, writes_sort_key};
 use commands::nutrition::{
     CatalogKind, CurateMealPlan, CurateRecipe, EatScheduledMeal, EditMeal, MealInput, MealRecord,
     ScheduleMeal,

@@ -1,0 +1,99 @@
+//! Store wrappers that steer what a test's writes meet: a gate that holds the first
+//! matching write until the test lets it go (two writers interleave exactly as the test
+//! says), and a transaction cancelled as a conflict (DynamoDB's answer when two
+//! transactions meet on an item, which neither the embedded store nor the emulators
+//! give).
+
+use infra::observed::{Observed, Observer, Row, Write};
+use infra::store::CancelReason;
+use infra::{Store, StoreError};
+use serde_json::Value;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A store that holds the first write with a row matching `paused` until `release` is
+/// notified, and signals `reached` when it gets there: two workers' writes interleave
+/// exactly as the test says.
+pub type PausingStore = Observed<Gate>;
+
+/// The [`Observer`] that holds the first matching write.
+pub struct Gate {
+    paused: fn(&Row<'_>) -> bool,
+    armed: std::sync::atomic::AtomicBool,
+    pub reached: tokio::sync::Notify,
+    pub release: tokio::sync::Notify,
+}
+
+pub fn gated(inner: Arc<dyn Store>, paused: fn(&Row<'_>) -> bool) -> PausingStore {
+    let gate = Gate {
+        paused,
+        armed: std::sync::atomic::AtomicBool::new(true),
+        reached: tokio::sync::Notify::new(),
+        release: tokio::sync::Notify::new(),
+    };
+    Observed::new(inner, gate)
+}
+
+#[async_trait::async_trait]
+impl Observer for Gate {
+    type Note = ();
+
+    async fn before(&self, write: Write<'_>) {
+        use std::sync::atomic::Ordering;
+        let matches = write.rows().iter().any(self.paused);
+        if matches && self.armed.swap(false, Ordering::SeqCst) {
+            self.reached.notify_one();
+            self.release.notified().await;
+        }
+    }
+
+    fn written(&self, _: ()) {}
+}
+
+/// Whether a row puts, or updates an attribute `attr` of (any attribute if empty), a row
+/// whose sort key starts with `prefix`.
+pub fn writes_sort_key(row: &Row<'_>, prefix: &str, attr: &str) -> bool {
+    match row {
+        Row::Put { item, .. } => {
+            item.get("sk")
+                .and_then(Value::as_str)
+                .is_some_and(|sk| sk.starts_with(prefix))
+                && (attr.is_empty() || item.contains_key(attr))
+        }
+        Row::Update { key, update, .. } => {
+            key.sk.starts_with(prefix) && (attr.is_empty() || update.set.contains_key(attr))
+        }
+        Row::Delete { .. } => false,
+    }
+}
+
+/// Cancels the first transaction it sees as a conflict, as DynamoDB cancels one that
+/// meets another transaction on the same item (the cancellation carries no item);
+/// passes everything else on.
+pub struct ConflictOnce(AtomicBool);
+
+impl ConflictOnce {
+    /// `store`, its next transaction cancelled as a conflict.
+    pub fn on(store: Arc<dyn Store>) -> Arc<dyn Store> {
+        Arc::new(Observed::new(store, Self(AtomicBool::new(true))))
+    }
+}
+
+#[async_trait::async_trait]
+impl Observer for ConflictOnce {
+    type Note = ();
+
+    fn refuses(&self, write: &Write<'_>) -> Option<StoreError> {
+        let Write::Transaction(actions) = write else {
+            return None;
+        };
+        self.0.swap(false, Ordering::SeqCst).then(|| {
+            let reasons = actions.iter().map(|_| CancelReason::Conflict).collect();
+            StoreError::TransactionCanceled { reasons }
+        })
+    }
+
+    async fn before(&self, _: Write<'_>) {}
+
+    fn written(&self, _: ()) {}
+}
