@@ -6,6 +6,7 @@ use crate::external_sync::{self, Written};
 use crate::idempotency::{self, Committed};
 use crate::items::{from_item, to_item};
 use crate::meta::{CommandMeta, Outcome};
+use crate::optimistic;
 use crate::outbox::event_action;
 use crate::{CommandError, validate};
 use events_schema::events::Source;
@@ -16,7 +17,7 @@ use events_schema::events::integrations::ProviderWorkout;
 use events_schema::ids::{ExternalId, ProviderName, TrainingBlockId, WorkoutId};
 use events_schema::keys::SortKey;
 use events_schema::time::{Day, Timestamp};
-use infra::store::{Condition, Item, Key, Update};
+use infra::store::{CancelReason, Condition, Item, Key, Update};
 use infra::table::{Action, contexts::Activity};
 use serde::{Deserialize, Serialize};
 
@@ -224,13 +225,22 @@ impl ActivityCommands {
         let event = self.event_now(meta, &payload)?;
         let actions = vec![ending, event_action(&pk, &event)?];
         let ended = EndedBlock { block, ended_on };
-        match idempotency::commit(&self.table, meta, &pk, &request, actions, ended).await? {
-            Committed::Done(outcome) => Ok(outcome),
-            Committed::Cancelled(reasons) if idempotency::lost_race(&reasons) => Err(
-                CommandError::Conflict("the training block has ended already".into()),
-            ),
-            Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
-        }
+        optimistic::run!({
+            let (actions, ended) = (actions.clone(), ended.clone());
+            let committed = idempotency::commit(&self.table, meta, &pk, &request, actions, ended);
+            match committed.await? {
+                Committed::Cancelled(reasons)
+                    if reasons
+                        .iter()
+                        .any(|r| matches!(r, CancelReason::ConditionFailed { .. })) =>
+                {
+                    Err(CommandError::Conflict(
+                        "the training block has ended already".into(),
+                    ))
+                }
+                committed => optimistic::settled_on_conflict(committed),
+            }
+        })
     }
 }
 

@@ -77,6 +77,7 @@ macro_rules! commands_suite {
             a_later_revision_with_the_same_content_moves_only_the_revision,
             training_block_started,
             a_training_block_ends_early_once,
+            ending_a_block_cancelled_as_a_conflict_ends_it_on_the_next_attempt,
             sleep_sessions_recorded_and_synced_idempotently,
         );
         $crate::spec_tests!($make, $crate::commands::goals;

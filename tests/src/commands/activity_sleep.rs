@@ -378,6 +378,38 @@ pub async fn sleep_sessions_recorded_and_synced_idempotently(store: Arc<dyn Stor
 }
 
 /// A training block ends early once, on a day within it.
+/// Ending a training block whose transaction is cancelled as a conflict (nothing
+/// written) ends it on the next attempt, where it answered "ended already".
+pub async fn ending_a_block_cancelled_as_a_conflict_ends_it_on_the_next_attempt(
+    store: Arc<dyn Store>,
+) {
+    let world = World::new(store.clone());
+    let start_day = Day::parse("2026-06-01").expect("day");
+    let block = StartTrainingBlock {
+        start_day,
+        weeks: 2,
+        focus: "Speed".into(),
+    };
+    let started = world
+        .activity
+        .start_training_block(&world.meta, block)
+        .await;
+    let id = started.expect("starts").value.training_block_id;
+    let ending = World::new(ConflictOnce::on(store)).as_user(world.meta.user.clone());
+    let ended_on = Day::parse("2026-06-07").expect("day");
+    let ended = ending
+        .activity
+        .end_training_block(&ending.meta, start_day, &id, ended_on)
+        .await
+        .expect("ended on the second attempt");
+    assert_eq!(ended.value.ended_on, ended_on);
+    assert_eq!(ending.store.counts().transactions, 2);
+    assert_eq!(
+        world.event_types(Context::Activity).await,
+        vec!["TrainingBlockStarted", "TrainingBlockEnded"]
+    );
+}
+
 pub async fn a_training_block_ends_early_once(store: Arc<dyn Store>) {
     let world = World::new(store);
     let start_day = Day::parse("2026-06-01").expect("day");
