@@ -17,7 +17,7 @@ use events_schema::events::integrations::ProviderWorkout;
 use events_schema::ids::{ExternalId, ProviderName, TrainingBlockId, WorkoutId};
 use events_schema::keys::SortKey;
 use events_schema::time::{Day, Timestamp};
-use infra::store::{CancelReason, Condition, Item, Key, Update};
+use infra::store::{Condition, Item, Key, Update};
 use infra::table::{Action, contexts::Activity};
 use serde::{Deserialize, Serialize};
 
@@ -229,15 +229,9 @@ impl ActivityCommands {
             let (actions, ended) = (actions.clone(), ended.clone());
             let committed = idempotency::commit(&self.table, meta, &pk, &request, actions, ended);
             match committed.await? {
-                Committed::Cancelled(reasons)
-                    if reasons
-                        .iter()
-                        .any(|r| matches!(r, CancelReason::ConditionFailed { .. })) =>
-                {
-                    Err(CommandError::Conflict(
-                        "the training block has ended already".into(),
-                    ))
-                }
+                Committed::Cancelled(reasons) if idempotency::failed_condition(&reasons) => Err(
+                    CommandError::Conflict("the training block has ended already".into()),
+                ),
                 committed => optimistic::settled_on_conflict(committed),
             }
         })

@@ -118,6 +118,14 @@ fn replay<T: DeserializeOwned>(record: &Item, hash: &str) -> Result<Outcome<T>, 
         .map_err(|e| CommandError::Internal(format!("stored response does not decode: {e}")))
 }
 
+/// Whether one of a cancellation's actions failed its condition (what was read is no
+/// longer so), as against a transaction conflict, which is worth trying again.
+pub fn failed_condition(reasons: &[CancelReason]) -> bool {
+    reasons
+        .iter()
+        .any(|r| matches!(r, CancelReason::ConditionFailed { .. }))
+}
+
 /// Whether a cancellation means another writer got there first (a version that moved
 /// on, or a transaction conflict): read again and retry.
 pub fn lost_race(reasons: &[CancelReason]) -> bool {

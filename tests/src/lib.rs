@@ -66,6 +66,7 @@ macro_rules! commands_suite {
             a_meal_cancelled_as_a_conflict_is_logged_on_a_fresh_read,
             scheduled_meals_and_the_catalog,
             a_scheduled_meal_is_eaten_once,
+            plans_and_the_catalog_cancelled_as_a_conflict_are_written_on_the_next_attempt,
         );
         $crate::spec_tests!($make, $crate::commands::activity_sleep;
             record_workout_writes_workout_and_event_once_per_key,

@@ -3,9 +3,10 @@
 //! `<name>#<id>`), and the browse query over that index.
 
 use super::NutritionCommands;
-use crate::idempotency::{self, Committed};
+use crate::idempotency;
 use crate::items::to_item;
 use crate::meta::{CommandMeta, Outcome};
+use crate::optimistic;
 use crate::{CommandError, validate};
 use events_schema::envelope::EventEnvelope;
 use events_schema::events::nutrition::{MealPlanCurated, Nutrients, RecipeCurated};
@@ -152,7 +153,7 @@ fn curated_meal_plan(
 impl NutritionCommands {
     /// Writes a catalog item and its event in the item's own partition. The editor's
     /// idempotency record lives in the editor's partition; a retry returns the first id.
-    async fn curate<T: Serialize + serde::de::DeserializeOwned>(
+    async fn curate<T: Serialize + serde::de::DeserializeOwned + Clone>(
         &self,
         meta: &CommandMeta,
         request: &impl Serialize,
@@ -172,10 +173,12 @@ impl NutritionCommands {
                 condition: Some(Condition::ItemNotExists),
             },
         ];
-        match idempotency::commit(&self.table, meta, &meta.user_pk(), request, actions, id).await? {
-            Committed::Done(outcome) => Ok(outcome),
-            Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
-        }
+        let pk = meta.user_pk();
+        optimistic::run!({
+            let (actions, id) = (actions.clone(), id.clone());
+            let committed = idempotency::commit(&self.table, meta, &pk, request, actions, id);
+            optimistic::settled_on_conflict(committed.await?)
+        })
     }
 
     fn catalog_event<P: events_schema::envelope::EventPayload>(

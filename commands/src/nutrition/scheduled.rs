@@ -6,6 +6,7 @@ use super::meals::{MealInput, MealRecord};
 use crate::idempotency::{self, Committed};
 use crate::items::{from_item, to_item};
 use crate::meta::{CommandMeta, Outcome};
+use crate::optimistic;
 use crate::outbox::{envelope, event_action};
 use crate::{CommandError, validate};
 use events_schema::envelope::EventEnvelope;
@@ -155,14 +156,17 @@ impl NutritionCommands {
         };
         let event = self.event_now(meta, &cleared)?;
         let actions = clearing(&pk, &cleared, &event)?;
-        match idempotency::commit(&self.table, meta, &pk, &request, actions, ()).await? {
-            Committed::Done(outcome) => Ok(outcome),
-            // Removed or eaten meanwhile.
-            Committed::Cancelled(reasons) if idempotency::lost_race(&reasons) => {
-                Err(CommandError::NotFound("scheduled meal"))
+        optimistic::run!({
+            let committed =
+                idempotency::commit(&self.table, meta, &pk, &request, actions.clone(), ());
+            match committed.await? {
+                // Removed or eaten meanwhile.
+                Committed::Cancelled(reasons) if idempotency::failed_condition(&reasons) => {
+                    Err(CommandError::NotFound("scheduled meal"))
+                }
+                committed => optimistic::settled_on_conflict(committed),
             }
-            Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
-        }
+        })
     }
 
     /// Logs a scheduled meal as eaten: the meal is logged (the day's summary with it) and

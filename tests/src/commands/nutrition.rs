@@ -657,6 +657,44 @@ pub async fn scheduled_meals_and_the_catalog(store: Arc<dyn Store>) {
 /// Eating a scheduled meal logs it and takes it off the plan in one transaction: the
 /// day's summary counts it once; eating it twice at once, or after its removal, finds
 /// nothing; a retry with the key answers the first meal.
+/// Taking a scheduled meal off the plan when the transaction is cancelled as a
+/// conflict (nothing written) takes it off on the next attempt, where it answered
+/// "not found"; curating a recipe so curates it, where it answered `Contention`.
+pub async fn plans_and_the_catalog_cancelled_as_a_conflict_are_written_on_the_next_attempt(
+    store: Arc<dyn Store>,
+) {
+    let world = World::new(store.clone());
+    let day = day("2026-04-03");
+    let planned = ScheduleMeal {
+        day,
+        name: "Salad".into(),
+        recipe_id: None,
+    };
+    let salad = schedule(&world, planned).await;
+    let conflicted = World::new(ConflictOnce::on(store.clone())).as_user(world.meta.user.clone());
+    let removed = conflicted
+        .nutrition
+        .remove_scheduled_meal(&conflicted.meta, day, &salad);
+    removed.await.expect("removed on the second attempt");
+    assert_eq!(world.count(Context::Nutrition, "SCHEDULED_MEAL#").await, 0);
+
+    let editor = World::new(ConflictOnce::on(store));
+    let recipe = CurateRecipe {
+        name: "Minestrone".into(),
+        category: format!("soups-{}", editor.meta.user.as_str().to_lowercase()),
+        nutrients: nutrients(&breakfast()),
+    };
+    let curated = editor.nutrition.curate_recipe(&editor.meta, recipe).await;
+    curated.expect("curated on the second attempt");
+    assert_eq!(
+        (
+            conflicted.store.counts().transactions,
+            editor.store.counts().transactions
+        ),
+        (2, 2)
+    );
+}
+
 pub async fn a_scheduled_meal_is_eaten_once(store: Arc<dyn Store>) {
     let world = World::new(store.clone());
     let plan_day = Day::parse("2026-04-02").expect("day");
