@@ -89,6 +89,7 @@ macro_rules! commands_suite {
             oauth_connect_uses_a_single_use_state,
             an_expired_state_cannot_complete,
             signed_webhooks_are_recorded_once,
+            a_connect_and_a_webhook_cancelled_as_a_conflict_go_through_on_the_next_attempt,
             disconnect_removes_the_connection_once,
             environment_readings_are_cached_per_cell_and_hour,
         );

@@ -117,19 +117,12 @@ impl IntegrationCommands {
             authorize_url: provider.authorize_url(state.as_str()),
             state: state.to_string(),
         };
-        match idempotency::commit(
-            &self.table,
-            meta,
-            &meta.user_pk(),
-            &json!({"connect": provider.name()}),
-            actions,
-            started,
-        )
-        .await?
-        {
-            Committed::Done(outcome) => Ok(outcome),
-            Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
-        }
+        let (pk, request) = (meta.user_pk(), json!({"connect": provider.name()}));
+        optimistic::run!({
+            let (actions, started) = (actions.clone(), started.clone());
+            let committed = idempotency::commit(&self.table, meta, &pk, &request, actions, started);
+            optimistic::settled_on_conflict(committed.await?)
+        })
     }
 
     /// Completes a connect from the provider's callback. The state is single-use: it is

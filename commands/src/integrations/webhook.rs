@@ -10,6 +10,7 @@ use crate::CommandError;
 use crate::idempotency::{self, Committed};
 use crate::items::to_item;
 use crate::meta::{CommandMeta, Outcome};
+use crate::optimistic;
 use crate::outbox::{envelope, event_action};
 use events_schema::events::integrations::{
     ProviderSleep, ProviderWorkout, WearableSleepReceived, WearableWorkoutReceived,
@@ -125,15 +126,20 @@ impl IntegrationCommands {
                 &envelope(&meta, &self.clock, at, received)?,
             )?);
         }
-        match idempotency::commit(&self.table, &meta, &pk, &json!({}), actions, count).await? {
-            Committed::Done(outcome) => Ok(outcome),
-            Committed::Cancelled(reasons)
-                if matches!(reasons.first(), Some(CancelReason::ConditionFailed { .. })) =>
-            {
-                Ok(Outcome::replayed(count))
+        let request = json!({});
+        optimistic::run!({
+            let committed =
+                idempotency::commit(&self.table, &meta, &pk, &request, actions.clone(), count);
+            match committed.await? {
+                // The delivery is recorded already: a provider's retry.
+                Committed::Cancelled(reasons)
+                    if matches!(reasons.first(), Some(CancelReason::ConditionFailed { .. })) =>
+                {
+                    Ok(optimistic::Attempt::Done(Outcome::replayed(count)))
+                }
+                committed => optimistic::settled_on_conflict(committed),
             }
-            Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
-        }
+        })
     }
 
     /// The account connected as `provider_user_id` of `provider`, and the timezone it

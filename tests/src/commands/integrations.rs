@@ -2,6 +2,7 @@
 //! state, signed webhooks recorded once, disconnect, and the environment cache.
 
 use super::{WEBHOOK_SECRET, World, assert_invalid, items_of, row_of};
+use crate::faults::ConflictOnce;
 use commands::CommandError;
 use commands::integrations::{SandboxProvider, WebhookPayload, sign};
 use events_schema::Context;
@@ -120,6 +121,38 @@ pub fn webhook_body(pu: &str, delivery: &str, workout: ProviderWorkout) -> Vec<u
 /// The workout the webhook cases deliver.
 fn run_w1() -> ProviderWorkout {
     super::activity_sleep::provider_workout("w-1", "2026-05-02T07:00:00.000Z", 1800)
+}
+
+/// Starting a connect, and receiving a webhook, when the transaction is cancelled as a
+/// conflict (nothing written): each goes through on the next attempt, where each
+/// answered `Contention`.
+pub async fn a_connect_and_a_webhook_cancelled_as_a_conflict_go_through_on_the_next_attempt(
+    store: Arc<dyn Store>,
+) {
+    let starting = World::new(ConflictOnce::on(store.clone()));
+    let started = starting
+        .integrations
+        .start_connect(&starting.meta, "sandbox")
+        .await
+        .expect("started on the second attempt");
+    assert_eq!(starting.store.counts().transactions, 2);
+    let pu = provider_user();
+    let code = SandboxProvider::code_for(&pu);
+    let completed = starting
+        .integrations
+        .complete_connect("sandbox", &started.value.state, &code)
+        .await;
+    completed.expect("completes");
+
+    let receiving = World::new(ConflictOnce::on(store)).as_user(starting.meta.user.clone());
+    let body = webhook_body(&pu, "d-9", run_w1());
+    let received = receiving.receive_signed(&body, now_epoch_seconds()).await;
+    assert!(!received.expect("received on the second attempt").replayed);
+    assert_eq!(receiving.store.counts().transactions, 2);
+    assert_eq!(
+        starting.event_types(Context::Integrations).await,
+        vec!["ProviderConnected", "WearableWorkoutReceived"]
+    );
 }
 
 pub async fn signed_webhooks_are_recorded_once(store: Arc<dyn Store>) {
