@@ -8,13 +8,14 @@
 
 use super::{AccountStatus, IdentityCommands, profile_key};
 use crate::items::to_item;
+use crate::optimistic::{self, Attempt};
 use crate::{CommandError, password};
 use events_schema::events::identity::PasswordChanged;
 use events_schema::ids::{SessionId, UserId};
 use events_schema::keys::{PartitionKey, SortKey, prefix};
 use events_schema::time::Timestamp;
 use infra::store::{
-    Condition, Key, Query, SortKeyCondition, StoreError, Update, now_epoch_seconds,
+    CancelReason, Condition, Key, Query, SortKeyCondition, StoreError, Update, now_epoch_seconds,
 };
 use infra::table::Action;
 use rand::RngCore;
@@ -96,6 +97,12 @@ fn still_active(user: &UserId) -> Action {
         key: profile_key(user),
         condition: Condition::AttributeEquals("status".into(), json!(AccountStatus::Active)),
     }
+}
+
+/// Whether a cancelled transaction met another one on an item and no condition failed:
+/// nothing was written and nothing read has changed, so it is worth trying again.
+fn conflict_only(reasons: &[CancelReason]) -> bool {
+    reasons.contains(&CancelReason::Conflict) && !crate::idempotency::failed_condition(reasons)
 }
 
 /// Starting `session` for `user` at `now`: its item (the secret's digest only), on
@@ -203,20 +210,21 @@ impl IdentityCommands {
         let session = SessionId::generate();
         let secret = fresh_secret();
         let expires_at = now_epoch_seconds() + SESSION_DAYS * 86_400;
-        let existing = self.session_keys(user).await?;
-        let actions = starting(
-            user,
-            &session,
-            &secret,
-            self.clock.now(),
-            expires_at,
-            existing,
-        )?;
-        match self.table.transact(actions).await {
-            Ok(()) => Ok(RefreshToken(format!("{user}.{session}.{secret}"))),
-            Err(StoreError::TransactionCanceled { .. }) => Err(CommandError::AccountDeleted),
-            Err(e) => Err(e.into()),
-        }
+        optimistic::run!({
+            let existing = self.session_keys(user).await?;
+            let now = self.clock.now();
+            let actions = starting(user, &session, &secret, now, expires_at, existing)?;
+            match self.table.transact(actions).await {
+                Ok(()) => Ok(Attempt::Done(RefreshToken(format!(
+                    "{user}.{session}.{secret}"
+                )))),
+                Err(StoreError::TransactionCanceled { reasons }) if conflict_only(&reasons) => {
+                    Ok(Attempt::LostRace)
+                }
+                Err(StoreError::TransactionCanceled { .. }) => Err(CommandError::AccountDeleted),
+                Err(e) => Err(e.into()),
+            }
+        })
     }
 
     /// Exchanges a refresh token for the user and the session's next refresh token. A
@@ -245,15 +253,21 @@ impl IdentityCommands {
             self.table.delete(&key, None).await?;
             return Err(refused());
         };
-        match self.table.transact(actions).await {
-            Ok(()) => Ok((
-                presented.user.clone(),
-                RefreshToken(format!("{}.{}.{secret}", presented.user, presented.session)),
-            )),
-            // Rotated by a concurrent use of the same token, or the account is going.
-            Err(StoreError::TransactionCanceled { .. }) => Err(refused()),
-            Err(e) => Err(e.into()),
-        }
+        let user = &presented.user;
+        optimistic::run!({
+            match self.table.transact(actions.clone()).await {
+                Ok(()) => Ok(Attempt::Done((
+                    user.clone(),
+                    RefreshToken(format!("{user}.{}.{secret}", presented.session)),
+                ))),
+                Err(StoreError::TransactionCanceled { reasons }) if conflict_only(&reasons) => {
+                    Ok(Attempt::LostRace)
+                }
+                // Rotated by a concurrent use of the same token, or the account is going.
+                Err(StoreError::TransactionCanceled { .. }) => Err(refused()),
+                Err(e) => Err(e.into()),
+            }
+        })
     }
 
     /// Ends the session of a refresh token (logout); ending an ended one changes nothing.

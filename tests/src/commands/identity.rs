@@ -146,6 +146,29 @@ pub async fn a_sign_up_cancelled_as_a_conflict_is_tried_again(store: Arc<dyn Sto
     assert_eq!(login(&world, &email).await.expect("signs in"), user);
 }
 
+/// Starting a session and refreshing it when the transaction is cancelled as a
+/// conflict (nothing written) go through on the next attempt, where they answered
+/// "account deleted" and a refused token.
+pub async fn sessions_cancelled_as_a_conflict_go_through_on_the_next_attempt(
+    store: Arc<dyn Store>,
+) {
+    let world = World::new(store.clone());
+    let user = value(register(&world, &unique_email()).await);
+    let signing_in = World::new(ConflictOnce::on(store.clone()));
+    let started = signing_in.identity.start_session(&user).await;
+    let token = started.expect("started on the second attempt");
+    let refreshing = World::new(ConflictOnce::on(store));
+    let refreshed = refreshing.identity.refresh_session(token.expose()).await;
+    let (owner, next) = refreshed.expect("refreshed on the second attempt");
+    assert_eq!(owner, user);
+    assert_ne!(next.expose(), token.expose());
+    let transactions = |w: &World| w.store.counts().transactions;
+    assert_eq!(
+        (transactions(&signing_in), transactions(&refreshing)),
+        (2, 2)
+    );
+}
+
 pub async fn register_repeated_with_the_same_key_returns_the_same_user(store: Arc<dyn Store>) {
     let world = World::new(store.clone());
     let email = unique_email();
