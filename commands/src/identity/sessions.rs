@@ -7,6 +7,7 @@
 //! email change and on the account's deletion, and expire after [`SESSION_DAYS`].
 
 use super::{AccountStatus, IdentityCommands, profile_key};
+use crate::idempotency::Committed;
 use crate::items::to_item;
 use crate::optimistic::{self, Attempt};
 use crate::{CommandError, password};
@@ -328,19 +329,17 @@ impl IdentityCommands {
         let sessions = self.session_keys(&meta.user).await?;
         let mut actions = password_change(&meta.user, &profile.password_hash, hash, sessions);
         actions.push(crate::outbox::event_action(&meta.user_pk(), &event)?);
-        match crate::idempotency::commit(
-            &self.table,
-            meta,
-            &meta.user_pk(),
-            &json!("change_password"),
-            actions,
-            (),
-        )
-        .await?
-        {
-            crate::idempotency::Committed::Done(_) => Ok(()),
-            crate::idempotency::Committed::Cancelled(_) => Err(CommandError::Contention),
-        }
+        let (pk, request) = (meta.user_pk(), json!("change_password"));
+        optimistic::run!({
+            let committed =
+                crate::idempotency::commit(&self.table, meta, &pk, &request, actions.clone(), ());
+            match committed.await? {
+                Committed::Done(_) => Ok(Attempt::Done(())),
+                Committed::Cancelled(reasons) if conflict_only(&reasons) => Ok(Attempt::LostRace),
+                // The password (or the sessions) changed meanwhile: the caller tries again.
+                Committed::Cancelled(_) => Err(CommandError::Contention),
+            }
+        })
     }
 }
 

@@ -146,9 +146,9 @@ pub async fn a_sign_up_cancelled_as_a_conflict_is_tried_again(store: Arc<dyn Sto
     assert_eq!(login(&world, &email).await.expect("signs in"), user);
 }
 
-/// Starting a session and refreshing it when the transaction is cancelled as a
-/// conflict (nothing written) go through on the next attempt, where they answered
-/// "account deleted" and a refused token.
+/// Starting a session, refreshing it and changing the password when the transaction is
+/// cancelled as a conflict (nothing written) go through on the next attempt, where they
+/// answered "account deleted", a refused token and `Contention`.
 pub async fn sessions_cancelled_as_a_conflict_go_through_on_the_next_attempt(
     store: Arc<dyn Store>,
 ) {
@@ -157,15 +157,25 @@ pub async fn sessions_cancelled_as_a_conflict_go_through_on_the_next_attempt(
     let signing_in = World::new(ConflictOnce::on(store.clone()));
     let started = signing_in.identity.start_session(&user).await;
     let token = started.expect("started on the second attempt");
-    let refreshing = World::new(ConflictOnce::on(store));
+    let refreshing = World::new(ConflictOnce::on(store.clone()));
     let refreshed = refreshing.identity.refresh_session(token.expose()).await;
     let (owner, next) = refreshed.expect("refreshed on the second attempt");
     assert_eq!(owner, user);
     assert_ne!(next.expose(), token.expose());
+    let changing = World::new(ConflictOnce::on(store)).as_user(user);
+    let new_password = "a new horse battery";
+    let changed = changing
+        .identity
+        .change_password(&changing.meta, PASSWORD, new_password);
+    changed.await.expect("changed on the second attempt");
     let transactions = |w: &World| w.store.counts().transactions;
     assert_eq!(
-        (transactions(&signing_in), transactions(&refreshing)),
-        (2, 2)
+        (
+            transactions(&signing_in),
+            transactions(&refreshing),
+            transactions(&changing)
+        ),
+        (2, 2, 2)
     );
 }
 
