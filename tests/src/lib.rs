@@ -45,6 +45,7 @@ macro_rules! commands_suite {
             racing_sign_ups_of_one_email_create_one_account,
             a_sign_up_cancelled_as_a_conflict_is_tried_again,
             sessions_cancelled_as_a_conflict_go_through_on_the_next_attempt,
+            profile_changes_cancelled_as_a_conflict_commit_on_the_next_attempt,
             register_repeated_with_the_same_key_returns_the_same_user,
             register_rejects_invalid_input_naming_the_field,
             login_checks_email_and_password,
@@ -85,11 +86,13 @@ macro_rules! commands_suite {
         $crate::spec_tests!($make, $crate::commands::goals;
             created_goal_is_active_and_in_the_index,
             status_changes_move_the_goal_between_index_partitions,
+            a_status_change_cancelled_as_a_conflict_commits_on_the_next_attempt,
         );
         $crate::spec_tests!($make, $crate::commands::integrations;
             oauth_connect_uses_a_single_use_state,
             an_expired_state_cannot_complete,
             signed_webhooks_are_recorded_once,
+            a_disconnect_cancelled_as_a_conflict_commits_on_the_next_attempt,
             a_connect_and_a_webhook_cancelled_as_a_conflict_go_through_on_the_next_attempt,
             disconnect_removes_the_connection_once,
             environment_readings_are_cached_per_cell_and_hour,

@@ -2,6 +2,7 @@
 //! `by-status` index kept right.
 
 use super::{World, assert_invalid, with_retry};
+use crate::faults::ConflictOnce;
 use commands::CommandError;
 use commands::goals::CreateGoal;
 use events_schema::Context;
@@ -78,6 +79,26 @@ pub async fn created_goal_is_active_and_in_the_index(store: Arc<dyn Store>) {
             )
             .await,
         "title",
+    );
+}
+
+/// A status change whose transaction is cancelled as a conflict reads the goal again
+/// and commits on the next attempt (it reads a conflict as a lost race).
+pub async fn a_status_change_cancelled_as_a_conflict_commits_on_the_next_attempt(
+    store: Arc<dyn Store>,
+) {
+    let world = World::new(store.clone());
+    let id = world.create_goal(weekly_runs()).await;
+    let pausing = World::new(ConflictOnce::on(store)).as_user(world.meta.user.clone());
+    let paused = pausing
+        .goals
+        .change_status(&pausing.meta, &id, GoalStatus::Paused);
+    let paused = paused.await.expect("paused on the second attempt").value;
+    assert_eq!(paused.version, 2);
+    assert_eq!(pausing.store.counts().transactions, 2);
+    assert_eq!(
+        goals_with_status(&world, "paused").await,
+        vec![id.to_string()]
     );
 }
 

@@ -179,6 +179,33 @@ pub async fn sessions_cancelled_as_a_conflict_go_through_on_the_next_attempt(
     );
 }
 
+/// A profile update and an email change whose transaction is cancelled as a conflict
+/// read again and commit on the next attempt (they read a conflict as a lost race).
+pub async fn profile_changes_cancelled_as_a_conflict_commit_on_the_next_attempt(
+    store: Arc<dyn Store>,
+) {
+    let world = World::new(store.clone());
+    let user = value(register(&world, &unique_email()).await);
+    let conflicted = || World::new(ConflictOnce::on(store.clone())).as_user(user.clone());
+    let updating = conflicted();
+    let update = UpdateProfile {
+        display_name: Some("Ana B.".into()),
+        ..Default::default()
+    };
+    let updated = updating
+        .identity
+        .update_profile(&updating.meta, update)
+        .await;
+    updated.expect("updated on the second attempt");
+    let moving = conflicted();
+    let new_email = unique_email();
+    let moved = moving.identity.change_email(&moving.meta, &new_email).await;
+    moved.expect("moved on the second attempt");
+    assert_eq!(profiles_of(&*store, &new_email).await, 1);
+    let transactions = |w: &World| w.store.counts().transactions;
+    assert_eq!((transactions(&updating), transactions(&moving)), (2, 2));
+}
+
 pub async fn register_repeated_with_the_same_key_returns_the_same_user(store: Arc<dyn Store>) {
     let world = World::new(store.clone());
     let email = unique_email();

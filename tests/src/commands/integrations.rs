@@ -155,6 +155,26 @@ pub async fn a_connect_and_a_webhook_cancelled_as_a_conflict_go_through_on_the_n
     );
 }
 
+/// A disconnect whose transaction is cancelled as a conflict reads the connection again
+/// and commits on the next attempt (it reads a conflict as a lost race).
+pub async fn a_disconnect_cancelled_as_a_conflict_commits_on_the_next_attempt(
+    store: Arc<dyn Store>,
+) {
+    let world = World::new(store.clone());
+    world.connect_as(&provider_user()).await.expect("connects");
+    let leaving = World::new(ConflictOnce::on(store)).as_user(world.meta.user.clone());
+    let left = leaving
+        .integrations
+        .disconnect(&leaving.meta, "sandbox")
+        .await;
+    assert!(!left.expect("disconnected on the second attempt").replayed);
+    assert_eq!(leaving.store.counts().transactions, 2);
+    assert_eq!(
+        world.event_types(Context::Integrations).await,
+        vec!["ProviderConnected", "ProviderDisconnected"]
+    );
+}
+
 pub async fn signed_webhooks_are_recorded_once(store: Arc<dyn Store>) {
     let world = World::new(store.clone());
     let pu = provider_user();
