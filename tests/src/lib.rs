@@ -76,6 +76,7 @@ macro_rules! commands_suite {
             retried_wearable_sync_returns_the_original_workout_in_one_request,
             one_record_synced_by_two_processes_at_once_is_one_workout,
             a_first_sync_cancelled_as_a_conflict_writes_again,
+            a_later_sync_cancelled_as_a_conflict_commits_on_the_next_attempt,
             wearable_sync_with_changed_fields_is_the_next_version,
             a_later_revision_with_the_same_content_moves_only_the_revision,
             training_block_started,

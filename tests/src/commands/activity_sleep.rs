@@ -200,6 +200,25 @@ pub async fn a_first_sync_cancelled_as_a_conflict_writes_again(store: Arc<dyn St
     );
 }
 
+/// A later version of a synced record whose transaction is cancelled as a conflict
+/// reads the pointer again and commits on the next attempt.
+pub async fn a_later_sync_cancelled_as_a_conflict_commits_on_the_next_attempt(
+    store: Arc<dyn Store>,
+) {
+    let world = World::new(store.clone());
+    let first = provider_workout("act-55", "2026-05-02T07:00:00.000Z", 1800);
+    world.sync_workout(&first).await.expect("syncs");
+    let correcting = World::new(ConflictOnce::on(store)).as_user(world.meta.user.clone());
+    let changed = provider_workout("act-55", "2026-05-02T07:00:00.000Z", 2400);
+    let corrected = correcting.sync_workout(&changed).await;
+    assert!(!corrected.expect("corrected on the second attempt").replayed);
+    assert_eq!(correcting.store.counts().transactions, 2);
+    assert_eq!(
+        world.event_types(Context::Activity).await,
+        vec!["WorkoutRecorded", "WorkoutUpdated"]
+    );
+}
+
 pub async fn wearable_sync_with_changed_fields_is_the_next_version(store: Arc<dyn Store>) {
     let world = World::new(store);
     let first = world

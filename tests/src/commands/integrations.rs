@@ -155,14 +155,14 @@ pub async fn a_connect_and_a_webhook_cancelled_as_a_conflict_go_through_on_the_n
     );
 }
 
-/// A disconnect whose transaction is cancelled as a conflict reads the connection again
-/// and commits on the next attempt (it reads a conflict as a lost race).
+/// A disconnect, and an OAuth callback, whose transaction is cancelled as a conflict
+/// read again and commit on the next attempt (they read a conflict as a lost race).
 pub async fn a_disconnect_cancelled_as_a_conflict_commits_on_the_next_attempt(
     store: Arc<dyn Store>,
 ) {
     let world = World::new(store.clone());
     world.connect_as(&provider_user()).await.expect("connects");
-    let leaving = World::new(ConflictOnce::on(store)).as_user(world.meta.user.clone());
+    let leaving = World::new(ConflictOnce::on(store.clone())).as_user(world.meta.user.clone());
     let left = leaving
         .integrations
         .disconnect(&leaving.meta, "sandbox")
@@ -173,6 +173,17 @@ pub async fn a_disconnect_cancelled_as_a_conflict_commits_on_the_next_attempt(
         world.event_types(Context::Integrations).await,
         vec!["ProviderConnected", "ProviderDisconnected"]
     );
+    // The OAuth callback reads a conflict the same way.
+    let started = world.start_connect().await;
+    let completing = World::new(ConflictOnce::on(store));
+    let code = SandboxProvider::code_for(&provider_user());
+    let completed = completing
+        .integrations
+        .complete_connect("sandbox", &started.state, &code)
+        .await;
+    let connected = completed.expect("connected on the second attempt");
+    assert_eq!(connected.value, world.meta.user);
+    assert_eq!(completing.store.counts().transactions, 2);
 }
 
 pub async fn signed_webhooks_are_recorded_once(store: Arc<dyn Store>) {
