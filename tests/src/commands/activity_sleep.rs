@@ -40,6 +40,17 @@ async fn refuses(world: &World, field: &str, input: RecordWorkout) {
     );
 }
 
+/// The world wrote one workout and its one event, in two transactions (the one
+/// cancelled as a conflict, then the commit).
+async fn one_workout_on_the_second_attempt(world: &World) {
+    assert_eq!(world.store.counts().transactions, 2);
+    assert_eq!(world.count(Context::Activity, "WORKOUT#").await, 1);
+    assert_eq!(
+        world.event_types(Context::Activity).await,
+        vec!["WorkoutRecorded"]
+    );
+}
+
 pub async fn record_workout_writes_workout_and_event_once_per_key(store: Arc<dyn Store>) {
     let world = World::new(store);
     let input = RecordWorkout {
@@ -113,12 +124,7 @@ pub async fn a_workout_cancelled_as_a_conflict_is_recorded_on_the_next_attempt(
     };
     let recorded = world.activity.record_workout(&world.meta, input).await;
     recorded.expect("recorded on the second attempt");
-    assert_eq!(world.store.counts().transactions, 2);
-    assert_eq!(world.count(Context::Activity, "WORKOUT#").await, 1);
-    assert_eq!(
-        world.event_types(Context::Activity).await,
-        vec!["WorkoutRecorded"]
-    );
+    one_workout_on_the_second_attempt(&world).await;
 }
 
 pub async fn retried_wearable_sync_returns_the_original_workout_in_one_request(
@@ -192,12 +198,7 @@ pub async fn a_first_sync_cancelled_as_a_conflict_writes_again(store: Arc<dyn St
     let workout = provider_workout("act-99", "2026-05-02T07:00:00.000Z", 1800);
     let synced = world.sync_workout(&workout).await.expect("syncs");
     assert!(!synced.replayed);
-    assert_eq!(world.store.counts().transactions, 2);
-    assert_eq!(world.count(Context::Activity, "WORKOUT#").await, 1);
-    assert_eq!(
-        world.event_types(Context::Activity).await,
-        vec!["WorkoutRecorded"]
-    );
+    one_workout_on_the_second_attempt(&world).await;
 }
 
 /// A later version of a synced record whose transaction is cancelled as a conflict
