@@ -25,8 +25,9 @@ pub fn request_hash(request: &impl Serialize) -> String {
 #[derive(Debug)]
 pub enum Committed<T> {
     Done(Outcome<T>),
-    /// Cancelled for a reason of the command's own actions (one reason per action,
-    /// the idempotency record excluded).
+    /// Cancelled: one reason per action of the command's own (the idempotency record
+    /// and the erasure check excluded), then a `Conflict` if one of those two met
+    /// another transaction.
     Cancelled(Vec<CancelReason>),
 }
 
@@ -72,18 +73,28 @@ pub async fn commit<C: ContextTable, T: Serialize + DeserializeOwned>(
     match table.transact(actions).await {
         Ok(()) => Ok(Committed::Done(Outcome::new(response))),
         Err(StoreError::TransactionCanceled { mut reasons }) => {
+            let mut met = None;
             // The erasure check is the very last action.
-            if guarded && matches!(reasons.pop(), Some(CancelReason::ConditionFailed { .. })) {
-                return Err(CommandError::AccountDeleted);
+            if guarded {
+                match reasons.pop() {
+                    Some(CancelReason::ConditionFailed { .. }) => {
+                        return Err(CommandError::AccountDeleted);
+                    }
+                    other => met = met.or(other.filter(|r| *r == CancelReason::Conflict)),
+                }
             }
-            // The record is the last action; its reason is dropped from the ones returned.
-            if meta.idempotency_key.is_some()
-                && let Some(CancelReason::ConditionFailed {
-                    existing: Some(record),
-                }) = reasons.pop()
-            {
-                return replay(&record, &hash).map(Committed::Done);
+            // The record is the last action before it.
+            if meta.idempotency_key.is_some() {
+                match reasons.pop() {
+                    Some(CancelReason::ConditionFailed {
+                        existing: Some(record),
+                    }) => return replay(&record, &hash).map(Committed::Done),
+                    other => met = met.or(other.filter(|r| *r == CancelReason::Conflict)),
+                }
             }
+            // Another transaction met the record or the erasure check: the command may
+            // try again, so the conflict stays among its reasons (after its own).
+            reasons.extend(met);
             Ok(Committed::Cancelled(reasons))
         }
         Err(e) => Err(e.into()),
@@ -124,6 +135,12 @@ pub fn failed_condition(reasons: &[CancelReason]) -> bool {
     reasons
         .iter()
         .any(|r| matches!(r, CancelReason::ConditionFailed { .. }))
+}
+
+/// Whether a cancelled transaction met another one on an item and no condition failed:
+/// nothing was written and nothing read has changed, so it is worth trying again.
+pub fn conflict_only(reasons: &[CancelReason]) -> bool {
+    reasons.contains(&CancelReason::Conflict) && !failed_condition(reasons)
 }
 
 /// Whether a cancellation means another writer got there first (a version that moved

@@ -1,12 +1,12 @@
-//! The one optimistic-commit loop every command that reads before it writes shares:
-//! read, decide, commit with conditions on what was read; when a condition fails
-//! because someone else wrote first (a lost race), wait a jittered moment and try
-//! again from the read; after `MAX_ATTEMPTS` lost races, report contention.
+//! The one optimistic-commit loop every command shares: read, decide, commit with
+//! conditions on what was read; when a condition fails because someone else wrote
+//! first, or the transaction met another one on an item (a conflict: nothing was
+//! written), that attempt lost a race: wait a jittered moment and try again from the
+//! read; after `MAX_ATTEMPTS` lost races, report contention.
 
 use crate::CommandError;
 use crate::idempotency::{self, Committed};
 use crate::meta::Outcome;
-use infra::store::CancelReason;
 
 /// What one attempt came to.
 pub(crate) enum Attempt<T> {
@@ -74,14 +74,14 @@ pub(crate) fn settled<T>(committed: Committed<T>) -> Result<Attempt<Outcome<T>>,
 
 /// The reading of a commit whose failed conditions are no race (keys it made up, or a
 /// reservation the caller reads itself): done, a lost race for a transaction conflict
-/// only (another transaction met this one on an item; nothing was written), an error
-/// for anything else.
+/// with no failed condition (another transaction met this one on an item; nothing was
+/// written), an error for anything else.
 pub(crate) fn settled_on_conflict<T>(
     committed: Committed<T>,
 ) -> Result<Attempt<Outcome<T>>, CommandError> {
     match committed {
         Committed::Done(outcome) => Ok(Attempt::Done(outcome)),
-        Committed::Cancelled(reasons) if reasons.contains(&CancelReason::Conflict) => {
+        Committed::Cancelled(reasons) if idempotency::conflict_only(&reasons) => {
             Ok(Attempt::LostRace)
         }
         Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),

@@ -31,7 +31,8 @@ pub enum Row<'a> {
 }
 
 impl<'a> Row<'a> {
-    fn of(action: &'a TransactAction) -> Option<Self> {
+    /// The row an action of a transaction writes (a condition check writes none).
+    pub fn of(action: &'a TransactAction) -> Option<Self> {
         match action {
             TransactAction::Put { table, item, .. } => Some(Row::Put {
                 table: *table,
@@ -79,7 +80,8 @@ pub trait Observer: Send + Sync {
         None
     }
 
-    /// Sees a write before it is passed on (the request waits for it).
+    /// Sees a write before it is passed on (the request waits for it); a write that
+    /// [`Observer::refuses`] turned away is not shown.
     async fn before(&self, write: Write<'_>) -> Self::Note;
 
     /// The write took effect (a refused or failed one is not reported).

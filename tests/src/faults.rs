@@ -5,7 +5,7 @@
 //! give).
 
 use infra::observed::{Observed, Observer, Row, Write};
-use infra::store::CancelReason;
+use infra::store::{CancelReason, TransactAction};
 use infra::{Store, StoreError};
 use serde_json::Value;
 use std::sync::Arc;
@@ -70,12 +70,36 @@ pub fn writes_sort_key(row: &Row<'_>, prefix: &str, attr: &str) -> bool {
 /// Cancels the first transaction it sees as a conflict, as DynamoDB cancels one that
 /// meets another transaction on the same item (the cancellation carries no item);
 /// passes everything else on.
-pub struct ConflictOnce(AtomicBool);
+pub struct ConflictOnce {
+    armed: AtomicBool,
+    /// The rows that met the other transaction (`None`: every action did).
+    rows: Option<fn(&Row<'_>) -> bool>,
+}
 
 impl ConflictOnce {
-    /// `store`, its next transaction cancelled as a conflict.
+    /// `store`, its next transaction cancelled as a conflict on every action.
     pub fn on(store: Arc<dyn Store>) -> Arc<dyn Store> {
-        Arc::new(Observed::new(store, Self(AtomicBool::new(true))))
+        Self::wrap(store, None)
+    }
+
+    /// `store`, its next transaction cancelled as a conflict on the rows `rows`
+    /// matches only, every other action's reason `None` (what DynamoDB answers when one
+    /// item of a transaction meets another transaction).
+    pub fn at(store: Arc<dyn Store>, rows: fn(&Row<'_>) -> bool) -> Arc<dyn Store> {
+        Self::wrap(store, Some(rows))
+    }
+
+    fn wrap(store: Arc<dyn Store>, rows: Option<fn(&Row<'_>) -> bool>) -> Arc<dyn Store> {
+        let armed = AtomicBool::new(true);
+        Arc::new(Observed::new(store, Self { armed, rows }))
+    }
+
+    fn reason(&self, action: &TransactAction) -> CancelReason {
+        match (self.rows, Row::of(action)) {
+            (None, _) => CancelReason::Conflict,
+            (Some(met), Some(row)) if met(&row) => CancelReason::Conflict,
+            _ => CancelReason::None,
+        }
     }
 }
 
@@ -87,8 +111,8 @@ impl Observer for ConflictOnce {
         let Write::Transaction(actions) = write else {
             return None;
         };
-        self.0.swap(false, Ordering::SeqCst).then(|| {
-            let reasons = actions.iter().map(|_| CancelReason::Conflict).collect();
+        self.armed.swap(false, Ordering::SeqCst).then(|| {
+            let reasons = actions.iter().map(|a| self.reason(a)).collect();
             StoreError::TransactionCanceled { reasons }
         })
     }

@@ -16,7 +16,7 @@ use events_schema::ids::{SessionId, UserId};
 use events_schema::keys::{PartitionKey, SortKey, prefix};
 use events_schema::time::Timestamp;
 use infra::store::{
-    CancelReason, Condition, Key, Query, SortKeyCondition, StoreError, Update, now_epoch_seconds,
+    Condition, Key, Query, SortKeyCondition, StoreError, Update, now_epoch_seconds,
 };
 use infra::table::Action;
 use rand::RngCore;
@@ -98,12 +98,6 @@ fn still_active(user: &UserId) -> Action {
         key: profile_key(user),
         condition: Condition::AttributeEquals("status".into(), json!(AccountStatus::Active)),
     }
-}
-
-/// Whether a cancelled transaction met another one on an item and no condition failed:
-/// nothing was written and nothing read has changed, so it is worth trying again.
-fn conflict_only(reasons: &[CancelReason]) -> bool {
-    reasons.contains(&CancelReason::Conflict) && !crate::idempotency::failed_condition(reasons)
 }
 
 /// Starting `session` for `user` at `now`: its item (the secret's digest only), on
@@ -219,7 +213,9 @@ impl IdentityCommands {
                 Ok(()) => Ok(Attempt::Done(RefreshToken(format!(
                     "{user}.{session}.{secret}"
                 )))),
-                Err(StoreError::TransactionCanceled { reasons }) if conflict_only(&reasons) => {
+                Err(StoreError::TransactionCanceled { reasons })
+                    if crate::idempotency::conflict_only(&reasons) =>
+                {
                     Ok(Attempt::LostRace)
                 }
                 Err(StoreError::TransactionCanceled { .. }) => Err(CommandError::AccountDeleted),
@@ -261,7 +257,9 @@ impl IdentityCommands {
                     user.clone(),
                     RefreshToken(format!("{user}.{}.{secret}", presented.session)),
                 ))),
-                Err(StoreError::TransactionCanceled { reasons }) if conflict_only(&reasons) => {
+                Err(StoreError::TransactionCanceled { reasons })
+                    if crate::idempotency::conflict_only(&reasons) =>
+                {
                     Ok(Attempt::LostRace)
                 }
                 // Rotated by a concurrent use of the same token, or the account is going.
@@ -326,16 +324,20 @@ impl IdentityCommands {
         let now = self.clock.now();
         let event =
             crate::outbox::envelope(meta, &self.clock, now, &PasswordChanged { changed_at: now })?;
-        let sessions = self.session_keys(&meta.user).await?;
-        let mut actions = password_change(&meta.user, &profile.password_hash, hash, sessions);
-        actions.push(crate::outbox::event_action(&meta.user_pk(), &event)?);
         let (pk, request) = (meta.user_pk(), json!("change_password"));
         optimistic::run!({
+            // Read on every attempt: a session started meanwhile ends with the others.
+            let sessions = self.session_keys(&meta.user).await?;
+            let mut actions =
+                password_change(&meta.user, &profile.password_hash, hash.clone(), sessions);
+            actions.push(crate::outbox::event_action(&pk, &event)?);
             let committed =
-                crate::idempotency::commit(&self.table, meta, &pk, &request, actions.clone(), ());
+                crate::idempotency::commit(&self.table, meta, &pk, &request, actions, ());
             match committed.await? {
                 Committed::Done(_) => Ok(Attempt::Done(())),
-                Committed::Cancelled(reasons) if conflict_only(&reasons) => Ok(Attempt::LostRace),
+                Committed::Cancelled(reasons) if crate::idempotency::conflict_only(&reasons) => {
+                    Ok(Attempt::LostRace)
+                }
                 // The password (or the sessions) changed meanwhile: the caller tries again.
                 Committed::Cancelled(_) => Err(CommandError::Contention),
             }

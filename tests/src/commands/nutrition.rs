@@ -448,6 +448,27 @@ pub async fn a_meal_cancelled_as_a_conflict_is_logged_on_a_fresh_read(store: Arc
     assert_eq!(world.count(Context::Nutrition, "MEAL#").await, 1);
 }
 
+/// A keyed meal whose transaction met another one on its idempotency record alone
+/// (every other action's reason `None`, as DynamoDB marks just the item in conflict):
+/// the conflict is the command's to retry too, and the meal is logged once.
+pub async fn a_keyed_meal_whose_record_met_a_conflict_is_logged_on_the_next_attempt(
+    store: Arc<dyn Store>,
+) {
+    let at_record = |row: &Row<'_>| writes_sort_key(row, "IDEMPOTENCY#", "");
+    let world = World::new(ConflictOnce::at(store, at_record));
+    let logged = world
+        .nutrition
+        .log_meal(&world.keyed("breakfast"), breakfast())
+        .await;
+    assert!(!logged.expect("logged on the second attempt").replayed);
+    assert_eq!(reads_and_transactions(&world), (2, 2));
+    assert_eq!(world.count(Context::Nutrition, "MEAL#").await, 1);
+    assert_eq!(
+        world.event_types(Context::Nutrition).await,
+        vec!["MealLogged"]
+    );
+}
+
 /// A meal decided before the user's erasure reached nutrition and committed after it
 /// (its transaction held at the store while the eraser writes the context's tombstone):
 /// the commit is refused as `AccountDeleted` and nothing of the meal is written.
@@ -654,9 +675,6 @@ pub async fn scheduled_meals_and_the_catalog(store: Arc<dyn Store>) {
     );
 }
 
-/// Eating a scheduled meal logs it and takes it off the plan in one transaction: the
-/// day's summary counts it once; eating it twice at once, or after its removal, finds
-/// nothing; a retry with the key answers the first meal.
 /// Taking a scheduled meal off the plan when the transaction is cancelled as a
 /// conflict (nothing written) takes it off on the next attempt, where it answered
 /// "not found"; curating a recipe so curates it, where it answered `Contention`.
@@ -677,6 +695,10 @@ pub async fn plans_and_the_catalog_cancelled_as_a_conflict_are_written_on_the_ne
         .remove_scheduled_meal(&conflicted.meta, day, &salad);
     removed.await.expect("removed on the second attempt");
     assert_eq!(world.count(Context::Nutrition, "SCHEDULED_MEAL#").await, 0);
+    assert_eq!(
+        world.event_types(Context::Nutrition).await,
+        vec!["MealScheduled", "ScheduledMealCleared"]
+    );
 
     let editor = World::new(ConflictOnce::on(store));
     let recipe = CurateRecipe {
@@ -695,6 +717,9 @@ pub async fn plans_and_the_catalog_cancelled_as_a_conflict_are_written_on_the_ne
     );
 }
 
+/// Eating a scheduled meal logs it and takes it off the plan in one transaction: the
+/// day's summary counts it once; eating it twice at once, or after its removal, finds
+/// nothing; a retry with the key answers the first meal.
 pub async fn a_scheduled_meal_is_eaten_once(store: Arc<dyn Store>) {
     let world = World::new(store.clone());
     let plan_day = Day::parse("2026-04-02").expect("day");
