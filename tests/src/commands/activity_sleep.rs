@@ -397,7 +397,6 @@ pub async fn sleep_sessions_recorded_and_synced_idempotently(store: Arc<dyn Stor
     }
 }
 
-/// A training block ends early once, on a day within it.
 /// Ending a training block whose transaction is cancelled as a conflict (nothing
 /// written) ends it on the next attempt, where it answered "ended already".
 pub async fn ending_a_block_cancelled_as_a_conflict_ends_it_on_the_next_attempt(
@@ -430,6 +429,7 @@ pub async fn ending_a_block_cancelled_as_a_conflict_ends_it_on_the_next_attempt(
     );
 }
 
+/// A training block ends early once, on a day within it.
 pub async fn a_training_block_ends_early_once(store: Arc<dyn Store>) {
     let world = World::new(store);
     let start_day = Day::parse("2026-06-01").expect("day");

@@ -153,7 +153,8 @@ pub async fn sessions_cancelled_as_a_conflict_go_through_on_the_next_attempt(
     store: Arc<dyn Store>,
 ) {
     let world = World::new(store.clone());
-    let user = value(register(&world, &unique_email()).await);
+    let email = unique_email();
+    let user = value(register(&world, &email).await);
     let signing_in = World::new(ConflictOnce::on(store.clone()));
     let started = signing_in.identity.start_session(&user).await;
     let token = started.expect("started on the second attempt");
@@ -162,12 +163,18 @@ pub async fn sessions_cancelled_as_a_conflict_go_through_on_the_next_attempt(
     let (owner, next) = refreshed.expect("refreshed on the second attempt");
     assert_eq!(owner, user);
     assert_ne!(next.expose(), token.expose());
-    let changing = World::new(ConflictOnce::on(store)).as_user(user);
+    let changing = World::new(ConflictOnce::on(store)).as_user(user.clone());
     let new_password = "a new horse battery";
     let changed = changing
         .identity
         .change_password(&changing.meta, PASSWORD, new_password);
     changed.await.expect("changed on the second attempt");
+    let signed_in = changing.identity.login(&email, new_password).await;
+    assert_eq!(signed_in.expect("the new password signs in"), user);
+    assert_eq!(
+        changing.event_types(Context::Identity).await,
+        vec!["UserRegistered", "PasswordChanged"]
+    );
     let transactions = |w: &World| w.store.counts().transactions;
     assert_eq!(
         (
