@@ -225,16 +225,14 @@ impl ActivityCommands {
         let event = self.event_now(meta, &payload)?;
         let actions = vec![ending, event_action(&pk, &event)?];
         let ended = EndedBlock { block, ended_on };
-        optimistic::run!({
-            let (actions, ended) = (actions.clone(), ended.clone());
-            let committed = idempotency::commit(&self.table, meta, &pk, &request, actions, ended);
-            match committed.await? {
-                Committed::Cancelled(reasons) if idempotency::failed_condition(&reasons) => Err(
-                    CommandError::Conflict("the training block has ended already".into()),
-                ),
-                committed => optimistic::settled_on_conflict(committed),
-            }
-        })
+        let committed =
+            optimistic::commit_through_conflicts(&self.table, meta, &pk, &request, actions, ended);
+        match committed.await? {
+            Committed::Cancelled(reasons) if idempotency::failed_condition(&reasons) => Err(
+                CommandError::Conflict("the training block has ended already".into()),
+            ),
+            committed => committed.or_unexpected(),
+        }
     }
 }
 

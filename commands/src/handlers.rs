@@ -4,7 +4,6 @@
 //! `Handlers<Activity>`), so its commands reach their own table only.
 
 use crate::CommandError;
-use crate::idempotency;
 use crate::items::from_item;
 use crate::meta::{CommandMeta, Outcome};
 use crate::optimistic;
@@ -86,11 +85,9 @@ impl<C: ContextTable> Handlers<C> {
             },
             event_action(&pk, &event)?,
         ];
-        optimistic::run!({
-            let (actions, answer) = (actions.clone(), answer.clone());
-            let committed = idempotency::commit(&self.table, meta, &pk, input, actions, answer);
-            optimistic::settled_on_conflict(committed.await?)
-        })
+        optimistic::commit_through_conflicts(&self.table, meta, &pk, input, actions, answer)
+            .await?
+            .or_unexpected()
     }
 
     /// The event of `payload`, occurring now.

@@ -129,6 +129,16 @@ fn replay<T: DeserializeOwned>(record: &Item, hash: &str) -> Result<Outcome<T>, 
         .map_err(|e| CommandError::Internal(format!("stored response does not decode: {e}")))
 }
 
+impl<T> Committed<T> {
+    /// The outcome of a commit that has no cancellation of its own to expect.
+    pub fn or_unexpected(self) -> Result<Outcome<T>, CommandError> {
+        match self {
+            Committed::Done(outcome) => Ok(outcome),
+            Committed::Cancelled(reasons) => Err(unexpected(&reasons)),
+        }
+    }
+}
+
 /// Whether one of a cancellation's actions failed its condition (what was read is no
 /// longer so), as against a transaction conflict, which is worth trying again.
 pub fn failed_condition(reasons: &[CancelReason]) -> bool {

@@ -6,7 +6,10 @@
 
 use crate::CommandError;
 use crate::idempotency::{self, Committed};
-use crate::meta::Outcome;
+use crate::meta::{CommandMeta, Outcome};
+use infra::table::{Action, ContextTable, Table};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 /// What one attempt came to.
 pub(crate) enum Attempt<T> {
@@ -72,20 +75,31 @@ pub(crate) fn settled<T>(committed: Committed<T>) -> Result<Attempt<Outcome<T>>,
     }
 }
 
-/// The reading of a commit whose failed conditions are no race (keys it made up, or a
-/// reservation the caller reads itself): done, a lost race for a transaction conflict
-/// with no failed condition (another transaction met this one on an item; nothing was
-/// written), an error for anything else.
-pub(crate) fn settled_on_conflict<T>(
-    committed: Committed<T>,
-) -> Result<Attempt<Outcome<T>>, CommandError> {
-    match committed {
-        Committed::Done(outcome) => Ok(Attempt::Done(outcome)),
-        Committed::Cancelled(reasons) if idempotency::conflict_only(&reasons) => {
-            Ok(Attempt::LostRace)
+/// Commits `actions` (see [`idempotency::commit`]) again for as long as the
+/// transaction is cancelled as a conflict only: nothing was written and every condition
+/// held, so the same actions are still right. For commands whose writes depend on no
+/// read that a condition does not guard; the outcome is done, or cancelled for another
+/// reason (for the caller to read), or `Contention` after `MAX_ATTEMPTS` conflicts.
+pub(crate) async fn commit_through_conflicts<C: ContextTable, T>(
+    table: &Table<C>,
+    meta: &CommandMeta,
+    record_pk: &str,
+    request: &impl Serialize,
+    actions: Vec<Action>,
+    response: T,
+) -> Result<Committed<T>, CommandError>
+where
+    T: Serialize + DeserializeOwned + Clone,
+{
+    run!({
+        let (actions, response) = (actions.clone(), response.clone());
+        match idempotency::commit(table, meta, record_pk, request, actions, response).await? {
+            Committed::Cancelled(reasons) if idempotency::conflict_only(&reasons) => {
+                Ok(Attempt::LostRace)
+            }
+            committed => Ok(Attempt::Done(committed)),
         }
-        Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
-    }
+    })
 }
 
 #[cfg(test)]

@@ -232,19 +232,22 @@ impl IdentityCommands {
         // not even hashed with a fast hash.
         let fingerprint = json!({"email": email, "display_name": profile.display_name, "timezone": profile.timezone, "units": profile.units});
         let record_pk = email_key(&email).pk;
-        let outcome = optimistic::run!({
-            let (actions, user) = (actions.clone(), user.clone());
-            let committed =
-                idempotency::commit(&self.table, &meta, &record_pk, &fingerprint, actions, user);
-            match committed.await? {
-                Committed::Cancelled(reasons)
-                    if matches!(reasons.get(1), Some(CancelReason::ConditionFailed { .. })) =>
-                {
-                    Err(CommandError::EmailTaken)
-                }
-                committed => optimistic::settled_on_conflict(committed),
+        let committed = optimistic::commit_through_conflicts(
+            &self.table,
+            &meta,
+            &record_pk,
+            &fingerprint,
+            actions,
+            user,
+        );
+        let outcome = match committed.await? {
+            Committed::Cancelled(reasons)
+                if matches!(reasons.get(1), Some(CancelReason::ConditionFailed { .. })) =>
+            {
+                return Err(CommandError::EmailTaken);
             }
-        })?;
+            committed => committed.or_unexpected()?,
+        };
         // A retry of an earlier sign-up signs in only with that sign-up's password: the
         // record holds no secret, so it proves nothing on its own.
         if outcome.replayed {

@@ -118,11 +118,9 @@ impl IntegrationCommands {
             state: state.to_string(),
         };
         let (pk, request) = (meta.user_pk(), json!({"connect": provider.name()}));
-        optimistic::run!({
-            let (actions, started) = (actions.clone(), started.clone());
-            let committed = idempotency::commit(&self.table, meta, &pk, &request, actions, started);
-            optimistic::settled_on_conflict(committed.await?)
-        })
+        optimistic::commit_through_conflicts(&self.table, meta, &pk, &request, actions, started)
+            .await?
+            .or_unexpected()
     }
 
     /// Completes a connect from the provider's callback. The state is single-use: it is

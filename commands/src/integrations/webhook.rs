@@ -7,7 +7,7 @@
 use super::IntegrationCommands;
 use super::oauth::provider_user_key;
 use crate::CommandError;
-use crate::idempotency::{self, Committed};
+use crate::idempotency::Committed;
 use crate::items::to_item;
 use crate::meta::{CommandMeta, Outcome};
 use crate::optimistic;
@@ -127,19 +127,17 @@ impl IntegrationCommands {
             )?);
         }
         let request = json!({});
-        optimistic::run!({
-            let committed =
-                idempotency::commit(&self.table, &meta, &pk, &request, actions.clone(), count);
-            match committed.await? {
-                // The delivery is recorded already: a provider's retry.
-                Committed::Cancelled(reasons)
-                    if matches!(reasons.first(), Some(CancelReason::ConditionFailed { .. })) =>
-                {
-                    Ok(optimistic::Attempt::Done(Outcome::replayed(count)))
-                }
-                committed => optimistic::settled_on_conflict(committed),
+        let committed =
+            optimistic::commit_through_conflicts(&self.table, &meta, &pk, &request, actions, count);
+        match committed.await? {
+            // The delivery is recorded already: a provider's retry.
+            Committed::Cancelled(reasons)
+                if matches!(reasons.first(), Some(CancelReason::ConditionFailed { .. })) =>
+            {
+                Ok(Outcome::replayed(count))
             }
-        })
+            committed => committed.or_unexpected(),
+        }
     }
 
     /// The account connected as `provider_user_id` of `provider`, and the timezone it

@@ -3,7 +3,6 @@
 //! `<name>#<id>`), and the browse query over that index.
 
 use super::NutritionCommands;
-use crate::idempotency;
 use crate::items::to_item;
 use crate::meta::{CommandMeta, Outcome};
 use crate::optimistic;
@@ -174,11 +173,9 @@ impl NutritionCommands {
             },
         ];
         let pk = meta.user_pk();
-        optimistic::run!({
-            let (actions, id) = (actions.clone(), id.clone());
-            let committed = idempotency::commit(&self.table, meta, &pk, request, actions, id);
-            optimistic::settled_on_conflict(committed.await?)
-        })
+        optimistic::commit_through_conflicts(&self.table, meta, &pk, request, actions, id)
+            .await?
+            .or_unexpected()
     }
 
     fn catalog_event<P: events_schema::envelope::EventPayload>(

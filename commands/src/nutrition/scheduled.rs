@@ -156,17 +156,15 @@ impl NutritionCommands {
         };
         let event = self.event_now(meta, &cleared)?;
         let actions = clearing(&pk, &cleared, &event)?;
-        optimistic::run!({
-            let committed =
-                idempotency::commit(&self.table, meta, &pk, &request, actions.clone(), ());
-            match committed.await? {
-                // Removed or eaten meanwhile.
-                Committed::Cancelled(reasons) if idempotency::failed_condition(&reasons) => {
-                    Err(CommandError::NotFound("scheduled meal"))
-                }
-                committed => optimistic::settled_on_conflict(committed),
+        let committed =
+            optimistic::commit_through_conflicts(&self.table, meta, &pk, &request, actions, ());
+        match committed.await? {
+            // Removed or eaten meanwhile.
+            Committed::Cancelled(reasons) if idempotency::failed_condition(&reasons) => {
+                Err(CommandError::NotFound("scheduled meal"))
             }
-        })
+            committed => committed.or_unexpected(),
+        }
     }
 
     /// Logs a scheduled meal as eaten: the meal is logged (the day's summary with it) and
