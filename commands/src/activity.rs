@@ -17,7 +17,7 @@ use events_schema::events::integrations::ProviderWorkout;
 use events_schema::ids::{ExternalId, ProviderName, TrainingBlockId, WorkoutId};
 use events_schema::keys::SortKey;
 use events_schema::time::{Day, Timestamp};
-use infra::store::{Condition, Item, Key, Update};
+use infra::store::{CancelReason, Condition, Item, Key, Update};
 use infra::table::{Action, contexts::Activity};
 use serde::{Deserialize, Serialize};
 
@@ -228,7 +228,7 @@ impl ActivityCommands {
         let committed =
             optimistic::commit_through_conflicts(&self.table, meta, &pk, &request, actions, ended);
         match committed.await? {
-            Committed::Cancelled(reasons) if idempotency::failed_condition(&reasons) => Err(
+            Committed::Cancelled(reasons) if CancelReason::failed_condition(&reasons) => Err(
                 CommandError::Conflict("the training block has ended already".into()),
             ),
             committed => committed.or_unexpected(),

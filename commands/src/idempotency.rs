@@ -139,20 +139,6 @@ impl<T> Committed<T> {
     }
 }
 
-/// Whether one of a cancellation's actions failed its condition (what was read is no
-/// longer so), as against a transaction conflict, which is worth trying again.
-pub fn failed_condition(reasons: &[CancelReason]) -> bool {
-    reasons
-        .iter()
-        .any(|r| matches!(r, CancelReason::ConditionFailed { .. }))
-}
-
-/// Whether a cancelled transaction met another one on an item and no condition failed:
-/// nothing was written and nothing read has changed, so it is worth trying again.
-pub fn conflict_only(reasons: &[CancelReason]) -> bool {
-    reasons.contains(&CancelReason::Conflict) && !failed_condition(reasons)
-}
-
 /// Whether a cancellation means another writer got there first (a version that moved
 /// on, or a transaction conflict): read again and retry.
 pub fn lost_race(reasons: &[CancelReason]) -> bool {

@@ -7,6 +7,7 @@
 use crate::CommandError;
 use crate::idempotency::{self, Committed};
 use crate::meta::{CommandMeta, Outcome};
+use infra::store::CancelReason;
 use infra::table::{Action, ContextTable, Table};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -94,7 +95,7 @@ where
     run!({
         let (actions, response) = (actions.clone(), response.clone());
         match idempotency::commit(table, meta, record_pk, request, actions, response).await? {
-            Committed::Cancelled(reasons) if idempotency::conflict_only(&reasons) => {
+            Committed::Cancelled(reasons) if CancelReason::conflict_only(&reasons) => {
                 Ok(Attempt::LostRace)
             }
             committed => Ok(Attempt::Done(committed)),

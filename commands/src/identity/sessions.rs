@@ -16,7 +16,7 @@ use events_schema::ids::{SessionId, UserId};
 use events_schema::keys::{PartitionKey, SortKey, prefix};
 use events_schema::time::Timestamp;
 use infra::store::{
-    Condition, Key, Query, SortKeyCondition, StoreError, Update, now_epoch_seconds,
+    CancelReason, Condition, Key, Query, SortKeyCondition, StoreError, Update, now_epoch_seconds,
 };
 use infra::table::Action;
 use rand::RngCore;
@@ -214,7 +214,7 @@ impl IdentityCommands {
                     "{user}.{session}.{secret}"
                 )))),
                 Err(StoreError::TransactionCanceled { reasons })
-                    if crate::idempotency::conflict_only(&reasons) =>
+                    if CancelReason::conflict_only(&reasons) =>
                 {
                     Ok(Attempt::LostRace)
                 }
@@ -258,7 +258,7 @@ impl IdentityCommands {
                     RefreshToken(format!("{user}.{}.{secret}", presented.session)),
                 ))),
                 Err(StoreError::TransactionCanceled { reasons })
-                    if crate::idempotency::conflict_only(&reasons) =>
+                    if CancelReason::conflict_only(&reasons) =>
                 {
                     Ok(Attempt::LostRace)
                 }
@@ -335,7 +335,7 @@ impl IdentityCommands {
                 crate::idempotency::commit(&self.table, meta, &pk, &request, actions, ());
             match committed.await? {
                 Committed::Done(_) => Ok(Attempt::Done(())),
-                Committed::Cancelled(reasons) if crate::idempotency::conflict_only(&reasons) => {
+                Committed::Cancelled(reasons) if CancelReason::conflict_only(&reasons) => {
                     Ok(Attempt::LostRace)
                 }
                 // The password (or the sessions) changed meanwhile: the caller tries again.

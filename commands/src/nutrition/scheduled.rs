@@ -16,7 +16,7 @@ use events_schema::events::nutrition::{
 use events_schema::ids::{RecipeId, ScheduledMealId};
 use events_schema::keys::{PartitionKey, SortKey};
 use events_schema::time::{Day, Timestamp};
-use infra::store::{Condition, Key};
+use infra::store::{CancelReason, Condition, Key};
 use infra::table::Action;
 use serde::{Deserialize, Serialize};
 
@@ -160,7 +160,7 @@ impl NutritionCommands {
             optimistic::commit_through_conflicts(&self.table, meta, &pk, &request, actions, ());
         match committed.await? {
             // Removed or eaten meanwhile.
-            Committed::Cancelled(reasons) if idempotency::failed_condition(&reasons) => {
+            Committed::Cancelled(reasons) if CancelReason::failed_condition(&reasons) => {
                 Err(CommandError::NotFound("scheduled meal"))
             }
             committed => committed.or_unexpected(),

@@ -17,6 +17,23 @@ pub enum CancelReason {
     Other(String),
 }
 
+impl CancelReason {
+    /// Whether one of a cancelled transaction's actions failed its condition (what was
+    /// read is no longer so).
+    pub fn failed_condition(reasons: &[CancelReason]) -> bool {
+        reasons
+            .iter()
+            .any(|r| matches!(r, CancelReason::ConditionFailed { .. }))
+    }
+
+    /// Whether a cancelled transaction met another one on an item and no condition
+    /// failed: nothing was written and nothing read has changed, so trying it again
+    /// unchanged may succeed.
+    pub fn conflict_only(reasons: &[CancelReason]) -> bool {
+        reasons.contains(&CancelReason::Conflict) && !Self::failed_condition(reasons)
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// A single write's condition did not hold; nothing was written.
@@ -69,12 +86,7 @@ impl StoreError {
     pub fn is_retryable(&self) -> bool {
         match self {
             StoreError::Throttled => true,
-            StoreError::TransactionCanceled { reasons } => {
-                reasons.contains(&CancelReason::Conflict)
-                    && !reasons
-                        .iter()
-                        .any(|r| matches!(r, CancelReason::ConditionFailed { .. }))
-            }
+            StoreError::TransactionCanceled { reasons } => CancelReason::conflict_only(reasons),
             _ => false,
         }
     }
