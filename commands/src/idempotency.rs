@@ -73,14 +73,14 @@ pub async fn commit<C: ContextTable, T: Serialize + DeserializeOwned>(
     match table.transact(actions).await {
         Ok(()) => Ok(Committed::Done(Outcome::new(response))),
         Err(StoreError::TransactionCanceled { mut reasons }) => {
-            let mut met = None;
+            let mut met_conflict = false;
             // The erasure check is the very last action.
             if guarded {
                 match reasons.pop() {
                     Some(CancelReason::ConditionFailed { .. }) => {
                         return Err(CommandError::AccountDeleted);
                     }
-                    other => met = met.or(other.filter(|r| *r == CancelReason::Conflict)),
+                    other => met_conflict |= other == Some(CancelReason::Conflict),
                 }
             }
             // The record is the last action before it.
@@ -89,12 +89,14 @@ pub async fn commit<C: ContextTable, T: Serialize + DeserializeOwned>(
                     Some(CancelReason::ConditionFailed {
                         existing: Some(record),
                     }) => return replay(&record, &hash).map(Committed::Done),
-                    other => met = met.or(other.filter(|r| *r == CancelReason::Conflict)),
+                    other => met_conflict |= other == Some(CancelReason::Conflict),
                 }
             }
             // Another transaction met the record or the erasure check: the command may
             // try again, so the conflict stays among its reasons (after its own).
-            reasons.extend(met);
+            if met_conflict {
+                reasons.push(CancelReason::Conflict);
+            }
             Ok(Committed::Cancelled(reasons))
         }
         Err(e) => Err(e.into()),
