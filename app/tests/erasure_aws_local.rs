@@ -7,6 +7,7 @@
 mod support;
 
 use commands::CommandMeta;
+use commands::handlers::Handlers;
 use commands::identity::IdentityCommands;
 use commands::integrations::{
     IntegrationCommands, Providers, SandboxProvider, Secret, WebhookPayload, sign,
@@ -111,7 +112,8 @@ async fn erasure_removes_the_users_sqs_dead_letters() {
 async fn a_delivery_is_dead_lettered(store: &Arc<dyn Store>, meta: &CommandMeta, user: &UserId) {
     let _case = Case("a delivery is dead-lettered");
     let providers = Providers::default().with(Arc::new(SandboxProvider::new(Secret::new(SECRET))));
-    let integrations = IntegrationCommands::new(Table::new(store.clone()), Arc::new(providers));
+    let integrations: IntegrationCommands =
+        Handlers::new(Table::new(store.clone())).with_services(Arc::new(providers));
     let started = integrations
         .start_connect(meta, "sandbox")
         .await

@@ -1,5 +1,6 @@
-//! The handlers of one context: its table, the clock they tell time by and the
-//! per-user write locks they take (by default, the process's). Each
+//! The handlers of one context: its table, the outside services its commands call (the
+//! wearable providers for integrations; none for the others), the clock they tell time
+//! by and the per-user write locks they take (by default, the process's). Each
 //! context's module adds its commands to `Handlers<ItsContext>` (`ActivityCommands` is
 //! `Handlers<Activity>`), so its commands reach their own table only.
 
@@ -16,19 +17,49 @@ use infra::table::{Action, ContextTable, Table};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-#[derive(Debug, Clone)]
-pub struct Handlers<C: ContextTable> {
+#[derive(Clone)]
+pub struct Handlers<C: ContextTable, S = ()> {
     pub(crate) table: Table<C>,
+    pub(crate) services: S,
     pub(crate) clock: Clock,
     pub(crate) writers: Writers,
+}
+
+// By hand: the services need not be `Debug` (a provider holds its secret).
+impl<C: ContextTable, S> std::fmt::Debug for Handlers<C, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handlers")
+            .field("table", &self.table)
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<C: ContextTable> Handlers<C> {
     pub fn new(table: Table<C>) -> Self {
         Self {
             table,
+            services: (),
             clock: Clock::System,
             writers: Writers::process(),
+        }
+    }
+}
+
+impl<C: ContextTable, S> Handlers<C, S> {
+    /// The same handlers, their commands calling `services`.
+    pub fn with_services<T>(self, services: T) -> Handlers<C, T> {
+        let Self {
+            table,
+            clock,
+            writers,
+            ..
+        } = self;
+        Handlers {
+            table,
+            services,
+            clock,
+            writers,
         }
     }
 

@@ -9,8 +9,9 @@
 //!   returns.
 //! - [`correlation`]: the correlation id of the request or event in progress, for the
 //!   events of commands that find their user themselves.
-//! - [`handlers`]: `Handlers<C>`, one context's table and clock, which each context's
-//!   module gives its commands (`ActivityCommands` is `Handlers<Activity>`).
+//! - [`handlers`]: `Handlers<C>`, one context's table, clock and outside services, which
+//!   each context's module gives its commands (`ActivityCommands` is `Handlers<Activity>`,
+//!   `IntegrationCommands` is `Handlers<Integrations, Arc<Providers>>`).
 //! - [`outbox`], [`idempotency`], `optimistic` (the one read-decide-commit-retry loop),
 //!   `items`, `validate`, `retry`: the shared mechanics;
 //!   [`serial`]: one writer per user inside a process; [`password`]: argon2 on a bounded pool.

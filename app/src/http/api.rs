@@ -6,6 +6,7 @@ use super::limits::Limits;
 use commands::activity::ActivityCommands;
 use commands::environment::{EnvironmentCommands, SandboxEnvironment};
 use commands::goals::GoalCommands;
+use commands::handlers::Handlers;
 use commands::identity::IdentityCommands;
 use commands::integrations::{IntegrationCommands, Providers, SandboxProvider, Secret};
 use commands::nutrition::NutritionCommands;
@@ -76,7 +77,8 @@ impl Api {
             activity: ActivityCommands::new(Table::new(store.clone())),
             sleep: SleepCommands::new(Table::new(store.clone())),
             goals: GoalCommands::new(Table::new(store.clone())),
-            integrations: IntegrationCommands::new(Table::new(store.clone()), Arc::new(providers)),
+            integrations: Handlers::new(Table::new(store.clone()))
+                .with_services(Arc::new(providers)),
             environment: EnvironmentCommands::new(
                 Table::new(store.clone()),
                 Arc::new(SandboxEnvironment),

@@ -18,44 +18,15 @@ pub use provider::{ProviderGrant, Providers, Secret, WearableProvider};
 pub use sandbox::SandboxProvider;
 pub use webhook::{SIGNATURE_TOLERANCE_SECONDS, WebhookPayload, sign};
 
-use crate::serial::Writers;
-use events_schema::time::Clock;
-use infra::table::{Table, contexts::Integrations};
+use infra::table::contexts::Integrations;
 use std::sync::Arc;
 
-#[derive(Clone)]
-pub struct IntegrationCommands {
-    table: Table<Integrations>,
-    providers: Arc<Providers>,
-    clock: Clock,
-    writers: Writers,
-}
-
-impl std::fmt::Debug for IntegrationCommands {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IntegrationCommands")
-            .field("table", &self.table)
-            .finish_non_exhaustive()
-    }
-}
+/// The integrations context's commands, calling the configured wearable providers.
+pub type IntegrationCommands = crate::handlers::Handlers<Integrations, Arc<Providers>>;
 
 impl IntegrationCommands {
-    pub fn new(table: Table<Integrations>, providers: Arc<Providers>) -> Self {
-        Self {
-            table,
-            providers,
-            clock: Clock::System,
-            writers: Writers::process(),
-        }
-    }
-
-    /// The same handlers, telling time by `clock`.
-    pub fn with_clock(self, clock: Clock) -> Self {
-        Self { clock, ..self }
-    }
-
-    /// The same handlers, taking `writers`' per-user locks instead of the process's.
-    pub fn with_writers(self, writers: Writers) -> Self {
-        Self { writers, ..self }
+    /// The wearable providers its commands call.
+    fn providers(&self) -> &Providers {
+        &self.services
     }
 }

@@ -97,7 +97,7 @@ impl IntegrationCommands {
         meta: &CommandMeta,
         provider: &str,
     ) -> Result<Outcome<ConnectStarted>, CommandError> {
-        let provider = self.providers.get(provider)?.clone();
+        let provider = self.providers().get(provider)?.clone();
         let timezone = meta.timezone.clone().unwrap_or_else(|| "UTC".to_owned());
         crate::validate::timezone("timezone", &timezone)?;
         let mut bytes = [0u8; 32];
@@ -134,7 +134,7 @@ impl IntegrationCommands {
         state: &str,
         code: &str,
     ) -> Result<Outcome<UserId>, CommandError> {
-        let provider = self.providers.get(provider)?.clone();
+        let provider = self.providers().get(provider)?.clone();
         let state = OAuthState::parse(state).map_err(|_| unknown_state())?;
         let (user, timezone) = self.pending_connect(provider.name(), &state).await?;
         let grant = provider.exchange_code(code).await?;
@@ -251,7 +251,7 @@ impl IntegrationCommands {
         meta: &CommandMeta,
         provider: &str,
     ) -> Result<Outcome<()>, CommandError> {
-        let provider = self.providers.get(provider)?.clone();
+        let provider = self.providers().get(provider)?.clone();
         let _writer = self.writers.user(&meta.user).await;
         let pk = meta.user_pk();
         let key = connection_key(&pk, provider.name());

@@ -92,7 +92,7 @@ impl IntegrationCommands {
         signature: &str,
         body: &[u8],
     ) -> Result<Outcome<usize>, CommandError> {
-        let provider = self.providers.get(provider)?.clone();
+        let provider = self.providers().get(provider)?.clone();
         verify(
             provider.webhook_secret().expose().as_bytes(),
             timestamp,

@@ -79,9 +79,8 @@ impl World {
             activity: context_handlers(&shared, &clock, &writers),
             sleep: context_handlers(&shared, &clock, &writers),
             goals: context_handlers(&shared, &clock, &writers),
-            integrations: IntegrationCommands::new(Table::new(shared.clone()), Arc::new(providers))
-                .with_clock(clock.clone())
-                .with_writers(writers.clone()),
+            integrations: context_handlers(&shared, &clock, &writers)
+                .with_services(Arc::new(providers)),
             environment: EnvironmentCommands::new(
                 Table::new(shared.clone()),
                 Arc::new(SandboxEnvironment),
