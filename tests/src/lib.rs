@@ -99,6 +99,11 @@ macro_rules! commands_suite {
             disconnect_removes_the_connection_once,
             environment_readings_are_cached_per_cell_and_hour,
         );
+        $crate::spec_tests!($make, $crate::commands::keyed;
+            keyed_activity_and_goal_commands_met_by_a_conflict_commit_on_the_next_attempt,
+            keyed_meal_changes_met_by_a_conflict_commit_on_the_next_attempt,
+            keyed_profile_and_connection_changes_met_by_a_conflict_commit_on_the_next_attempt,
+        );
     };
 }
 

@@ -362,10 +362,11 @@ impl IdentityCommands {
                     [_, _, CancelReason::ConditionFailed { .. }, ..] => {
                         Err(CommandError::EmailTaken)
                     }
-                    [
-                        CancelReason::ConditionFailed { .. } | CancelReason::Conflict,
-                        ..,
-                    ] => Ok(Attempt::LostRace),
+                    // The profile changed since it was read: read it again.
+                    [CancelReason::ConditionFailed { .. }, ..] => Ok(Attempt::LostRace),
+                    // The transaction met another on an item (the key's record, say):
+                    // nothing was written, try again.
+                    other if other.contains(&CancelReason::Conflict) => Ok(Attempt::LostRace),
                     other => Err(idempotency::unexpected(other)),
                 },
             }

@@ -6,6 +6,7 @@ pub mod activity_sleep;
 pub mod goals;
 pub mod identity;
 pub mod integrations;
+pub mod keyed;
 pub mod nutrition;
 
 use crate::faults::PausingStore;

@@ -1,0 +1,236 @@
+//! Keyed commands (sent with an `Idempotency-Key`) whose transaction met another one on
+//! the idempotency record alone: DynamoDB cancels such a transaction marking just that
+//! item `TransactionConflict` and every other action `None`. Nothing was written, so
+//! each path that commits a keyed command must read it as a lost race and try again,
+//! and then answer the key's retry from the record its second attempt wrote. The meal's
+//! path has a spec of its own in [`super::nutrition`]; these are the others, one per
+//! commit path.
+
+use super::{World, value};
+use crate::faults::{ConflictOnce, writes_sort_key};
+use commands::activity::{RecordWorkout, StartTrainingBlock};
+use commands::identity::{Register, UpdateProfile};
+use commands::nutrition::{EatScheduledMeal, EditMeal, ScheduleMeal};
+use commands::{CommandError, CommandMeta, Outcome};
+use events_schema::events::goals::{GoalKind, GoalStatus};
+use events_schema::events::identity::Units;
+use events_schema::events::nutrition::Nutrients;
+use events_schema::ids::UserId;
+use events_schema::time::{Day, Timestamp};
+use infra::Store;
+use infra::observed::Row;
+use rust_decimal::Decimal;
+use std::sync::Arc;
+
+/// Runs `command` as `user`, keyed by `what`, on a world whose first transaction meets a
+/// conflict at the idempotency record, then runs it again: it committed on its second
+/// transaction, not as a replay, and the retry is answered from the record.
+async fn commits_after_a_conflict_at_its_record<T, Fut>(
+    what: &str,
+    store: &Arc<dyn Store>,
+    user: &UserId,
+    command: impl Fn(Arc<World>, CommandMeta) -> Fut,
+) where
+    Fut: Future<Output = Result<Outcome<T>, CommandError>>,
+{
+    let at_record = |row: &Row<'_>| writes_sort_key(row, "IDEMPOTENCY#", "");
+    let world = World::new(ConflictOnce::at(store.clone(), at_record)).as_user(user.clone());
+    let world = Arc::new(world);
+    let key = what.replace(' ', "-");
+    let first = command(world.clone(), world.keyed(&key)).await;
+    let first = first.unwrap_or_else(|e| panic!("{what}: not committed after the conflict: {e}"));
+    assert!(!first.replayed, "{what}: the first answer is no replay");
+    let transactions = world.store.counts().transactions;
+    assert_eq!(transactions, 2, "{what}: the conflict, then the commit");
+    let again = command(world.clone(), world.keyed(&key)).await;
+    let again = again.unwrap_or_else(|e| panic!("{what}: the retry failed: {e}"));
+    assert!(
+        again.replayed,
+        "{what}: the retry is answered from the record"
+    );
+}
+
+fn day(raw: &str) -> Day {
+    Day::parse(raw).expect("day")
+}
+
+fn at(raw: &str) -> Timestamp {
+    Timestamp::parse(raw).expect("timestamp")
+}
+
+/// Creating a record (`Handlers::create`), a goal's status change, ending a training
+/// block: the activity and goals contexts' keyed paths.
+pub async fn keyed_activity_and_goal_commands_met_by_a_conflict_commit_on_the_next_attempt(
+    store: Arc<dyn Store>,
+) {
+    let world = World::new(store.clone());
+    let user = &world.meta.user;
+    let ride = RecordWorkout {
+        sport: "Ride".into(),
+        started_at: at("2026-05-01T06:00:00.000Z"),
+        timezone: "Europe/Paris".into(),
+        duration_s: 3600,
+        distance_m: Some(30_000),
+        calories: None,
+        perceived_effort: Some(6),
+    };
+    commits_after_a_conflict_at_its_record("record a workout", &store, user, |w, meta| {
+        let ride = ride.clone();
+        async move { w.activity.record_workout(&meta, ride).await }
+    })
+    .await;
+
+    let goal = world
+        .create_goal(commands::goals::CreateGoal {
+            kind: GoalKind::WeeklyWorkoutCount,
+            target: Decimal::from(4),
+            title: "Run 4x a week".into(),
+            timezone: None,
+        })
+        .await;
+    commits_after_a_conflict_at_its_record("pause a goal", &store, user, |w, meta| {
+        let goal = goal.clone();
+        async move {
+            let paused = w.goals.change_status(&meta, &goal, GoalStatus::Paused);
+            paused.await
+        }
+    })
+    .await;
+
+    let start_day = day("2026-06-01");
+    let block = StartTrainingBlock {
+        start_day,
+        weeks: 2,
+        focus: "Speed".into(),
+    };
+    let started = world.activity.start_training_block(&world.meta, block);
+    let block = value(started.await).training_block_id;
+    commits_after_a_conflict_at_its_record("end a training block", &store, user, |w, meta| {
+        let block = block.clone();
+        async move {
+            let ending = w
+                .activity
+                .end_training_block(&meta, start_day, &block, day("2026-06-07"));
+            ending.await
+        }
+    })
+    .await;
+}
+
+/// Editing and deleting a meal, taking a scheduled meal off the plan and eating one:
+/// nutrition's keyed paths besides logging.
+pub async fn keyed_meal_changes_met_by_a_conflict_commit_on_the_next_attempt(
+    store: Arc<dyn Store>,
+) {
+    let world = World::new(store.clone());
+    let user = &world.meta.user;
+    let meal = |at: &str, calories: &str| super::nutrition::meal(at, calories, "20");
+    let edited = world
+        .log_meal(meal("2026-03-01T08:00:00.000Z", "400"))
+        .await;
+    commits_after_a_conflict_at_its_record("edit a meal", &store, user, |w, meta| {
+        let edit = EditMeal {
+            meal_id: edited.clone(),
+            meal: meal("2026-03-02T08:00:00.000Z", "350"),
+        };
+        async move { w.nutrition.edit_meal(&meta, edit).await }
+    })
+    .await;
+
+    let deleted = world
+        .log_meal(meal("2026-03-01T12:00:00.000Z", "600"))
+        .await;
+    commits_after_a_conflict_at_its_record("delete a meal", &store, user, |w, meta| {
+        let deleted = deleted.clone();
+        async move { w.nutrition.delete_meal(&meta, &deleted).await }
+    })
+    .await;
+
+    let on = day("2026-03-05");
+    let plan = ScheduleMeal {
+        day: on,
+        name: "Soup".into(),
+        recipe_id: None,
+    };
+    let scheduled = world.nutrition.schedule_meal(&world.meta, plan).await;
+    let scheduled = value(scheduled).scheduled_meal_id;
+    commits_after_a_conflict_at_its_record("unschedule a meal", &store, user, |w, meta| {
+        let scheduled = scheduled.clone();
+        async move {
+            w.nutrition
+                .remove_scheduled_meal(&meta, on, &scheduled)
+                .await
+        }
+    })
+    .await;
+
+    let plan = ScheduleMeal {
+        day: on,
+        name: "Stew".into(),
+        recipe_id: None,
+    };
+    let scheduled = world.nutrition.schedule_meal(&world.meta, plan).await;
+    let eaten = EatScheduledMeal {
+        day: on,
+        scheduled_meal_id: value(scheduled).scheduled_meal_id,
+        eaten_at: at("2026-03-05T19:00:00.000Z"),
+        timezone: "UTC".into(),
+        nutrients: Some(Nutrients {
+            calories: Decimal::from(700),
+            protein_g: Decimal::from(30),
+            carbs_g: Decimal::from(80),
+            fat_g: Decimal::from(20),
+        }),
+    };
+    commits_after_a_conflict_at_its_record("eat a scheduled meal", &store, user, |w, meta| {
+        let eaten = eaten.clone();
+        async move { w.nutrition.eat_scheduled_meal(&meta, eaten).await }
+    })
+    .await;
+}
+
+/// A profile update, an email change and the deletion request (identity), a disconnect
+/// (integrations).
+pub async fn keyed_profile_and_connection_changes_met_by_a_conflict_commit_on_the_next_attempt(
+    store: Arc<dyn Store>,
+) {
+    let world = World::new(store.clone());
+    let email = |who: &str| format!("{who}-{}@example.com", UserId::generate().as_str());
+    let registration = Register {
+        email: email("ana"),
+        password: "correct horse battery".into(),
+        display_name: "Ana".into(),
+        timezone: "Europe/Paris".into(),
+        units: Units::Metric,
+    };
+    let user = value(world.identity.register(&world.meta, registration).await);
+    commits_after_a_conflict_at_its_record("update a profile", &store, &user, |w, meta| {
+        let update = UpdateProfile {
+            display_name: Some("Ana B.".into()),
+            ..Default::default()
+        };
+        async move { w.identity.update_profile(&meta, update).await }
+    })
+    .await;
+    let new_email = email("ana.b").to_lowercase();
+    commits_after_a_conflict_at_its_record("change an email", &store, &user, |w, meta| {
+        let new_email = new_email.clone();
+        async move { w.identity.change_email(&meta, &new_email).await }
+    })
+    .await;
+
+    let world = world.as_user(user.clone());
+    let provider_user = format!("pu-{}", user.as_str().to_lowercase());
+    world.connect_as(&provider_user).await.expect("connects");
+    commits_after_a_conflict_at_its_record("disconnect", &store, &user, |w, meta| async move {
+        w.integrations.disconnect(&meta, "sandbox").await
+    })
+    .await;
+    commits_after_a_conflict_at_its_record(
+        "delete the account",
+        &store,
+        &user,
+        |w, meta| async move { w.identity.request_deletion(&meta).await },
+    )
+    .await;
+}
