@@ -102,7 +102,7 @@ macro_rules! commands_suite {
         $crate::spec_tests!($make, $crate::commands::keyed;
             keyed_activity_and_goal_commands_met_by_a_conflict_commit_on_the_next_attempt,
             keyed_meal_changes_met_by_a_conflict_commit_on_the_next_attempt,
-            keyed_profile_and_connection_changes_met_by_a_conflict_commit_on_the_next_attempt,
+            keyed_account_and_connection_changes_met_by_a_conflict_commit_on_the_next_attempt,
         );
     };
 }

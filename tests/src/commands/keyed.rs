@@ -10,6 +10,7 @@ use super::{World, value};
 use crate::faults::{ConflictOnce, writes_sort_key};
 use commands::activity::{RecordWorkout, StartTrainingBlock};
 use commands::identity::{Register, UpdateProfile};
+use commands::integrations::SandboxProvider;
 use commands::nutrition::{EatScheduledMeal, EditMeal, ScheduleMeal};
 use commands::{CommandError, CommandMeta, Outcome};
 use events_schema::events::goals::{GoalKind, GoalStatus};
@@ -24,13 +25,15 @@ use std::sync::Arc;
 
 /// Runs `command` as `user`, keyed by `what`, on a world whose first transaction meets a
 /// conflict at the idempotency record, then runs it again: it committed on its second
-/// transaction, not as a replay, and the retry is answered from the record.
+/// transaction, not as a replay, and the retry is answered from the record. The first
+/// answer's value.
 async fn commits_after_a_conflict_at_its_record<T, Fut>(
     what: &str,
     store: &Arc<dyn Store>,
     user: &UserId,
     command: impl Fn(Arc<World>, CommandMeta) -> Fut,
-) where
+) -> T
+where
     Fut: Future<Output = Result<Outcome<T>, CommandError>>,
 {
     let at_record = |row: &Row<'_>| writes_sort_key(row, "IDEMPOTENCY#", "");
@@ -48,6 +51,7 @@ async fn commits_after_a_conflict_at_its_record<T, Fut>(
         again.replayed,
         "{what}: the retry is answered from the record"
     );
+    first.value
 }
 
 fn day(raw: &str) -> Day {
@@ -189,9 +193,9 @@ pub async fn keyed_meal_changes_met_by_a_conflict_commit_on_the_next_attempt(
     .await;
 }
 
-/// A profile update, an email change and the deletion request (identity), a disconnect
-/// (integrations).
-pub async fn keyed_profile_and_connection_changes_met_by_a_conflict_commit_on_the_next_attempt(
+/// A sign-up, a profile update, an email change and the deletion request (identity); a
+/// connect and a disconnect (integrations).
+pub async fn keyed_account_and_connection_changes_met_by_a_conflict_commit_on_the_next_attempt(
     store: Arc<dyn Store>,
 ) {
     let world = World::new(store.clone());
@@ -203,7 +207,12 @@ pub async fn keyed_profile_and_connection_changes_met_by_a_conflict_commit_on_th
         timezone: "Europe/Paris".into(),
         units: Units::Metric,
     };
-    let user = value(world.identity.register(&world.meta, registration).await);
+    let user = world.meta.user.clone();
+    let user = commits_after_a_conflict_at_its_record("sign up", &store, &user, |w, meta| {
+        let registration = registration.clone();
+        async move { w.identity.register(&meta, registration).await }
+    })
+    .await;
     commits_after_a_conflict_at_its_record("update a profile", &store, &user, |w, meta| {
         let update = UpdateProfile {
             display_name: Some("Ana B.".into()),
@@ -221,7 +230,16 @@ pub async fn keyed_profile_and_connection_changes_met_by_a_conflict_commit_on_th
 
     let world = world.as_user(user.clone());
     let provider_user = format!("pu-{}", user.as_str().to_lowercase());
-    world.connect_as(&provider_user).await.expect("connects");
+    let started =
+        commits_after_a_conflict_at_its_record("connect", &store, &user, |w, meta| async move {
+            w.integrations.start_connect(&meta, "sandbox").await
+        })
+        .await;
+    let code = SandboxProvider::code_for(&provider_user);
+    let connected = world
+        .integrations
+        .complete_connect("sandbox", &started.state, &code);
+    assert_eq!(value(connected.await), user);
     commits_after_a_conflict_at_its_record("disconnect", &store, &user, |w, meta| async move {
         w.integrations.disconnect(&meta, "sandbox").await
     })
