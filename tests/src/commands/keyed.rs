@@ -2,12 +2,13 @@
 //! the idempotency record alone: DynamoDB cancels such a transaction marking just that
 //! item `TransactionConflict` and every other action `None`. Nothing was written, so
 //! each path that commits a keyed command must read it as a lost race and try again,
-//! and then answer the key's retry from the record its second attempt wrote. The meal's
-//! path has a spec of its own in [`super::nutrition`]; these are the others, one per
-//! commit path.
+//! writing the key's record on its second attempt, and then answer the key's retry as
+//! a replay. The meal's path has a spec of its own in [`super::nutrition`]; these are
+//! the others, one per command the API takes a key for.
 
 use super::{World, value};
 use crate::faults::{ConflictOnce, writes_sort_key};
+use crate::snapshot::snapshot;
 use commands::activity::{RecordWorkout, StartTrainingBlock};
 use commands::identity::{Register, UpdateProfile};
 use commands::integrations::SandboxProvider;
@@ -25,8 +26,9 @@ use std::sync::Arc;
 
 /// Runs `command` as `user`, keyed by `what`, on a world whose first transaction meets a
 /// conflict at the idempotency record, then runs it again: it committed on its second
-/// transaction, not as a replay, and the retry is answered from the record. The first
-/// answer's value.
+/// transaction, not as a replay, with the key's record, and the retry is answered as a
+/// replay (from the record, or, where nothing is left to change, from the state). The
+/// first answer's value.
 async fn commits_after_a_conflict_at_its_record<T, Fut>(
     what: &str,
     store: &Arc<dyn Store>,
@@ -40,18 +42,33 @@ where
     let world = World::new(ConflictOnce::at(store.clone(), at_record)).as_user(user.clone());
     let world = Arc::new(world);
     let key = what.replace(' ', "-");
+    let record = world.keyed(&key).idempotency_key.map(|k| k.sort_key());
+    assert_eq!(
+        records(store, record.as_deref()).await,
+        0,
+        "{what}: no record yet"
+    );
     let first = command(world.clone(), world.keyed(&key)).await;
     let first = first.unwrap_or_else(|e| panic!("{what}: not committed after the conflict: {e}"));
     assert!(!first.replayed, "{what}: the first answer is no replay");
     let transactions = world.store.counts().transactions;
     assert_eq!(transactions, 2, "{what}: the conflict, then the commit");
+    let written = records(store, record.as_deref()).await;
+    assert_eq!(
+        written, 1,
+        "{what}: the second attempt wrote the key's record"
+    );
     let again = command(world.clone(), world.keyed(&key)).await;
     let again = again.unwrap_or_else(|e| panic!("{what}: the retry failed: {e}"));
-    assert!(
-        again.replayed,
-        "{what}: the retry is answered from the record"
-    );
+    assert!(again.replayed, "{what}: the retry is answered as a replay");
     first.value
+}
+
+/// How many items of the whole store have the sort key `record` (a keyed meta's record).
+async fn records(store: &Arc<dyn Store>, record: Option<&str>) -> usize {
+    let record = record.expect("a keyed command");
+    let all = snapshot(&**store).await;
+    all.keys().filter(|(_, _, sk)| sk == record).count()
 }
 
 fn day(raw: &str) -> Day {
