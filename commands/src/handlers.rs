@@ -1,8 +1,10 @@
 //! The handlers of one context: its table, the outside services its commands call (the
-//! wearable providers for integrations; none for the others), the clock they tell time
-//! by and the per-user write locks they take (by default, the process's). Each
-//! context's module adds its commands to `Handlers<ItsContext>` (`ActivityCommands` is
-//! `Handlers<Activity>`), so its commands reach their own table only.
+//! wearable providers for integrations, none for the other contexts built on it), the
+//! clock they tell time by and the per-user write locks they take (by default, the
+//! process's). Each context's module adds its commands to `Handlers<ItsContext>`
+//! (`ActivityCommands` is `Handlers<Activity>`), so its commands reach their own table
+//! only. The environment's reading cache is a struct of its own: it needs neither
+//! clock nor locks.
 
 use crate::CommandError;
 use crate::items::from_item;
