@@ -51,6 +51,7 @@ macro_rules! commands_suite {
             login_checks_email_and_password,
             change_email_moves_the_reservation,
             change_email_to_a_taken_email_changes_nothing,
+            an_email_change_another_process_made_first_is_answered_as_a_replay,
             update_profile_publishes_once_per_change,
             deletion_request_refuses_login_and_publishes_once,
         );

@@ -357,18 +357,7 @@ impl IdentityCommands {
             .await?
             {
                 Committed::Done(outcome) => Ok(Attempt::Done(outcome)),
-                Committed::Cancelled(reasons) => match reasons.as_slice() {
-                    // The new email's reservation: someone else has it.
-                    [_, _, CancelReason::ConditionFailed { .. }, ..] => {
-                        Err(CommandError::EmailTaken)
-                    }
-                    // The profile changed since it was read: read it again.
-                    [CancelReason::ConditionFailed { .. }, ..] => Ok(Attempt::LostRace),
-                    // The transaction met another on an item (the key's record, say):
-                    // nothing was written, try again.
-                    other if other.contains(&CancelReason::Conflict) => Ok(Attempt::LostRace),
-                    other => Err(idempotency::unexpected(other)),
-                },
+                Committed::Cancelled(reasons) => email_change_cancelled(&reasons),
             }
         })
     }
@@ -548,6 +537,24 @@ fn email_change(
     Ok(actions)
 }
 
+/// What a cancelled email change (laid out by [`email_change`]) means.
+fn email_change_cancelled<T>(reasons: &[CancelReason]) -> Result<Attempt<T>, CommandError> {
+    match reasons {
+        // The profile changed since it was read: read it again. Its new email's
+        // reservation may have failed too, and still not be someone else's: another
+        // process may have moved this account to the same email first, which the
+        // re-read finds done.
+        [CancelReason::ConditionFailed { .. }, ..] => Ok(Attempt::LostRace),
+        // The profile was as read, the new email's reservation was not: someone else
+        // has the email.
+        [_, _, CancelReason::ConditionFailed { .. }, ..] => Err(CommandError::EmailTaken),
+        // The transaction met another on an item (the key's record, say): nothing was
+        // written, try again.
+        other if other.contains(&CancelReason::Conflict) => Ok(Attempt::LostRace),
+        other => Err(idempotency::unexpected(other)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -631,6 +638,38 @@ mod tests {
                 condition: None
             }
         );
+    }
+
+    #[test]
+    fn a_cancelled_email_change_reads_again_unless_only_the_new_email_was_refused() {
+        use CancelReason::{ConditionFailed, Conflict, None as Fine};
+        let failed = || ConditionFailed { existing: None };
+        let verdict = |reasons: Vec<CancelReason>| match email_change_cancelled::<()>(&reasons) {
+            Ok(Attempt::LostRace) => "read again",
+            Ok(Attempt::Done(_)) => "done",
+            Err(CommandError::EmailTaken) => "email taken",
+            Err(_) => "error",
+        };
+        // Given the layout profile, old reservation, new reservation, event, record:
+        // the new email refused while the profile was as read: someone else has it;
+        assert_eq!(
+            verdict(vec![Fine, Fine, failed(), Fine, Fine]),
+            "email taken"
+        );
+        // the profile moved on, whatever else failed with it (another process may have
+        // moved the account to this very email): read again;
+        assert_eq!(
+            verdict(vec![failed(), failed(), failed(), Fine]),
+            "read again"
+        );
+        assert_eq!(verdict(vec![failed(), Fine, Fine, Fine]), "read again");
+        // a conflict anywhere (the key's record, say): read again;
+        assert_eq!(
+            verdict(vec![Fine, Fine, Fine, Fine, Conflict]),
+            "read again"
+        );
+        // the old reservation alone refused is not a state a read explains.
+        assert_eq!(verdict(vec![Fine, failed(), Fine, Fine]), "error");
     }
 
     #[test]

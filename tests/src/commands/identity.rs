@@ -1,13 +1,14 @@
 //! Identity command specifications.
 
-use super::{World, assert_invalid, row_of, value, with_retry};
-use crate::faults::ConflictOnce;
+use super::{Held, World, assert_invalid, row_of, value, with_retry};
+use crate::faults::{ConflictOnce, writes_sort_key};
 use commands::identity::{Register, UpdateProfile};
 use commands::{CommandError, Outcome};
 use events_schema::Context;
 use events_schema::events::identity::{ProfileUpdated, Units, UserRegistered};
 use events_schema::ids::UserId;
 use infra::Store;
+use infra::observed::Row;
 use infra::store::{IndexQuery, Query};
 use std::sync::Arc;
 
@@ -332,6 +333,51 @@ pub async fn change_email_to_a_taken_email_changes_nothing(store: Arc<dyn Store>
         (mine.as_str(), 1)
     );
     assert_eq!(login(&world, &mine).await.expect("still logs in"), user);
+}
+
+/// An email change held at the store while another process moves the same account to
+/// the same email: the held transaction is cancelled (the profile moved on, the new
+/// email's reservation is already the account's own), and the command, reading again,
+/// finds the email already changed and answers a replay, not "email taken".
+pub async fn an_email_change_another_process_made_first_is_answered_as_a_replay(
+    store: Arc<dyn Store>,
+) {
+    let world = World::new(store.clone());
+    let new_email = unique_email();
+    let user = value(register(&world, &unique_email()).await);
+    let at_profile = |row: &Row<'_>| writes_sort_key(row, "PROFILE", "email");
+    let (held_user, held_email) = (user.clone(), new_email.clone());
+    let held = Held::start(&store, at_profile, move |world| async move {
+        let meta = commands::CommandMeta::new(held_user);
+        world.identity.change_email(&meta, &held_email).await
+    })
+    .await;
+    // Meanwhile another process moves the account to the same email: it lands first.
+    let other = World::in_another_process(store.clone()).as_user(user.clone());
+    let moved = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        other.identity.change_email(&other.meta, &new_email),
+    )
+    .await
+    .expect("the other process does not wait for the held one");
+    assert!(matches!(&moved, Ok(o) if !o.replayed), "{moved:?}");
+    let answered = held.release().await;
+    assert!(
+        matches!(&answered, Ok(outcome) if outcome.replayed && outcome.value.email == new_email),
+        "{answered:?}"
+    );
+    let profile = world.identity.profile(&user).await.expect("profile");
+    assert_eq!(
+        (profile.email.as_str(), profile.version),
+        (new_email.as_str(), 2)
+    );
+    assert_eq!(profiles_of(&*store, &new_email).await, 1);
+    let types = world.as_user(user).event_types(Context::Identity).await;
+    assert_eq!(
+        types,
+        vec!["UserRegistered", "EmailChanged"],
+        "changed once"
+    );
 }
 
 pub async fn update_profile_publishes_once_per_change(store: Arc<dyn Store>) {
