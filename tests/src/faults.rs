@@ -5,7 +5,7 @@
 //! give).
 
 use infra::observed::{Observed, Observer, Row, Write};
-use infra::store::{CancelReason, TransactAction};
+use infra::store::{CancelReason, Key, TransactAction};
 use infra::{Store, StoreError};
 use serde_json::Value;
 use std::sync::Arc;
@@ -72,33 +72,54 @@ pub fn writes_sort_key(row: &Row<'_>, prefix: &str, attr: &str) -> bool {
 /// passes everything else on.
 pub struct ConflictOnce {
     armed: AtomicBool,
-    /// The rows that met the other transaction (`None`: every action did).
-    rows: Option<fn(&Row<'_>) -> bool>,
+    met: Met,
+}
+
+/// Which actions of the cancelled transaction met the other one.
+#[derive(Clone, Copy)]
+enum Met {
+    Every,
+    /// The rows it writes that this matches.
+    Rows(fn(&Row<'_>) -> bool),
+    /// The condition checks (which write no row) on a key this matches.
+    Checks(fn(&Key) -> bool),
 }
 
 impl ConflictOnce {
     /// `store`, its next transaction cancelled as a conflict on every action.
     pub fn on(store: Arc<dyn Store>) -> Arc<dyn Store> {
-        Self::wrap(store, None)
+        Self::wrap(store, Met::Every)
     }
 
     /// `store`, its next transaction cancelled as a conflict on the rows `rows`
     /// matches only, every other action's reason `None` (what DynamoDB answers when one
     /// item of a transaction meets another transaction).
     pub fn at(store: Arc<dyn Store>, rows: fn(&Row<'_>) -> bool) -> Arc<dyn Store> {
-        Self::wrap(store, Some(rows))
+        Self::wrap(store, Met::Rows(rows))
     }
 
-    fn wrap(store: Arc<dyn Store>, rows: Option<fn(&Row<'_>) -> bool>) -> Arc<dyn Store> {
+    /// `store`, its next transaction cancelled as a conflict on its condition checks of
+    /// the keys `keys` matches only, every other action's reason `None`.
+    pub fn at_check(store: Arc<dyn Store>, keys: fn(&Key) -> bool) -> Arc<dyn Store> {
+        Self::wrap(store, Met::Checks(keys))
+    }
+
+    fn wrap(store: Arc<dyn Store>, met: Met) -> Arc<dyn Store> {
         let armed = AtomicBool::new(true);
-        Arc::new(Observed::new(store, Self { armed, rows }))
+        Arc::new(Observed::new(store, Self { armed, met }))
     }
 
     fn reason(&self, action: &TransactAction) -> CancelReason {
-        match (self.rows, Row::of(action)) {
-            (None, _) => CancelReason::Conflict,
-            (Some(met), Some(row)) if met(&row) => CancelReason::Conflict,
-            _ => CancelReason::None,
+        let met = match (self.met, action) {
+            (Met::Every, _) => true,
+            (Met::Checks(keys), TransactAction::ConditionCheck { key, .. }) => keys(key),
+            (Met::Rows(rows), action) => Row::of(action).is_some_and(|row| rows(&row)),
+            (Met::Checks(_), _) => false,
+        };
+        if met {
+            CancelReason::Conflict
+        } else {
+            CancelReason::None
         }
     }
 }

@@ -104,6 +104,7 @@ macro_rules! commands_suite {
             keyed_activity_and_goal_commands_met_by_a_conflict_commit_on_the_next_attempt,
             keyed_meal_changes_met_by_a_conflict_commit_on_the_next_attempt,
             keyed_account_and_connection_changes_met_by_a_conflict_commit_on_the_next_attempt,
+            commands_whose_erasure_check_met_a_conflict_commit_on_the_next_attempt,
         );
     };
 }

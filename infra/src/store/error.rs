@@ -65,6 +65,10 @@ fn describe(reasons: &[CancelReason]) -> String {
             CancelReason::None => String::new(),
         })
         .collect();
+    if failed.is_empty() {
+        // What a caller is left with when it took out the reasons it understood.
+        return "no action gave a reason".to_owned();
+    }
     failed.join(", ")
 }
 

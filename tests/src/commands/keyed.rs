@@ -1,23 +1,29 @@
-//! Keyed commands (sent with an `Idempotency-Key`) whose transaction met another one on
-//! the idempotency record alone: DynamoDB cancels such a transaction marking just that
-//! item `TransactionConflict` and every other action `None`. Nothing was written, so
-//! each path that commits a keyed command must read it as a lost race and try again,
-//! writing the key's record on its second attempt, and then answer the key's retry as
-//! a replay. The meal's path has a spec of its own in [`super::nutrition`]; these are
-//! the others, one per command the API takes a key for.
+//! Commands whose transaction met another one at an item the commit adds to the
+//! command's own: the idempotency record of a keyed command (sent with an
+//! `Idempotency-Key`), or the check that the account is not erased. DynamoDB cancels
+//! such a transaction marking just that item `TransactionConflict` and every other
+//! action `None`. Nothing was written, so each path must read it as a lost race and try
+//! again: a keyed command writes the key's record on its second attempt, then answers
+//! the key's retry as a replay. The meal's keyed path has a spec of its own in
+//! [`super::nutrition`]; the record's specs here are the others, one per command the API
+//! takes a key for; the erasure check's is one command per way a command settles a
+//! cancellation.
 
 use super::{World, value};
 use crate::faults::{ConflictOnce, writes_sort_key};
 use crate::snapshot::snapshot;
 use commands::activity::{RecordWorkout, StartTrainingBlock};
+use commands::goals::CreateGoal;
 use commands::identity::{Register, UpdateProfile};
 use commands::integrations::SandboxProvider;
 use commands::nutrition::{EatScheduledMeal, EditMeal, ScheduleMeal};
 use commands::{CommandError, CommandMeta, Outcome};
+use events_schema::Context;
 use events_schema::events::goals::{GoalKind, GoalStatus};
 use events_schema::events::identity::Units;
 use events_schema::events::nutrition::Nutrients;
 use events_schema::ids::UserId;
+use events_schema::keys::SortKey;
 use events_schema::time::{Day, Timestamp};
 use infra::Store;
 use infra::observed::Row;
@@ -50,10 +56,7 @@ where
         "{what}: no record yet"
     );
     let first = command(world.clone(), world.keyed(&key)).await;
-    let first = first.unwrap_or_else(|e| panic!("{what}: not committed after the conflict: {e}"));
-    assert!(!first.replayed, "{what}: the first answer is no replay");
-    let transactions = world.store.counts().transactions;
-    assert_eq!(transactions, 2, "{what}: the conflict, then the commit");
+    let first = committed_after_the_conflict(what, &world, first);
     let written = records(store, record.as_deref()).await;
     assert_eq!(
         written, 1,
@@ -62,7 +65,21 @@ where
     let again = command(world.clone(), world.keyed(&key)).await;
     let again = again.unwrap_or_else(|e| panic!("{what}: the retry failed: {e}"));
     assert!(again.replayed, "{what}: the retry is answered as a replay");
-    first.value
+    first
+}
+
+/// What `world`'s command answered, its first transaction having met a conflict: it
+/// committed on its second transaction, not as a replay.
+fn committed_after_the_conflict<T>(
+    what: &str,
+    world: &World,
+    answer: Result<Outcome<T>, CommandError>,
+) -> T {
+    let done = answer.unwrap_or_else(|e| panic!("{what}: not committed after the conflict: {e}"));
+    assert!(!done.replayed, "{what}: committed, not replayed");
+    let transactions = world.store.counts().transactions;
+    assert_eq!(transactions, 2, "{what}: the conflict, then the commit");
+    done.value
 }
 
 /// How many items of the whole store have the sort key `record` (a keyed meta's record).
@@ -80,14 +97,20 @@ fn at(raw: &str) -> Timestamp {
     Timestamp::parse(raw).expect("timestamp")
 }
 
-/// Creating a record (`Handlers::create`), a goal's status change, ending a training
-/// block: the activity and goals contexts' keyed paths.
-pub async fn keyed_activity_and_goal_commands_met_by_a_conflict_commit_on_the_next_attempt(
-    store: Arc<dyn Store>,
-) {
-    let world = World::new(store.clone());
-    let user = &world.meta.user;
-    let ride = RecordWorkout {
+/// A sign-up with the sample details.
+fn registration(email: String) -> Register {
+    Register {
+        email,
+        password: "correct horse battery".into(),
+        display_name: "Ana".into(),
+        timezone: "Europe/Paris".into(),
+        units: Units::Metric,
+    }
+}
+
+/// A ride recorded by hand.
+fn ride() -> RecordWorkout {
+    RecordWorkout {
         sport: "Ride".into(),
         started_at: at("2026-05-01T06:00:00.000Z"),
         timezone: "Europe/Paris".into(),
@@ -95,21 +118,34 @@ pub async fn keyed_activity_and_goal_commands_met_by_a_conflict_commit_on_the_ne
         distance_m: Some(30_000),
         calories: None,
         perceived_effort: Some(6),
-    };
+    }
+}
+
+/// Four workouts a week.
+fn weekly_goal() -> CreateGoal {
+    CreateGoal {
+        kind: GoalKind::WeeklyWorkoutCount,
+        target: Decimal::from(4),
+        title: "Run 4x a week".into(),
+        timezone: None,
+    }
+}
+
+/// Creating a record (`Handlers::create`), a goal's status change, ending a training
+/// block: the activity and goals contexts' keyed paths.
+pub async fn keyed_activity_and_goal_commands_met_by_a_conflict_commit_on_the_next_attempt(
+    store: Arc<dyn Store>,
+) {
+    let world = World::new(store.clone());
+    let user = &world.meta.user;
+    let ride = ride();
     commits_after_a_conflict_at_its_record("record a workout", &store, user, |w, meta| {
         let ride = ride.clone();
         async move { w.activity.record_workout(&meta, ride).await }
     })
     .await;
 
-    let goal = world
-        .create_goal(commands::goals::CreateGoal {
-            kind: GoalKind::WeeklyWorkoutCount,
-            target: Decimal::from(4),
-            title: "Run 4x a week".into(),
-            timezone: None,
-        })
-        .await;
+    let goal = world.create_goal(weekly_goal()).await;
     commits_after_a_conflict_at_its_record("pause a goal", &store, user, |w, meta| {
         let goal = goal.clone();
         async move {
@@ -218,13 +254,7 @@ pub async fn keyed_account_and_connection_changes_met_by_a_conflict_commit_on_th
 ) {
     let world = World::new(store.clone());
     let email = |who: &str| format!("{who}-{}@example.com", UserId::generate().as_str());
-    let registration = Register {
-        email: email("ana"),
-        password: "correct horse battery".into(),
-        display_name: "Ana".into(),
-        timezone: "Europe/Paris".into(),
-        units: Units::Metric,
-    };
+    let registration = registration(email("ana"));
     let user = world.meta.user.clone();
     let user = commits_after_a_conflict_at_its_record("sign up", &store, &user, |w, meta| {
         let registration = registration.clone();
@@ -269,4 +299,61 @@ pub async fn keyed_account_and_connection_changes_met_by_a_conflict_commit_on_th
         |w, meta| async move { w.identity.request_deletion(&meta).await },
     )
     .await;
+}
+
+/// `user`'s world on `store`, its first transaction meeting a conflict at the erasure
+/// check alone.
+fn conflicted_at_the_erasure_check(store: &Arc<dyn Store>, user: &UserId) -> World {
+    let tombstone = |key: &infra::store::Key| key.sk == SortKey::Tombstone.to_string();
+    World::new(ConflictOnce::at_check(store.clone(), tombstone)).as_user(user.clone())
+}
+
+/// Every commit checks the account is not erased; a conflict on that check alone is
+/// the command's to retry like any other: a meal (its own arm), a workout (a record's
+/// creation), a goal's status (`optimistic::settled`), a profile update and an email
+/// change (identity's arms). Each runs without a key on a world of its own.
+pub async fn commands_whose_erasure_check_met_a_conflict_commit_on_the_next_attempt(
+    store: Arc<dyn Store>,
+) {
+    let world = World::new(store.clone());
+    let email = format!("ana-{}@example.com", world.meta.user.as_str()).to_lowercase();
+    let user = value(
+        world
+            .identity
+            .register(&world.meta, registration(email))
+            .await,
+    );
+    let world = world.as_user(user.clone());
+
+    let w = conflicted_at_the_erasure_check(&store, &user);
+    let breakfast = super::nutrition::meal("2026-03-01T08:00:00.000Z", "400", "20");
+    let logged = w.nutrition.log_meal(&w.meta, breakfast).await;
+    committed_after_the_conflict("log a meal", &w, logged);
+    assert_eq!(world.count(Context::Nutrition, "MEAL#").await, 1);
+
+    let w = conflicted_at_the_erasure_check(&store, &user);
+    let recorded = w.activity.record_workout(&w.meta, ride()).await;
+    committed_after_the_conflict("record a workout", &w, recorded);
+
+    let goal = world.create_goal(weekly_goal()).await;
+    let w = conflicted_at_the_erasure_check(&store, &user);
+    let paused = w
+        .goals
+        .change_status(&w.meta, &goal, GoalStatus::Paused)
+        .await;
+    committed_after_the_conflict("pause a goal", &w, paused);
+
+    let w = conflicted_at_the_erasure_check(&store, &user);
+    let update = UpdateProfile {
+        display_name: Some("Ana B.".into()),
+        ..Default::default()
+    };
+    let updated = w.identity.update_profile(&w.meta, update).await;
+    committed_after_the_conflict("update a profile", &w, updated);
+
+    let w = conflicted_at_the_erasure_check(&store, &user);
+    let new_email = format!("ana.b-{}@example.com", user.as_str()).to_lowercase();
+    let moved = w.identity.change_email(&w.meta, &new_email).await;
+    let moved = committed_after_the_conflict("change an email", &w, moved);
+    assert_eq!(moved.email, new_email);
 }
