@@ -27,7 +27,7 @@ pub enum Committed<T> {
     Done(Outcome<T>),
     /// Cancelled: one reason per action of the command's own (the idempotency record
     /// and the erasure check excluded), then a `Conflict` if one of those two met
-    /// another transaction.
+    /// another transaction, then any backend's code (`Other`) they gave.
     Cancelled(Vec<CancelReason>),
 }
 
@@ -73,6 +73,9 @@ pub async fn commit<C: ContextTable, T: Serialize + DeserializeOwned>(
     match table.transact(actions).await {
         Ok(()) => Ok(Committed::Done(Outcome::new(response))),
         Err(StoreError::TransactionCanceled { mut reasons }) => {
+            // A backend's own code for the record or the erasure check: not read here,
+            // kept, so an error reports it.
+            let mut unread = Vec::new();
             let mut met_conflict = false;
             // The erasure check is the very last action.
             if guarded {
@@ -80,7 +83,9 @@ pub async fn commit<C: ContextTable, T: Serialize + DeserializeOwned>(
                     Some(CancelReason::ConditionFailed { .. }) => {
                         return Err(CommandError::AccountDeleted);
                     }
-                    other => met_conflict |= other == Some(CancelReason::Conflict),
+                    Some(CancelReason::Conflict) => met_conflict = true,
+                    Some(other @ CancelReason::Other(_)) => unread.push(other),
+                    _ => {}
                 }
             }
             // The record is the last action before it.
@@ -89,7 +94,9 @@ pub async fn commit<C: ContextTable, T: Serialize + DeserializeOwned>(
                     Some(CancelReason::ConditionFailed {
                         existing: Some(record),
                     }) => return replay(&record, &hash).map(Committed::Done),
-                    other => met_conflict |= other == Some(CancelReason::Conflict),
+                    Some(CancelReason::Conflict) => met_conflict = true,
+                    Some(other @ CancelReason::Other(_)) => unread.push(other),
+                    _ => {}
                 }
             }
             // Another transaction met the record or the erasure check: the command may
@@ -97,6 +104,7 @@ pub async fn commit<C: ContextTable, T: Serialize + DeserializeOwned>(
             if met_conflict {
                 reasons.push(CancelReason::Conflict);
             }
+            reasons.extend(unread);
             Ok(Committed::Cancelled(reasons))
         }
         Err(e) => Err(e.into()),

@@ -133,7 +133,13 @@ impl Observer for ConflictOnce {
             return None;
         };
         self.armed.swap(false, Ordering::SeqCst).then(|| {
-            let reasons = actions.iter().map(|a| self.reason(a)).collect();
+            let reasons: Vec<CancelReason> = actions.iter().map(|a| self.reason(a)).collect();
+            // A matcher that meets nothing would cancel with no reason at all: a broken
+            // test, to be named as such rather than read as the command's failure.
+            assert!(
+                reasons.contains(&CancelReason::Conflict),
+                "ConflictOnce: no action of the transaction matched"
+            );
             StoreError::TransactionCanceled { reasons }
         })
     }

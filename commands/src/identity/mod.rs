@@ -505,8 +505,8 @@ fn profile_update(
 
 /// What moving `current`'s account to `next`'s email writes (sessions aside): the profile
 /// if still at the version read, the old email's reservation released if still this
-/// user's, the new one taken (the third action: its failure means the email is taken),
-/// the event, and the sign-up's request records under the old email deleted.
+/// user's, the new one taken (the third action: its failure with the profile as read
+/// means the email is taken), the event, and the sign-up's request records under the old email deleted.
 fn email_change(
     user: &UserId,
     current: &Profile,
@@ -540,14 +540,22 @@ fn email_change(
 /// What a cancelled email change (laid out by [`email_change`]) means.
 fn email_change_cancelled<T>(reasons: &[CancelReason]) -> Result<Attempt<T>, CommandError> {
     match reasons {
-        // The profile changed since it was read: read it again. Its new email's
-        // reservation may have failed too, and still not be someone else's: another
-        // process may have moved this account to the same email first, which the
-        // re-read finds done.
-        [CancelReason::ConditionFailed { .. }, ..] => Ok(Attempt::LostRace),
+        // The profile changed since it was read, or another transaction was writing it
+        // (a conflict): read it again. Its new email's reservation may have failed too,
+        // and still not be someone else's: another process may have moved this account
+        // to the same email first, which the re-read finds done.
+        [
+            CancelReason::ConditionFailed { .. } | CancelReason::Conflict,
+            ..,
+        ] => Ok(Attempt::LostRace),
         // The profile was as read, the new email's reservation was not: someone else
         // has the email.
-        [_, _, CancelReason::ConditionFailed { .. }, ..] => Err(CommandError::EmailTaken),
+        [
+            CancelReason::None,
+            _,
+            CancelReason::ConditionFailed { .. },
+            ..,
+        ] => Err(CommandError::EmailTaken),
         // The transaction met another on an item (the key's record, say): nothing was
         // written, try again.
         other if other.contains(&CancelReason::Conflict) => Ok(Attempt::LostRace),
@@ -624,7 +632,7 @@ mod tests {
             }
             other => panic!("not a delete: {other:?}"),
         }
-        // the new one is taken only if free (third: its failure means "email taken"),
+        // the new one is taken only if free (third: its failure alone: "email taken"),
         assert_eq!(
             actions[2],
             reservation("ana@new.example", &user).expect("reservation")
@@ -646,22 +654,30 @@ mod tests {
         let failed = || ConditionFailed { existing: None };
         let verdict = |reasons: Vec<CancelReason>| match email_change_cancelled::<()>(&reasons) {
             Ok(Attempt::LostRace) => "read again",
-            Ok(Attempt::Done(_)) => "done",
+            Ok(Attempt::Done(())) => unreachable!("a cancellation is never done"),
             Err(CommandError::EmailTaken) => "email taken",
             Err(_) => "error",
         };
-        // Given the layout profile, old reservation, new reservation, event, record:
-        // the new email refused while the profile was as read: someone else has it;
+        // Given the reasons of profile, old reservation, new reservation, event, then
+        // the sign-up records and sessions (and a conflict `commit` met at the key's
+        // record or the erasure check, appended last):
+        // the new email refused while the profile was as read: someone else has it,
+        // whatever met the key's record;
         assert_eq!(
             verdict(vec![Fine, Fine, failed(), Fine, Fine]),
             "email taken"
         );
-        // the profile moved on, whatever else failed with it (another process may have
-        // moved the account to this very email): read again;
+        assert_eq!(
+            verdict(vec![Fine, Fine, failed(), Fine, Conflict]),
+            "email taken"
+        );
+        // the profile moved on, or was being written, whatever else failed with it
+        // (another process may have moved the account to this very email): read again;
         assert_eq!(
             verdict(vec![failed(), failed(), failed(), Fine]),
             "read again"
         );
+        assert_eq!(verdict(vec![Conflict, Fine, failed(), Fine]), "read again");
         assert_eq!(verdict(vec![failed(), Fine, Fine, Fine]), "read again");
         // a conflict anywhere (the key's record, say): read again;
         assert_eq!(

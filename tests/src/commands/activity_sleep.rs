@@ -51,9 +51,9 @@ async fn one_workout_on_the_second_attempt(world: &World) {
     );
 }
 
-pub async fn record_workout_writes_workout_and_event_once_per_key(store: Arc<dyn Store>) {
-    let world = World::new(store);
-    let input = RecordWorkout {
+/// A ride recorded by hand.
+pub(super) fn ride() -> RecordWorkout {
+    RecordWorkout {
         sport: "Ride".into(),
         started_at: ts("2026-05-01T06:00:00.000Z"),
         timezone: "Europe/Paris".into(),
@@ -61,7 +61,12 @@ pub async fn record_workout_writes_workout_and_event_once_per_key(store: Arc<dyn
         distance_m: Some(30_000),
         calories: None,
         perceived_effort: Some(6),
-    };
+    }
+}
+
+pub async fn record_workout_writes_workout_and_event_once_per_key(store: Arc<dyn Store>) {
+    let world = World::new(store);
+    let input = ride();
     let keyed = world.keyed("w-1");
     let id = with_retry(|| world.activity.record_workout(&keyed, input.clone()))
         .await

@@ -35,7 +35,8 @@ pub fn daily_protein(target: i64) -> CreateGoal {
     }
 }
 
-fn weekly_runs() -> CreateGoal {
+/// Four workouts a week.
+pub(super) fn weekly_runs() -> CreateGoal {
     CreateGoal {
         kind: GoalKind::WeeklyWorkoutCount,
         target: Decimal::from(4),

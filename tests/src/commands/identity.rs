@@ -12,7 +12,8 @@ use infra::observed::Row;
 use infra::store::{IndexQuery, Query};
 use std::sync::Arc;
 
-fn registration(email: &str) -> Register {
+/// A sign-up of `email` with the sample details.
+pub(super) fn registration(email: &str) -> Register {
     Register {
         email: email.to_owned(),
         password: PASSWORD.to_owned(),
@@ -361,10 +362,16 @@ pub async fn an_email_change_another_process_made_first_is_answered_as_a_replay(
     .await
     .expect("the other process does not wait for the held one");
     assert!(matches!(&moved, Ok(o) if !o.replayed), "{moved:?}");
+    let held_world = held.world.clone();
     let answered = held.release().await;
     assert!(
         matches!(&answered, Ok(outcome) if outcome.replayed && outcome.value.email == new_email),
         "{answered:?}"
+    );
+    let transactions = held_world.store.counts().transactions;
+    assert_eq!(
+        transactions, 1,
+        "the cancelled one; the re-read found it done"
     );
     let profile = world.identity.profile(&user).await.expect("profile");
     assert_eq!(

@@ -6,21 +6,20 @@
 //! again: a keyed command writes the key's record on its second attempt, then answers
 //! the key's retry as a replay. The meal's keyed path has a spec of its own in
 //! [`super::nutrition`]; the record's specs here are the others, one per command the API
-//! takes a key for; the erasure check's is one command per way a command settles a
+//! takes a key for; the erasure check's runs a command down each way of settling a
 //! cancellation.
 
+use super::identity::registration;
 use super::{World, value};
 use crate::faults::{ConflictOnce, writes_sort_key};
 use crate::snapshot::snapshot;
-use commands::activity::{RecordWorkout, StartTrainingBlock};
-use commands::goals::CreateGoal;
-use commands::identity::{Register, UpdateProfile};
+use commands::activity::StartTrainingBlock;
+use commands::identity::UpdateProfile;
 use commands::integrations::SandboxProvider;
 use commands::nutrition::{EatScheduledMeal, EditMeal, ScheduleMeal};
 use commands::{CommandError, CommandMeta, Outcome};
 use events_schema::Context;
-use events_schema::events::goals::{GoalKind, GoalStatus};
-use events_schema::events::identity::Units;
+use events_schema::events::goals::GoalStatus;
 use events_schema::events::nutrition::Nutrients;
 use events_schema::ids::UserId;
 use events_schema::keys::SortKey;
@@ -97,40 +96,6 @@ fn at(raw: &str) -> Timestamp {
     Timestamp::parse(raw).expect("timestamp")
 }
 
-/// A sign-up with the sample details.
-fn registration(email: String) -> Register {
-    Register {
-        email,
-        password: "correct horse battery".into(),
-        display_name: "Ana".into(),
-        timezone: "Europe/Paris".into(),
-        units: Units::Metric,
-    }
-}
-
-/// A ride recorded by hand.
-fn ride() -> RecordWorkout {
-    RecordWorkout {
-        sport: "Ride".into(),
-        started_at: at("2026-05-01T06:00:00.000Z"),
-        timezone: "Europe/Paris".into(),
-        duration_s: 3600,
-        distance_m: Some(30_000),
-        calories: None,
-        perceived_effort: Some(6),
-    }
-}
-
-/// Four workouts a week.
-fn weekly_goal() -> CreateGoal {
-    CreateGoal {
-        kind: GoalKind::WeeklyWorkoutCount,
-        target: Decimal::from(4),
-        title: "Run 4x a week".into(),
-        timezone: None,
-    }
-}
-
 /// Creating a record (`Handlers::create`), a goal's status change, ending a training
 /// block: the activity and goals contexts' keyed paths.
 pub async fn keyed_activity_and_goal_commands_met_by_a_conflict_commit_on_the_next_attempt(
@@ -138,14 +103,14 @@ pub async fn keyed_activity_and_goal_commands_met_by_a_conflict_commit_on_the_ne
 ) {
     let world = World::new(store.clone());
     let user = &world.meta.user;
-    let ride = ride();
+    let ride = super::activity_sleep::ride();
     commits_after_a_conflict_at_its_record("record a workout", &store, user, |w, meta| {
         let ride = ride.clone();
         async move { w.activity.record_workout(&meta, ride).await }
     })
     .await;
 
-    let goal = world.create_goal(weekly_goal()).await;
+    let goal = world.create_goal(super::goals::weekly_runs()).await;
     commits_after_a_conflict_at_its_record("pause a goal", &store, user, |w, meta| {
         let goal = goal.clone();
         async move {
@@ -254,7 +219,7 @@ pub async fn keyed_account_and_connection_changes_met_by_a_conflict_commit_on_th
 ) {
     let world = World::new(store.clone());
     let email = |who: &str| format!("{who}-{}@example.com", UserId::generate().as_str());
-    let registration = registration(email("ana"));
+    let registration = registration(&email("ana"));
     let user = world.meta.user.clone();
     let user = commits_after_a_conflict_at_its_record("sign up", &store, &user, |w, meta| {
         let registration = registration.clone();
@@ -310,8 +275,8 @@ fn conflicted_at_the_erasure_check(store: &Arc<dyn Store>, user: &UserId) -> Wor
 
 /// Every commit checks the account is not erased; a conflict on that check alone is
 /// the command's to retry like any other: a meal (its own arm), a workout (a record's
-/// creation), a goal's status (`optimistic::settled`), a profile update and an email
-/// change (identity's arms). Each runs without a key on a world of its own.
+/// creation), a goal's status and a profile update (`optimistic::settled`), an email
+/// change (its own verdict). Each runs without a key on a world of its own.
 pub async fn commands_whose_erasure_check_met_a_conflict_commit_on_the_next_attempt(
     store: Arc<dyn Store>,
 ) {
@@ -320,7 +285,7 @@ pub async fn commands_whose_erasure_check_met_a_conflict_commit_on_the_next_atte
     let user = value(
         world
             .identity
-            .register(&world.meta, registration(email))
+            .register(&world.meta, registration(&email))
             .await,
     );
     let world = world.as_user(user.clone());
@@ -332,10 +297,13 @@ pub async fn commands_whose_erasure_check_met_a_conflict_commit_on_the_next_atte
     assert_eq!(world.count(Context::Nutrition, "MEAL#").await, 1);
 
     let w = conflicted_at_the_erasure_check(&store, &user);
-    let recorded = w.activity.record_workout(&w.meta, ride()).await;
+    let recorded = w
+        .activity
+        .record_workout(&w.meta, super::activity_sleep::ride())
+        .await;
     committed_after_the_conflict("record a workout", &w, recorded);
 
-    let goal = world.create_goal(weekly_goal()).await;
+    let goal = world.create_goal(super::goals::weekly_runs()).await;
     let w = conflicted_at_the_erasure_check(&store, &user);
     let paused = w
         .goals
