@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// What one attempt came to.
+#[derive(Debug)]
 pub(crate) enum Attempt<T> {
     Done(T),
     /// Someone else wrote what the attempt read: read again and decide again.

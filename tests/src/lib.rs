@@ -45,6 +45,7 @@ macro_rules! commands_suite {
             racing_sign_ups_of_one_email_create_one_account,
             a_sign_up_cancelled_as_a_conflict_is_tried_again,
             sessions_cancelled_as_a_conflict_go_through_on_the_next_attempt,
+            a_refresh_token_presented_twice_at_once_ends_its_session,
             profile_changes_cancelled_as_a_conflict_commit_on_the_next_attempt,
             register_repeated_with_the_same_key_returns_the_same_user,
             register_rejects_invalid_input_naming_the_field,

@@ -7,7 +7,7 @@
 //! email change and on the account's deletion, and expire after [`SESSION_DAYS`].
 
 use super::{AccountStatus, IdentityCommands, profile_key};
-use crate::idempotency::Committed;
+use crate::idempotency::{self, Committed};
 use crate::items::to_item;
 use crate::optimistic::{self, Attempt};
 use crate::{CommandError, password};
@@ -170,6 +170,41 @@ fn rotation(
     ])
 }
 
+/// What a cancelled start of a session (laid out by [`starting`]) means.
+fn start_cancelled<T>(reasons: &[CancelReason]) -> Result<Attempt<T>, CommandError> {
+    match reasons {
+        // The account's check: it is no longer active.
+        [_, CancelReason::ConditionFailed { .. }, ..] => Err(CommandError::AccountDeleted),
+        _ if CancelReason::conflict_only(reasons) => Ok(Attempt::LostRace),
+        // A fresh session's item cannot exist; a backend's own code (throttled, say) is
+        // not the account's state.
+        other => Err(idempotency::unexpected(other)),
+    }
+}
+
+/// What a cancelled rotation of a session (laid out by [`rotation`]) means.
+#[derive(Debug, PartialEq, Eq)]
+enum RotationCancelled {
+    /// Another transaction met one of its items and nothing was written: try again.
+    Conflict,
+    /// The session's secret is no longer the one read (another presentation of the
+    /// same token rotated it first), or the session is gone: a reuse, which ends it.
+    Reused,
+    /// The account is no longer active.
+    Inactive,
+    /// A backend's own code, which says nothing of the token.
+    Unexpected,
+}
+
+fn rotation_cancelled(reasons: &[CancelReason]) -> RotationCancelled {
+    match reasons {
+        [CancelReason::ConditionFailed { .. }, ..] => RotationCancelled::Reused,
+        [_, CancelReason::ConditionFailed { .. }, ..] => RotationCancelled::Inactive,
+        _ if CancelReason::conflict_only(reasons) => RotationCancelled::Conflict,
+        _ => RotationCancelled::Unexpected,
+    }
+}
+
 /// Changing `user`'s password from the hash read (`current_hash`) to `new_hash`: only
 /// if nobody changed it meanwhile, and every one of its `sessions` ends with it.
 fn password_change(
@@ -213,12 +248,7 @@ impl IdentityCommands {
                 Ok(()) => Ok(Attempt::Done(RefreshToken(format!(
                     "{user}.{session}.{secret}"
                 )))),
-                Err(StoreError::TransactionCanceled { reasons })
-                    if CancelReason::conflict_only(&reasons) =>
-                {
-                    Ok(Attempt::LostRace)
-                }
-                Err(StoreError::TransactionCanceled { .. }) => Err(CommandError::AccountDeleted),
+                Err(StoreError::TransactionCanceled { reasons }) => start_cancelled(&reasons),
                 Err(e) => Err(e.into()),
             }
         })
@@ -252,19 +282,24 @@ impl IdentityCommands {
         };
         let user = &presented.user;
         optimistic::run!({
-            match self.table.transact(actions.clone()).await {
-                Ok(()) => Ok(Attempt::Done((
-                    user.clone(),
-                    RefreshToken(format!("{user}.{}.{secret}", presented.session)),
-                ))),
-                Err(StoreError::TransactionCanceled { reasons })
-                    if CancelReason::conflict_only(&reasons) =>
-                {
-                    Ok(Attempt::LostRace)
+            let reasons = match self.table.transact(actions.clone()).await {
+                Ok(()) => {
+                    let next = RefreshToken(format!("{user}.{}.{secret}", presented.session));
+                    return Ok(Attempt::Done((user.clone(), next)));
                 }
-                // Rotated by a concurrent use of the same token, or the account is going.
-                Err(StoreError::TransactionCanceled { .. }) => Err(refused()),
-                Err(e) => Err(e.into()),
+                Err(StoreError::TransactionCanceled { reasons }) => reasons,
+                Err(e) => return Err(e.into()),
+            };
+            match rotation_cancelled(&reasons) {
+                RotationCancelled::Conflict => Ok(Attempt::LostRace),
+                RotationCancelled::Reused => {
+                    // The same token rotated first by another presentation: a reuse, as
+                    // if this one had come a moment later.
+                    self.table.delete(&key, None).await?;
+                    Err(refused())
+                }
+                RotationCancelled::Inactive => Err(refused()),
+                RotationCancelled::Unexpected => Err(idempotency::unexpected(&reasons)),
             }
         })
     }
@@ -489,5 +524,60 @@ mod tests {
         // The stored value is a digest: the secret itself is not accepted in its place.
         assert!(!is_current(&presented, &secret));
         assert!(!is_current(&presented, ""));
+    }
+
+    #[test]
+    fn a_cancelled_start_is_a_deleted_account_only_when_the_accounts_check_failed() {
+        use CancelReason::{ConditionFailed, Conflict, None as Fine, Other};
+        let failed = || ConditionFailed { existing: None };
+        let deleted = |r: &[CancelReason]| {
+            matches!(start_cancelled::<()>(r), Err(CommandError::AccountDeleted))
+        };
+        // Given the reasons of the new session, the account's check, then the ends of
+        // the oldest sessions: the account's check failed, whatever met the others;
+        assert!(deleted(&[Fine, failed()]));
+        assert!(deleted(&[Conflict, failed(), Fine]));
+        // a conflict alone: try again;
+        let conflict = start_cancelled::<()>(&[Fine, Fine, Conflict]);
+        assert!(matches!(conflict, Ok(Attempt::LostRace)));
+        // a backend's own code is no account's state.
+        let throttled = start_cancelled::<()>(&[Other("ThrottlingError".into()), Fine]);
+        assert!(
+            matches!(throttled, Err(CommandError::Store(_))),
+            "{throttled:?}"
+        );
+    }
+
+    #[test]
+    fn a_rotation_refused_on_the_sessions_secret_is_a_reuse() {
+        use CancelReason::{ConditionFailed, Conflict, None as Fine, Other};
+        let failed = || ConditionFailed { existing: None };
+        // Given the reasons of the session's update, then the account's check:
+        // the secret changed since it was read (another presentation of the same
+        // token rotated it first): a reuse, which ends the session;
+        assert_eq!(
+            rotation_cancelled(&[failed(), Fine]),
+            RotationCancelled::Reused
+        );
+        assert_eq!(
+            rotation_cancelled(&[failed(), failed()]),
+            RotationCancelled::Reused
+        );
+        // the account is going: refused, the session left to the erasure;
+        assert_eq!(
+            rotation_cancelled(&[Fine, failed()]),
+            RotationCancelled::Inactive
+        );
+        // a conflict: nothing was written, try again;
+        assert_eq!(
+            rotation_cancelled(&[Conflict, Fine]),
+            RotationCancelled::Conflict
+        );
+        // a backend's own code says nothing of the token: not a refusal.
+        let throttled = [Other("ThrottlingError".into()), Fine];
+        assert_eq!(
+            rotation_cancelled(&throttled),
+            RotationCancelled::Unexpected
+        );
     }
 }

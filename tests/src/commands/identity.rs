@@ -188,6 +188,47 @@ pub async fn sessions_cancelled_as_a_conflict_go_through_on_the_next_attempt(
     );
 }
 
+/// One refresh token presented twice at once (a stolen copy and its owner, say): the
+/// first rotation lands, the held one finds the secret rotated under it and, as a reuse
+/// presented a moment later would, ends the session: the winner's new token is refused
+/// too, and only signing in again goes on.
+pub async fn a_refresh_token_presented_twice_at_once_ends_its_session(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let user = value(register(&world, &unique_email()).await);
+    let token = world
+        .identity
+        .start_session(&user)
+        .await
+        .expect("signed in");
+    let at_session = |row: &Row<'_>| writes_sort_key(row, "SESSION#", "secret_hash");
+    let presented = token.expose().to_owned();
+    let held = Held::start(&store, at_session, move |world| async move {
+        world.identity.refresh_session(&presented).await
+    })
+    .await;
+    // Meanwhile the same token is presented elsewhere: its rotation lands first.
+    let other = World::in_another_process(store.clone());
+    let first = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        other.identity.refresh_session(token.expose()),
+    )
+    .await
+    .expect("the other presentation does not wait for the held one");
+    let (_, winners) = first.expect("the first presentation rotates the token");
+    let held = held.release().await;
+    assert!(
+        matches!(held, Err(CommandError::InvalidSession)),
+        "{held:?}"
+    );
+    let after = other.identity.refresh_session(winners.expose()).await;
+    assert!(
+        matches!(after, Err(CommandError::InvalidSession)),
+        "the session ended with the reuse: {after:?}"
+    );
+    let again = world.identity.start_session(&user).await;
+    again.expect("signing in again starts a new session");
+}
+
 /// A profile update and an email change whose transaction is cancelled as a conflict
 /// read again and commit on the next attempt (they read a conflict as a lost race).
 pub async fn profile_changes_cancelled_as_a_conflict_commit_on_the_next_attempt(
