@@ -6,10 +6,13 @@ use crate::store::{CancelReason, StoreError};
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::CancellationReason;
 
-const THROTTLING: [&str; 4] = [
+/// The codes of throttling: of a request, and of a transaction's cancellation reason
+/// (`ProvisionedThroughputExceeded`, `ThrottlingError`).
+const THROTTLING: [&str; 5] = [
     "ProvisionedThroughputExceededException",
     "ThrottlingException",
     "RequestLimitExceeded",
+    "ProvisionedThroughputExceeded",
     "ThrottlingError",
 ];
 
@@ -36,8 +39,13 @@ where
     }
 }
 
+/// A cancelled transaction, one reason per action; one that only throttling cancelled
+/// (no condition failed, no other transaction met it) is [`StoreError::Throttled`], as
+/// the same request outside a transaction would be: the caller may try it again later,
+/// and the codes say nothing about the items.
 pub(super) fn cancellation(reasons: &[CancellationReason]) -> StoreError {
-    let reasons = reasons
+    let throttled = reasons.iter().any(|r| r.code().is_some_and(is_throttling));
+    let reasons: Vec<CancelReason> = reasons
         .iter()
         .map(|reason| match reason.code() {
             None | Some("None") => CancelReason::None,
@@ -50,5 +58,47 @@ pub(super) fn cancellation(reasons: &[CancellationReason]) -> StoreError {
             Some(code) => CancelReason::Other(code.to_owned()),
         })
         .collect();
+    let explained = reasons.iter().any(|r| {
+        matches!(
+            r,
+            CancelReason::ConditionFailed { .. } | CancelReason::Conflict
+        )
+    });
+    if throttled && !explained {
+        return StoreError::Throttled;
+    }
     StoreError::TransactionCanceled { reasons }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason(code: &str) -> CancellationReason {
+        CancellationReason::builder().code(code).build()
+    }
+
+    #[test]
+    fn a_transaction_only_throttling_cancelled_is_throttled() {
+        for code in ["ThrottlingError", "ProvisionedThroughputExceeded"] {
+            let throttled = cancellation(&[reason("None"), reason(code)]);
+            assert!(matches!(throttled, StoreError::Throttled), "{throttled:?}");
+        }
+        // A failed condition or a conflict explains the cancellation: its reasons stay.
+        let failed = cancellation(&[reason("ConditionalCheckFailed"), reason("ThrottlingError")]);
+        assert_eq!(failed.failed_conditions(), vec![0]);
+        let met = cancellation(&[reason("TransactionConflict"), reason("ThrottlingError")]);
+        assert!(
+            matches!(&met, StoreError::TransactionCanceled { reasons }
+                if reasons == &[CancelReason::Conflict, CancelReason::Other("ThrottlingError".into())]),
+            "{met:?}"
+        );
+        // Another code stays a reason of its own.
+        let other = cancellation(&[reason("None"), reason("ValidationError")]);
+        assert!(
+            matches!(&other, StoreError::TransactionCanceled { reasons }
+                if reasons == &[CancelReason::None, CancelReason::Other("ValidationError".into())]),
+            "{other:?}"
+        );
+    }
 }
