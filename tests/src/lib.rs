@@ -99,6 +99,7 @@ macro_rules! commands_suite {
             a_disconnect_cancelled_as_a_conflict_commits_on_the_next_attempt,
             a_connect_and_a_webhook_cancelled_as_a_conflict_go_through_on_the_next_attempt,
             disconnect_removes_the_connection_once,
+            a_connection_stored_before_versions_disconnects_and_reconnects,
             environment_readings_are_cached_per_cell_and_hour,
         );
         $crate::spec_tests!($make, $crate::commands::keyed;

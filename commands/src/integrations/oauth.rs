@@ -70,8 +70,9 @@ struct StoredConnection {
     provider_user_id: Option<String>,
     #[serde(default)]
     status: Option<String>,
+    /// Absent on items written before connections were versioned.
     #[serde(default)]
-    version: u64,
+    version: Option<u64>,
 }
 
 impl StoredConnection {
@@ -296,10 +297,15 @@ impl IntegrationCommands {
     }
 }
 
-/// The condition of a connection write: it replaces the version read, or takes a free key.
-fn replaces(version_read: Option<u64>) -> Condition {
-    match version_read {
-        Some(version) => Condition::AttributeEquals("version".into(), json!(version)),
+/// The condition of a connection write: it replaces the connection read (at its version,
+/// or, written before connections were versioned, still without one), or takes a free key.
+fn replaces(read: Option<&StoredConnection>) -> Condition {
+    match read.map(|connection| connection.version) {
+        Some(Some(version)) => Condition::AttributeEquals("version".into(), json!(version)),
+        Some(None) => Condition::All(vec![
+            Condition::ItemExists,
+            Condition::AttributeNotExists("version".into()),
+        ]),
         None => Condition::ItemNotExists,
     }
 }
@@ -380,7 +386,7 @@ fn connecting(
         return Err(CommandError::ProviderIdentityTaken);
     }
     let pk = PartitionKey::User(user.clone()).to_string();
-    let read_version = found.existing.as_ref().map(|c| c.version);
+    let read_version = found.existing.as_ref().and_then(|c| c.version);
     let version = next_version(read_version.unwrap_or(0), now);
     let connection = json!({
         "provider": pending.provider, "provider_user_id": grant.provider_user_id,
@@ -398,7 +404,7 @@ fn connecting(
         },
         Action::Put {
             item: to_item(&connection_key(&pk, pending.provider), &connection)?,
-            condition: Some(replaces(read_version)),
+            condition: Some(replaces(found.existing.as_ref())),
         },
         identity_put(identity, user, pending.timezone, found.holder.is_some())?,
     ];
@@ -427,13 +433,13 @@ fn disconnecting(
     user: &UserId,
     now: Timestamp,
 ) -> Result<(ProviderDisconnected, Vec<Action>), CommandError> {
-    let version = next_version(existing.version, now);
+    let version = next_version(existing.version.unwrap_or(0), now);
     let mut actions = vec![Action::Put {
         item: to_item(
             key,
             &json!({"provider": provider, "status": "disconnected", "version": version}),
         )?,
-        condition: Some(replaces(Some(existing.version))),
+        condition: Some(replaces(Some(existing))),
     }];
     if let Some((identity, Some(holder))) = identity
         && &holder == user
@@ -481,7 +487,7 @@ mod tests {
         StoredConnection {
             provider_user_id: Some(provider_user_id.into()),
             status: Some("connected".into()),
-            version,
+            version: Some(version),
         }
     }
 
@@ -610,7 +616,10 @@ mod tests {
         let Action::Put { condition, .. } = &actions[2] else {
             panic!("the connection third: {actions:?}");
         };
-        assert_eq!(condition, &Some(replaces(Some(7))));
+        assert_eq!(
+            condition,
+            &Some(Condition::AttributeEquals("version".into(), json!(7)))
+        );
         assert!(deletes(&actions).contains(&&before));
         assert_eq!(actions.last(), Some(&released(&before, &user)));
         // when athlete-1 routes to another account by now, it is left alone.
@@ -619,6 +628,31 @@ mod tests {
                 complete(&user, &state(), "athlete-2", &found(holder)).expect("connects");
             assert!(!deletes(&actions).contains(&&before));
         }
+    }
+
+    #[test]
+    fn a_connection_from_before_versions_is_replaced_only_while_it_has_none() {
+        let user = UserId::generate();
+        let key = connection_key(&PartitionKey::User(user.clone()).to_string(), &strava());
+        // Given a connection stored before connections were versioned (no version),
+        let legacy = StoredConnection {
+            version: None,
+            ..connected_as("athlete-1", 0)
+        };
+        // when it is disconnected, the write takes it only while it is still so (not
+        // as a new key, which it is not, nor at a version it never had),
+        let (disconnected, actions) =
+            disconnecting(&key, &strava(), &legacy, None, &user, now()).expect("disconnects");
+        let Action::Put { condition, .. } = &actions[0] else {
+            panic!("the connection first: {actions:?}");
+        };
+        let unversioned = Condition::All(vec![
+            Condition::ItemExists,
+            Condition::AttributeNotExists("version".into()),
+        ]);
+        assert_eq!(condition, &Some(unversioned));
+        // and its first version is the time of the change.
+        assert_eq!(disconnected.version, now().millis() as u64);
     }
 
     #[test]
@@ -642,7 +676,10 @@ mod tests {
             panic!("the connection first: {actions:?}");
         };
         assert_eq!(item["status"], "disconnected");
-        assert_eq!(condition, &Some(replaces(Some(9))));
+        assert_eq!(
+            condition,
+            &Some(Condition::AttributeEquals("version".into(), json!(9)))
+        );
         assert_eq!(actions[1], released(&identity, &user));
         // Given the identity routes to another account by now, it is not released.
         let (_, actions) = disconnecting(

@@ -13,6 +13,42 @@ use infra::store::now_epoch_seconds;
 use serde_json::json;
 use std::sync::Arc;
 
+/// A connection stored before connections were versioned (no `version`, no `status`,
+/// as the first release wrote them) disconnects, and is connected over: the writes take
+/// the unversioned item, where they waited for a version 0 it never had and answered
+/// `Contention`.
+pub async fn a_connection_stored_before_versions_disconnects_and_reconnects(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let pu = provider_user();
+    world.connect_as(&pu).await.expect("connects");
+    // The connection as the first release stored it.
+    let seed_unversioned = || async {
+        let legacy = json!({"pk": world.pk(), "sk": "CONNECTION#sandbox",
+                            "provider": "sandbox", "provider_user_id": pu});
+        let legacy = serde_json::from_value(legacy).expect("an item");
+        let seeded = store.put(Context::Integrations, legacy, None).await;
+        seeded.expect("seeded");
+    };
+    let connection = || async {
+        let rows = world.items(Context::Integrations, "CONNECTION#").await;
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        let version = rows[0]["version"].as_u64();
+        (rows[0]["status"].clone(), version.expect("a version now"))
+    };
+    seed_unversioned().await;
+    let disconnected = world.integrations.disconnect(&world.meta, "sandbox").await;
+    assert!(
+        matches!(&disconnected, Ok(outcome) if !outcome.replayed),
+        "{disconnected:?}"
+    );
+    assert_eq!(connection().await.0, "disconnected");
+    seed_unversioned().await;
+    // A fresh code of the same provider account, over the unversioned connection.
+    let reconnected = world.connect_as(&format!("{pu}.again")).await;
+    assert_eq!(reconnected.expect("connects over it"), world.meta.user);
+    assert_eq!(connection().await.0, "connected");
+}
+
 fn provider_user() -> String {
     format!("pu-{}", UserId::generate().as_str().to_lowercase())
 }
