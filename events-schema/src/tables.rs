@@ -72,7 +72,8 @@ const BY_EMAIL: GsiDef = GsiDef {
                          knowing the user id",
         expected_volume: "one query per login, a few per active user per day",
         projected_cost: "profile items only (one per user): one replicated write per profile \
-                         change, storage of one row per user",
+                         change (a sign-in is one: the profile marks its latest session), \
+                         storage of one row per user",
     },
 };
 

@@ -2,7 +2,7 @@
 //! signed-in sessions (`sessions`).
 //!
 //! Items: `USER#<id>/PROFILE` (with `email_pk` for the `by-email` index, the argon2
-//! password hash, status, version) and the reservation `EMAIL#<email>/EMAIL`, which
+//! password hash, status, version, the id of the session started last) and the reservation `EMAIL#<email>/EMAIL`, which
 //! commits together with the profile so two accounts can never share an email.
 
 use crate::idempotency::{self, Committed};
@@ -44,6 +44,10 @@ pub struct Profile {
     pub password_hash: String,
     pub status: AccountStatus,
     pub version: u64,
+    /// The id of the session started last: a change that ends every session commits
+    /// only while it is the one read, so no session started meanwhile outlives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latest_session: Option<String>,
 }
 
 impl Profile {
@@ -173,6 +177,7 @@ impl SignUp {
             password_hash,
             status: AccountStatus::Active,
             version: 1,
+            latest_session: None,
         };
         let actions = vec![
             Action::Put {
@@ -196,7 +201,7 @@ async fn dummy_hash() -> Result<&'static str, CommandError> {
 
 mod sessions;
 
-pub use sessions::{RefreshToken, SESSION_DAYS};
+pub use sessions::{RefreshToken, SESSION_DAYS, SignedIn};
 
 /// The identity context's commands: sign-up, sessions, profile, email, deletion.
 pub type IdentityCommands = crate::handlers::Handlers<Identity>;
@@ -287,7 +292,9 @@ impl IdentityCommands {
     }
 
     /// The user whose email and password these are. One index query.
-    pub async fn login(&self, email: &str, password: &str) -> Result<UserId, CommandError> {
+    /// Checks `email` and `password`: who signed in, with the credentials they proved (a
+    /// session starts on them only while they are still the account's).
+    pub async fn login(&self, email: &str, password: &str) -> Result<SignedIn, CommandError> {
         let email =
             validate::email("email", email).map_err(|_| CommandError::InvalidCredentials)?;
         let page = self
@@ -305,7 +312,7 @@ impl IdentityCommands {
         if profile.status != AccountStatus::Active {
             return Err(CommandError::AccountDeleted);
         }
-        Ok(profile.user_id)
+        Ok(SignedIn::proved(&profile))
     }
 
     pub async fn profile(&self, user: &UserId) -> Result<Profile, CommandError> {
@@ -521,7 +528,11 @@ fn email_change(
                 .set("email", next.email.clone())
                 .set("email_pk", next.email.clone())
                 .set("version", next.version),
-            condition: Some(Condition::VersionEquals(current.version)),
+            // No session may start meanwhile: this ends every session read.
+            condition: Some(Condition::All(vec![
+                Condition::VersionEquals(current.version),
+                sessions::latest_session_is(current),
+            ])),
         },
         Action::Delete {
             key: email_key(&current.email),
@@ -578,6 +589,7 @@ mod tests {
             password_hash: "argon2-hash".into(),
             status: AccountStatus::Active,
             version,
+            latest_session: Some("S1".into()),
         }
     }
 
@@ -617,7 +629,10 @@ mod tests {
                 assert_eq!(update.set["email"], json!("ana@new.example"));
                 assert_eq!(update.set["email_pk"], json!("ana@new.example"));
                 assert_eq!(update.set["version"], json!(4));
-                assert_eq!(condition, &Some(Condition::VersionEquals(3)));
+                // and no session started since the read (S1 the latest): it ends them;
+                let latest = Condition::AttributeEquals("latest_session".into(), json!("S1"));
+                let unchanged = Condition::All(vec![Condition::VersionEquals(3), latest]);
+                assert_eq!(condition, &Some(unchanged));
             }
             other => panic!("not an update: {other:?}"),
         }
@@ -781,7 +796,11 @@ mod tests {
             .expect("valid")
             .account(user.clone(), "argon2-hash".into())
             .expect("account");
-        assert_eq!(opened, profile(&user, "ana@example.com", 1));
+        let never_signed_in = Profile {
+            latest_session: None,
+            ..profile(&user, "ana@example.com", 1)
+        };
+        assert_eq!(opened, never_signed_in);
         assert_eq!(
             actions,
             vec![

@@ -5,9 +5,15 @@
 //! the table holds nothing a client could present. A token presented a second time (a
 //! stolen one, or a replay) ends its session. Sessions end on logout, on a password or
 //! email change and on the account's deletion, and expire after [`SESSION_DAYS`].
+//!
+//! A sign-in's session starts only while the account still has the password and email
+//! the sign-in checked ([`SignedIn`]), and marks the profile with its id: a change that
+//! ends every session commits only while the session it read last is still the latest,
+//! so none started meanwhile outlives it.
 
-use super::{AccountStatus, IdentityCommands, profile_key};
-use crate::idempotency::{self, Committed};
+use super::{AccountStatus, IdentityCommands, Profile, profile_key};
+use crate::idempotency;
+use crate::integrations::Secret;
 use crate::items::to_item;
 use crate::optimistic::{self, Attempt};
 use crate::{CommandError, password};
@@ -41,6 +47,60 @@ impl std::fmt::Debug for RefreshToken {
 impl RefreshToken {
     pub fn expose(&self) -> &str {
         &self.0
+    }
+}
+
+/// Who signed in, and the credentials they proved: a session starts on them only while
+/// they are still the account's, so a sign-in that checked a password (or an email)
+/// changed before its session commits is refused.
+#[derive(Debug, Clone)]
+pub struct SignedIn {
+    pub user: UserId,
+    /// The password hash and email the sign-in was checked against (kept out of
+    /// `Debug`, so out of logs); `None` for an account its caller has just registered.
+    proved: Option<(Secret, Secret)>,
+}
+
+impl SignedIn {
+    /// Signed in to `profile`, with the credentials it holds.
+    pub(super) fn proved(profile: &Profile) -> Self {
+        let proved = (
+            Secret::new(&profile.password_hash),
+            Secret::new(&profile.email),
+        );
+        Self {
+            user: profile.user_id.clone(),
+            proved: Some(proved),
+        }
+    }
+
+    /// The account its caller has just registered (with the credentials it chose: no
+    /// one else can have changed them yet).
+    pub fn registered(user: UserId) -> Self {
+        Self { user, proved: None }
+    }
+
+    /// The condition on the profile for a session to start: the account is active and,
+    /// for a sign-in, still has the credentials it was signed in with.
+    fn still_holds(&self) -> Condition {
+        let active = Condition::AttributeEquals("status".into(), json!(AccountStatus::Active));
+        match &self.proved {
+            None => active,
+            Some((password_hash, email)) => Condition::All(vec![
+                active,
+                Condition::AttributeEquals("password_hash".into(), json!(password_hash.expose())),
+                Condition::AttributeEquals("email".into(), json!(email.expose())),
+            ]),
+        }
+    }
+}
+
+/// The condition that no session started since `read` was read (see
+/// [`Profile::latest_session`]).
+pub(super) fn latest_session_is(read: &Profile) -> Condition {
+    match &read.latest_session {
+        Some(session) => Condition::AttributeEquals("latest_session".into(), json!(session)),
+        None => Condition::AttributeNotExists("latest_session".into()),
     }
 }
 
@@ -100,17 +160,19 @@ fn still_active(user: &UserId) -> Action {
     }
 }
 
-/// Starting `session` for `user` at `now`: its item (the secret's digest only), on
-/// condition that the account is still active, and the end of the oldest of the
-/// `existing` sessions (oldest first) past [`MAX_SESSIONS`].
+/// Starting `session` for `signed_in` at `now`: its item (the secret's digest only); the
+/// profile marked with it as the latest session, on condition that the account still
+/// holds what the sign-in proved; and the end of the oldest of the `existing` sessions
+/// (oldest first) past [`MAX_SESSIONS`].
 fn starting(
-    user: &UserId,
+    signed_in: &SignedIn,
     session: &SessionId,
     secret: &str,
     now: Timestamp,
     expires_at: i64,
     existing: Vec<Key>,
 ) -> Result<Vec<Action>, CommandError> {
+    let user = &signed_in.user;
     let mut item = to_item(
         &session_key(user, session),
         &json!({"secret_hash": digest(secret), "started_at": now, "used_at": now}),
@@ -121,7 +183,11 @@ fn starting(
             item,
             condition: Some(Condition::ItemNotExists),
         },
-        still_active(user),
+        Action::Update {
+            key: profile_key(user),
+            update: Update::default().set("latest_session", session.to_string()),
+            condition: Some(signed_in.still_holds()),
+        },
     ];
     // The oldest sessions past the limit end (session ids are time-ordered).
     let surplus = (existing.len() + 1).saturating_sub(MAX_SESSIONS);
@@ -173,8 +239,16 @@ fn rotation(
 /// What a cancelled start of a session (laid out by [`starting`]) means.
 fn start_cancelled<T>(reasons: &[CancelReason]) -> Result<Attempt<T>, CommandError> {
     match reasons {
-        // The account's check: it is no longer active.
-        [_, CancelReason::ConditionFailed { .. }, ..] => Err(CommandError::AccountDeleted),
+        // The profile's condition: the account is going, or its credentials changed
+        // since the sign-in checked them (sign in again).
+        [_, CancelReason::ConditionFailed { existing }, ..] => {
+            let status = existing.as_ref().and_then(|profile| profile.get("status"));
+            if status == Some(&json!(AccountStatus::Active)) {
+                Err(CommandError::InvalidCredentials)
+            } else {
+                Err(CommandError::AccountDeleted)
+            }
+        }
         _ if CancelReason::conflict_only(reasons) => Ok(Attempt::LostRace),
         // A fresh session's item cannot exist; a backend's own code (throttled, say) is
         // not the account's state.
@@ -205,21 +279,14 @@ fn rotation_cancelled(reasons: &[CancelReason]) -> RotationCancelled {
     }
 }
 
-/// Changing `user`'s password from the hash read (`current_hash`) to `new_hash`: only
-/// if nobody changed it meanwhile, and every one of its `sessions` ends with it.
-fn password_change(
-    user: &UserId,
-    current_hash: &str,
-    new_hash: String,
-    sessions: Vec<Key>,
-) -> Vec<Action> {
+/// Changing `read`'s password to `new_hash`: only if nobody changed it meanwhile and no
+/// session started since the read, and every one of its `sessions` ends with it.
+fn password_change(read: &Profile, new_hash: String, sessions: Vec<Key>) -> Vec<Action> {
+    let unchanged = Condition::AttributeEquals("password_hash".into(), json!(read.password_hash));
     let mut actions = vec![Action::Update {
-        key: profile_key(user),
+        key: profile_key(&read.user_id),
         update: Update::default().set("password_hash", new_hash),
-        condition: Some(Condition::AttributeEquals(
-            "password_hash".into(),
-            json!(current_hash),
-        )),
+        condition: Some(Condition::All(vec![unchanged, latest_session_is(read)])),
     }];
     actions.extend(sessions.into_iter().map(session_end));
     actions
@@ -234,16 +301,19 @@ fn session_end(key: Key) -> Action {
 }
 
 impl IdentityCommands {
-    /// Starts a session for `user` (after a sign-up or a sign-in); returns its first
-    /// refresh token. Refused once the account's deletion is requested.
-    pub async fn start_session(&self, user: &UserId) -> Result<RefreshToken, CommandError> {
+    /// Starts a session for `signed_in` (after a sign-up or a sign-in); returns its
+    /// first refresh token. Refused once the account's deletion is requested
+    /// (`AccountDeleted`), or once the credentials the sign-in checked changed
+    /// (`InvalidCredentials`).
+    pub async fn start_session(&self, signed_in: &SignedIn) -> Result<RefreshToken, CommandError> {
+        let user = &signed_in.user;
         let session = SessionId::generate();
         let secret = fresh_secret();
         let expires_at = now_epoch_seconds() + SESSION_DAYS * 86_400;
         optimistic::run!({
             let existing = self.session_keys(user).await?;
             let now = self.clock.now();
-            let actions = starting(user, &session, &secret, now, expires_at, existing)?;
+            let actions = starting(signed_in, &session, &secret, now, expires_at, existing)?;
             match self.table.transact(actions).await {
                 Ok(()) => Ok(Attempt::Done(RefreshToken(format!(
                     "{user}.{session}.{secret}"
@@ -362,21 +432,22 @@ impl IdentityCommands {
         let (pk, request) = (meta.user_pk(), json!("change_password"));
         optimistic::run!({
             // Read on every attempt: a session started meanwhile ends with the others.
+            let read = self.profile(&meta.user).await?;
+            if read.password_hash != profile.password_hash {
+                // Changed by another request since `current` was checked: the caller
+                // tries again (with the password it knows now).
+                return Err(CommandError::Contention);
+            }
             let sessions = self.session_keys(&meta.user).await?;
-            let mut actions =
-                password_change(&meta.user, &profile.password_hash, hash.clone(), sessions);
+            let mut actions = password_change(&read, hash.clone(), sessions);
             actions.push(crate::outbox::event_action(&pk, &event)?);
             let committed =
                 crate::idempotency::commit(&self.table, meta, &pk, &request, actions, ());
-            match committed.await? {
-                Committed::Done(_) => Ok(Attempt::Done(())),
-                Committed::Cancelled(reasons) if CancelReason::conflict_only(&reasons) => {
-                    Ok(Attempt::LostRace)
-                }
-                // The password (or the sessions) changed meanwhile: the caller tries again.
-                Committed::Cancelled(_) => Err(CommandError::Contention),
-            }
+            // A failed condition: the password or the latest session moved since the
+            // read; the next attempt reads which.
+            optimistic::settled(committed.await?)
         })
+        .map(|_| ())
     }
 }
 
@@ -386,6 +457,22 @@ mod tests {
 
     fn at(text: &str) -> Timestamp {
         Timestamp::parse(text).expect("timestamp")
+    }
+
+    /// Ana's profile, signed up with `password_hash`, `latest_session` started last.
+    fn profile(user: &UserId, password_hash: &str, latest_session: Option<&str>) -> Profile {
+        Profile {
+            user_id: user.clone(),
+            email: "ana@example.com".into(),
+            email_pk: "ana@example.com".into(),
+            display_name: "Ana".into(),
+            timezone: "Europe/Paris".into(),
+            units: events_schema::events::identity::Units::Metric,
+            password_hash: password_hash.into(),
+            status: AccountStatus::Active,
+            version: 2,
+            latest_session: latest_session.map(str::to_owned),
+        }
     }
 
     fn sessions(user: &UserId, count: usize) -> Vec<Key> {
@@ -415,11 +502,21 @@ mod tests {
     }
 
     #[test]
-    fn a_new_session_stores_only_the_secrets_digest_while_the_account_is_active() {
+    fn a_new_session_stores_only_the_secrets_digest_while_the_sign_in_holds() {
         let (user, session, secret) = (UserId::generate(), SessionId::generate(), fresh_secret());
         let now = at("2026-03-02T08:00:00.000Z");
-        let actions =
-            starting(&user, &session, &secret, now, 1_000, sessions(&user, 3)).expect("actions");
+        let signed_in = SignedIn::proved(&profile(&user, "argon2-hash", None));
+        let shown = format!("{signed_in:?}");
+        assert!(!shown.contains("argon2-hash") && !shown.contains("ana@"), "{shown}");
+        let actions = starting(
+            &signed_in,
+            &session,
+            &secret,
+            now,
+            1_000,
+            sessions(&user, 3),
+        )
+        .expect("actions");
         // Given three sessions, when a fourth starts, then none ends.
         assert_eq!(actions.len(), 2);
         let Action::Put { item, condition } = &actions[0] else {
@@ -432,7 +529,25 @@ mod tests {
             "the secret itself is not stored"
         );
         assert_eq!(item["expires_at"], 1_000);
-        assert_eq!(actions[1], still_active(&user));
+        // The profile marks it the latest session, while the account is active and
+        // still has the password and email the sign-in checked;
+        let latest = |condition: Condition| Action::Update {
+            key: profile_key(&user),
+            update: Update::default().set("latest_session", session.to_string()),
+            condition: Some(condition),
+        };
+        let active = Condition::AttributeEquals("status".into(), json!("active"));
+        let held = Condition::All(vec![
+            active.clone(),
+            Condition::AttributeEquals("password_hash".into(), json!("argon2-hash")),
+            Condition::AttributeEquals("email".into(), json!("ana@example.com")),
+        ]);
+        assert_eq!(actions[1], latest(held));
+        // after a sign-up, while the account is active.
+        let registered = SignedIn::registered(user.clone());
+        let actions =
+            starting(&registered, &session, &secret, now, 1_000, vec![]).expect("actions");
+        assert_eq!(actions[1], latest(active));
     }
 
     #[test]
@@ -441,7 +556,7 @@ mod tests {
         let existing = sessions(&user, MAX_SESSIONS + 1);
         let now = at("2026-03-02T08:00:00.000Z");
         let actions = starting(
-            &user,
+            &SignedIn::registered(user.clone()),
             &SessionId::generate(),
             &fresh_secret(),
             now,
@@ -493,18 +608,23 @@ mod tests {
     fn a_new_password_replaces_the_one_read_and_ends_every_session() {
         let user = UserId::generate();
         let open = sessions(&user, 3);
-        let actions = password_change(&user, "old-hash", "new-hash".into(), open.clone());
-        assert_eq!(
-            actions[0],
-            Action::Update {
-                key: profile_key(&user),
-                update: Update::default().set("password_hash", "new-hash"),
-                condition: Some(Condition::AttributeEquals(
-                    "password_hash".into(),
-                    json!("old-hash")
-                )),
-            }
-        );
+        // Given the profile read with session S1 the latest, the new password replaces
+        // the old one only while S1 is still the latest session;
+        let read = profile(&user, "old-hash", Some("S1"));
+        let actions = password_change(&read, "new-hash".into(), open.clone());
+        let old = Condition::AttributeEquals("password_hash".into(), json!("old-hash"));
+        let change = |latest: Condition| Action::Update {
+            key: profile_key(&user),
+            update: Update::default().set("password_hash", "new-hash"),
+            condition: Some(Condition::All(vec![old.clone(), latest])),
+        };
+        let s1 = Condition::AttributeEquals("latest_session".into(), json!("S1"));
+        assert_eq!(actions[0], change(s1));
+        // read with no session ever started, while none has started;
+        let never = password_change(&profile(&user, "old-hash", None), "new-hash".into(), vec![]);
+        let none = Condition::AttributeNotExists("latest_session".into());
+        assert_eq!(never[0], change(none));
+        // and every session read ends with it.
         let ended: Vec<Action> = open
             .into_iter()
             .map(|key| Action::Delete {
@@ -533,10 +653,29 @@ mod tests {
         let deleted = |r: &[CancelReason]| {
             matches!(start_cancelled::<()>(r), Err(CommandError::AccountDeleted))
         };
-        // Given the reasons of the new session, the account's check, then the ends of
-        // the oldest sessions: the account's check failed, whatever met the others;
+        // Given the reasons of the new session, the profile's condition, then the ends
+        // of the oldest sessions: the profile's condition failed with no profile, or an
+        // account going, whatever met the others: deleted;
         assert!(deleted(&[Fine, failed()]));
         assert!(deleted(&[Conflict, failed(), Fine]));
+        let mut going = to_item(&profile_key(&UserId::generate()), &json!({})).expect("item");
+        going.insert("status".into(), json!(AccountStatus::DeletionRequested));
+        let going = ConditionFailed {
+            existing: Some(going),
+        };
+        assert!(deleted(&[Fine, going]));
+        // with an active account: its credentials changed since the sign-in: sign in
+        // again;
+        let user = UserId::generate();
+        let active = to_item(&profile_key(&user), &profile(&user, "new-hash", None));
+        let changed = ConditionFailed {
+            existing: Some(active.expect("item")),
+        };
+        let refused = start_cancelled::<()>(&[Fine, changed]);
+        assert!(
+            matches!(refused, Err(CommandError::InvalidCredentials)),
+            "{refused:?}"
+        );
         // a conflict alone: try again;
         let conflict = start_cancelled::<()>(&[Fine, Fine, Conflict]);
         assert!(matches!(conflict, Ok(Attempt::LostRace)));

@@ -2,7 +2,7 @@
 
 use super::{Held, World, assert_invalid, row_of, value, with_retry};
 use crate::faults::{ConflictOnce, writes_sort_key};
-use commands::identity::{Register, UpdateProfile};
+use commands::identity::{Register, SignedIn, UpdateProfile};
 use commands::{CommandError, Outcome};
 use events_schema::Context;
 use events_schema::events::identity::{ProfileUpdated, Units, UserRegistered};
@@ -36,7 +36,8 @@ async fn register(world: &World, email: &str) -> Result<Outcome<UserId>, Command
 
 /// Logs in as `email` with the sample password.
 async fn login(world: &World, email: &str) -> Result<UserId, CommandError> {
-    world.identity.login(email, PASSWORD).await
+    let signed_in = world.identity.login(email, PASSWORD).await;
+    signed_in.map(|signed_in| signed_in.user)
 }
 
 /// How many profiles the email index names for `email`.
@@ -158,7 +159,11 @@ pub async fn sessions_cancelled_as_a_conflict_go_through_on_the_next_attempt(
     let email = unique_email();
     let user = value(register(&world, &email).await);
     let signing_in = World::new(ConflictOnce::on(store.clone()));
-    let started = signing_in.identity.start_session(&user).await;
+    let proved = signing_in.identity.login(&email, PASSWORD).await;
+    let started = signing_in
+        .identity
+        .start_session(&proved.expect("signs in"))
+        .await;
     let token = started.expect("started on the second attempt");
     let refreshing = World::new(ConflictOnce::on(store.clone()));
     let refreshed = refreshing.identity.refresh_session(token.expose()).await;
@@ -172,7 +177,7 @@ pub async fn sessions_cancelled_as_a_conflict_go_through_on_the_next_attempt(
         .change_password(&changing.meta, PASSWORD, new_password);
     changed.await.expect("changed on the second attempt");
     let signed_in = changing.identity.login(&email, new_password).await;
-    assert_eq!(signed_in.expect("the new password signs in"), user);
+    assert_eq!(signed_in.expect("the new password signs in").user, user);
     assert_eq!(
         changing.event_types(Context::Identity).await,
         vec!["UserRegistered", "PasswordChanged"]
@@ -197,7 +202,7 @@ pub async fn a_refresh_token_presented_twice_at_once_ends_its_session(store: Arc
     let user = value(register(&world, &unique_email()).await);
     let token = world
         .identity
-        .start_session(&user)
+        .start_session(&SignedIn::registered(user.clone()))
         .await
         .expect("signed in");
     let at_session = |row: &Row<'_>| writes_sort_key(row, "SESSION#", "secret_hash");
@@ -225,8 +230,87 @@ pub async fn a_refresh_token_presented_twice_at_once_ends_its_session(store: Arc
         matches!(after, Err(CommandError::InvalidSession)),
         "the session ended with the reuse: {after:?}"
     );
-    let again = world.identity.start_session(&user).await;
+    let again = world
+        .identity
+        .start_session(&SignedIn::registered(user.clone()))
+        .await;
     again.expect("signing in again starts a new session");
+}
+
+/// A sign-in whose credentials change before its session commits (a password or an
+/// email changed in between, or read stale from the email index): the session does not
+/// start, and nothing of it is written.
+pub async fn a_sign_in_whose_credentials_changed_before_its_session_is_refused(
+    store: Arc<dyn Store>,
+) {
+    let world = World::new(store.clone());
+    let email = unique_email();
+    let user = value(register(&world, &email).await);
+    let me = world.as_user(user.clone());
+    let sessions =
+        || async { super::items_of(&*store, Context::Identity, &me.pk(), "SESSION#").await };
+    // Checked against the password, which then changes:
+    let proved = me.identity.login(&email, PASSWORD).await.expect("signs in");
+    let changed = me
+        .identity
+        .change_password(&me.meta, PASSWORD, "a new horse battery");
+    changed.await.expect("the password changes");
+    let refused = me.identity.start_session(&proved).await;
+    assert!(
+        matches!(refused, Err(CommandError::InvalidCredentials)),
+        "{refused:?}"
+    );
+    // checked against the email, which then changes:
+    let proved = me.identity.login(&email, "a new horse battery").await;
+    let proved = proved.expect("signs in with the new password");
+    let moved = me.identity.change_email(&me.meta, &unique_email()).await;
+    moved.expect("the email changes");
+    let refused = me.identity.start_session(&proved).await;
+    assert!(
+        matches!(refused, Err(CommandError::InvalidCredentials)),
+        "{refused:?}"
+    );
+    assert!(sessions().await.is_empty(), "no session was written");
+}
+
+/// A password change held at the store while another process signs in with the old
+/// password and starts a session: that session started after the change read the
+/// sessions to end, so the change, finding a session newer than its read, reads again
+/// and ends it too: its refresh token is refused.
+pub async fn a_session_started_while_the_password_changes_ends_with_the_others(
+    store: Arc<dyn Store>,
+) {
+    let world = World::new(store.clone());
+    let email = unique_email();
+    let user = value(register(&world, &email).await);
+    let at_password = |row: &Row<'_>| writes_sort_key(row, "PROFILE", "password_hash");
+    let changing = user.clone();
+    let held = Held::start(&store, at_password, move |world| async move {
+        let meta = commands::CommandMeta::new(changing);
+        let new = "a new horse battery";
+        world.identity.change_password(&meta, PASSWORD, new).await
+    })
+    .await;
+    // Meanwhile another process signs in with the password as it still is.
+    let other = World::in_another_process(store.clone());
+    let started = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        let proved = other.identity.login(&email, PASSWORD).await?;
+        other.identity.start_session(&proved).await
+    })
+    .await
+    .expect("the sign-in does not wait for the held change");
+    let token = started.expect("a session starts before the change commits");
+    held.release().await.expect("the password changes");
+    let refreshed = other.identity.refresh_session(token.expose()).await;
+    assert!(
+        matches!(refreshed, Err(CommandError::InvalidSession)),
+        "the session started meanwhile ended with the change: {refreshed:?}"
+    );
+    let old = login(&world, &email).await;
+    assert!(
+        matches!(old, Err(CommandError::InvalidCredentials)),
+        "{old:?}"
+    );
 }
 
 /// A profile update and an email change whose transaction is cancelled as a conflict

@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use commands::CommandMeta;
-use commands::identity::{RefreshToken, Register};
+use commands::identity::{RefreshToken, Register, SignedIn};
 use events_schema::events::identity::Units;
 use events_schema::ids::UserId;
 use serde::{Deserialize, Serialize};
@@ -139,7 +139,8 @@ pub async fn register(
         units: body.units.unwrap_or_default(),
     };
     let user = state.api.identity.register(&meta, input).await?.value;
-    let session = state.api.identity.start_session(&user).await?;
+    let signed_up = SignedIn::registered(user.clone());
+    let session = state.api.identity.start_session(&signed_up).await?;
     let reply = reply(&state, user, Some(&timezone), session)?;
     Ok((
         StatusCode::CREATED,
@@ -180,13 +181,13 @@ pub async fn login(
 ) -> Result<Json<TokenReply>, ApiError> {
     state.api.limits.unauthenticated(client)?;
     state.api.limits.account(&body.email)?;
-    let user = state
+    let proved = state
         .api
         .identity
         .login(&body.email, &body.password)
         .await?;
-    let session = state.api.identity.start_session(&user).await?;
-    Ok(Json(signed_in(&state, user, session).await?))
+    let session = state.api.identity.start_session(&proved).await?;
+    Ok(Json(signed_in(&state, proved.user, session).await?))
 }
 
 /// A refresh token, to exchange or to end.
