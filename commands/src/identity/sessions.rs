@@ -507,7 +507,10 @@ mod tests {
         let now = at("2026-03-02T08:00:00.000Z");
         let signed_in = SignedIn::proved(&profile(&user, "argon2-hash", None));
         let shown = format!("{signed_in:?}");
-        assert!(!shown.contains("argon2-hash") && !shown.contains("ana@"), "{shown}");
+        assert!(
+            !shown.contains("argon2-hash") && !shown.contains("ana@"),
+            "{shown}"
+        );
         let actions = starting(
             &signed_in,
             &session,

@@ -107,11 +107,18 @@ impl IntegrationCommands {
         let (user, timezone) = self
             .connected_user(provider.name(), &delivered.payload.provider_user_id)
             .await?;
+        let pointer = provider_user_key(provider.name(), &delivered.payload.provider_user_id)?;
+        // Published only while the provider user still routes to this account: a
+        // disconnect committing meanwhile wins, as if the delivery came after it.
+        let still_routed = Action::Check {
+            key: pointer,
+            condition: Condition::AttributeEquals("user_id".into(), json!(user)),
+        };
         let meta = CommandMeta::new(user);
         let pk = meta.user_pk();
         let publication =
             publication(&pk, provider.name(), &delivered, timezone, self.clock.now())?;
-        let mut actions = vec![publication.record];
+        let mut actions = vec![publication.record, still_routed];
         for received in &publication.workouts {
             let at = received.workout.started_at;
             actions.push(event_action(
@@ -130,13 +137,16 @@ impl IntegrationCommands {
         let committed =
             optimistic::commit_through_conflicts(&self.table, &meta, &pk, &request, actions, count);
         match committed.await? {
-            // The delivery is recorded already: a provider's retry.
-            Committed::Cancelled(reasons)
-                if matches!(reasons.first(), Some(CancelReason::ConditionFailed { .. })) =>
-            {
-                Ok(Outcome::replayed(count))
-            }
-            committed => committed.or_unexpected(),
+            Committed::Cancelled(reasons) => match reasons.as_slice() {
+                // The delivery is recorded already: a provider's retry.
+                [CancelReason::ConditionFailed { .. }, ..] => Ok(Outcome::replayed(count)),
+                // The provider user no longer routes here (disconnected meanwhile).
+                [_, CancelReason::ConditionFailed { .. }, ..] => {
+                    Err(CommandError::NotFound("connection"))
+                }
+                other => Err(crate::idempotency::unexpected(other)),
+            },
+            Committed::Done(outcome) => Ok(outcome),
         }
     }
 

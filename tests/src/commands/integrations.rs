@@ -1,14 +1,15 @@
 //! Integrations and environment command specifications: OAuth connect with single-use
 //! state, signed webhooks recorded once, disconnect, and the environment cache.
 
-use super::{WEBHOOK_SECRET, World, assert_invalid, items_of, row_of};
-use crate::faults::ConflictOnce;
+use super::{Held, WEBHOOK_SECRET, World, assert_invalid, items_of, row_of};
+use crate::faults::{ConflictOnce, writes_sort_key};
 use commands::CommandError;
 use commands::integrations::{SandboxProvider, WebhookPayload, sign};
 use events_schema::Context;
 use events_schema::events::integrations::{ProviderWorkout, WearableWorkoutReceived};
 use events_schema::ids::UserId;
 use infra::Store;
+use infra::observed::Row;
 use infra::store::now_epoch_seconds;
 use serde_json::json;
 use std::sync::Arc;
@@ -283,6 +284,40 @@ pub async fn signed_webhooks_are_recorded_once(store: Arc<dyn Store>) {
         matches!(unknown, Err(CommandError::NotFound("connection"))),
         "{unknown:?}"
     );
+}
+
+/// A webhook held at the store while its account disconnects in another process: the
+/// provider user no longer routes to the account when the delivery commits, so nothing
+/// is published there, as if it had come after the disconnect.
+pub async fn a_webhook_racing_a_disconnect_publishes_nothing_to_the_account(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let pu = provider_user();
+    world.connect_as(&pu).await.expect("connects");
+    let body = webhook_body(&pu, "d-racing", run_w1());
+    let at_delivery = |row: &Row<'_>| writes_sort_key(row, "DELIVERY#", "");
+    let held = Held::start(&store, at_delivery, move |w| async move {
+        w.receive_signed(&body, now_epoch_seconds()).await
+    })
+    .await;
+    let other = World::in_another_process(store.clone()).as_user(world.meta.user.clone());
+    let disconnected = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        other.integrations.disconnect(&other.meta, "sandbox"),
+    )
+    .await
+    .expect("the disconnect does not wait for the held delivery");
+    disconnected.expect("disconnects");
+    let delivered = held.release().await;
+    assert!(
+        matches!(delivered, Err(CommandError::NotFound("connection"))),
+        "{delivered:?}"
+    );
+    assert_eq!(
+        world.event_types(Context::Integrations).await,
+        vec!["ProviderConnected", "ProviderDisconnected"],
+        "nothing published to the disconnected account"
+    );
+    assert_eq!(world.count(Context::Integrations, "DELIVERY#").await, 0);
 }
 
 /// A disconnect keeps the connection as disconnected (its version orders what comes
