@@ -449,7 +449,7 @@ struct Client {
 }
 
 /// Attributes of storage rows that no response may show: keys, index keys, versions,
-/// tombstones, TTLs and projector bookkeeping.
+/// tombstones, TTLs, credentials, sessions and projector bookkeeping.
 fn storage_attribute(name: &str) -> bool {
     matches!(
         name,
@@ -469,6 +469,7 @@ fn storage_attribute(name: &str) -> bool {
             | "hwm"
             | "password_hash"
             | "secret_hash"
+            | "latest_session"
             | "current_period_rank"
             | "progress_rev"
     ) || name.ends_with("_version")

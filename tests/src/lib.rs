@@ -47,7 +47,7 @@ macro_rules! commands_suite {
             sessions_cancelled_as_a_conflict_go_through_on_the_next_attempt,
             a_refresh_token_presented_twice_at_once_ends_its_session,
             a_sign_in_whose_credentials_changed_before_its_session_is_refused,
-            a_session_started_while_the_password_changes_ends_with_the_others,
+            a_session_started_while_the_password_or_email_changes_ends_with_the_others,
             profile_changes_cancelled_as_a_conflict_commit_on_the_next_attempt,
             register_repeated_with_the_same_key_returns_the_same_user,
             register_rejects_invalid_input_naming_the_field,

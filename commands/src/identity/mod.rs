@@ -214,6 +214,20 @@ impl IdentityCommands {
         meta: &CommandMeta,
         input: Register,
     ) -> Result<Outcome<UserId>, CommandError> {
+        let signed_up = self.sign_up(meta, input).await?;
+        Ok(Outcome {
+            value: signed_up.value.user,
+            replayed: signed_up.replayed,
+        })
+    }
+
+    /// [`Self::register`], answering who signed up with the credentials they proved,
+    /// for their first session (a keyed retry proves the password again).
+    pub async fn sign_up(
+        &self,
+        meta: &CommandMeta,
+        input: Register,
+    ) -> Result<Outcome<SignedIn>, CommandError> {
         let valid = sign_up(&input)?;
         let user = UserId::generate();
         let password_hash = password::hash(input.password.clone()).await?;
@@ -243,7 +257,7 @@ impl IdentityCommands {
             &record_pk,
             &fingerprint,
             actions,
-            user,
+            user.clone(),
         );
         let outcome = match committed.await? {
             Committed::Cancelled(reasons)
@@ -260,7 +274,7 @@ impl IdentityCommands {
                 .confirm_retry(&email, outcome.value, input.password)
                 .await;
         }
-        Ok(outcome)
+        Ok(Outcome::new(SignedIn::proved(&profile)))
     }
 
     /// The account an earlier sign-up with this key created, if it still has this email
@@ -270,7 +284,7 @@ impl IdentityCommands {
         email: &str,
         user: UserId,
         password: String,
-    ) -> Result<Outcome<UserId>, CommandError> {
+    ) -> Result<Outcome<SignedIn>, CommandError> {
         let profile = match self.profile(&user).await {
             Ok(profile) => profile,
             Err(CommandError::NotFound(_)) => return Err(CommandError::EmailTaken),
@@ -279,10 +293,10 @@ impl IdentityCommands {
         if profile.email != email || profile.status != AccountStatus::Active {
             return Err(CommandError::EmailTaken);
         }
-        if !password::verify(password, profile.password_hash).await? {
+        if !password::verify(password, profile.password_hash.clone()).await? {
             return Err(CommandError::EmailTaken);
         }
-        Ok(Outcome::replayed(user))
+        Ok(Outcome::replayed(SignedIn::proved(&profile)))
     }
 
     /// Whether `user` asked for their account's deletion (from the request on: the
@@ -291,8 +305,7 @@ impl IdentityCommands {
         Ok(self.table.get(&Key::tombstone(user), true).await?.is_some())
     }
 
-    /// The user whose email and password these are. One index query.
-    /// Checks `email` and `password`: who signed in, with the credentials they proved (a
+    /// Checks `email` and `password` (one index query): who signed in, with the credentials they proved (a
     /// session starts on them only while they are still the account's).
     pub async fn login(&self, email: &str, password: &str) -> Result<SignedIn, CommandError> {
         let email =

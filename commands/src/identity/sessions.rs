@@ -50,48 +50,37 @@ impl RefreshToken {
     }
 }
 
-/// Who signed in, and the credentials they proved: a session starts on them only while
-/// they are still the account's, so a sign-in that checked a password (or an email)
-/// changed before its session commits is refused.
+/// Who signed in (or signed up), and the credentials they proved: a session starts on
+/// them only while they are still the account's, so a sign-in that checked a password
+/// (or an email) changed before its session commits is refused.
 #[derive(Debug, Clone)]
 pub struct SignedIn {
     pub user: UserId,
-    /// The password hash and email the sign-in was checked against (kept out of
-    /// `Debug`, so out of logs); `None` for an account its caller has just registered.
-    proved: Option<(Secret, Secret)>,
+    /// The password hash the sign-in was checked against (or the sign-up wrote), kept
+    /// out of `Debug` and so out of logs.
+    password_hash: Secret,
+    /// The email it was checked against.
+    email: Secret,
 }
 
 impl SignedIn {
     /// Signed in to `profile`, with the credentials it holds.
     pub(super) fn proved(profile: &Profile) -> Self {
-        let proved = (
-            Secret::new(&profile.password_hash),
-            Secret::new(&profile.email),
-        );
         Self {
             user: profile.user_id.clone(),
-            proved: Some(proved),
+            password_hash: Secret::new(&profile.password_hash),
+            email: Secret::new(&profile.email),
         }
     }
 
-    /// The account its caller has just registered (with the credentials it chose: no
-    /// one else can have changed them yet).
-    pub fn registered(user: UserId) -> Self {
-        Self { user, proved: None }
-    }
-
-    /// The condition on the profile for a session to start: the account is active and,
-    /// for a sign-in, still has the credentials it was signed in with.
+    /// The condition on the profile for a session to start: the account is active and
+    /// still has the credentials it was signed in with.
     fn still_holds(&self) -> Condition {
-        let active = Condition::AttributeEquals("status".into(), json!(AccountStatus::Active));
-        match &self.proved {
-            None => active,
-            Some((password_hash, email)) => Condition::All(vec![
-                active,
-                Condition::AttributeEquals("password_hash".into(), json!(password_hash.expose())),
-                Condition::AttributeEquals("email".into(), json!(email.expose())),
-            ]),
-        }
+        Condition::All(vec![
+            Condition::AttributeEquals("status".into(), json!(AccountStatus::Active)),
+            Condition::AttributeEquals("password_hash".into(), json!(self.password_hash.expose())),
+            Condition::AttributeEquals("email".into(), json!(self.email.expose())),
+        ])
     }
 }
 
@@ -533,24 +522,18 @@ mod tests {
         );
         assert_eq!(item["expires_at"], 1_000);
         // The profile marks it the latest session, while the account is active and
-        // still has the password and email the sign-in checked;
+        // still has the password and email the sign-in checked.
         let latest = |condition: Condition| Action::Update {
             key: profile_key(&user),
             update: Update::default().set("latest_session", session.to_string()),
             condition: Some(condition),
         };
-        let active = Condition::AttributeEquals("status".into(), json!("active"));
         let held = Condition::All(vec![
-            active.clone(),
+            Condition::AttributeEquals("status".into(), json!("active")),
             Condition::AttributeEquals("password_hash".into(), json!("argon2-hash")),
             Condition::AttributeEquals("email".into(), json!("ana@example.com")),
         ]);
         assert_eq!(actions[1], latest(held));
-        // after a sign-up, while the account is active.
-        let registered = SignedIn::registered(user.clone());
-        let actions =
-            starting(&registered, &session, &secret, now, 1_000, vec![]).expect("actions");
-        assert_eq!(actions[1], latest(active));
     }
 
     #[test]
@@ -559,7 +542,7 @@ mod tests {
         let existing = sessions(&user, MAX_SESSIONS + 1);
         let now = at("2026-03-02T08:00:00.000Z");
         let actions = starting(
-            &SignedIn::registered(user.clone()),
+            &SignedIn::proved(&profile(&user, "argon2-hash", None)),
             &SessionId::generate(),
             &fresh_secret(),
             now,

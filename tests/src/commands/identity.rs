@@ -2,7 +2,7 @@
 
 use super::{Held, World, assert_invalid, row_of, value, with_retry};
 use crate::faults::{ConflictOnce, writes_sort_key};
-use commands::identity::{Register, SignedIn, UpdateProfile};
+use commands::identity::{Register, UpdateProfile};
 use commands::{CommandError, Outcome};
 use events_schema::Context;
 use events_schema::events::identity::{ProfileUpdated, Units, UserRegistered};
@@ -199,10 +199,13 @@ pub async fn sessions_cancelled_as_a_conflict_go_through_on_the_next_attempt(
 /// too, and only signing in again goes on.
 pub async fn a_refresh_token_presented_twice_at_once_ends_its_session(store: Arc<dyn Store>) {
     let world = World::new(store.clone());
-    let user = value(register(&world, &unique_email()).await);
+    let email = unique_email();
+    value(register(&world, &email).await);
+    let signed_in = world.identity.login(&email, PASSWORD).await;
+    let signed_in = signed_in.expect("signs in");
     let token = world
         .identity
-        .start_session(&SignedIn::registered(user.clone()))
+        .start_session(&signed_in)
         .await
         .expect("signed in");
     let at_session = |row: &Row<'_>| writes_sort_key(row, "SESSION#", "secret_hash");
@@ -230,10 +233,7 @@ pub async fn a_refresh_token_presented_twice_at_once_ends_its_session(store: Arc
         matches!(after, Err(CommandError::InvalidSession)),
         "the session ended with the reuse: {after:?}"
     );
-    let again = world
-        .identity
-        .start_session(&SignedIn::registered(user.clone()))
-        .await;
+    let again = world.identity.start_session(&signed_in).await;
     again.expect("signing in again starts a new session");
 }
 
@@ -260,6 +260,7 @@ pub async fn a_sign_in_whose_credentials_changed_before_its_session_is_refused(
         matches!(refused, Err(CommandError::InvalidCredentials)),
         "{refused:?}"
     );
+    assert!(sessions().await.is_empty(), "no session was written");
     // checked against the email, which then changes:
     let proved = me.identity.login(&email, "a new horse battery").await;
     let proved = proved.expect("signs in with the new password");
@@ -270,28 +271,25 @@ pub async fn a_sign_in_whose_credentials_changed_before_its_session_is_refused(
         matches!(refused, Err(CommandError::InvalidCredentials)),
         "{refused:?}"
     );
-    assert!(sessions().await.is_empty(), "no session was written");
 }
 
-/// A password change held at the store while another process signs in with the old
-/// password and starts a session: that session started after the change read the
-/// sessions to end, so the change, finding a session newer than its read, reads again
-/// and ends it too: its refresh token is refused.
-pub async fn a_session_started_while_the_password_changes_ends_with_the_others(
-    store: Arc<dyn Store>,
-) {
+/// A change that ends every session (`change`, held at the store at its profile write,
+/// which `paused` matches) while another process signs in with the credentials as
+/// they still are: that session started after the change read the sessions to end, so
+/// the change, finding a session newer than its read, reads again and ends it too.
+async fn a_session_started_meanwhile_ends_with<Fut>(
+    store: &Arc<dyn Store>,
+    paused: fn(&Row<'_>) -> bool,
+    change: impl FnOnce(Arc<World>, commands::CommandMeta) -> Fut,
+) where
+    Fut: Future<Output = Result<(), CommandError>> + Send + 'static,
+{
     let world = World::new(store.clone());
     let email = unique_email();
     let user = value(register(&world, &email).await);
-    let at_password = |row: &Row<'_>| writes_sort_key(row, "PROFILE", "password_hash");
-    let changing = user.clone();
-    let held = Held::start(&store, at_password, move |world| async move {
-        let meta = commands::CommandMeta::new(changing);
-        let new = "a new horse battery";
-        world.identity.change_password(&meta, PASSWORD, new).await
-    })
-    .await;
-    // Meanwhile another process signs in with the password as it still is.
+    let meta = commands::CommandMeta::new(user.clone());
+    let held = Held::start(store, paused, move |world| change(world, meta)).await;
+    // Meanwhile another process signs in with the credentials as they still are.
     let other = World::in_another_process(store.clone());
     let started = tokio::time::timeout(std::time::Duration::from_secs(30), async {
         let proved = other.identity.login(&email, PASSWORD).await?;
@@ -300,17 +298,31 @@ pub async fn a_session_started_while_the_password_changes_ends_with_the_others(
     .await
     .expect("the sign-in does not wait for the held change");
     let token = started.expect("a session starts before the change commits");
-    held.release().await.expect("the password changes");
+    held.release().await.expect("the change commits");
     let refreshed = other.identity.refresh_session(token.expose()).await;
     assert!(
         matches!(refreshed, Err(CommandError::InvalidSession)),
         "the session started meanwhile ended with the change: {refreshed:?}"
     );
-    let old = login(&world, &email).await;
-    assert!(
-        matches!(old, Err(CommandError::InvalidCredentials)),
-        "{old:?}"
-    );
+}
+
+/// A password change and an email change, each racing a sign-in from another process
+/// ([`a_session_started_meanwhile_ends_with`]).
+pub async fn a_session_started_while_the_password_or_email_changes_ends_with_the_others(
+    store: Arc<dyn Store>,
+) {
+    let at_password = |row: &Row<'_>| writes_sort_key(row, "PROFILE", "password_hash");
+    a_session_started_meanwhile_ends_with(&store, at_password, |world, meta| async move {
+        let new = "a new horse battery";
+        world.identity.change_password(&meta, PASSWORD, new).await
+    })
+    .await;
+    let at_email = |row: &Row<'_>| writes_sort_key(row, "PROFILE", "email");
+    a_session_started_meanwhile_ends_with(&store, at_email, |world, meta| async move {
+        let moved = world.identity.change_email(&meta, &unique_email()).await;
+        moved.map(|_| ())
+    })
+    .await;
 }
 
 /// A profile update and an email change whose transaction is cancelled as a conflict

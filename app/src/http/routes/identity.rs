@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use commands::CommandMeta;
-use commands::identity::{RefreshToken, Register, SignedIn};
+use commands::identity::{RefreshToken, Register};
 use events_schema::events::identity::Units;
 use events_schema::ids::UserId;
 use serde::{Deserialize, Serialize};
@@ -138,10 +138,9 @@ pub async fn register(
         timezone: body.timezone,
         units: body.units.unwrap_or_default(),
     };
-    let user = state.api.identity.register(&meta, input).await?.value;
-    let signed_up = SignedIn::registered(user.clone());
+    let signed_up = state.api.identity.sign_up(&meta, input).await?.value;
     let session = state.api.identity.start_session(&signed_up).await?;
-    let reply = reply(&state, user, Some(&timezone), session)?;
+    let reply = reply(&state, signed_up.user, Some(&timezone), session)?;
     Ok((
         StatusCode::CREATED,
         [(axum::http::header::LOCATION, "/v1/me/profile")],
