@@ -14,7 +14,8 @@
 //!   `IntegrationCommands` is `Handlers<Integrations, Arc<Providers>>`).
 //! - [`outbox`], [`idempotency`], `optimistic` (the one read-decide-commit-retry loop),
 //!   `items`, `validate`, `retry`: the shared mechanics;
-//!   [`serial`]: one writer per user inside a process; [`password`]: argon2 on a bounded pool.
+//!   [`serial`]: one writer per user inside a process; [`password`]: argon2 on a bounded pool;
+//!   [`secret`]: a value kept out of logs.
 //! - [`identity`], [`nutrition`], [`activity`], [`sleep`], [`goals`], [`integrations`],
 //!   [`environment`]: the contexts.
 //! - `external_sync`: the idempotent "sync by external id" write shared by activity
@@ -38,6 +39,7 @@ pub(crate) mod optimistic;
 pub mod outbox;
 pub mod password;
 pub(crate) mod retry;
+pub mod secret;
 pub mod serial;
 pub mod sleep;
 pub(crate) mod validate;

@@ -10,6 +10,7 @@ use crate::items::{from_item, to_item};
 use crate::meta::{CommandMeta, Outcome};
 use crate::optimistic::{self, Attempt};
 use crate::outbox::{envelope, event_action};
+use crate::secret::Secret;
 use crate::{CommandError, password, validate};
 use events_schema::envelope::EventEnvelope;
 use events_schema::events::identity::{
@@ -41,7 +42,8 @@ pub struct Profile {
     pub display_name: String,
     pub timezone: String,
     pub units: Units,
-    pub password_hash: String,
+    /// The argon2 hash (kept out of `Debug`).
+    pub password_hash: Secret,
     pub status: AccountStatus,
     pub version: u64,
     /// The id of the session started last: a change that ends every session commits
@@ -174,7 +176,7 @@ impl SignUp {
             display_name: self.display_name,
             timezone: self.timezone,
             units: self.units,
-            password_hash,
+            password_hash: Secret::new(password_hash),
             status: AccountStatus::Active,
             version: 1,
             latest_session: None,
@@ -293,7 +295,8 @@ impl IdentityCommands {
         if profile.email != email || profile.status != AccountStatus::Active {
             return Err(CommandError::EmailTaken);
         }
-        if !password::verify(password, profile.password_hash.clone()).await? {
+        let hash = profile.password_hash.expose().to_owned();
+        if !password::verify(password, hash).await? {
             return Err(CommandError::EmailTaken);
         }
         Ok(Outcome::replayed(SignedIn::proved(&profile)))
@@ -319,7 +322,8 @@ impl IdentityCommands {
             return Err(CommandError::InvalidCredentials);
         };
         let profile: Profile = from_item(item)?;
-        if !password::verify(password.to_owned(), profile.password_hash.clone()).await? {
+        let hash = profile.password_hash.expose().to_owned();
+        if !password::verify(password.to_owned(), hash).await? {
             return Err(CommandError::InvalidCredentials);
         }
         if profile.status != AccountStatus::Active {
@@ -599,7 +603,7 @@ mod tests {
             display_name: "Ana".into(),
             timezone: "Europe/Paris".into(),
             units: Units::Metric,
-            password_hash: "argon2-hash".into(),
+            password_hash: Secret::new("argon2-hash"),
             status: AccountStatus::Active,
             version,
             latest_session: Some("S1".into()),
@@ -814,6 +818,11 @@ mod tests {
             ..profile(&user, "ana@example.com", 1)
         };
         assert_eq!(opened, never_signed_in);
+        let shown = format!("{opened:?}");
+        assert!(
+            !shown.contains("argon2-hash"),
+            "the hash stays out of logs: {shown}"
+        );
         assert_eq!(
             actions,
             vec![

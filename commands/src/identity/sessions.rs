@@ -13,9 +13,9 @@
 
 use super::{AccountStatus, IdentityCommands, Profile, profile_key};
 use crate::idempotency;
-use crate::integrations::Secret;
 use crate::items::to_item;
 use crate::optimistic::{self, Attempt};
+use crate::secret::Secret;
 use crate::{CommandError, password};
 use events_schema::events::identity::PasswordChanged;
 use events_schema::ids::{SessionId, UserId};
@@ -68,7 +68,7 @@ impl SignedIn {
     pub(super) fn proved(profile: &Profile) -> Self {
         Self {
             user: profile.user_id.clone(),
-            password_hash: Secret::new(&profile.password_hash),
+            password_hash: profile.password_hash.clone(),
             email: Secret::new(&profile.email),
         }
     }
@@ -408,7 +408,8 @@ impl IdentityCommands {
             .map_err(|_| CommandError::invalid("new_password", "must be 10 to 256 characters"))?;
         let _writer = self.writers.user(&meta.user).await;
         let profile = self.profile(&meta.user).await?;
-        if !password::verify(current.to_owned(), profile.password_hash.clone()).await? {
+        let hash = profile.password_hash.expose().to_owned();
+        if !password::verify(current.to_owned(), hash).await? {
             return Err(CommandError::invalid(
                 "current_password",
                 "does not match the account's password",
@@ -457,7 +458,7 @@ mod tests {
             display_name: "Ana".into(),
             timezone: "Europe/Paris".into(),
             units: events_schema::events::identity::Units::Metric,
-            password_hash: password_hash.into(),
+            password_hash: Secret::new(password_hash),
             status: AccountStatus::Active,
             version: 2,
             latest_session: latest_session.map(str::to_owned),

@@ -13,8 +13,9 @@ mod provider;
 mod sandbox;
 mod webhook;
 
+pub use crate::secret::Secret;
 pub use oauth::ConnectStarted;
-pub use provider::{ProviderGrant, Providers, Secret, WearableProvider};
+pub use provider::{ProviderGrant, Providers, WearableProvider};
 pub use sandbox::SandboxProvider;
 pub use webhook::{SIGNATURE_TOLERANCE_SECONDS, WebhookPayload, sign};
 

@@ -2,32 +2,11 @@
 //! code exchange, the webhook signing secret), and the registry of configured providers.
 
 use crate::CommandError;
+use crate::secret::Secret;
 use async_trait::async_trait;
 use events_schema::ids::ProviderName;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// A secret value: shown as `***` by `Debug`, so it never reaches a log.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("***")
-    }
-}
 
 /// What a code exchange grants. The tokens are not stored: data arrives by signed
 /// webhooks, and a token kept at rest is a secret to lose.

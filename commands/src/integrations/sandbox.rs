@@ -4,8 +4,9 @@
 //! by `.<anything>` to make another single-use code for the same provider user (as the
 //! provider would issue on a second authorization).
 
-use super::provider::{ProviderGrant, Secret, WearableProvider};
+use super::provider::{ProviderGrant, WearableProvider};
 use crate::CommandError;
+use crate::secret::Secret;
 use async_trait::async_trait;
 use events_schema::ids::ProviderName;
 use sha2::{Digest, Sha256};

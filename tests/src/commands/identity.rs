@@ -74,7 +74,7 @@ pub async fn register_writes_profile_reservation_and_event(store: Arc<dyn Store>
         .value;
     let profile = world.identity.profile(&user).await.expect("profile");
     assert_eq!(profile.email, email, "email is trimmed and lowercased");
-    assert_ne!(profile.password_hash, PASSWORD);
+    assert_ne!(profile.password_hash.expose(), PASSWORD);
     let reservation = row_of(
         &*store,
         Context::Identity,
