@@ -98,7 +98,7 @@ macro_rules! commands_suite {
             oauth_connect_uses_a_single_use_state,
             an_expired_state_cannot_complete,
             signed_webhooks_are_recorded_once,
-            a_webhook_racing_a_disconnect_publishes_nothing_to_the_account,
+            a_webhook_racing_a_disconnect_goes_where_its_provider_user_routes_at_commit,
             a_disconnect_cancelled_as_a_conflict_commits_on_the_next_attempt,
             a_connect_and_a_webhook_cancelled_as_a_conflict_go_through_on_the_next_attempt,
             disconnect_removes_the_connection_once,

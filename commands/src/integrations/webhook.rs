@@ -10,7 +10,7 @@ use crate::CommandError;
 use crate::idempotency::Committed;
 use crate::items::to_item;
 use crate::meta::{CommandMeta, Outcome};
-use crate::optimistic;
+use crate::optimistic::{self, Attempt};
 use crate::outbox::{envelope, event_action};
 use events_schema::events::integrations::{
     ProviderSleep, ProviderWorkout, WearableSleepReceived, WearableWorkoutReceived,
@@ -104,50 +104,71 @@ impl IntegrationCommands {
         )?;
         let delivered = parse_delivery(body)?;
         let count = delivered.count;
-        let (user, timezone) = self
-            .connected_user(provider.name(), &delivered.payload.provider_user_id)
-            .await?;
-        let pointer = provider_user_key(provider.name(), &delivered.payload.provider_user_id)?;
-        // Published only while the provider user still routes to this account: a
-        // disconnect committing meanwhile wins, as if the delivery came after it.
+        optimistic::run!({
+            let (user, timezone) = self
+                .connected_user(provider.name(), &delivered.payload.provider_user_id)
+                .await?;
+            let meta = CommandMeta::new(user);
+            let actions = self.delivery(&meta, provider.name(), &delivered, timezone)?;
+            let (pk, request) = (meta.user_pk(), json!({}));
+            let committed = optimistic::commit_through_conflicts(
+                &self.table,
+                &meta,
+                &pk,
+                &request,
+                actions,
+                count,
+            );
+            match committed.await? {
+                Committed::Done(outcome) => Ok(Attempt::Done(outcome)),
+                Committed::Cancelled(reasons) => match reasons.as_slice() {
+                    // The delivery is recorded already: a provider's retry.
+                    [CancelReason::ConditionFailed { .. }, ..] => {
+                        Ok(Attempt::Done(Outcome::replayed(count)))
+                    }
+                    // The provider user no longer routes to the account read (it was
+                    // disconnected, or connected to another, meanwhile): read again
+                    // where it routes now.
+                    [_, CancelReason::ConditionFailed { .. }, ..] => Ok(Attempt::LostRace),
+                    other => Err(crate::idempotency::unexpected(other)),
+                },
+            }
+        })
+    }
+
+    /// What `delivered` writes in the partition of `meta`'s account, connected as its
+    /// provider user: its record (see [`publication`]); a check that the provider user
+    /// still routes there (a disconnect committing meanwhile wins, as if the delivery
+    /// came after it); an event per workout and per sleep session.
+    fn delivery(
+        &self,
+        meta: &CommandMeta,
+        provider: &ProviderName,
+        delivered: &Delivered,
+        timezone: Option<String>,
+    ) -> Result<Vec<Action>, CommandError> {
         let still_routed = Action::Check {
-            key: pointer,
-            condition: Condition::AttributeEquals("user_id".into(), json!(user)),
+            key: provider_user_key(provider, &delivered.payload.provider_user_id)?,
+            condition: Condition::AttributeEquals("user_id".into(), json!(meta.user)),
         };
-        let meta = CommandMeta::new(user);
         let pk = meta.user_pk();
-        let publication =
-            publication(&pk, provider.name(), &delivered, timezone, self.clock.now())?;
+        let publication = publication(&pk, provider, delivered, timezone, self.clock.now())?;
         let mut actions = vec![publication.record, still_routed];
         for received in &publication.workouts {
             let at = received.workout.started_at;
             actions.push(event_action(
                 &pk,
-                &envelope(&meta, &self.clock, at, received)?,
+                &envelope(meta, &self.clock, at, received)?,
             )?);
         }
         for received in &publication.sleep {
             let at = received.sleep.start;
             actions.push(event_action(
                 &pk,
-                &envelope(&meta, &self.clock, at, received)?,
+                &envelope(meta, &self.clock, at, received)?,
             )?);
         }
-        let request = json!({});
-        let committed =
-            optimistic::commit_through_conflicts(&self.table, &meta, &pk, &request, actions, count);
-        match committed.await? {
-            Committed::Cancelled(reasons) => match reasons.as_slice() {
-                // The delivery is recorded already: a provider's retry.
-                [CancelReason::ConditionFailed { .. }, ..] => Ok(Outcome::replayed(count)),
-                // The provider user no longer routes here (disconnected meanwhile).
-                [_, CancelReason::ConditionFailed { .. }, ..] => {
-                    Err(CommandError::NotFound("connection"))
-                }
-                other => Err(crate::idempotency::unexpected(other)),
-            },
-            Committed::Done(outcome) => Ok(outcome),
-        }
+        Ok(actions)
     }
 
     /// The account connected as `provider_user_id` of `provider`, and the timezone it

@@ -3,8 +3,8 @@
 
 use super::{Held, WEBHOOK_SECRET, World, assert_invalid, items_of, row_of};
 use crate::faults::{ConflictOnce, writes_sort_key};
-use commands::CommandError;
 use commands::integrations::{SandboxProvider, WebhookPayload, sign};
+use commands::{CommandError, Outcome};
 use events_schema::Context;
 use events_schema::events::integrations::{ProviderWorkout, WearableWorkoutReceived};
 use events_schema::ids::UserId;
@@ -286,20 +286,29 @@ pub async fn signed_webhooks_are_recorded_once(store: Arc<dyn Store>) {
     );
 }
 
-/// A webhook held at the store while its account disconnects in another process: the
-/// provider user no longer routes to the account when the delivery commits, so nothing
-/// is published there, as if it had come after the disconnect.
-pub async fn a_webhook_racing_a_disconnect_publishes_nothing_to_the_account(store: Arc<dyn Store>) {
-    let world = World::new(store.clone());
-    let pu = provider_user();
-    world.connect_as(&pu).await.expect("connects");
-    let body = webhook_body(&pu, "d-racing", run_w1());
+/// A delivery to `pu` with id `id`, received by a world of its own, held at the store
+/// at its record until [`Held::release`].
+async fn held_delivery(store: &Arc<dyn Store>, pu: &str, id: &str) -> Held<Outcome<usize>> {
+    let body = webhook_body(pu, id, run_w1());
     let at_delivery = |row: &Row<'_>| writes_sort_key(row, "DELIVERY#", "");
-    let held = Held::start(&store, at_delivery, move |w| async move {
+    Held::start(store, at_delivery, move |w| async move {
         w.receive_signed(&body, now_epoch_seconds()).await
     })
-    .await;
-    let other = World::in_another_process(store.clone()).as_user(world.meta.user.clone());
+    .await
+}
+
+/// A webhook held at the store while its account disconnects in another process: the
+/// provider user no longer routes to the account when the delivery commits, so nothing
+/// is published there, as if it had come after the disconnect; and when another
+/// account connects as that provider user meanwhile, the delivery goes to it.
+pub async fn a_webhook_racing_a_disconnect_goes_where_its_provider_user_routes_at_commit(
+    store: Arc<dyn Store>,
+) {
+    let ana = World::new(store.clone());
+    let pu = provider_user();
+    ana.connect_as(&pu).await.expect("connects");
+    let held = held_delivery(&store, &pu, "d-racing").await;
+    let other = World::in_another_process(store.clone()).as_user(ana.meta.user.clone());
     let disconnected = tokio::time::timeout(
         std::time::Duration::from_secs(30),
         other.integrations.disconnect(&other.meta, "sandbox"),
@@ -312,12 +321,33 @@ pub async fn a_webhook_racing_a_disconnect_publishes_nothing_to_the_account(stor
         matches!(delivered, Err(CommandError::NotFound("connection"))),
         "{delivered:?}"
     );
+    let connection_events = vec!["ProviderConnected", "ProviderDisconnected"];
     assert_eq!(
-        world.event_types(Context::Integrations).await,
-        vec!["ProviderConnected", "ProviderDisconnected"],
+        ana.event_types(Context::Integrations).await,
+        connection_events,
         "nothing published to the disconnected account"
     );
-    assert_eq!(world.count(Context::Integrations, "DELIVERY#").await, 0);
+    assert_eq!(ana.count(Context::Integrations, "DELIVERY#").await, 0);
+
+    // Ana connects again; while a delivery for her is held, she disconnects and the
+    // provider user connects to Bob.
+    ana.connect_as(&format!("{pu}.again"))
+        .await
+        .expect("reconnects");
+    let held = held_delivery(&store, &pu, "d-moved").await;
+    let disconnected = other.integrations.disconnect(&other.meta, "sandbox").await;
+    disconnected.expect("disconnects again");
+    let bob = World::in_another_process(store.clone());
+    let connected = bob.connect_as(&format!("{pu}.bob")).await;
+    assert_eq!(connected.expect("bob connects"), bob.meta.user);
+    let delivered = held.release().await.expect("delivered to bob");
+    assert!(!delivered.replayed);
+    assert_eq!(
+        bob.event_types(Context::Integrations).await,
+        vec!["ProviderConnected", "WearableWorkoutReceived"]
+    );
+    let twice = [connection_events.clone(), connection_events].concat();
+    assert_eq!(ana.event_types(Context::Integrations).await, twice);
 }
 
 /// A disconnect keeps the connection as disconnected (its version orders what comes
