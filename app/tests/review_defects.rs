@@ -255,6 +255,33 @@ fn password_guessing_is_throttled_with_retry_after() {
     assert!(limited, "registration is throttled per client address");
 }
 
+/// A stolen access token could guess the password through `POST /v1/me/password` at the
+/// per-user request rate (50 a second), where a sign-in allows 10 tries a minute.
+#[test]
+fn password_guessing_through_a_password_change_is_throttled_like_a_sign_in() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let server = serve(&dir, &[]);
+    let ana = support::register(&server.address, "ana@example.com");
+    let guess = json!({"current_password": "not the password",
+                       "new_password": "taken over by a thief"});
+    let mut statuses = Vec::new();
+    for _ in 0..40 {
+        let (status, body) = ana.call("POST", "/v1/me/password", Some(guess.clone()), &[]);
+        assert!(status == 422 || status == 429, "{status} {body}");
+        statuses.push(status);
+        if status == 429 {
+            assert_eq!(body["error"]["code"], "rate_limited", "{body}");
+            break;
+        }
+    }
+    // Ten tries a minute, one more every six seconds: a slow run may see one or two.
+    let guesses = statuses.iter().filter(|s| **s == 422).count();
+    assert!(
+        statuses.last() == Some(&429) && (10..=12).contains(&guesses),
+        "about ten wrong guesses, then throttled: {statuses:?}"
+    );
+}
+
 /// Defect 11, the OAuth callback: an unauthenticated route, limited per address.
 #[test]
 fn oauth_callbacks_are_throttled_per_address() {

@@ -2,7 +2,8 @@
 //! - authenticated requests, per user (the token's subject);
 //! - the unauthenticated routes (register, login, the OAuth callback), per client
 //!   address, and login and register also per account (the normalized email), so a
-//!   password can be guessed neither quickly from one address nor from many at once;
+//!   password can be guessed neither quickly from one address nor from many at once
+//!   (a password change checks the current password: per account too);
 //! - provider webhooks, per client address, with a higher allowance (providers send in
 //!   bursts from few addresses).
 //!
@@ -114,6 +115,14 @@ impl Limits {
     /// normalizes it).
     pub fn account(&self, email: &str) -> Result<(), ApiError> {
         self.per_account.check(&email.trim().to_lowercase())
+    }
+
+    /// A password check on a signed-in account (changing the password proves the
+    /// current one): it counts against the account's sign-in allowance, so a stolen
+    /// access token cannot guess the password faster than a sign-in could. Keyed by the
+    /// user's id, which no normalized email equals (it has no `@`).
+    pub fn password_check(&self, user: &str) -> Result<(), ApiError> {
+        self.per_account.check(&user.to_owned())
     }
 
     pub fn webhook(&self, client: ClientAddress) -> Result<(), ApiError> {

@@ -167,6 +167,7 @@ pub async fn change_password(
     headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<PasswordChange>,
 ) -> Result<StatusCode, ApiError> {
+    state.api.limits.password_check(caller.user.as_str())?;
     let mut meta = commands::CommandMeta::new(caller.user.clone());
     meta.correlation_id = crate::http::request_log::request_id(&headers);
     state
