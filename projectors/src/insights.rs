@@ -37,7 +37,7 @@ fn marker(pk: &str, day: Day) -> impl Fn(&serde_json::Map<String, Value>) -> Ite
             json!({"day": day, "meals": meals, "active_minutes": active_minutes, "sleep_minutes": sleep_minutes}),
         );
         // In the index only while the day has activity.
-        if meals + active_minutes + sleep_minutes > 0 {
+        if had_data(&item) {
             item.insert("active_day_pk".into(), json!(format!("DAY#{day}")));
             item.insert("active_day_sk".into(), json!(pk));
         }
@@ -122,6 +122,14 @@ impl Projector for InsightsFromSleep {
 
 /// A readiness score from a week of markers: sleep against 8 h a night and activity
 /// against 30 min a day, each half of the score, capped at 100.
+/// Whether a day's marker still counts anything: a marker stays when what it counted
+/// is deleted or moves to another day, with zero totals.
+fn had_data(marker: &Item) -> bool {
+    ["meals", "active_minutes", "sleep_minutes"]
+        .iter()
+        .any(|total| marker.get(*total).and_then(Value::as_u64).unwrap_or(0) > 0)
+}
+
 pub fn readiness_score(markers: &[Item]) -> u64 {
     let sum = |name: &str| {
         markers
@@ -169,7 +177,8 @@ pub async fn nightly_readiness(
             let row = ReadinessRow {
                 day,
                 score: readiness_score(&week),
-                days_with_data: u64::try_from(week.len()).unwrap_or(u64::MAX),
+                days_with_data: u64::try_from(week.iter().filter(|m| had_data(m)).count())
+                    .unwrap_or(u64::MAX),
             };
             let mut item = object(serde_json::to_value(&row).map_err(|e| {
                 StoreError::Backend(format!("a readiness row does not serialize: {e}"))

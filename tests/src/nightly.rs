@@ -67,6 +67,11 @@ pub async fn check(backend: TestBackend) {
         .record_workout(&ben.meta, run("2026-03-07T07:00:00.000Z", "UTC"))
         .await
         .expect("ben's run");
+    // A meal Ana logs on the 8th and deletes: that day has no data left.
+    let oats = crate::commands::nutrition::meal("2026-03-08T08:00:00.000Z", "300", "10");
+    let eaten = ana.log_meal(oats).await;
+    let deleted = ana.nutrition.delete_meal(&ana.meta, &eaten).await;
+    deleted.expect("the meal is deleted");
     let committed = capture.observer().take();
     deliver(0, &capture, Delivery::InOrder, committed).await;
 
@@ -98,7 +103,8 @@ pub async fn check(backend: TestBackend) {
         .expect("Ana is scored");
     assert_eq!(score.day, tenth);
     // One run of 60 min (of 7 x 30) and one night of 480 min (of 7 x 480), each half
-    // of the score: 60*50/210 + 480*50/3360 = 14 + 7.
+    // of the score: 60*50/210 + 480*50/3360 = 14 + 7; two days with data (the 8th, its
+    // only meal deleted, has none).
     assert_eq!((score.score, score.days_with_data), (21, 2), "{score:?}");
     assert_eq!(
         insights
