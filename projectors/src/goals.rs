@@ -11,11 +11,13 @@
 //!   what they did, and reading it at delivery time would make progress depend on when
 //!   an event happened to be applied.
 //!
-//! Every change of a goal's progress goes through one compare-and-set on the goal item's
+//! Every recompute of a goal's progress ends in one compare-and-set on the goal item's
 //! `progress_rev`: the goal is read first, then the facts, then the write applies only if
-//! no other worker changed that goal's progress in between (else it reads again). The
-//! `GoalProgressed` event of a change is named by that revision, so it is unique per
-//! change and commits with it.
+//! no other worker recomputed that goal's progress in between (else it reads again). A
+//! recompute that finds nothing to change moves the revision on all the same, so a
+//! worker holding older facts cannot commit them after it. The `GoalProgressed` event
+//! of a change is named by that revision, so it is unique per change and commits with
+//! it.
 
 use crate::facts::{meal_days, sleep_of, totals_row, workout_of};
 use crate::projector::{ProjectionError, Projector, event_types, subscription, user_pk};
@@ -165,6 +167,15 @@ fn progress_event(
     Ok(event)
 }
 
+/// The compare-and-set on a goal read as `state`: it still exists, at the revision read.
+fn revision_guard(state: &GoalState) -> Condition {
+    let revision = match state.revision {
+        Some(rev) => Condition::AttributeEquals(PROGRESS_REV.into(), rev.into()),
+        None => Condition::AttributeNotExists(PROGRESS_REV.into()),
+    };
+    Condition::All(vec![Condition::ItemExists, revision])
+}
+
 impl GoalRows {
     pub fn new(table: Table<contexts::Goals>) -> Self {
         Self { table }
@@ -255,10 +266,19 @@ impl GoalRows {
                 .filter(|row| !is_tombstone(row))
                 .map(|row| decimal_of(&row, &["value"]))
                 .unwrap_or_default();
-            if previous == value {
-                return Ok(());
-            }
             let revision = state.revision.unwrap_or(0) + 1;
+            if previous == value {
+                // Nothing to change; but a worker that read older facts may be about to
+                // commit them: moving the revision on fails its compare-and-set, so it
+                // reads again.
+                let moved_on = Update::default().set(PROGRESS_REV, revision);
+                let guard = Some(revision_guard(&state));
+                match self.table.update(&goal_key, moved_on, guard).await {
+                    Ok(_) => return Ok(()),
+                    Err(StoreError::ConditionFailed { .. }) => continue,
+                    Err(e) => return Err(e.into()),
+                }
+            }
             let current = self.current_after(pk, &state, start, value).await?;
             let actions = self.change(pk, &state, (start, previous, value), revision, current)?;
             match self.table.transact(actions).await {
@@ -350,10 +370,6 @@ impl GoalRows {
             }
             Current::Keep => {}
         }
-        let guard = match state.revision {
-            Some(rev) => Condition::AttributeEquals(PROGRESS_REV.into(), rev.into()),
-            None => Condition::AttributeNotExists(PROGRESS_REV.into()),
-        };
         let key = progress_key(pk, goal, start)?;
         // A period back to zero has no row: which rows exist is then a function of the
         // facts alone (the goal's revision, not the row, orders the changes).
@@ -388,7 +404,7 @@ impl GoalRows {
             Action::Update {
                 key: Key::new(pk, SortKey::Goal(goal.goal_id.clone()).to_string()),
                 update,
-                condition: Some(Condition::All(vec![Condition::ItemExists, guard])),
+                condition: Some(revision_guard(state)),
             },
             row,
             Action::Put {

@@ -202,6 +202,7 @@ macro_rules! regressions_suite {
             an_erased_users_redelivered_event_sweeps_what_a_crash_left,
             an_unreadable_stored_pointer_is_an_internal_error,
             a_stale_progress_recompute_never_lands_last,
+            a_recompute_with_nothing_to_change_still_stops_a_stale_one,
             a_stale_daily_activity_recompute_never_lands_last,
             a_provider_identity_belongs_to_one_account_at_a_time,
             erasing_an_account_never_deletes_anothers_pointer,

@@ -290,6 +290,29 @@ pub async fn a_stale_progress_recompute_never_lands_last(store: Arc<dyn Store>) 
     assert_eq!(values, vec![&json!("30")], "{progress:?}");
 }
 
+/// A recompute that found nothing to change wrote nothing, so a worker that had read
+/// older facts could still commit them: a meal logged (30 g to 50 g) and deleted again
+/// (back to 30 g), the deletion's worker finding progress already at 30 while the
+/// logging's worker, held with 50 read, committed after it: progress said 50 g of a
+/// day whose facts say 30 g.
+pub async fn a_recompute_with_nothing_to_change_still_stops_a_stale_one(store: Arc<dyn Store>) {
+    let world = on_the_day(&store);
+    world.create_goal(protein_goal()).await;
+    world.log_meal(from_json(meal("Eggs", "30"))).await;
+    let eaten = world.log_meal(from_json(meal("Shake", "20"))).await;
+    let deleted = world.nutrition.delete_meal(&world.meta, &eaten).await;
+    deleted.expect("the shake is deleted");
+    let events = events_of(&*store, Context::Nutrition, &world.meta.user).await;
+    deliver(&store, &["goals-from-nutrition"], &events[..1]).await;
+    deliver_interleaved(&store, "goals-from-nutrition", &events[1..], |a| {
+        writes_sort_key(a, "PROGRESS#", "")
+    })
+    .await;
+    let progress = items_of(&*store, Context::Goals, &world.pk(), "PROGRESS#").await;
+    let values: Vec<&Value> = progress.iter().map(|r| &r["value"]).collect();
+    assert_eq!(values, vec![&json!("30")], "{progress:?}");
+}
+
 /// Defect 8, dashboard: the day's activity group recomputed from workout rows, written
 /// without a condition.
 pub async fn a_stale_daily_activity_recompute_never_lands_last(store: Arc<dyn Store>) {
