@@ -288,12 +288,22 @@ fn new_training_block(input: &StartTrainingBlock) -> Result<TrainingBlockStarted
     if !(1..=52).contains(&input.weeks) {
         return Err(CommandError::invalid("weeks", "must be 1 to 52"));
     }
-    Ok(TrainingBlockStarted {
+    let started = TrainingBlockStarted {
         training_block_id: TrainingBlockId::generate(),
         start_day: input.start_day,
         weeks: input.weeks,
         focus,
-    })
+    };
+    // A day is written `YYYY-MM-DD`: a block ending after 9999 could not be read back.
+    let planned = (input.start_day.date())
+        .checked_add_days(chrono::Days::new(u64::from(input.weeks) * 7 - 1));
+    if planned.is_none_or(|last| chrono::Datelike::year(&last) > 9999) {
+        return Err(CommandError::invalid(
+            "start_day",
+            "the block would end after 9999-12-31",
+        ));
+    }
+    Ok(started)
 }
 
 /// Ending the block stored as `item` under `key` on `ended_on`: the write (only if it
@@ -421,6 +431,15 @@ mod tests {
             let error = new_training_block(&input).expect_err("invalid");
             assert!(error.to_string().contains(field), "{error} names {field}");
         }
+        // A block must end by 9999-12-31, the last day a `YYYY-MM-DD` can name.
+        let late = |from: &str, weeks| StartTrainingBlock {
+            start_day: day(from),
+            ..start(weeks, "base")
+        };
+        let last_week = new_training_block(&late("9999-12-25", 1)).expect("ends on the 31st");
+        assert_eq!(last_week.planned_last_day(), day("9999-12-31"));
+        let error = new_training_block(&late("9999-12-26", 1)).expect_err("ends in 10000");
+        assert!(error.to_string().contains("start_day"), "{error}");
     }
 
     #[test]

@@ -67,6 +67,14 @@ impl EnvironmentProvider for SandboxEnvironment {
 /// Readings stay cached for an hour after the hour they describe.
 const CACHE_SECONDS_AFTER_HOUR: i64 = 3600;
 
+/// When a reading of `hour` cached at `now` (epoch seconds) expires: an hour after the
+/// hour, and never later than that counted from now, so a reading asked for a far
+/// future hour does not stay for ever.
+fn cache_expiry(hour: Hour, now: i64) -> i64 {
+    let after_the_hour = hour.start().timestamp() + 3600 + CACHE_SECONDS_AFTER_HOUR;
+    after_the_hour.min(now.saturating_add(3600 + CACHE_SECONDS_AFTER_HOUR))
+}
+
 /// A geohash: 1 to 12 characters of the geohash base32 alphabet.
 pub fn geohash(raw: &str) -> Result<Geohash, CommandError> {
     const ALPHABET: &str = "0123456789bcdefghjkmnpqrstuvwxyz";
@@ -114,7 +122,7 @@ impl EnvironmentCommands {
         }
         let reading = fetch.await?;
         let mut item = to_item(&key, &reading)?;
-        let expires_at = hour.start().timestamp() + 3600 + CACHE_SECONDS_AFTER_HOUR;
+        let expires_at = cache_expiry(hour, infra::store::now_epoch_seconds());
         item.insert("expires_at".into(), expires_at.into());
         // Concurrent misses write the same deterministic-per-hour row; last one wins.
         self.table.put(item, None).await?;
@@ -145,5 +153,32 @@ impl EnvironmentCommands {
             self.provider.air(&cell, hour),
         )
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hour(raw: &str) -> Hour {
+        let at = events_schema::time::Timestamp::parse(raw).expect("timestamp");
+        Hour::containing(at.datetime())
+    }
+
+    #[test]
+    fn a_cached_reading_expires_an_hour_after_its_hour_and_never_later_from_now() {
+        let now = hour("2026-03-02T08:30:00.000Z").start().timestamp() + 1800;
+        // Given the hour now: cached until an hour after it ends;
+        let current = hour("2026-03-02T08:30:00.000Z");
+        assert_eq!(
+            cache_expiry(current, now),
+            current.start().timestamp() + 7200
+        );
+        // a past hour: until an hour after it ended (the store's TTL sweeps it);
+        let past = hour("2026-03-01T08:00:00.000Z");
+        assert_eq!(cache_expiry(past, now), past.start().timestamp() + 7200);
+        // a far future hour (asked for by anyone): two hours from now at most.
+        let far = hour("9000-01-01T00:00:00.000Z");
+        assert_eq!(cache_expiry(far, now), now + 7200);
     }
 }
