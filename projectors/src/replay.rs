@@ -361,18 +361,30 @@ impl Run {
         Key::new(format!("REPLAY#{}", subscription.name()), scope)
     }
 
+    /// Where the group stopped, if every subscription of it stopped at the same place:
+    /// a checkpoint that only some hold (left by a replay of one subscription, or an
+    /// interrupted save) is no group's, and the group starts from the beginning (its
+    /// projections take events again without harm).
     async fn checkpoint(&self) -> Result<Option<Checkpoint>, StoreError> {
-        let Some(first) = self.group.first() else {
-            return Ok(None);
-        };
-        let key = Self::checkpoint_key(&**first, self.user.as_ref());
-        let item = self.store.get(first.target(), &key, true).await?;
-        Ok(item.map(|item| Checkpoint {
-            cursor: item
+        let mut agreed: Option<(Option<String>, bool)> = None;
+        for subscription in &self.group {
+            let key = Self::checkpoint_key(&**subscription, self.user.as_ref());
+            let Some(item) = self.store.get(subscription.target(), &key, true).await? else {
+                return Ok(None);
+            };
+            let cursor = item
                 .get("cursor")
                 .and_then(Value::as_str)
-                .map(Cursor::from_text),
-            done: item.get("done").and_then(Value::as_bool).unwrap_or(false),
+                .map(str::to_owned);
+            let done = item.get("done").and_then(Value::as_bool).unwrap_or(false);
+            match &agreed {
+                Some(first) if *first != (cursor.clone(), done) => return Ok(None),
+                _ => agreed = Some((cursor, done)),
+            }
+        }
+        Ok(agreed.map(|(cursor, done)| Checkpoint {
+            cursor: cursor.as_deref().map(Cursor::from_text),
+            done,
         }))
     }
 

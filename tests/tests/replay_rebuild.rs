@@ -201,49 +201,13 @@ impl projectors::replay::Progress for StopAfter {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_interrupted_replay_resumes_where_it_stopped() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let source = Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
-    let source_store: Arc<dyn Store> = source.clone();
-    workload::generate(source_store.clone(), 30, 8).await;
-    let commanded = snapshot(&*source_store).await;
-    let stores: Vec<(tempfile::TempDir, Arc<EmbeddedStore>)> = (0..2)
-        .map(|_| {
-            let dir = tempfile::tempdir().expect("tempdir");
-            let store = Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
-            (dir, store)
-        })
-        .collect();
-    for (_, store) in &stores {
-        copy(&commanded, &**store).await;
-    }
+    let stores = two_copies_of_a_workload().await;
     let (interrupted, whole): (Arc<dyn Store>, Arc<dyn Store>) =
         (stores[0].1.clone(), stores[1].1.clone());
 
     // Interrupted after two batches of 50 events...
-    let (stop, mut stopped) = tokio::sync::mpsc::unbounded_channel();
-    let first = Arc::new(StopAfter {
-        after: 2,
-        batches: Default::default(),
-        events: Default::default(),
-        stop,
-    });
-    let mut task = {
-        let (store, first) = (interrupted.clone(), first.clone());
-        tokio::spawn(async move {
-            let subscriptions = projectors::registry::projections(store.clone());
-            let incremental = projectors::replay::Mode::Incremental;
-            projectors::replay::replay_with(store, &subscriptions, None, &*first, 50, incremental)
-                .await
-        })
-    };
-    tokio::select! {
-        _ = stopped.recv() => {
-            task.abort();
-            // Wait for the abort to take effect before replaying on the same store.
-            let _ = (&mut task).await;
-        }
-        done = &mut task => panic!("the replay ended before it was interrupted: {done:?}"),
-    }
+    let subscriptions = projectors::registry::projections(interrupted.clone());
+    let first_run = interrupt(&interrupted, subscriptions, 2).await;
     // ...then run again: it resumes from its checkpoint instead of starting over.
     let resumed = projectors::replay::replay_with(
         interrupted.clone(),
@@ -263,7 +227,6 @@ async fn an_interrupted_replay_resumes_where_it_stopped() {
     )
     .await
     .expect("whole replay");
-    let first_run = first.events.load(std::sync::atomic::Ordering::SeqCst);
     assert!(
         first_run > 0,
         "the first run applied events before it was stopped"
@@ -288,8 +251,119 @@ async fn an_interrupted_replay_resumes_where_it_stopped() {
     for (key, row) in &a {
         assert_eq!(Some(row), b.get(key), "{key:?} differs");
     }
-    source.close();
     for (_, store) in &stores {
         store.close();
     }
+}
+
+/// `vitals replay <one subscription>` interrupted leaves that subscription's checkpoint;
+/// a later replay of all must not read it as the checkpoint of the whole group that
+/// subscription shares a source with (the others would then miss the events before it):
+/// it leaves the rows a replay from scratch leaves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_single_subscriptions_interrupted_replay_does_not_steer_a_replay_of_all() {
+    let stores = two_copies_of_a_workload().await;
+    let (steered, whole): (Arc<dyn Store>, Arc<dyn Store>) =
+        (stores[0].1.clone(), stores[1].1.clone());
+    let incremental = projectors::replay::Mode::Incremental;
+
+    // The first of nutrition's consumers (the one whose checkpoint a group would read),
+    // replayed alone and stopped after one batch.
+    let all = projectors::registry::projections(steered.clone());
+    let first_consumer = all
+        .iter()
+        .find(|p| p.source() == Context::Nutrition && p.target() != Context::Nutrition)
+        .expect("a consumer of nutrition")
+        .clone();
+    interrupt(&steered, vec![first_consumer], 1).await;
+    let steering = snapshot(&*steered).await;
+    assert!(
+        steering.keys().any(|(_, pk, _)| pk.starts_with("REPLAY#")),
+        "the interrupted replay left its checkpoint"
+    );
+
+    // Then every subscription, on that store and on a copy that never saw the above.
+    for store in [&steered, &whole] {
+        let subscriptions = projectors::registry::projections(store.clone());
+        let quiet = &projectors::replay::Quiet;
+        projectors::replay::replay_with(
+            store.clone(),
+            &subscriptions,
+            None,
+            quiet,
+            50,
+            incremental,
+        )
+        .await
+        .expect("replay of all");
+    }
+    let (a, b) = (
+        comparable(snapshot(&*steered).await),
+        comparable(snapshot(&*whole).await),
+    );
+    for (key, row) in &b {
+        assert_eq!(a.get(key), Some(row), "{key:?} differs");
+    }
+    assert_eq!(a.len(), b.len());
+    for (_, store) in &stores {
+        store.close();
+    }
+}
+
+/// A workload's commanded items (no projections), copied into two fresh embedded stores.
+async fn two_copies_of_a_workload() -> Vec<(tempfile::TempDir, Arc<EmbeddedStore>)> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let source = Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
+    let source_store: Arc<dyn Store> = source.clone();
+    workload::generate(source_store.clone(), 30, 8).await;
+    let commanded = snapshot(&*source_store).await;
+    source.close();
+    let mut stores = Vec::new();
+    for _ in 0..2 {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
+        copy(&commanded, &*store).await;
+        stores.push((dir, store));
+    }
+    stores
+}
+
+/// Replays `subscriptions` on `store` in batches of 50 events and stops it after
+/// `batches` of them (waiting until it has stopped); the events it applied.
+async fn interrupt(
+    store: &Arc<dyn Store>,
+    subscriptions: Vec<Arc<dyn projectors::projector::Projector>>,
+    batches: u64,
+) -> u64 {
+    let (stop, mut stopped) = tokio::sync::mpsc::unbounded_channel();
+    let progress = Arc::new(StopAfter {
+        after: batches,
+        batches: Default::default(),
+        events: Default::default(),
+        stop,
+    });
+    let mut task = {
+        let (store, progress) = (store.clone(), progress.clone());
+        tokio::spawn(async move {
+            let incremental = projectors::replay::Mode::Incremental;
+            projectors::replay::replay_with(
+                store,
+                &subscriptions,
+                None,
+                &*progress,
+                50,
+                incremental,
+            )
+            .await
+        })
+    };
+    tokio::select! {
+        _ = stopped.recv() => {
+            task.abort();
+            // Wait for the abort to take effect before replaying on the same store.
+            let _ = (&mut task).await;
+        }
+        done = &mut task => panic!("the replay ended before it was interrupted: {done:?}"),
+    }
+    progress.events.load(std::sync::atomic::Ordering::SeqCst)
 }
