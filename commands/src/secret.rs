@@ -1,5 +1,5 @@
 //! `Secret`: a value kept out of `Debug`, so out of logs and panics: a provider's
-//! tokens and signing secret, a password hash.
+//! tokens and signing secret, a password or its hash, a refresh token as sent.
 
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +15,18 @@ impl Secret {
 
     pub fn expose(&self) -> &str {
         &self.0
+    }
+}
+
+impl From<String> for Secret {
+    fn from(value: String) -> Self {
+        Self(value)
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(value: &str) -> Self {
+        Self(value.to_owned())
     }
 }
 

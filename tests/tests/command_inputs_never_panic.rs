@@ -172,7 +172,7 @@ proptest! {
             acceptable(w.goals.create_goal(&w.meta, CreateGoal { kind, target, title, timezone: None }).await);
             acceptable(w.goals.change_status(&w.meta, &GoalId::generate(), GoalStatus::Paused).await);
             // Registration only hashes a password once every field is valid.
-            let registration = Register { email: email.clone(), password: password.clone(), display_name: name.clone(), timezone: tz.clone(), units: Units::Metric };
+            let registration = Register { email: email.clone(), password: password.clone().into(), display_name: name.clone(), timezone: tz.clone(), units: Units::Metric };
             acceptable(w.identity.register(&w.meta, registration).await);
             acceptable(w.identity.login(&email, &password).await);
             acceptable(w.identity.update_profile(&w.meta, UpdateProfile { display_name: Some(name), timezone: Some(tz), units: None }).await);

@@ -67,7 +67,8 @@ impl Profile {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Register {
     pub email: String,
-    pub password: String,
+    /// Kept out of `Debug`.
+    pub password: Secret,
     pub display_name: String,
     pub timezone: String,
     #[serde(default)]
@@ -149,7 +150,7 @@ struct SignUp {
 /// display name of 1 to 80, a known timezone; an invalid-field error otherwise.
 fn sign_up(input: &Register) -> Result<SignUp, CommandError> {
     let email = validate::email("email", &input.email)?;
-    validate_password(&input.password)?;
+    validate_password(input.password.expose())?;
     let display_name = validate::text("display_name", &input.display_name, 1, 80)?;
     validate::timezone("timezone", &input.timezone)?;
     Ok(SignUp {
@@ -232,7 +233,7 @@ impl IdentityCommands {
     ) -> Result<Outcome<SignedIn>, CommandError> {
         let valid = sign_up(&input)?;
         let user = UserId::generate();
-        let password_hash = password::hash(input.password.clone()).await?;
+        let password_hash = password::hash(input.password.expose().to_owned()).await?;
         let (profile, mut actions) = valid.account(user.clone(), password_hash)?;
         let email = profile.email.clone();
         let meta = CommandMeta {
@@ -273,7 +274,7 @@ impl IdentityCommands {
         // record holds no secret, so it proves nothing on its own.
         if outcome.replayed {
             return self
-                .confirm_retry(&email, outcome.value, input.password)
+                .confirm_retry(&email, outcome.value, input.password.expose().to_owned())
                 .await;
         }
         Ok(Outcome::new(SignedIn::proved(&profile)))
@@ -823,6 +824,11 @@ mod tests {
             !shown.contains("argon2-hash"),
             "the hash stays out of logs: {shown}"
         );
+        let asked = format!("{:?}", ana_signs_up());
+        assert!(
+            !asked.contains("correct horse"),
+            "so does the password: {asked}"
+        );
         assert_eq!(
             actions,
             vec![
@@ -846,7 +852,7 @@ mod tests {
         let cases: [(Spoil, &str); 6] = [
             (|r| r.email = "not an email".into(), "email"),
             (|r| r.password = "short".into(), "password"),
-            (|r| r.password = "x".repeat(257), "password"),
+            (|r| r.password = "x".repeat(257).into(), "password"),
             (|r| r.display_name = String::new(), "display_name"),
             (|r| r.display_name = "x".repeat(81), "display_name"),
             (|r| r.timezone = "Mars/Olympus".into(), "timezone"),

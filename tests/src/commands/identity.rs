@@ -16,7 +16,7 @@ use std::sync::Arc;
 pub(super) fn registration(email: &str) -> Register {
     Register {
         email: email.to_owned(),
-        password: PASSWORD.to_owned(),
+        password: PASSWORD.into(),
         display_name: "Ana".to_owned(),
         timezone: "Europe/Paris".to_owned(),
         units: Units::Metric,

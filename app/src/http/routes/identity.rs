@@ -15,6 +15,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use commands::CommandMeta;
 use commands::identity::{RefreshToken, Register};
+use commands::secret::Secret;
 use events_schema::events::identity::Units;
 use events_schema::ids::UserId;
 use serde::{Deserialize, Serialize};
@@ -79,8 +80,8 @@ pub struct RegisterBody {
     #[schema(example = "ana@example.com", max_length = 254, format = Email)]
     pub email: String,
     /// 10 to 256 characters.
-    #[schema(format = Password, example = "correct horse battery", min_length = 10, max_length = 256)]
-    pub password: String,
+    #[schema(value_type = String, format = Password, example = "correct horse battery", min_length = 10, max_length = 256)]
+    pub password: Secret,
     /// 1 to 80 characters.
     #[schema(
         example = "Ana",
@@ -156,8 +157,8 @@ pub struct Login {
     /// Compared case-insensitively.
     #[schema(example = "ana@example.com")]
     pub email: String,
-    #[schema(format = Password, example = "correct horse battery")]
-    pub password: String,
+    #[schema(value_type = String, format = Password, example = "correct horse battery")]
+    pub password: Secret,
 }
 
 /// Signs in with email and password.
@@ -183,7 +184,7 @@ pub async fn login(
     let proved = state
         .api
         .identity
-        .login(&body.email, &body.password)
+        .login(&body.email, body.password.expose())
         .await?;
     let session = state.api.identity.start_session(&proved).await?;
     Ok(Json(signed_in(&state, proved.user, session).await?))
@@ -193,7 +194,8 @@ pub async fn login(
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RefreshBody {
-    pub refresh_token: String,
+    #[schema(value_type = String)]
+    pub refresh_token: Secret,
 }
 
 /// Exchanges a refresh token for a new access token and a new refresh token.
@@ -220,7 +222,7 @@ pub async fn refresh(
     let (user, next) = state
         .api
         .identity
-        .refresh_session(&body.refresh_token)
+        .refresh_session(body.refresh_token.expose())
         .await?;
     Ok(Json(signed_in(&state, user, next).await?))
 }
@@ -244,6 +246,10 @@ pub async fn logout(
     ApiJson(body): ApiJson<RefreshBody>,
 ) -> Result<StatusCode, ApiError> {
     state.api.limits.unauthenticated(client)?;
-    state.api.identity.end_session(&body.refresh_token).await?;
+    state
+        .api
+        .identity
+        .end_session(body.refresh_token.expose())
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

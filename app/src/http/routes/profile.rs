@@ -140,11 +140,11 @@ pub async fn patch_profile(
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PasswordChange {
-    #[schema(format = Password)]
-    pub current_password: String,
+    #[schema(value_type = String, format = Password)]
+    pub current_password: commands::secret::Secret,
     /// 10 to 256 characters.
-    #[schema(format = Password, min_length = 10, max_length = 256)]
-    pub new_password: String,
+    #[schema(value_type = String, format = Password, min_length = 10, max_length = 256)]
+    pub new_password: commands::secret::Secret,
 }
 
 /// Changes the password; every session (refresh token) ends with it.
@@ -173,7 +173,11 @@ pub async fn change_password(
     state
         .api
         .identity
-        .change_password(&meta, &body.current_password, &body.new_password)
+        .change_password(
+            &meta,
+            body.current_password.expose(),
+            body.new_password.expose(),
+        )
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
