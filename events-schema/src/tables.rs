@@ -99,7 +99,8 @@ const BY_STATUS: GsiDef = GsiDef {
                          jobs) in one Query, without reading progress rows",
         expected_volume: "one query per app open and per progress recomputation",
         projected_cost: "goal items only (a handful per user): one replicated write per goal \
-                         change; progress and projection rows are never in it",
+                         change and per recompute of its progress (its revision moves); \
+                         progress and projection rows are never in it",
     },
 };
 

@@ -267,20 +267,20 @@ impl GoalRows {
                 .map(|row| decimal_of(&row, &["value"]))
                 .unwrap_or_default();
             let revision = state.revision.unwrap_or(0) + 1;
-            if previous == value {
+            let actions = if previous == value {
                 // Nothing to change; but a worker that read older facts may be about to
                 // commit them: moving the revision on fails its compare-and-set, so it
-                // reads again.
-                let moved_on = Update::default().set(PROGRESS_REV, revision);
-                let guard = Some(revision_guard(&state));
-                match self.table.update(&goal_key, moved_on, guard).await {
-                    Ok(_) => return Ok(()),
-                    Err(StoreError::ConditionFailed { .. }) => continue,
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            let current = self.current_after(pk, &state, start, value).await?;
-            let actions = self.change(pk, &state, (start, previous, value), revision, current)?;
+                // reads again. (A transaction of one write: a conflict with another
+                // worker's transaction is then a cancellation, read like the change's.)
+                vec![Action::Update {
+                    key: goal_key.clone(),
+                    update: Update::default().set(PROGRESS_REV, revision),
+                    condition: Some(revision_guard(&state)),
+                }]
+            } else {
+                let current = self.current_after(pk, &state, start, value).await?;
+                self.change(pk, &state, (start, previous, value), revision, current)?
+            };
             match self.table.transact(actions).await {
                 Ok(()) => return Ok(()),
                 // Another worker changed this goal's progress: read again.

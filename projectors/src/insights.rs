@@ -120,8 +120,6 @@ impl Projector for InsightsFromSleep {
     }
 }
 
-/// A readiness score from a week of markers: sleep against 8 h a night and activity
-/// against 30 min a day, each half of the score, capped at 100.
 /// Whether a day's marker still counts anything: a marker stays when what it counted
 /// is deleted or moves to another day, with zero totals.
 fn had_data(marker: &Item) -> bool {
@@ -130,6 +128,8 @@ fn had_data(marker: &Item) -> bool {
         .any(|total| marker.get(*total).and_then(Value::as_u64).unwrap_or(0) > 0)
 }
 
+/// A readiness score from a week of markers: sleep against 8 h a night and activity
+/// against 30 min a day, each half of the score, capped at 100.
 pub fn readiness_score(markers: &[Item]) -> u64 {
     let sum = |name: &str| {
         markers

@@ -2,7 +2,7 @@
 //! source table, in key order (per user: event-id order, which is time order), applied
 //! through the same projector code as live. Projections are version-guarded, so a
 //! replay running next to the live workers converges with them, and applying an event
-//! twice changes nothing.
+//! twice changes no read row (a goal's `progress_rev` counts recomputes, so it moves).
 //!
 //! Sources are replayed in dependency order (integrations first: the wearable
 //! projections publish activity and sleep events; goals last: its projections publish

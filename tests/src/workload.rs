@@ -1,6 +1,7 @@
 //! A generated workload for whole-system tests: many users, each registering, setting
 //! goals, logging, editing and deleting meals, recording workouts and sleep, through the
-//! real command handlers. Deterministic in shape (counts, days); ids are fresh.
+//! real command handlers, on a clock of their own. Deterministic in shape (counts,
+//! days); ids are fresh.
 
 use crate::commands::World;
 use commands::activity::RecordWorkout;
@@ -10,7 +11,7 @@ use commands::nutrition::{EditMeal, MealInput};
 use commands::sleep::RecordSleep;
 use events_schema::events::goals::GoalKind;
 use events_schema::ids::UserId;
-use events_schema::time::Timestamp;
+use events_schema::time::{Clock, Timestamp};
 use infra::Store;
 use rust_decimal::Decimal;
 use std::sync::Arc;
@@ -32,9 +33,12 @@ fn meal(n: usize, day: usize) -> MealInput {
     }
 }
 
-/// The commands of one user; returns the user.
+/// The commands of one user; returns the user. Its goals are set on 2026-10-31, the eve
+/// of the month its facts fall in, so every fact counts towards a goal (a goal counts
+/// from the day it was set); the rest is done on 2026-11-30.
 async fn user_workload(store: Arc<dyn Store>, u: usize) -> UserId {
-    let world = World::new(store);
+    let clock = Clock::manual(Timestamp::parse("2026-10-31T12:00:00.000Z").expect("time"));
+    let world = World::with_clock(store, clock.clone());
     let meta = world.meta.clone();
     world
         .identity
@@ -69,6 +73,7 @@ async fn user_workload(store: Arc<dyn Store>, u: usize) -> UserId {
             .await
             .expect("goal");
     }
+    clock.set(Timestamp::parse("2026-11-30T12:00:00.000Z").expect("time"));
     let mut meals = Vec::new();
     for n in 0..6 {
         let id = world

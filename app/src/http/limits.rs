@@ -114,15 +114,16 @@ impl Limits {
     /// A sign-in or sign-up attempt for `email` (compared as the identity context
     /// normalizes it).
     pub fn account(&self, email: &str) -> Result<(), ApiError> {
-        self.per_account.check(&email.trim().to_lowercase())
+        self.per_account
+            .check(&format!("email:{}", email.trim().to_lowercase()))
     }
 
     /// A password check on a signed-in account (changing the password proves the
-    /// current one): it counts against the account's sign-in allowance, so a stolen
+    /// current one): an allowance of its own, as small as a sign-in's, so a stolen
     /// access token cannot guess the password faster than a sign-in could. Keyed by the
-    /// user's id, which no normalized email equals (it has no `@`).
+    /// user's id (prefixed, so no email's key can be the same).
     pub fn password_check(&self, user: &str) -> Result<(), ApiError> {
-        self.per_account.check(&user.to_owned())
+        self.per_account.check(&format!("user:{user}"))
     }
 
     pub fn webhook(&self, client: ClientAddress) -> Result<(), ApiError> {

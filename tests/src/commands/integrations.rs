@@ -335,7 +335,12 @@ pub async fn a_webhook_racing_a_disconnect_goes_where_its_provider_user_routes_a
         .await
         .expect("reconnects");
     let held = held_delivery(&store, &pu, "d-moved").await;
-    let disconnected = other.integrations.disconnect(&other.meta, "sandbox").await;
+    let disconnected = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        other.integrations.disconnect(&other.meta, "sandbox"),
+    )
+    .await
+    .expect("the disconnect does not wait for the held delivery");
     disconnected.expect("disconnects again");
     let bob = World::in_another_process(store.clone());
     let connected = bob.connect_as(&format!("{pu}.bob")).await;
