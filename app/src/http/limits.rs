@@ -1,9 +1,11 @@
 //! Rate limits, answered with `429 rate_limited` and a `Retry-After`:
 //! - authenticated requests, per user (the token's subject);
 //! - the unauthenticated routes (register, login, the OAuth callback), per client
-//!   address, and login and register also per account (the normalized email), so a
-//!   password can be guessed neither quickly from one address nor from many at once
-//!   (a password change checks the current password: per account too);
+//!   address, and login and register also per account (the normalized email): from one
+//!   address at the account's rate, from all addresses together at ten times it, so a
+//!   password can be guessed neither quickly from one address nor from many at once,
+//!   and one address spending the account's tries does not lock its owner out (a
+//!   password change checks the current password: per account too);
 //! - provider webhooks, per client address, with a higher allowance (providers send in
 //!   bursts from few addresses).
 //!
@@ -82,9 +84,15 @@ fn non_zero(n: u32) -> NonZeroU32 {
 pub struct Limits {
     per_user: Limiter<String>,
     per_address: Limiter<IpAddr>,
+    /// Sign-in and sign-up tries of one account from one address; password changes.
     per_account: Limiter<String>,
+    /// Sign-in and sign-up tries of one account from every address together.
+    per_account_everywhere: Limiter<String>,
     webhooks: Limiter<IpAddr>,
 }
+
+/// How many times an account's per-address allowance all addresses share.
+const ADDRESSES_SHARE: u32 = 10;
 
 impl std::fmt::Debug for Limits {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -98,6 +106,9 @@ impl Limits {
             per_user: Limiter::new(Quota::per_second(non_zero(settings.user_per_second))),
             per_address: Limiter::new(Quota::per_minute(non_zero(settings.auth_per_minute))),
             per_account: Limiter::new(Quota::per_minute(non_zero(settings.account_per_minute))),
+            per_account_everywhere: Limiter::new(Quota::per_minute(non_zero(
+                settings.account_per_minute.saturating_mul(ADDRESSES_SHARE),
+            ))),
             webhooks: Limiter::new(Quota::per_second(non_zero(settings.webhook_per_second))),
         }
     }
@@ -112,10 +123,12 @@ impl Limits {
     }
 
     /// A sign-in or sign-up attempt for `email` (compared as the identity context
-    /// normalizes it).
-    pub fn account(&self, email: &str) -> Result<(), ApiError> {
+    /// normalizes it) from `client`.
+    pub fn account(&self, email: &str, client: ClientAddress) -> Result<(), ApiError> {
+        let email = email.trim().to_lowercase();
         self.per_account
-            .check(&format!("email:{}", email.trim().to_lowercase()))
+            .check(&format!("email:{email} from:{}", client.0))?;
+        self.per_account_everywhere.check(&email)
     }
 
     /// A password check on a signed-in account (changing the password proves the
@@ -172,13 +185,39 @@ mod tests {
             account_per_minute: 2,
             ..LimitSettings::default()
         });
-        assert!(limits.account("Ana@Example.com").is_ok());
-        assert!(limits.account("ana@example.com ").is_ok());
-        let refused = limits.account("ana@example.com").expect_err("third try");
+        let here = ClientAddress("10.0.0.1".parse().expect("ip"));
+        assert!(limits.account("Ana@Example.com", here).is_ok());
+        assert!(limits.account("ana@example.com ", here).is_ok());
+        let refused = limits
+            .account("ana@example.com", here)
+            .expect_err("third try");
         assert_eq!(refused.status, axum::http::StatusCode::TOO_MANY_REQUESTS);
         let wait = refused.retry_after.expect("Retry-After");
         assert!((1..=60).contains(&wait), "{wait}");
-        assert!(limits.account("bob@example.com").is_ok(), "per account");
+        assert!(
+            limits.account("bob@example.com", here).is_ok(),
+            "per account"
+        );
+    }
+
+    #[test]
+    fn one_address_spending_an_accounts_tries_does_not_lock_out_the_others() {
+        let limits = Limits::new(LimitSettings {
+            account_per_minute: 2,
+            ..LimitSettings::default()
+        });
+        let ip = |n: u8| ClientAddress(IpAddr::V4(Ipv4Addr::new(10, 0, 1, n)));
+        // Given an attacker that spent Ana's tries from one address,
+        assert!(limits.account("ana@example.com", ip(1)).is_ok());
+        assert!(limits.account("ana@example.com", ip(1)).is_ok());
+        assert!(limits.account("ana@example.com", ip(1)).is_err());
+        // Ana signs in from her own;
+        assert!(limits.account("ana@example.com", ip(2)).is_ok());
+        // but many addresses together get ten times one address's tries, no more.
+        let tried = (3..=30)
+            .filter(|n| limits.account("ana@example.com", ip(*n)).is_ok())
+            .count();
+        assert_eq!(tried + 3, 20, "{tried} more from other addresses");
     }
 
     #[test]

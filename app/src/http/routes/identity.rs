@@ -128,7 +128,7 @@ pub async fn register(
     ApiJson(body): ApiJson<RegisterBody>,
 ) -> Result<Response, ApiError> {
     state.api.limits.unauthenticated(client)?;
-    state.api.limits.account(&body.email)?;
+    state.api.limits.account(&body.email, client)?;
     // The account does not exist yet; the command assigns the user id.
     let meta = of_request(CommandMeta::new(UserId::generate()), &headers, "register")?;
     let timezone = body.timezone.clone();
@@ -180,7 +180,7 @@ pub async fn login(
     ApiJson(body): ApiJson<Login>,
 ) -> Result<Json<TokenReply>, ApiError> {
     state.api.limits.unauthenticated(client)?;
-    state.api.limits.account(&body.email)?;
+    state.api.limits.account(&body.email, client)?;
     let proved = state
         .api
         .identity
