@@ -302,6 +302,10 @@ pub struct ApiArgs {
     /// Webhook deliveries per second allowed per client address.
     #[arg(long, env = "VITALS_WEBHOOK_RATE_LIMIT", default_value_t = 100)]
     pub webhook_rate_limit: u32,
+    /// `/healthz`, `/metrics` and `/openapi.json` requests per second allowed per client
+    /// address.
+    #[arg(long, env = "VITALS_OPERATIONS_RATE_LIMIT", default_value_t = 50)]
+    pub operations_rate_limit: u32,
 }
 
 impl ApiArgs {
@@ -311,6 +315,7 @@ impl ApiArgs {
             auth_per_minute: self.auth_rate_limit,
             account_per_minute: self.login_rate_limit,
             webhook_per_second: self.webhook_rate_limit,
+            operations_per_second: self.operations_rate_limit,
         }
     }
 }

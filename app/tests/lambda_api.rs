@@ -102,6 +102,7 @@ async fn api_gateway_events_reach_the_router_and_come_back_as_responses() {
         auth_rate_limit: 100,
         login_rate_limit: 100,
         webhook_rate_limit: 100,
+        operations_rate_limit: 100,
     };
     let storage = vitals::storage::open(&store_args)
         .await

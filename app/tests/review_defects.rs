@@ -282,6 +282,30 @@ fn password_guessing_through_a_password_change_is_throttled_like_a_sign_in() {
     );
 }
 
+/// The operations routes answer without a token, and health and metrics read the store:
+/// limited per address too (here 5 a second, so the test outruns the refill).
+#[test]
+fn operations_routes_are_throttled_per_address() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let server = serve(&dir, &[("VITALS_OPERATIONS_RATE_LIMIT", "5")]);
+    for path in ["/healthz", "/metrics", "/openapi.json"] {
+        let mut statuses = Vec::new();
+        for _ in 0..40 {
+            let (status, headers, body) =
+                support::exchange(&server.address, "GET", path, &[], None);
+            if status == 429 {
+                assert!(headers.contains_key("retry-after"), "{path}: {body}");
+                break;
+            }
+            statuses.push(status);
+        }
+        assert!(
+            statuses.len() < 40 && statuses.iter().all(|s| *s == 200),
+            "{path}: answered, then throttled: {statuses:?}"
+        );
+    }
+}
+
 /// Defect 11, the OAuth callback: an unauthenticated route, limited per address.
 #[test]
 fn oauth_callbacks_are_throttled_per_address() {

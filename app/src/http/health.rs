@@ -1,6 +1,8 @@
 //! `GET /healthz`: the backend's name, the build's version, and whether the store
 //! answers. A failing store is 503 with a generic message; the cause goes to the log.
 
+use super::error::ApiError;
+use super::limits::ClientAddress;
 use super::state::AppState;
 use axum::Json;
 use axum::extract::State;
@@ -28,13 +30,18 @@ pub struct Health {
     tag = "operations",
     responses(
         (status = 200, description = "The store answers.", body = Health),
+        (status = 429, response = super::responses::TooManyRequests),
         (status = 503, description = "The store does not answer; the cause is logged.", body = Health),
     ),
 )]
-pub async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Health>) {
+pub async fn healthz(
+    State(state): State<AppState>,
+    client: ClientAddress,
+) -> Result<(StatusCode, Json<Health>), ApiError> {
+    state.api.limits.operations(client)?;
     let backend = state.store.backend();
     let version = env!("CARGO_PKG_VERSION");
-    match state.store.health().await {
+    Ok(match state.store.health().await {
         Ok(()) => (
             StatusCode::OK,
             Json(Health {
@@ -54,5 +61,5 @@ pub async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Health>
                 }),
             )
         }
-    }
+    })
 }

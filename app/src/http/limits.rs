@@ -7,7 +7,9 @@
 //!   and one address spending the account's tries does not lock its owner out (a
 //!   password change checks the current password: per account too);
 //! - provider webhooks, per client address, with a higher allowance (providers send in
-//!   bursts from few addresses).
+//!   bursts from few addresses);
+//! - the operations routes (`/healthz`, `/metrics`, `/openapi.json`), per client
+//!   address: they answer without a token, and health and metrics read the store.
 //!
 //! The client address is the socket's peer, or behind API Gateway the `sourceIp` of the
 //! request context. Keyed state is pruned as it goes, so a flood of addresses does not
@@ -33,6 +35,9 @@ pub struct LimitSettings {
     pub account_per_minute: u32,
     /// Webhook deliveries per second per client address.
     pub webhook_per_second: u32,
+    /// Operations requests (health, metrics, the OpenAPI document) per second per
+    /// client address.
+    pub operations_per_second: u32,
 }
 
 impl Default for LimitSettings {
@@ -42,6 +47,7 @@ impl Default for LimitSettings {
             auth_per_minute: 30,
             account_per_minute: 10,
             webhook_per_second: 100,
+            operations_per_second: 50,
         }
     }
 }
@@ -89,6 +95,7 @@ pub struct Limits {
     /// Sign-in and sign-up tries of one account from every address together.
     per_account_everywhere: Limiter<String>,
     webhooks: Limiter<IpAddr>,
+    operations: Limiter<IpAddr>,
 }
 
 /// How many times an account's per-address allowance all addresses share.
@@ -110,6 +117,7 @@ impl Limits {
                 settings.account_per_minute.saturating_mul(ADDRESSES_SHARE),
             ))),
             webhooks: Limiter::new(Quota::per_second(non_zero(settings.webhook_per_second))),
+            operations: Limiter::new(Quota::per_second(non_zero(settings.operations_per_second))),
         }
     }
 
@@ -137,6 +145,11 @@ impl Limits {
     /// user's id (prefixed, so no email's key can be the same).
     pub fn password_check(&self, user: &str) -> Result<(), ApiError> {
         self.per_account.check(&format!("user:{user}"))
+    }
+
+    /// A request for the health, the metrics or the OpenAPI document from `client`.
+    pub fn operations(&self, client: ClientAddress) -> Result<(), ApiError> {
+        self.operations.check(&client.0)
     }
 
     pub fn webhook(&self, client: ClientAddress) -> Result<(), ApiError> {

@@ -1,6 +1,7 @@
 //! `GET /metrics`: Prometheus text. Projector counters, lag and dead-letter depth per
 //! subscription when this process runs the workers.
 
+use super::limits::ClientAddress;
 use super::state::AppState;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -16,10 +17,14 @@ use axum::response::{IntoResponse, Response};
     tag = "operations",
     responses(
         (status = 200, description = "Prometheus text exposition format 0.0.4.", body = String, content_type = "text/plain; version=0.0.4"),
+        (status = 429, response = super::responses::TooManyRequests),
         (status = 503, description = "The workers' state could not be read; empty body, the cause is logged."),
     ),
 )]
-pub async fn metrics(State(state): State<AppState>) -> Response {
+pub async fn metrics(State(state): State<AppState>, client: ClientAddress) -> Response {
+    if let Err(limited) = state.api.limits.operations(client) {
+        return limited.into_response();
+    }
     let stats = match &state.pipeline {
         Some(pipeline) => pipeline.stats().await,
         None => Ok(Vec::new()),

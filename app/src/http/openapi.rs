@@ -146,11 +146,21 @@ static DOCUMENT: LazyLock<String> = LazyLock::new(document);
     get,
     path = "/openapi.json",
     tag = "operations",
-    responses((status = 200, description = "The OpenAPI 3.1 document of this API.", body = Object)),
+    responses(
+        (status = 200, description = "The OpenAPI 3.1 document of this API.", body = Object),
+        (status = 429, response = super::responses::TooManyRequests),
+    ),
 )]
-pub async fn openapi_json() -> impl IntoResponse {
+pub async fn openapi_json(
+    axum::extract::State(state): axum::extract::State<super::state::AppState>,
+    client: super::limits::ClientAddress,
+) -> axum::response::Response {
+    if let Err(limited) = state.api.limits.operations(client) {
+        return limited.into_response();
+    }
     (
         [(header::CONTENT_TYPE, "application/json")],
         DOCUMENT.as_str(),
     )
+        .into_response()
 }

@@ -425,6 +425,7 @@ pub fn api(
             auth_per_minute: 100_000,
             account_per_minute: 100_000,
             webhook_per_second: 100_000,
+            operations_per_second: 100_000,
         }),
     ))
 }
