@@ -59,7 +59,7 @@ impl Guarded {
 
     /// Whether the target table holds the user's tombstone. `consistent`: a strongly
     /// consistent read (twice the read units of an eventually consistent one on DynamoDB).
-    async fn erased(&self, tombstone: &Key, consistent: bool) -> Result<bool, StoreError> {
+    async fn holds_tombstone(&self, tombstone: &Key, consistent: bool) -> Result<bool, StoreError> {
         Ok(self
             .store
             .get(self.inner.target(), tombstone, consistent)
@@ -88,6 +88,10 @@ impl Projector for Guarded {
         self.inner.subscription()
     }
 
+    async fn erased(&self, user: &UserId) -> Result<bool, StoreError> {
+        self.holds_tombstone(&Key::tombstone(user), true).await
+    }
+
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let Some(user) = &event.user_id else {
             return self.inner.apply(event).await;
@@ -97,12 +101,12 @@ impl Projector for Guarded {
         // the second look, strongly consistent, is what keeps the guarantee: whatever
         // the event wrote, or whatever error it met, is swept if the user is erased.
         let tombstone = Key::tombstone(user);
-        if self.erased(&tombstone, false).await? {
+        if self.holds_tombstone(&tombstone, false).await? {
             self.sweep(user).await?;
             return Ok(());
         }
         let applied = self.inner.apply(event).await;
-        if self.erased(&tombstone, true).await? {
+        if self.holds_tombstone(&tombstone, true).await? {
             // Erased while this event was applied: whatever it wrote goes, and an error
             // of an erased user's event is not worth a dead letter.
             self.sweep(user).await?;

@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use events_schema::Context;
 use events_schema::envelope::EventEnvelope;
+use events_schema::ids::UserId;
 use infra::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +64,11 @@ pub trait Projector: Send + Sync {
     /// Applies one event. Must converge: applying an event twice, or events in any
     /// order, leaves the same rows. Events it does not use are ignored.
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError>;
+    /// Whether `user` is erased from its target table (a strongly consistent look). Only
+    /// a projection guarded against erased users knows; any other answers no.
+    async fn erased(&self, _user: &UserId) -> Result<bool, StoreError> {
+        Ok(false)
+    }
 }
 
 /// The identity of a subscription inside an `impl Projector`: its name, the context it

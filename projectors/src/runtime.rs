@@ -5,6 +5,7 @@
 
 use crate::projector::{ProjectionError, Projector};
 use events_schema::envelope::EventEnvelope;
+use events_schema::keys::PartitionKey;
 use infra::StoreError;
 use infra::dlq::{DeadLetter, DeadLetterQueue};
 use infra::feed::{ChangeFeed, FeedRecord};
@@ -279,6 +280,20 @@ impl Handler {
             attempts,
         };
         self.dlq.put(&letter).await?;
+        // The user's erasure may have finished between the projection's last look and
+        // this put (its eraser cleared the letters there were then): the letter would
+        // keep their data after "complete".
+        if let Ok(PartitionKey::User(user)) = record.pk.parse()
+            && self.projector.erased(&user).await?
+        {
+            // By partition, not by id: an SQS queue removes by receipt handle only.
+            self.dlq
+                .remove_about(self.projector.name(), &record.pk)
+                .await?;
+            let subscription = self.projector.name();
+            tracing::info!(subscription, "an erased user's dead letter dropped");
+            return Ok(());
+        }
         self.metrics.dead_lettered.fetch_add(1, Ordering::Relaxed);
         tracing::error!(subscription = self.projector.name(), position = %record.position, "record dead-lettered");
         Ok(())

@@ -180,6 +180,20 @@ pub async fn an_older_wearable_payload_never_overwrites_a_newer_one(store: Arc<d
     );
 }
 
+/// `user`'s erasure from the dashboard table, as its eraser does it: the tombstone, then
+/// the drain of their partition.
+async fn erase_from_the_dashboard(store: &Arc<dyn Store>, user: &UserId) {
+    let table = infra::table::Table::<infra::table::contexts::Dashboard>::new(store.clone());
+    let requested =
+        events_schema::time::Timestamp::parse("2026-03-02T10:00:00.000Z").expect("valid");
+    commands::erasure::begin(&table, user, requested)
+        .await
+        .expect("tombstone");
+    commands::erasure::erase(&table, user)
+        .await
+        .expect("drained");
+}
+
 /// Defect 6: a process that died between a projection's write and the guard's second
 /// tombstone check left the row; the redelivered event found the tombstone and returned
 /// without sweeping.
@@ -193,15 +207,7 @@ pub async fn an_erased_users_redelivered_event_sweeps_what_a_crash_left(store: A
         projectors::dashboard::DashboardRows::new(infra::table::Table::new(store.clone())),
     );
     dashboard.apply(&events[0]).await.expect("applies");
-    let table = infra::table::Table::<infra::table::contexts::Dashboard>::new(store.clone());
-    let requested =
-        events_schema::time::Timestamp::parse("2026-03-02T10:00:00.000Z").expect("valid");
-    commands::erasure::begin(&table, &world.meta.user, requested)
-        .await
-        .expect("tombstone");
-    commands::erasure::erase(&table, &world.meta.user)
-        .await
-        .expect("drained");
+    erase_from_the_dashboard(&store, &world.meta.user).await;
     // A late row written after the drain, as the crashed worker's was.
     dashboard.apply(&events[0]).await.expect("applies");
     assert!(
@@ -213,6 +219,60 @@ pub async fn an_erased_users_redelivered_event_sweeps_what_a_crash_left(store: A
     deliver(&store, &["dashboard-from-nutrition"], &events).await;
     let left = items_of(&*store, Context::Dashboard, &world.pk(), "").await;
     assert!(left.is_empty(), "the erased user's rows stay: {left:?}");
+}
+
+/// A dead letter put after the user's erasure finished (the projection's last look saw
+/// no tombstone, then the eraser drained the table and cleared the letters there were,
+/// then the letter landed) kept the erased user's record for ever. The put is held
+/// here while the erasure runs.
+pub async fn a_dead_letter_put_after_the_users_erasure_is_dropped(store: Arc<dyn Store>) {
+    use infra::dlq::{DeadLetterQueue, TableDlq};
+    let world = World::new(store.clone());
+    world.log_meal(from_json(meal("Eggs", "20"))).await;
+    let events = events_of(&*store, Context::Nutrition, &world.meta.user).await;
+    // A version of the event no projector reads: it fails, whatever the retries.
+    let mut poison = events[0].clone();
+    poison.schema_version = 99;
+    let record = infra::feed::FeedRecord {
+        position: "1".into(),
+        table: Context::Nutrition,
+        pk: world.pk(),
+        sk: format!("EVT#{}", poison.event_id),
+        old_image: None,
+        new_image: Some(commands::outbox::event_item(&world.pk(), &poison).expect("item")),
+    };
+    let subscription = "dashboard-from-nutrition";
+    let projector = projectors::registry::find(store.clone(), subscription).expect("found");
+    let at_letter = |row: &Row<'_>| match row {
+        Row::Put { item, .. } => item
+            .get("pk")
+            .and_then(Value::as_str)
+            .is_some_and(|pk| pk.starts_with("DLQ#")),
+        _ => false,
+    };
+    let pausing = Arc::new(gated(store.clone(), at_letter));
+    let letters = Arc::new(TableDlq::new(pausing.clone(), Context::Dashboard));
+    let handler = projectors::runtime::Handler::new(projector, letters);
+    // Meanwhile the user's erasure runs through the dashboard to the end.
+    let erasure = async {
+        erase_from_the_dashboard(&store, &world.meta.user).await;
+        let cleared = TableDlq::new(store.clone(), Context::Dashboard);
+        let removed = cleared.remove_about(subscription, &world.pk()).await;
+        assert_eq!(
+            removed.expect("letters cleared"),
+            0,
+            "the letter is not there yet"
+        );
+    };
+    let handled = async move { handler.handle(&record).await.expect("handled") };
+    interleave(&pausing, handled, erasure).await;
+    let letters = TableDlq::new(store.clone(), Context::Dashboard);
+    let about = letters.count_about(subscription, &world.pk()).await;
+    assert_eq!(
+        about.expect("counted"),
+        0,
+        "no letter of the erased user stays"
+    );
 }
 
 /// Defect 15: internal failures were `Conflict` (409 with internal text).
