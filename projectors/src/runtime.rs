@@ -5,6 +5,7 @@
 
 use crate::projector::{ProjectionError, Projector};
 use events_schema::envelope::EventEnvelope;
+use events_schema::ids::UserId;
 use events_schema::keys::PartitionKey;
 use infra::StoreError;
 use infra::dlq::{DeadLetter, DeadLetterQueue};
@@ -283,20 +284,47 @@ impl Handler {
         // The user's erasure may have finished between the projection's last look and
         // this put (its eraser cleared the letters there were then): the letter would
         // keep their data after "complete".
-        if let Ok(PartitionKey::User(user)) = record.pk.parse()
-            && self.projector.erased(&user).await?
-        {
-            // By partition, not by id: an SQS queue removes by receipt handle only.
-            self.dlq
-                .remove_about(self.projector.name(), &record.pk)
-                .await?;
-            let subscription = self.projector.name();
-            tracing::info!(subscription, "an erased user's dead letter dropped");
-            return Ok(());
+        if let Ok(PartitionKey::User(user)) = record.pk.parse() {
+            match self.drop_if_erased(&user, &record.pk).await {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                // The letter is written: a retry of the record would not come back here
+                // (the projection's first look would find the tombstone), so this is
+                // said, not retried.
+                Err(error) => {
+                    let subscription = self.projector.name();
+                    tracing::warn!(subscription, %error, "could not tell whether a dead letter's user is erased");
+                }
+            }
         }
         self.metrics.dead_lettered.fetch_add(1, Ordering::Relaxed);
         tracing::error!(subscription = self.projector.name(), position = %record.position, "record dead-lettered");
         Ok(())
+    }
+}
+
+impl Handler {
+    /// Removes the letters about `pk` if `user` is erased from the target table; whether
+    /// it removed any. A queue may not show a letter just put at once (SQS short polls), so
+    /// the removal is tried a few times until it finds one.
+    async fn drop_if_erased(&self, user: &UserId, pk: &str) -> Result<bool, StoreError> {
+        if !self.projector.erased(user).await? {
+            return Ok(false);
+        }
+        let subscription = self.projector.name();
+        for attempt in 1..=5u64 {
+            // By partition, not by id: an SQS queue removes by receipt handle only.
+            if self.dlq.remove_about(subscription, pk).await? > 0 {
+                tracing::info!(subscription, "an erased user's dead letter dropped");
+                return Ok(true);
+            }
+            tokio::time::sleep(Duration::from_millis(100 * attempt)).await;
+        }
+        tracing::warn!(
+            subscription,
+            "an erased user's dead letter was not found to drop"
+        );
+        Ok(false)
     }
 }
 

@@ -133,7 +133,9 @@ impl Limits {
     /// A sign-in or sign-up attempt for `email` (compared as the identity context
     /// normalizes it) from `client`.
     pub fn account(&self, email: &str, client: ClientAddress) -> Result<(), ApiError> {
-        let email = email.trim().to_lowercase();
+        // An email is at most 254 characters: a longer key is no account's, and cut
+        // there it cannot make a limiter's keys grow with the request.
+        let email: String = email.trim().to_lowercase().chars().take(254).collect();
         self.per_account
             .check(&format!("email:{email} from:{}", client.0))?;
         self.per_account_everywhere.check(&email)
