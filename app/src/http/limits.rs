@@ -194,12 +194,17 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for ClientAddress {
 mod tests {
     use super::*;
 
-    #[test]
-    fn an_exhausted_allowance_says_when_to_come_back() {
-        let limits = Limits::new(LimitSettings {
+    /// Limits allowing an account two tries a minute.
+    fn two_tries_a_minute() -> Limits {
+        Limits::new(LimitSettings {
             account_per_minute: 2,
             ..LimitSettings::default()
-        });
+        })
+    }
+
+    #[test]
+    fn an_exhausted_allowance_says_when_to_come_back() {
+        let limits = two_tries_a_minute();
         let here = ClientAddress("10.0.0.1".parse().expect("ip"));
         assert!(limits.account("Ana@Example.com", here).is_ok());
         assert!(limits.account("ana@example.com ", here).is_ok());
@@ -217,10 +222,7 @@ mod tests {
 
     #[test]
     fn one_address_spending_an_accounts_tries_does_not_lock_out_the_others() {
-        let limits = Limits::new(LimitSettings {
-            account_per_minute: 2,
-            ..LimitSettings::default()
-        });
+        let limits = two_tries_a_minute();
         let ip = |n: u8| ClientAddress(IpAddr::V4(Ipv4Addr::new(10, 0, 1, n)));
         // Given an attacker that spent Ana's tries from one address,
         assert!(limits.account("ana@example.com", ip(1)).is_ok());

@@ -146,10 +146,7 @@ static DOCUMENT: LazyLock<String> = LazyLock::new(document);
     get,
     path = "/openapi.json",
     tag = "operations",
-    responses(
-        (status = 200, description = "The OpenAPI 3.1 document of this API.", body = Object),
-        (status = 429, response = super::responses::TooManyRequests),
-    ),
+    responses((status = 200, description = "The OpenAPI 3.1 document of this API.", body = Object), (status = 429, response = super::responses::TooManyRequests)),
 )]
 pub async fn openapi_json(
     axum::extract::State(state): axum::extract::State<super::state::AppState>,

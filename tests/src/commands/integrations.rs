@@ -297,6 +297,17 @@ async fn held_delivery(store: &Arc<dyn Store>, pu: &str, id: &str) -> Held<Outco
     .await
 }
 
+/// `world`'s account disconnects from the sandbox while a delivery is held (30 s at most).
+async fn disconnect_meanwhile(world: &World) {
+    let disconnected = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        world.integrations.disconnect(&world.meta, "sandbox"),
+    )
+    .await
+    .expect("the disconnect does not wait for the held delivery");
+    disconnected.expect("disconnects");
+}
+
 /// A webhook held at the store while its account disconnects in another process: the
 /// provider user no longer routes to the account when the delivery commits, so nothing
 /// is published there, as if it had come after the disconnect; and when another
@@ -309,13 +320,7 @@ pub async fn a_webhook_racing_a_disconnect_goes_where_its_provider_user_routes_a
     ana.connect_as(&pu).await.expect("connects");
     let held = held_delivery(&store, &pu, "d-racing").await;
     let other = World::in_another_process(store.clone()).as_user(ana.meta.user.clone());
-    let disconnected = tokio::time::timeout(
-        std::time::Duration::from_secs(30),
-        other.integrations.disconnect(&other.meta, "sandbox"),
-    )
-    .await
-    .expect("the disconnect does not wait for the held delivery");
-    disconnected.expect("disconnects");
+    disconnect_meanwhile(&other).await;
     let delivered = held.release().await;
     assert!(
         matches!(delivered, Err(CommandError::NotFound("connection"))),
@@ -335,13 +340,7 @@ pub async fn a_webhook_racing_a_disconnect_goes_where_its_provider_user_routes_a
         .await
         .expect("reconnects");
     let held = held_delivery(&store, &pu, "d-moved").await;
-    let disconnected = tokio::time::timeout(
-        std::time::Duration::from_secs(30),
-        other.integrations.disconnect(&other.meta, "sandbox"),
-    )
-    .await
-    .expect("the disconnect does not wait for the held delivery");
-    disconnected.expect("disconnects again");
+    disconnect_meanwhile(&other).await;
     let bob = World::in_another_process(store.clone());
     let connected = bob.connect_as(&format!("{pu}.bob")).await;
     assert_eq!(connected.expect("bob connects"), bob.meta.user);
