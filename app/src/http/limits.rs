@@ -12,7 +12,7 @@
 //!   address: they answer without a token, and health and metrics read the store.
 //!
 //! The client address is the socket's peer, or behind API Gateway the `sourceIp` of the
-//! request context. Keyed state is pruned as it goes, so a flood of addresses does not
+//! request context; an IPv6 address counts by its /64 (a host's usual allocation). Keyed state is pruned as it goes, so a flood of addresses does not
 //! grow memory without bound.
 
 use super::error::ApiError;
@@ -127,7 +127,7 @@ impl Limits {
 
     /// An unauthenticated request (register, login, callback) from `client`.
     pub fn unauthenticated(&self, client: ClientAddress) -> Result<(), ApiError> {
-        self.per_address.check(&client.0)
+        self.per_address.check(&client.bucket())
     }
 
     /// A sign-in or sign-up attempt for `email` (compared as the identity context
@@ -137,7 +137,7 @@ impl Limits {
         // there it cannot make a limiter's keys grow with the request.
         let email: String = email.trim().to_lowercase().chars().take(254).collect();
         self.per_account
-            .check(&format!("email:{email} from:{}", client.0))?;
+            .check(&format!("email:{email} from:{}", client.bucket()))?;
         self.per_account_everywhere.check(&email)
     }
 
@@ -151,11 +151,11 @@ impl Limits {
 
     /// A request for the health, the metrics or the OpenAPI document from `client`.
     pub fn operations(&self, client: ClientAddress) -> Result<(), ApiError> {
-        self.operations.check(&client.0)
+        self.operations.check(&client.bucket())
     }
 
     pub fn webhook(&self, client: ClientAddress) -> Result<(), ApiError> {
-        self.webhooks.check(&client.0)
+        self.webhooks.check(&client.bucket())
     }
 }
 
@@ -179,6 +179,21 @@ impl ClientAddress {
                 .and_then(|ip| ip.parse().ok())
                 .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
         )
+    }
+}
+
+impl ClientAddress {
+    /// The address limits count by: an IPv4 address itself, an IPv6 address's /64 (one
+    /// host is usually given a whole /64, so counting its addresses one by one would
+    /// let it take endless allowances).
+    fn bucket(self) -> IpAddr {
+        match self.0 {
+            IpAddr::V4(v4) => IpAddr::V4(v4),
+            IpAddr::V6(v6) => {
+                let prefix = u128::from(v6) & !u128::from(u64::MAX);
+                IpAddr::V6(std::net::Ipv6Addr::from(prefix))
+            }
+        }
     }
 }
 
@@ -235,6 +250,21 @@ mod tests {
             .filter(|n| limits.account("ana@example.com", ip(*n)).is_ok())
             .count();
         assert_eq!(tried + 3, 20, "{tried} more from other addresses");
+    }
+
+    #[test]
+    fn an_ipv6_host_is_counted_by_its_64() {
+        let limits = Limits::new(LimitSettings {
+            auth_per_minute: 1,
+            ..LimitSettings::default()
+        });
+        let at = |ip: &str| ClientAddress(ip.parse().expect("ip"));
+        assert!(limits.unauthenticated(at("2001:db8:1:2::1")).is_ok());
+        // Another address of the same /64 is the same host;
+        let same = limits.unauthenticated(at("2001:db8:1:2:ffff::9"));
+        assert!(same.is_err(), "the /64 has spent its allowance");
+        // another /64 is another.
+        assert!(limits.unauthenticated(at("2001:db8:1:3::1")).is_ok());
     }
 
     #[test]
