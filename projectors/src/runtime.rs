@@ -292,8 +292,11 @@ impl Handler {
                 // (the projection's first look would find the tombstone), so this is
                 // said, not retried.
                 Err(error) => {
-                    let subscription = self.projector.name();
-                    tracing::warn!(subscription, %error, "could not tell whether a dead letter's user is erased");
+                    tracing::warn!(
+                        subscription = self.projector.name(),
+                        %error,
+                        "could not tell whether a dead letter's user is erased"
+                    );
                 }
             }
         }
@@ -301,12 +304,10 @@ impl Handler {
         tracing::error!(subscription = self.projector.name(), position = %record.position, "record dead-lettered");
         Ok(())
     }
-}
 
-impl Handler {
     /// Removes the letters about `pk` if `user` is erased from the target table; whether
-    /// it removed any. A queue may not show a letter just put at once (SQS short polls), so
-    /// the removal is tried a few times until it finds one.
+    /// it removed any. A queue may not show a letter just put at once (SQS short
+    /// polls), so the removal is tried a few times until it finds one.
     async fn drop_if_erased(&self, user: &UserId, pk: &str) -> Result<bool, StoreError> {
         if !self.projector.erased(user).await? {
             return Ok(false);

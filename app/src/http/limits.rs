@@ -12,8 +12,9 @@
 //!   address: they answer without a token, and health and metrics read the store.
 //!
 //! The client address is the socket's peer, or behind API Gateway the `sourceIp` of the
-//! request context; an IPv6 address counts by its /64 (a host's usual allocation). Keyed state is pruned as it goes, so a flood of addresses does not
-//! grow memory without bound.
+//! request context; an IPv6 address counts by its /64 (a host's usual allocation).
+//! Keyed state is pruned as it goes, so a flood of addresses does not grow memory
+//! without bound.
 
 use super::error::ApiError;
 use axum::extract::ConnectInfo;
@@ -180,9 +181,7 @@ impl ClientAddress {
                 .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
         )
     }
-}
 
-impl ClientAddress {
     /// The address limits count by: an IPv4 address itself, an IPv6 address's /64 (one
     /// host is usually given a whole /64, so counting its addresses one by one would
     /// let it take endless allowances).

@@ -1,6 +1,7 @@
 //! `GET /metrics`: Prometheus text. Projector counters, lag and dead-letter depth per
 //! subscription when this process runs the workers.
 
+use super::error::ApiError;
 use super::limits::ClientAddress;
 use super::state::AppState;
 use axum::extract::State;
@@ -21,15 +22,16 @@ use axum::response::{IntoResponse, Response};
         (status = 503, description = "The workers' state could not be read; empty body, the cause is logged."),
     ),
 )]
-pub async fn metrics(State(state): State<AppState>, client: ClientAddress) -> Response {
-    if let Err(limited) = state.api.limits.operations(client) {
-        return limited.into_response();
-    }
+pub async fn metrics(
+    State(state): State<AppState>,
+    client: ClientAddress,
+) -> Result<Response, ApiError> {
+    state.api.limits.operations(client)?;
     let stats = match &state.pipeline {
         Some(pipeline) => pipeline.stats().await,
         None => Ok(Vec::new()),
     };
-    metrics_text(stats, &*state.store)
+    Ok(metrics_text(stats, &*state.store))
 }
 
 /// The answer of `GET /metrics`: a snapshot of the workers (or why there is none), and

@@ -3,8 +3,11 @@
 //! changes what a handler does. `docs/openapi.json` is this document, committed, and a
 //! test fails when the two drift apart.
 
-use super::error::{ErrorBody, ErrorDetail};
+use super::error::{ApiError, ErrorBody, ErrorDetail};
+use super::limits::ClientAddress;
+use super::state::AppState;
 use super::{health, metrics, responses, routes};
+use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use std::sync::LazyLock;
@@ -149,15 +152,12 @@ static DOCUMENT: LazyLock<String> = LazyLock::new(document);
     responses((status = 200, description = "The OpenAPI 3.1 document of this API.", body = Object), (status = 429, response = super::responses::TooManyRequests)),
 )]
 pub async fn openapi_json(
-    axum::extract::State(state): axum::extract::State<super::state::AppState>,
-    client: super::limits::ClientAddress,
-) -> axum::response::Response {
-    if let Err(limited) = state.api.limits.operations(client) {
-        return limited.into_response();
-    }
-    (
+    State(state): State<AppState>,
+    client: ClientAddress,
+) -> Result<impl IntoResponse, ApiError> {
+    state.api.limits.operations(client)?;
+    Ok((
         [(header::CONTENT_TYPE, "application/json")],
         DOCUMENT.as_str(),
-    )
-        .into_response()
+    ))
 }

@@ -2,8 +2,9 @@
 //! signed-in sessions (`sessions`).
 //!
 //! Items: `USER#<id>/PROFILE` (with `email_pk` for the `by-email` index, the argon2
-//! password hash, status, version, the id of the session started last) and the reservation `EMAIL#<email>/EMAIL`, which
-//! commits together with the profile so two accounts can never share an email.
+//! password hash, status, version, the id of the session started last) and the
+//! reservation `EMAIL#<email>/EMAIL`, which commits together with the profile so two
+//! accounts can never share an email.
 
 use crate::idempotency::{self, Committed};
 use crate::items::{from_item, to_item};
@@ -53,6 +54,12 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// Whether `password` is the account's (argon2, on the bounded hashing pool).
+    pub(crate) async fn has_password(&self, password: &str) -> Result<bool, CommandError> {
+        let hash = self.password_hash.expose().to_owned();
+        password::verify(password.to_owned(), hash).await
+    }
+
     pub fn state(&self) -> ProfileState {
         ProfileState {
             email: self.email.clone(),
@@ -296,8 +303,7 @@ impl IdentityCommands {
         if profile.email != email || profile.status != AccountStatus::Active {
             return Err(CommandError::EmailTaken);
         }
-        let hash = profile.password_hash.expose().to_owned();
-        if !password::verify(password, hash).await? {
+        if !profile.has_password(&password).await? {
             return Err(CommandError::EmailTaken);
         }
         Ok(Outcome::replayed(SignedIn::proved(&profile)))
@@ -309,8 +315,9 @@ impl IdentityCommands {
         Ok(self.table.get(&Key::tombstone(user), true).await?.is_some())
     }
 
-    /// Checks `email` and `password` (one index query): who signed in, with the credentials they proved (a
-    /// session starts on them only while they are still the account's).
+    /// Checks `email` and `password` (one index query): who signed in, with the
+    /// credentials they proved (a session starts on them only while they are still the
+    /// account's).
     pub async fn login(&self, email: &str, password: &str) -> Result<SignedIn, CommandError> {
         let email =
             validate::email("email", email).map_err(|_| CommandError::InvalidCredentials)?;
@@ -323,8 +330,7 @@ impl IdentityCommands {
             return Err(CommandError::InvalidCredentials);
         };
         let profile: Profile = from_item(item)?;
-        let hash = profile.password_hash.expose().to_owned();
-        if !password::verify(password.to_owned(), hash).await? {
+        if !profile.has_password(password).await? {
             return Err(CommandError::InvalidCredentials);
         }
         if profile.status != AccountStatus::Active {
@@ -531,7 +537,8 @@ fn profile_update(
 /// What moving `current`'s account to `next`'s email writes (sessions aside): the profile
 /// if still at the version read, the old email's reservation released if still this
 /// user's, the new one taken (the third action: its failure with the profile as read
-/// means the email is taken), the event, and the sign-up's request records under the old email deleted.
+/// means the email is taken), the event, and the sign-up's request records under the
+/// old email deleted.
 fn email_change(
     user: &UserId,
     current: &Profile,

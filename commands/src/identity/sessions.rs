@@ -77,7 +77,7 @@ impl SignedIn {
     /// still has the credentials it was signed in with.
     fn still_holds(&self) -> Condition {
         Condition::All(vec![
-            Condition::AttributeEquals("status".into(), json!(AccountStatus::Active)),
+            active(),
             Condition::AttributeEquals("password_hash".into(), json!(self.password_hash.expose())),
             Condition::AttributeEquals("email".into(), json!(self.email.expose())),
         ])
@@ -141,11 +141,16 @@ fn session_key(user: &UserId, session: &SessionId) -> Key {
     )
 }
 
+/// The condition that the profile is an active account's.
+fn active() -> Condition {
+    Condition::AttributeEquals("status".into(), json!(AccountStatus::Active))
+}
+
 /// The profile is still an active account's.
 fn still_active(user: &UserId) -> Action {
     Action::Check {
         key: profile_key(user),
-        condition: Condition::AttributeEquals("status".into(), json!(AccountStatus::Active)),
+        condition: active(),
     }
 }
 
@@ -408,8 +413,7 @@ impl IdentityCommands {
             .map_err(|_| CommandError::invalid("new_password", "must be 10 to 256 characters"))?;
         let _writer = self.writers.user(&meta.user).await;
         let profile = self.profile(&meta.user).await?;
-        let hash = profile.password_hash.expose().to_owned();
-        if !password::verify(current.to_owned(), hash).await? {
+        if !profile.has_password(current).await? {
             return Err(CommandError::invalid(
                 "current_password",
                 "does not match the account's password",

@@ -58,12 +58,8 @@ pub(super) fn cancellation(reasons: &[CancellationReason]) -> StoreError {
             Some(code) => CancelReason::Other(code.to_owned()),
         })
         .collect();
-    let explained = reasons.iter().any(|r| {
-        matches!(
-            r,
-            CancelReason::ConditionFailed { .. } | CancelReason::Conflict
-        )
-    });
+    let explained =
+        CancelReason::failed_condition(&reasons) || reasons.contains(&CancelReason::Conflict);
     if throttled && !explained {
         return StoreError::Throttled;
     }

@@ -1,7 +1,7 @@
 //! Activity and sleep command specifications: manual entries, idempotent wearable sync
 //! by external id, training blocks.
 
-use super::{Held, World, assert_invalid, assert_not_found, replayed, with_retry};
+use super::{Held, World, assert_invalid, assert_not_found, meanwhile, replayed, with_retry};
 use crate::faults::{ConflictOnce, writes_sort_key};
 use commands::activity::{RecordWorkout, StartTrainingBlock};
 use commands::sleep::RecordSleep;
@@ -14,7 +14,6 @@ use events_schema::time::{Day, Timestamp};
 use infra::Store;
 use infra::observed::Row;
 use std::sync::Arc;
-use std::time::Duration;
 
 fn ts(raw: &str) -> Timestamp {
     Timestamp::parse(raw).expect("timestamp")
@@ -178,9 +177,8 @@ pub async fn one_record_synced_by_two_processes_at_once_is_one_workout(store: Ar
     .await;
     let first = held.world.clone();
     let second = World::in_another_process(store).as_user(first.meta.user.clone());
-    let wrote = tokio::time::timeout(Duration::from_secs(30), second.sync_workout(&workout))
+    let wrote = meanwhile(second.sync_workout(&workout))
         .await
-        .expect("the second process does not wait for the held one")
         .expect("the second syncs");
     let replayed = held.release().await.expect("the first syncs");
     assert_eq!(

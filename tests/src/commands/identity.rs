@@ -1,6 +1,6 @@
 //! Identity command specifications.
 
-use super::{Held, World, assert_invalid, row_of, value, with_retry};
+use super::{Held, World, assert_invalid, meanwhile, row_of, value, with_retry};
 use crate::faults::{ConflictOnce, writes_sort_key};
 use commands::identity::{Register, UpdateProfile};
 use commands::{CommandError, Outcome};
@@ -216,12 +216,7 @@ pub async fn a_refresh_token_presented_twice_at_once_ends_its_session(store: Arc
     .await;
     // Meanwhile the same token is presented elsewhere: its rotation lands first.
     let other = World::in_another_process(store.clone());
-    let first = tokio::time::timeout(
-        std::time::Duration::from_secs(30),
-        other.identity.refresh_session(token.expose()),
-    )
-    .await
-    .expect("the other presentation does not wait for the held one");
+    let first = meanwhile(other.identity.refresh_session(token.expose())).await;
     let (_, winners) = first.expect("the first presentation rotates the token");
     let held = held.release().await;
     assert!(
@@ -291,12 +286,11 @@ async fn a_session_started_meanwhile_ends_with<Fut>(
     let held = Held::start(store, paused, move |world| change(world, meta)).await;
     // Meanwhile another process signs in with the credentials as they still are.
     let other = World::in_another_process(store.clone());
-    let started = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+    let started = meanwhile(async {
         let proved = other.identity.login(&email, PASSWORD).await?;
         other.identity.start_session(&proved).await
     })
-    .await
-    .expect("the sign-in does not wait for the held change");
+    .await;
     let token = started.expect("a session starts before the change commits");
     held.release().await.expect("the change commits");
     let refreshed = other.identity.refresh_session(token.expose()).await;
@@ -492,12 +486,7 @@ pub async fn an_email_change_another_process_made_first_is_answered_as_a_replay(
     .await;
     // Meanwhile another process moves the account to the same email: it lands first.
     let other = World::in_another_process(store.clone()).as_user(user.clone());
-    let moved = tokio::time::timeout(
-        std::time::Duration::from_secs(30),
-        other.identity.change_email(&other.meta, &new_email),
-    )
-    .await
-    .expect("the other process does not wait for the held one");
+    let moved = meanwhile(other.identity.change_email(&other.meta, &new_email)).await;
     assert!(matches!(&moved, Ok(o) if !o.replayed), "{moved:?}");
     let held_world = held.world.clone();
     let answered = held.release().await;

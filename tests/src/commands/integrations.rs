@@ -1,7 +1,7 @@
 //! Integrations and environment command specifications: OAuth connect with single-use
 //! state, signed webhooks recorded once, disconnect, and the environment cache.
 
-use super::{Held, WEBHOOK_SECRET, World, assert_invalid, items_of, row_of};
+use super::{Held, WEBHOOK_SECRET, World, assert_invalid, items_of, meanwhile, row_of};
 use crate::faults::{ConflictOnce, writes_sort_key};
 use commands::integrations::{SandboxProvider, WebhookPayload, sign};
 use commands::{CommandError, Outcome};
@@ -299,12 +299,7 @@ async fn held_delivery(store: &Arc<dyn Store>, pu: &str, id: &str) -> Held<Outco
 
 /// `world`'s account disconnects from the sandbox while a delivery is held (30 s at most).
 async fn disconnect_meanwhile(world: &World) {
-    let disconnected = tokio::time::timeout(
-        std::time::Duration::from_secs(30),
-        world.integrations.disconnect(&world.meta, "sandbox"),
-    )
-    .await
-    .expect("the disconnect does not wait for the held delivery");
+    let disconnected = meanwhile(world.integrations.disconnect(&world.meta, "sandbox")).await;
     disconnected.expect("disconnects");
 }
 

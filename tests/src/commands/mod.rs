@@ -265,6 +265,14 @@ impl<T: Send + 'static> Held<T> {
     }
 }
 
+/// Runs `work` while a command is [`Held`]: it must finish without waiting for the held
+/// one (30 s at most).
+pub async fn meanwhile<T>(work: impl Future<Output = T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(30), work)
+        .await
+        .expect("the other writer does not wait for the held one")
+}
+
 /// One context's handlers on `store`, telling time by `clock`, taking `writers`' locks.
 fn context_handlers<C: ContextTable>(
     store: &Arc<dyn Store>,

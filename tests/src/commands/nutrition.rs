@@ -1,7 +1,9 @@
 //! Nutrition command specifications, the daily-summary invariant under concurrency
 //! included.
 
-use super::{Held, World, assert_invalid, assert_not_found, items_of, value, with_retry};
+use super::{
+    Held, World, assert_invalid, assert_not_found, items_of, meanwhile, value, with_retry,
+};
 use crate::faults::{ConflictOnce, writes_sort_key};
 use commands::nutrition::{
     CatalogKind, CurateMealPlan, CurateRecipe, EatScheduledMeal, EditMeal, MealInput, MealRecord,
@@ -403,12 +405,7 @@ pub async fn a_meal_that_loses_the_race_for_its_summary_is_logged_on_the_fresh_o
     // first.
     let other = World::in_another_process(store.clone()).as_user(world.meta.user.clone());
     let lunch = meal("2026-03-01T12:00:00.000Z", "500", "10");
-    tokio::time::timeout(
-        std::time::Duration::from_secs(30),
-        other.log_meal(lunch.clone()),
-    )
-    .await
-    .expect("the other process does not wait for the held one");
+    meanwhile(other.log_meal(lunch.clone())).await;
     let logged = held.release().await.expect("the meal is logged");
     assert_eq!(
         reads_and_transactions(&world),
