@@ -289,6 +289,11 @@ pub struct ApiArgs {
         default_value = "sandbox-webhook-secret"
     )]
     pub webhook_secret: String,
+    /// Where the OAuth callback redirects, with `provider`, `state` and `code` added to
+    /// the query: the app, which completes the connect signed in.
+    #[arg(long, env = "VITALS_CONNECT_RETURN_URL", value_parser = return_url,
+          default_value = crate::http::api::DEFAULT_CONNECT_RETURN)]
+    pub connect_return_url: String,
     /// Requests per second allowed per user.
     #[arg(long, env = "VITALS_RATE_LIMIT", default_value_t = 50)]
     pub rate_limit: u32,
@@ -306,6 +311,15 @@ pub struct ApiArgs {
     /// address.
     #[arg(long, env = "VITALS_OPERATIONS_RATE_LIMIT", default_value_t = 50)]
     pub operations_rate_limit: u32,
+}
+
+/// An absolute URL (a scheme, then `:`) that fits in a `Location` header.
+fn return_url(value: &str) -> Result<String, String> {
+    let uri: axum::http::Uri = value.parse().map_err(|e| format!("not a URL: {e}"))?;
+    if uri.scheme().is_none() {
+        return Err("an absolute URL, with a scheme, is needed".into());
+    }
+    Ok(value.to_owned())
 }
 
 impl ApiArgs {

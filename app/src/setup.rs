@@ -13,12 +13,9 @@ use std::sync::Arc;
 pub fn api(store: Arc<dyn Store>, args: &ApiArgs) -> anyhow::Result<Arc<Api>> {
     let auth = Auth::new(&signing_secret(args), verifier(args)?);
     let limits = Limits::new(args.limits());
-    Ok(Arc::new(Api::new(
-        store,
-        auth,
-        &args.webhook_secret,
-        limits,
-    )))
+    let mut api = Api::new(store, auth, &args.webhook_secret, limits);
+    api.connect_return = args.connect_return_url.clone();
+    Ok(Arc::new(api))
 }
 
 fn signing_secret(args: &ApiArgs) -> Vec<u8> {

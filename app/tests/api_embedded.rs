@@ -101,21 +101,13 @@ fn meals_one_retried(walk: &Walk) -> String {
     first["meal_id"].as_str().expect("meal id").to_owned()
 }
 
-/// A wearable: connect, callback, the same workout delivered twice; a forged delivery
-/// refused.
+/// A wearable: connect, callback, complete, the same workout delivered twice; a forged
+/// delivery refused.
 fn a_wearable_delivering_twice(walk: &Walk) {
     let _case = Case("a wearable delivering twice");
-    let (address, ana, anon) = (&walk.address, &walk.ana, &walk.anon);
-    let (status, started) = ana.call("POST", "/v1/integrations/sandbox/connect", None, &[]);
-    assert_eq!(status, 200, "{started}");
-    let state = started["state"].as_str().expect("state");
-    let (status, _) = anon.call(
-        "GET",
-        &format!("/v1/integrations/sandbox/callback?state={state}&code=code-ana-watch"),
-        None,
-        &[],
-    );
-    assert_eq!(status, 200);
+    let (address, ana) = (&walk.address, &walk.ana);
+    let (status, connected) = ana.connect_wearable("code-ana-watch", &[]);
+    assert_eq!(status, 200, "{connected}");
     let workout = json!({"delivery_id": "d-1", "provider_user_id": "ana-watch", "workouts": [{"external_id": "run-1", "sport": "run", "started_at": format!("{today}T07:00:00.000Z", today = support::today()), "duration_s": 2400, "distance_m": 8000, "calories": null}]});
     for delivery in ["d-1", "d-2"] {
         let mut body = workout.clone();

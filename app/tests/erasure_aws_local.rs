@@ -122,6 +122,7 @@ async fn a_delivery_is_dead_lettered(store: &Arc<dyn Store>, meta: &CommandMeta,
     let provider_user = format!("watch-{}", user.as_str().to_lowercase());
     integrations
         .complete_connect(
+            meta,
             "sandbox",
             &started.state,
             &SandboxProvider::code_for(&provider_user),

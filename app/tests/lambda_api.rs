@@ -98,6 +98,7 @@ async fn api_gateway_events_reach_the_router_and_come_back_as_responses() {
         jwt_issuer: None,
         jwt_audience: None,
         webhook_secret: "hook".into(),
+        connect_return_url: "vitals://integrations/callback".into(),
         rate_limit: 100,
         auth_rate_limit: 100,
         login_rate_limit: 100,

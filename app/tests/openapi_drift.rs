@@ -233,6 +233,7 @@ fn every_operation_under_v1_me_and_the_connections_requires_a_bearer_token() {
         let needs_token = path.starts_with("/v1/me")
             || path.starts_with("/v1/catalog")
             || path.ends_with("/connect")
+            || path.ends_with("/complete")
             || path.ends_with("/disconnect");
         assert_eq!(
             bearer, needs_token,
@@ -606,7 +607,7 @@ impl Client {
             call.template,
             reply.text
         );
-        if (status.is_success() || status == StatusCode::NOT_MODIFIED)
+        if (status.is_success() || status.is_redirection())
             && let Ok(mut answered) = self.answered.lock()
         {
             answered.insert((call.method.to_owned(), call.template.to_owned()));
@@ -883,6 +884,14 @@ async fn a_wearable(walk: &Walk, ana: &Ana) {
             Call::new("get", "/v1/integrations/{provider}/callback").uri(format!(
                 "/v1/integrations/sandbox/callback?state={state}&code=code-ana-watch"
             )),
+            StatusCode::SEE_OTHER,
+        )
+        .await;
+    client
+        .expect(
+            Call::new("post", "/v1/integrations/{provider}/complete")
+                .token(token)
+                .json(json!({"state": state, "code": "code-ana-watch"})),
             StatusCode::OK,
         )
         .await;
@@ -1340,7 +1349,14 @@ async fn errors(walk: &Walk, ana: &Ana) {
             "get",
             "/v1/integrations/{provider}/callback",
             Call::new("get", "/v1/integrations/{provider}/callback")
-                .uri("/v1/integrations/sandbox/callback?state=unknown&code=code-x"),
+                .uri("/v1/integrations/nope/callback?state=unknown&code=code-x"),
+        ),
+        (
+            "post",
+            "/v1/integrations/{provider}/complete",
+            Call::new("post", "/v1/integrations/{provider}/complete")
+                .token(token)
+                .json(json!({"state": "unknown", "code": "code-x"})),
         ),
         (
             "post",
@@ -1418,7 +1434,7 @@ async fn leaving(walk: &Walk, ana: &Ana) {
     walk.pipeline.stop().await;
 }
 
-/// Every documented operation answered with a success at least once.
+/// Every documented operation answered with a success (or its redirect) at least once.
 fn every_operation_was_walked(walk: &Walk) {
     let _case = Case("every operation walked");
     let answered = walk.client.answered.lock().expect("answered").clone();

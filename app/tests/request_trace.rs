@@ -261,22 +261,13 @@ fn nothing_logged_holds_what_must_not_be_logged(trail: &Trail, ana: &Client) {
     }
 }
 
-/// The OAuth callback's command finds its user itself (from the state): its event still
-/// carries the callback request's id, and so does every subscription's apply of it.
+/// A wearable connection, completed after the provider's redirect: its event carries
+/// the completing request's id, and so does every subscription's apply of it.
 fn follow_a_wearable_connection(ana: &Client, logs: &[PathBuf]) {
-    let _case = Case("a wearable connection is followed from its callback");
-    let (status, started) = ana.call("POST", "/v1/integrations/sandbox/connect", None, &[]);
-    assert_eq!(status, 200, "{started}");
-    let state = started["state"].as_str().expect("state");
+    let _case = Case("a wearable connection is followed from its completion");
     let trace_id = format!("{:032x}", ulid::Ulid::new().0);
     let traceparent = format!("00-{trace_id}-00f067aa0ba902b7-01");
-    let (status, _, reply) = exchange(
-        &ana.address,
-        "GET",
-        &format!("/v1/integrations/sandbox/callback?state={state}&code=code-ana-watch"),
-        &[("traceparent", &traceparent)],
-        None,
-    );
+    let (status, reply) = ana.connect_wearable("code-ana-watch", &[("traceparent", &traceparent)]);
     assert_eq!(status, 200, "{reply}");
     let deadline = Instant::now() + CONVERGE_WITHIN;
     loop {
@@ -293,7 +284,7 @@ fn follow_a_wearable_connection(ana: &Client, logs: &[PathBuf]) {
         }
         assert!(
             Instant::now() < deadline,
-            "no apply of ProviderConnected under the callback's request id {trace_id}"
+            "no apply of ProviderConnected under the completion's request id {trace_id}"
         );
         std::thread::sleep(Duration::from_millis(100));
     }

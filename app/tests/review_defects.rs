@@ -79,15 +79,7 @@ fn signed(address: &str, body: &Value) -> (u16, Value) {
 }
 
 fn connect(client: &Client, code: &str) -> (u16, Value) {
-    let (status, started) = client.call("POST", "/v1/integrations/sandbox/connect", None, &[]);
-    assert_eq!(status, 200, "{started}");
-    let state = started["state"].as_str().expect("state");
-    Client::anonymous(&client.address).call(
-        "GET",
-        &format!("/v1/integrations/sandbox/callback?state={state}&code={code}"),
-        None,
-        &[],
-    )
+    client.connect_wearable(code, &[])
 }
 
 fn workout_delivery(delivery: &str, provider_user: &str, external: &str) -> Value {
@@ -321,13 +313,46 @@ fn oauth_callbacks_are_throttled_per_address() {
         statuses.push(status);
     }
     assert!(
-        statuses.contains(&422),
-        "bad states are refused: {statuses:?}"
+        statuses.contains(&303),
+        "callbacks are handed on to the app: {statuses:?}"
     );
     assert!(
         statuses.contains(&429),
-        "and guessing them is throttled: {statuses:?}"
+        "and many from one address are throttled: {statuses:?}"
     );
+}
+
+/// The OAuth callback completed the connect of whoever the state named, with no token:
+/// anyone could send someone else their own authorize URL and, once that person
+/// authorized at the provider, receive their wearable data. Now the callback hands the
+/// code to the app of the device that authorized, which completes as its own user: a
+/// state another account started is refused there and connects nothing.
+#[test]
+fn an_authorize_url_sent_to_someone_else_connects_nothing() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let server = serve(&dir, &GENEROUS);
+    let address = server.address.clone();
+    let mallory = support::register(&address, "mallory@example.com");
+    let bob = support::register(&address, "bob@example.com");
+    let (status, started) = mallory.call("POST", "/v1/integrations/sandbox/connect", None, &[]);
+    assert_eq!(status, 200, "{started}");
+    let state = started["state"].as_str().expect("state");
+    // Bob authorizes Mallory's URL as his own watch; the provider redirects his phone.
+    let carried = support::follow_callback(&address, state, "code-bobs-watch");
+    assert_eq!(carried["state"], state);
+    let complete = json!({"state": carried["state"], "code": carried["code"]});
+    let path = "/v1/integrations/sandbox/complete";
+    let (status, reply) = bob.call("POST", path, Some(complete), &[]);
+    assert_eq!(status, 422, "{reply}");
+    assert_eq!(reply["error"]["code"], "validation", "{reply}");
+    // Nothing routes Bob's watch anywhere: a delivery about it finds no account.
+    let (status, reply) = signed(&address, &workout_delivery("d-1", "bobs-watch", "run-1"));
+    assert_eq!(status, 404, "{reply}");
+    // Nothing was consumed either: the state still completes for Mallory, with a code
+    // the provider gives her (Bob's went to Bob's phone).
+    let own = json!({"state": state, "code": "code-mallorys-watch"});
+    let (status, reply) = mallory.call("POST", path, Some(own), &[]);
+    assert_eq!(status, 200, "{reply}");
 }
 
 /// A login with the JSON `body`; (status, headers, body).

@@ -68,6 +68,7 @@ fn path() -> impl Strategy<Value = String> {
         Just("/v1/me/dashboard?date=2026-01-01"),
         Just("/v1/integrations/sandbox/connect"),
         Just("/v1/integrations/sandbox/callback?state=a&code=b"),
+        Just("/v1/integrations/sandbox/complete"),
         Just("/v1/integrations/sandbox/webhook"),
         Just("/healthz"),
     ];

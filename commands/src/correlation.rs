@@ -1,7 +1,7 @@
 //! The correlation id of the work in progress (an HTTP request, or the event a projector
 //! is applying), for the events of commands whose caller built their `CommandMeta`
-//! without one (the OAuth callback and the webhooks find their user inside the command;
-//! a wearable subscription syncs on behalf of an event). The HTTP layer and the projector
+//! without one (the webhooks find their user inside the command; a wearable
+//! subscription syncs on behalf of an event). The HTTP layer and the projector
 //! runtime run their work inside [`scope`]; an explicit `CommandMeta::correlation_id`
 //! always wins.
 

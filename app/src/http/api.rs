@@ -58,7 +58,13 @@ pub struct Api {
     pub reads: ReadModels,
     pub auth: Auth,
     pub limits: Limits,
+    /// Where the OAuth callback sends the provider's redirect on: the app, which
+    /// completes the connect as its signed-in user.
+    pub connect_return: String,
 }
+
+/// The app's return URL when none is configured: its own URL scheme.
+pub const DEFAULT_CONNECT_RETURN: &str = "vitals://integrations/callback";
 
 impl std::fmt::Debug for Api {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -86,6 +92,7 @@ impl Api {
             reads: ReadModels::new(&store),
             auth,
             limits,
+            connect_return: DEFAULT_CONNECT_RETURN.to_owned(),
         }
     }
 }

@@ -58,6 +58,7 @@ millisecond); days are `YYYY-MM-DD` in the user's timezone; quantities are JSON 
         routes::integrations::connect,
         routes::integrations::disconnect,
         routes::integrations::callback,
+        routes::integrations::complete,
         routes::integrations::webhook,
         routes::plans::schedule_meal,
         routes::plans::scheduled_meals,

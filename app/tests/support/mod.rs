@@ -277,6 +277,23 @@ impl Client {
         )
     }
 
+    /// Connects the sandbox provider as `code` the way the app does: starts the
+    /// connect, follows the provider's redirect through the callback (no token) to the
+    /// app's URL, and completes with what it carried; (status, reply) of the completion.
+    /// `extra` headers go with the completion (the request that connects).
+    pub fn connect_wearable(&self, code: &str, extra: &[(&str, &str)]) -> (u16, serde_json::Value) {
+        let (status, started) = self.call("POST", "/v1/integrations/sandbox/connect", None, &[]);
+        assert_eq!(status, 200, "{started}");
+        let state = started["state"].as_str().expect("state");
+        let carried = follow_callback(&self.address, state, code);
+        self.call(
+            "POST",
+            "/v1/integrations/sandbox/complete",
+            Some(serde_json::json!({"state": carried["state"], "code": carried["code"]})),
+            extra,
+        )
+    }
+
     /// Logs `meal` with an `Idempotency-Key`, as a retrying app does; (status, reply).
     pub fn log_meal(&self, meal: serde_json::Value, key: &str) -> (u16, serde_json::Value) {
         self.call(
@@ -455,4 +472,28 @@ impl Drop for Case {
             eprintln!("failed in case `{}`", self.0);
         }
     }
+}
+
+/// Where the sandbox's callback sends the phone for `state` and `code`: it answers `303`
+/// with the app's URL, whose query carries `provider`, `state` and `code`; that query.
+pub fn follow_callback(
+    address: &str,
+    state: &str,
+    code: &str,
+) -> std::collections::HashMap<String, String> {
+    let query = form_urlencoded::Serializer::new(String::new())
+        .append_pair("state", state)
+        .append_pair("code", code)
+        .finish();
+    let path = format!("/v1/integrations/sandbox/callback?{query}");
+    let (status, headers, body) = exchange(address, "GET", &path, &[], None);
+    assert_eq!(status, 303, "the callback hands on to the app: {body}");
+    let location = headers.get("location").expect("a Location");
+    let (_, carried) = location.split_once('?').expect("a query");
+    let carried: std::collections::HashMap<String, String> =
+        form_urlencoded::parse(carried.as_bytes())
+            .into_owned()
+            .collect();
+    assert_eq!(carried.get("provider").map(String::as_str), Some("sandbox"));
+    carried
 }

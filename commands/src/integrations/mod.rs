@@ -30,4 +30,9 @@ impl IntegrationCommands {
     fn providers(&self) -> &Providers {
         &self.services
     }
+
+    /// Whether `provider` is configured: `NotFound("provider")` if not.
+    pub fn provider_exists(&self, provider: &str) -> Result<(), crate::CommandError> {
+        self.providers().get(provider).map(|_| ())
+    }
 }

@@ -15,7 +15,7 @@ use events_schema::events::integrations::{ProviderConnected, ProviderDisconnecte
 use events_schema::ids::{OAuthState, ProviderName, ProviderUserId, UserId};
 use events_schema::keys::{PartitionKey, SortKey};
 use events_schema::time::Timestamp;
-use infra::store::{CancelReason, Condition, Key, now_epoch_seconds};
+use infra::store::{CancelReason, Condition, Item, Key, now_epoch_seconds};
 use infra::table::Action;
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
@@ -124,24 +124,34 @@ impl IntegrationCommands {
             .or_unexpected()
     }
 
-    /// Completes a connect from the provider's callback. The state is single-use: it is
-    /// deleted in the transaction that records the connection. A provider identity
-    /// belongs to one account at a time: if another account holds it, the connect is
-    /// refused (`ProviderIdentityTaken`) and nothing changes; a reconnect as another
-    /// provider user releases the identity held before.
+    /// Completes the caller's connect with the code the provider's redirect carried
+    /// back. Only the account that started the connect completes it: a state another
+    /// account started is refused as unknown and nothing is written, so an authorize URL
+    /// sent to someone else cannot connect their provider account to the sender's (the
+    /// code reaches the device that authorized, whose app completes as its own user).
+    /// The state is single-use: it is deleted in the transaction that records the
+    /// connection. A provider identity belongs to one account at a time: if another
+    /// account holds it, the connect is refused (`ProviderIdentityTaken`) and nothing
+    /// changes; a reconnect as another provider user releases the identity held before.
     pub async fn complete_connect(
         &self,
+        meta: &CommandMeta,
         provider: &str,
         state: &str,
         code: &str,
     ) -> Result<Outcome<UserId>, CommandError> {
         let provider = self.providers().get(provider)?.clone();
+        let user = meta.user.clone();
+        let _writer = self.writers.user(&user).await;
+        // The state is gone once the first attempt committed: a keyed retry replays.
+        let request = json!({"complete": provider.name(), "state": state, "code": code});
+        if let Some(first) = idempotency::replayed(&self.table, meta, &request).await? {
+            return Ok(first);
+        }
         let state = OAuthState::parse(state).map_err(|_| unknown_state())?;
-        let (user, timezone) = self.pending_connect(provider.name(), &state).await?;
+        let timezone = self.pending_connect(provider.name(), &state, &user).await?;
         let grant = provider.exchange_code(code).await?;
         let identity = provider_user_key(provider.name(), &grant.provider_user_id)?;
-        let meta = CommandMeta::new(user.clone());
-        let _writer = self.writers.user(&user).await;
         let pk = meta.user_pk();
         optimistic::run!({
             let connection_key = connection_key(&pk, provider.name());
@@ -161,9 +171,9 @@ impl IntegrationCommands {
             };
             let (connected, mut actions) =
                 connecting(&pending, &grant, &identity, &found, self.clock.now())?;
-            let event = envelope(&meta, &self.clock, connected.connected_at, &connected)?;
+            let event = envelope(meta, &self.clock, connected.connected_at, &connected)?;
             actions.push(event_action(&pk, &event)?);
-            match idempotency::commit(&self.table, &meta, &pk, &json!({}), actions, user.clone())
+            match idempotency::commit(&self.table, meta, &pk, &request, actions, user.clone())
                 .await?
             {
                 Committed::Done(outcome) => Ok(Attempt::Done(outcome)),
@@ -186,32 +196,17 @@ impl IntegrationCommands {
             .transpose()
     }
 
-    /// The user and timezone a connection started with `state` for `provider` is for;
-    /// an unknown state for anything else (reads never return an expired state).
+    /// The timezone a connection `user` started with `state` for `provider` is for; an
+    /// unknown state for anything else, another account's state included (reads never
+    /// return an expired state).
     async fn pending_connect(
         &self,
         provider: &ProviderName,
         state: &OAuthState,
-    ) -> Result<(UserId, String), CommandError> {
-        let stored = self
-            .table
-            .get(&state_key(state), true)
-            .await?
-            .ok_or_else(unknown_state)?;
-        if stored.get("provider").and_then(Value::as_str) != Some(provider.as_str()) {
-            return Err(unknown_state());
-        }
-        let user: UserId = stored
-            .get("user_id")
-            .and_then(Value::as_str)
-            .and_then(|u| UserId::parse(u).ok())
-            .ok_or_else(unknown_state)?;
-        let timezone = stored
-            .get("timezone")
-            .and_then(Value::as_str)
-            .unwrap_or("UTC")
-            .to_owned();
-        Ok((user, timezone))
+        user: &UserId,
+    ) -> Result<String, CommandError> {
+        let stored = self.table.get(&state_key(state), true).await?;
+        pending_for(stored.as_ref(), provider, user)
     }
 
     /// The provider identity the connection held before, when it is connected and
@@ -369,6 +364,21 @@ struct ConnectFound {
     previous: Option<(Key, Option<UserId>)>,
 }
 
+/// The timezone of the pending connect `stored` (a state item, if one was found) when it
+/// is `user`'s connect of `provider`; an unknown state otherwise.
+fn pending_for(
+    stored: Option<&Item>,
+    provider: &ProviderName,
+    user: &UserId,
+) -> Result<String, CommandError> {
+    let stored = stored.ok_or_else(unknown_state)?;
+    let field = |name: &str| stored.get(name).and_then(Value::as_str);
+    if field("provider") != Some(provider.as_str()) || field("user_id") != Some(user.as_str()) {
+        return Err(unknown_state());
+    }
+    Ok(field("timezone").unwrap_or("UTC").to_owned())
+}
+
 /// Completing `pending` with `grant` (its provider identity under `identity`) at `now`:
 /// the state consumed (only if still there), the connection written over the version
 /// read, the identity taken or kept, the one held before released if it is still the
@@ -523,17 +533,21 @@ mod tests {
         OAuthState::parse(&"ab".repeat(32)).expect("state")
     }
 
+    /// The actions of `user` starting a connect to Strava from Paris, expiring at 1234.
+    fn started_by(user: &UserId) -> Vec<Action> {
+        let pending = Pending {
+            user,
+            state: &state(),
+            provider: &strava(),
+            timezone: "Europe/Paris",
+        };
+        starting(&pending, 1_234).expect("actions")
+    }
+
     #[test]
     fn a_started_connect_remembers_whose_it_is_in_a_new_state_and_a_pointer() {
         let user = UserId::generate();
-        let provider = strava();
-        let pending = Pending {
-            user: &user,
-            state: &state(),
-            provider: &provider,
-            timezone: "Europe/Paris",
-        };
-        let actions = starting(&pending, 1_234).expect("actions");
+        let actions = started_by(&user);
         let Action::Put { item, condition } = &actions[0] else {
             panic!("the state first: {actions:?}");
         };
@@ -550,6 +564,36 @@ mod tests {
         let pk = PartitionKey::User(user.clone()).to_string();
         assert_eq!(item["sk"], state_ref_key(&pk, &state()).sk.as_str());
         assert_eq!(item["expires_at"], 1_234);
+    }
+
+    #[test]
+    fn only_the_account_that_started_a_connect_completes_it() {
+        let (ana, bob) = (UserId::generate(), UserId::generate());
+        let provider = strava();
+        let actions = started_by(&ana);
+        let Action::Put { item: stored, .. } = &actions[0] else {
+            panic!("the state first: {actions:?}");
+        };
+        let completes = |stored, provider: &ProviderName, user| {
+            pending_for(stored, provider, user).map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            completes(Some(stored), &provider, &ana),
+            Ok("Europe/Paris".into())
+        );
+        let unknown = Err(unknown_state().to_string());
+        assert_eq!(
+            completes(Some(stored), &provider, &bob),
+            unknown,
+            "another account's"
+        );
+        let other = ProviderName::parse("sandbox").expect("provider");
+        assert_eq!(
+            completes(Some(stored), &other, &ana),
+            unknown,
+            "another provider's"
+        );
+        assert_eq!(completes(None, &provider, &ana), unknown, "gone or expired");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Integrations and environment command specifications: OAuth connect with single-use
 //! state, signed webhooks recorded once, disconnect, and the environment cache.
 
-use super::{Held, WEBHOOK_SECRET, World, assert_invalid, items_of, meanwhile, row_of};
+use super::{Held, WEBHOOK_SECRET, World, assert_invalid, items_of, meanwhile, row_of, value};
 use crate::faults::{ConflictOnce, writes_sort_key};
 use commands::integrations::{SandboxProvider, WebhookPayload, sign};
 use commands::{CommandError, Outcome};
@@ -72,7 +72,12 @@ pub async fn oauth_connect_uses_a_single_use_state(store: Arc<dyn Store>) {
     let pu = provider_user();
     let user = world
         .integrations
-        .complete_connect("sandbox", &started.state, &SandboxProvider::code_for(&pu))
+        .complete_connect(
+            &world.meta,
+            "sandbox",
+            &started.state,
+            &SandboxProvider::code_for(&pu),
+        )
         .await
         .expect("completes")
         .value;
@@ -80,6 +85,7 @@ pub async fn oauth_connect_uses_a_single_use_state(store: Arc<dyn Store>) {
     let again = world
         .integrations
         .complete_connect(
+            &world.meta,
             "sandbox",
             &started.state,
             &SandboxProvider::code_for(&provider_user()),
@@ -89,7 +95,7 @@ pub async fn oauth_connect_uses_a_single_use_state(store: Arc<dyn Store>) {
     assert_invalid(
         world
             .integrations
-            .complete_connect("sandbox", "feedface", "code-x")
+            .complete_connect(&world.meta, "sandbox", "feedface", "code-x")
             .await,
         "state",
     );
@@ -129,6 +135,7 @@ pub async fn an_expired_state_cannot_complete(store: Arc<dyn Store>) {
         world
             .integrations
             .complete_connect(
+                &world.meta,
                 "sandbox",
                 &state,
                 &SandboxProvider::code_for(&provider_user()),
@@ -142,6 +149,35 @@ pub async fn an_expired_state_cannot_complete(store: Arc<dyn Store>) {
             .await
             .is_empty()
     );
+}
+
+/// An authorize URL one account started, completed by another (the attacker sends it;
+/// the victim authorizes and their app completes): refused as an unknown state, nothing
+/// written for either, and the state still completes for the account that started it.
+pub async fn a_connect_completes_only_for_the_account_that_started_it(store: Arc<dyn Store>) {
+    let starter = World::new(store.clone());
+    let other = World::new(store.clone());
+    let started = starter.start_connect().await;
+    let code = SandboxProvider::code_for(&provider_user());
+    let by_other = other
+        .integrations
+        .complete_connect(&other.meta, "sandbox", &started.state, &code)
+        .await;
+    assert_invalid(by_other, "state");
+    for world in [&starter, &other] {
+        assert!(
+            world
+                .items(Context::Integrations, "CONNECTION#")
+                .await
+                .is_empty()
+        );
+        assert!(world.event_types(Context::Integrations).await.is_empty());
+    }
+    let by_starter = starter
+        .integrations
+        .complete_connect(&starter.meta, "sandbox", &started.state, &code)
+        .await;
+    assert_eq!(value(by_starter), starter.meta.user);
 }
 
 /// The body of a sandbox webhook from provider user `pu` carrying one workout.
@@ -177,7 +213,7 @@ pub async fn a_connect_and_a_webhook_cancelled_as_a_conflict_go_through_on_the_n
     let code = SandboxProvider::code_for(&pu);
     let completed = starting
         .integrations
-        .complete_connect("sandbox", &started.value.state, &code)
+        .complete_connect(&starting.meta, "sandbox", &started.value.state, &code)
         .await;
     completed.expect("completes");
 
@@ -212,11 +248,11 @@ pub async fn a_disconnect_cancelled_as_a_conflict_commits_on_the_next_attempt(
     );
     // The OAuth callback reads a conflict the same way.
     let started = world.start_connect().await;
-    let completing = World::new(ConflictOnce::on(store));
+    let completing = World::new(ConflictOnce::on(store)).as_user(world.meta.user.clone());
     let code = SandboxProvider::code_for(&provider_user());
     let completed = completing
         .integrations
-        .complete_connect("sandbox", &started.state, &code)
+        .complete_connect(&completing.meta, "sandbox", &started.state, &code)
         .await;
     let connected = completed.expect("connected on the second attempt");
     assert_eq!(connected.value, world.meta.user);

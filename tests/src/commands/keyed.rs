@@ -241,7 +241,6 @@ pub async fn keyed_account_and_connection_changes_met_by_a_conflict_commit_on_th
     })
     .await;
 
-    let world = world.as_user(user.clone());
     let provider_user = format!("pu-{}", user.as_str().to_lowercase());
     let started =
         commits_after_a_conflict_at_its_record("connect", &store, &user, |w, meta| async move {
@@ -249,10 +248,18 @@ pub async fn keyed_account_and_connection_changes_met_by_a_conflict_commit_on_th
         })
         .await;
     let code = SandboxProvider::code_for(&provider_user);
-    let connected = world
-        .integrations
-        .complete_connect("sandbox", &started.state, &code);
-    assert_eq!(value(connected.await), user);
+    let connected =
+        commits_after_a_conflict_at_its_record("complete a connect", &store, &user, |w, meta| {
+            let (state, code) = (started.state.clone(), code.clone());
+            async move {
+                let completing = w
+                    .integrations
+                    .complete_connect(&meta, "sandbox", &state, &code);
+                completing.await
+            }
+        })
+        .await;
+    assert_eq!(connected, user);
     commits_after_a_conflict_at_its_record("disconnect", &store, &user, |w, meta| async move {
         w.integrations.disconnect(&meta, "sandbox").await
     })

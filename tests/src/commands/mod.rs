@@ -202,6 +202,7 @@ impl World {
         let started = self.start_connect().await;
         self.integrations
             .complete_connect(
+                &self.meta,
                 "sandbox",
                 &started.state,
                 &SandboxProvider::code_for(provider_user),

@@ -356,7 +356,7 @@ impl Runner {
             self.connects
         );
         let done = integrations
-            .complete_connect("sandbox", &started.value.state, &code)
+            .complete_connect(&call.meta, "sandbox", &started.value.state, &code)
             .await;
         if call.expected(done).is_some() {
             self.watch = Some((provider_user, self.timezone.clone()));

@@ -1,27 +1,34 @@
-//! `/v1/integrations/{provider}`: connect and disconnect (the caller's), the OAuth
-//! callback (the state names the user) and the provider's signed webhook (the signature
-//! authenticates it).
+//! `/v1/integrations/{provider}`: connect, complete and disconnect (the caller's), the
+//! OAuth callback (the provider's redirect, handed on to the app) and the provider's
+//! signed webhook (the signature authenticates it).
 //!
 //! With the sandbox provider (`sandbox`, always configured) the whole flow runs
 //! offline: `connect` returns an authorize URL with a `state`; the sandbox's authorize
 //! page would redirect to the callback with `code=code-<provider-user-id>` (append
 //! `.<anything>` for another single-use code of the same provider user); the callback
-//! connects that provider user to the caller; webhooks about `provider_user_id` are
-//! signed `hex(HMAC-SHA256(secret, "<unix-seconds>.<raw body>"))` with
-//! `VITALS_WEBHOOK_SECRET`.
+//! redirects to the app, whose signed-in `complete` connects that provider user to the
+//! caller; webhooks about `provider_user_id` are signed
+//! `hex(HMAC-SHA256(secret, "<unix-seconds>.<raw body>"))` with `VITALS_WEBHOOK_SECRET`.
+//!
+//! Why the callback connects nothing itself: it carries no token, only the state, which
+//! names whoever started the connect. Completing there would let anyone who sends their
+//! own authorize URL to someone else receive that person's provider data; completed by
+//! the app of the device that authorized, as its signed-in user, a state someone else
+//! started is refused.
 
 use super::ApiError;
 use crate::http::auth::AuthUser;
 use crate::http::error::ErrorBody;
-use crate::http::extract::{ApiBytes, ApiQuery, meta};
+use crate::http::extract::{ApiBytes, ApiJson, ApiQuery, meta};
 use crate::http::limits::ClientAddress;
 use crate::http::responses;
 use crate::http::state::AppState;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use commands::integrations::WebhookPayload;
+use commands::integrations::{Secret, WebhookPayload};
 use serde::{Deserialize, Serialize};
 
 pub fn router() -> Router<AppState> {
@@ -29,6 +36,7 @@ pub fn router() -> Router<AppState> {
         .route("/v1/integrations/{provider}/connect", post(connect))
         .route("/v1/integrations/{provider}/disconnect", post(disconnect))
         .route("/v1/integrations/{provider}/callback", get(callback))
+        .route("/v1/integrations/{provider}/complete", post(complete))
         .route("/v1/integrations/{provider}/webhook", post(webhook))
 }
 
@@ -44,7 +52,9 @@ pub struct ConnectStarted {
 
 /// Starts connecting a wearable provider for the caller.
 ///
-/// With `sandbox`, complete it with `GET /v1/integrations/sandbox/callback?state=<state>&code=code-<your-provider-user-id>`.
+/// The provider's redirect reaches the callback, which hands `state` and `code` to the
+/// app; the app completes with `POST /v1/integrations/{provider}/complete`. With
+/// `sandbox`, the code is `code-<your-provider-user-id>`.
 #[utoipa::path(
     post,
     path = "/v1/integrations/{provider}/connect",
@@ -123,7 +133,71 @@ pub struct Callback {
     pub state: String,
     /// The provider's one-time authorization code (`code-<provider-user-id>` with
     /// `sandbox`).
-    pub code: String,
+    #[param(value_type = String)]
+    pub code: Secret,
+}
+
+/// The OAuth callback of a provider: the redirect the provider's authorize page ends in.
+///
+/// It connects nothing (it carries no token): it redirects to the app's return URL
+/// (`VITALS_CONNECT_RETURN_URL`) with `provider`, `state` and `code` added to its query,
+/// and the app completes the connect as its signed-in user with
+/// `POST /v1/integrations/{provider}/complete`.
+#[utoipa::path(
+    get,
+    path = "/v1/integrations/{provider}/callback",
+    tag = "integrations",
+    params(
+        ("provider" = String, Path, description = "The provider, such as `sandbox`."),
+        Callback,
+    ),
+    responses(
+        (status = 303, description = "On to the app.",
+         headers(("Location" = String, description = "The app's return URL with `provider`, `state` and `code`."))),
+        (status = 400, response = responses::BadQuery),
+        (status = 404, description = "`not_found`: no such provider.", body = ErrorBody),
+        (status = 429, response = responses::TooManyRequests),
+        (status = 500, response = responses::Internal),
+    ),
+)]
+pub async fn callback(
+    State(state): State<AppState>,
+    client: ClientAddress,
+    Path(provider): Path<String>,
+    ApiQuery(callback): ApiQuery<Callback>,
+) -> Result<Response, ApiError> {
+    state.api.limits.unauthenticated(client)?;
+    state.api.integrations.provider_exists(&provider)?;
+    let query = form_urlencoded::Serializer::new(String::new())
+        .append_pair("provider", &provider)
+        .append_pair("state", &callback.state)
+        .append_pair("code", callback.code.expose())
+        .finish();
+    let base = &state.api.connect_return;
+    let separator = if base.contains('?') { '&' } else { '?' };
+    let location = HeaderValue::from_str(&format!("{base}{separator}{query}"))
+        .map_err(|e| ApiError::internal(format!("the return URL is not a header value: {e}")))?;
+    let headers = [
+        (header::LOCATION, location),
+        // The code is in the URL: kept out of caches and of the next page's Referer.
+        (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        (
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        ),
+    ];
+    Ok((StatusCode::SEE_OTHER, headers).into_response())
+}
+
+/// What the provider's redirect carried to the app.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompleteBody {
+    /// The state `connect` returned.
+    pub state: String,
+    /// The provider's one-time authorization code.
+    #[schema(value_type = String)]
+    pub code: Secret,
 }
 
 /// The provider is connected.
@@ -134,40 +208,50 @@ pub struct Connected {
     pub provider: String,
 }
 
-/// The OAuth callback of a provider.
+/// Completes the caller's connect with what the provider's redirect carried.
 ///
-/// The state names the user (no bearer token); the code is exchanged with the provider.
-/// A provider account belongs to one Vitals account at a time.
+/// Only the account that started the connect completes it. The code is exchanged with
+/// the provider. A provider account belongs to one Vitals account at a time.
 #[utoipa::path(
-    get,
-    path = "/v1/integrations/{provider}/callback",
+    post,
+    path = "/v1/integrations/{provider}/complete",
     tag = "integrations",
+    security(("bearer" = [])),
     params(
         ("provider" = String, Path, description = "The provider, such as `sandbox`."),
-        Callback,
+        responses::IdempotencyKey,
     ),
+    request_body = CompleteBody,
     responses(
         (status = 200, description = "Connected.", body = Connected),
-        (status = 400, response = responses::BadQuery),
+        (status = 400, response = responses::BadRequest),
+        (status = 401, response = responses::Unauthorized),
         (status = 404, description = "`not_found`: no such provider.", body = ErrorBody),
         (status = 409, description = "`provider_account_taken`: this provider account is connected to another Vitals account; `conflict` or `contention`.", body = ErrorBody),
-        (status = 422, description = "`validation`: the state is unknown, expired or already used, or the code is refused.", body = ErrorBody),
+        (status = 413, response = responses::PayloadTooLarge),
+        (status = 415, response = responses::UnsupportedMediaType),
+        (status = 422, description = "`validation`: the state is unknown, expired, already used or another account's, or the code is refused.", body = ErrorBody),
         (status = 429, response = responses::TooManyRequests),
         (status = 500, response = responses::Internal),
         (status = 502, description = "`provider`: the provider did not answer as expected.", body = ErrorBody),
     ),
 )]
-pub async fn callback(
+pub async fn complete(
     State(state): State<AppState>,
-    client: ClientAddress,
+    caller: AuthUser,
+    headers: HeaderMap,
     Path(provider): Path<String>,
-    ApiQuery(callback): ApiQuery<Callback>,
+    ApiJson(body): ApiJson<CompleteBody>,
 ) -> Result<Json<Connected>, ApiError> {
-    state.api.limits.unauthenticated(client)?;
     state
         .api
         .integrations
-        .complete_connect(&provider, &callback.state, &callback.code)
+        .complete_connect(
+            &meta(&caller, &headers, "complete")?,
+            &provider,
+            &body.state,
+            body.code.expose(),
+        )
         .await?;
     Ok(Json(Connected {
         connected: true,
