@@ -1,5 +1,6 @@
 //! The home screen and the profile, from the dashboard table: the user's partition up to
-//! its history rows (`sk < "~"`), one Query however long the history is.
+//! its history rows (`sk < "~"`), one Query however long the history is (a page of it:
+//! more only when the window's rows pass 1 MB).
 
 use crate::views::{ActiveGoalView, DashboardView, DayView, ProfileView, number};
 use crate::{QueryError, decode, live};
@@ -33,10 +34,7 @@ impl Dashboard {
     /// The home screen for `day`: one Query of the dashboard rows (30-day window), the
     /// newest [`RECENT_SHOWN`] meals and workouts, the day's totals.
     pub async fn home(&self, user: &UserId, day: Day) -> Result<DashboardView, QueryError> {
-        let pk = PartitionKey::User(user.clone()).to_string();
-        let query =
-            Query::partition(&pk).sort_key(SortKeyCondition::LessThan(prefix::HISTORY.to_owned()));
-        let page = self.table.query(&query).await?;
+        let rows = self.window(user).await?;
         let mut view = DashboardView {
             profile: None,
             day: DayView::empty(day),
@@ -46,7 +44,7 @@ impl Dashboard {
             connections: Vec::new(),
         };
         let daily = SortKey::Daily(day).to_string();
-        for row in live(page.items) {
+        for row in rows {
             let key = sk(&row).to_owned();
             match key.split('#').next().unwrap_or_default() {
                 "PROFILE" => view.profile = Some(decode::<ProfileRow>(row)?.into()),
@@ -83,6 +81,23 @@ impl Dashboard {
         view.recent_workouts.reverse();
         view.recent_workouts.truncate(RECENT_SHOWN);
         Ok(view)
+    }
+
+    /// Every live row of `user`'s window, page after page: a page ends at 1 MB, and the
+    /// rows after its end (the recent workouts sort after the meals) belong on the screen.
+    async fn window(&self, user: &UserId) -> Result<Vec<Item>, QueryError> {
+        let pk = PartitionKey::User(user.clone()).to_string();
+        let window = SortKeyCondition::LessThan(prefix::HISTORY.to_owned());
+        let (mut rows, mut cursor) = (Vec::new(), None);
+        loop {
+            let query = Query::partition(&pk).sort_key(window.clone()).after(cursor);
+            let page = self.table.query(&query).await?;
+            rows.extend(live(page.items));
+            match page.cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(rows),
+            }
+        }
     }
 
     /// The user's profile as the dashboard holds it: one GetItem.

@@ -1,15 +1,14 @@
 //! The goals context's reads: the user's goals in one status (one Query of the sparse
-//! `by-status` index, goal items only) and a goal's progress, one row per period (one
-//! Query per page).
+//! `by-status` index per page, goal items only) and a goal's progress, one row per
+//! period (one Query per page).
 
-use crate::history::PageRequest;
+use crate::history::{PageRequest, cursor_error};
 use crate::views::{GoalView, Page, ProgressView, number};
 use crate::{QueryError, decode};
 use events_schema::events::goals::{Goal, GoalStatus};
 use events_schema::ids::{GoalId, UserId};
 use events_schema::keys::{PartitionKey, prefix};
 use events_schema::rows::{GoalProgressAttrs, ProgressRow};
-use infra::StoreError;
 use infra::store::{Cursor, IndexQuery, Item, Query, SortKeyCondition};
 use infra::table::{Table, contexts};
 
@@ -39,21 +38,27 @@ impl Goals {
         Self { table }
     }
 
-    /// The user's goals in `status`, oldest first.
+    /// A page of the user's goals in `status`, oldest first: one index Query (a user
+    /// sets goals for years; the completed ones are never pruned).
     pub async fn with_status(
         &self,
         user: &UserId,
         status: GoalStatus,
-    ) -> Result<Vec<GoalView>, QueryError> {
+        page: &PageRequest,
+    ) -> Result<Page<GoalView>, QueryError> {
         let pk = PartitionKey::User(user.clone()).to_string();
-        let query = IndexQuery::partition("by-status", format!("{pk}#STATUS#{}", status.as_str()));
-        self.table
-            .query_index(&query)
-            .await?
-            .items
-            .into_iter()
-            .map(view)
-            .collect()
+        let query = IndexQuery::partition("by-status", format!("{pk}#STATUS#{}", status.as_str()))
+            .limit(page.limit()?)
+            .after(page.cursor.clone().map(Cursor::from_text));
+        let found = self.table.query_index(&query).await.map_err(cursor_error)?;
+        Ok(Page {
+            items: found
+                .items
+                .into_iter()
+                .map(view)
+                .collect::<Result<_, _>>()?,
+            next_cursor: found.cursor.map(|c| c.as_str().to_owned()),
+        })
     }
 
     /// One goal: one GetItem.
@@ -76,12 +81,7 @@ impl Goals {
             .sort_key(SortKeyCondition::BeginsWith(prefix::progress_of(goal)))
             .limit(page.limit()?)
             .after(page.cursor.clone().map(Cursor::from_text));
-        let found = self.table.query(&query).await.map_err(|e| match e {
-            StoreError::Validation(_) => {
-                QueryError::invalid("cursor", "is not a cursor of this list")
-            }
-            other => QueryError::Store(other),
-        })?;
+        let found = self.table.query(&query).await.map_err(cursor_error)?;
         let items = found
             .items
             .into_iter()

@@ -210,6 +210,8 @@ macro_rules! regressions_suite {
             erasing_an_account_never_deletes_anothers_pointer,
             one_users_concurrent_meal_logs_all_succeed,
             a_sign_up_record_goes_with_the_email,
+            a_dashboard_past_one_page_of_rows_shows_every_kind,
+            goals_are_listed_page_by_page,
         );
     };
 }

@@ -548,3 +548,86 @@ pub async fn a_sign_up_record_goes_with_the_email(store: Arc<dyn Store>) {
 pub fn another_user() -> CommandMeta {
     CommandMeta::new(UserId::generate())
 }
+
+/// The home screen read one page of the dashboard's rows: past a page (1 MB) in its
+/// window, a heavy logger's month, the rows after the page's end (the recent workouts
+/// sort after the meals) were missing. It reads on through the pages.
+pub async fn a_dashboard_past_one_page_of_rows_shows_every_kind(store: Arc<dyn Store>) {
+    let world = on_the_day(&store);
+    let log = world
+        .nutrition
+        .log_meal(&world.meta, from_json(meal("Eggs", "20")));
+    log.await.expect("meal");
+    let run = json!({"sport": "run", "started_at": "2026-03-02T07:00:00.000Z",
+        "timezone": "UTC", "duration_s": 1800, "distance_m": 5000, "calories": null});
+    let recorded = world.activity.record_workout(&world.meta, from_json(run));
+    recorded.await.expect("workout");
+    let mut events = events_of(&*store, Context::Nutrition, &world.meta.user).await;
+    events.extend(events_of(&*store, Context::Activity, &world.meta.user).await);
+    let subscriptions = ["dashboard-from-nutrition", "dashboard-from-activity"];
+    deliver(&store, &subscriptions, &events).await;
+    let pk = world.pk();
+    let meal_row = items_of(&*store, Context::Dashboard, &pk, "RECENT_MEAL#").await;
+    let meal_row = meal_row.first().expect("the meal's row");
+    // 300 more rows of about 4 KB: 1.2 MB of meals before the workout's row.
+    for n in 0..300 {
+        let mut row = meal_row.clone();
+        let sk = format!("{}-{n:03}", row["sk"].as_str().expect("sk"));
+        row.insert("sk".into(), json!(sk));
+        row.insert("padding".into(), json!("x".repeat(4000)));
+        store.put(Context::Dashboard, row, None).await.expect("put");
+    }
+    let dashboard = readmodels::dashboard::Dashboard::new(infra::table::Table::new(store.clone()));
+    let day = events_schema::time::Day::parse("2026-03-02").expect("day");
+    let home = dashboard.home(&world.meta.user, day).await.expect("home");
+    assert_eq!(home.recent_workouts.len(), 1, "the workout after the meals");
+    assert_eq!(home.recent_meals.len(), readmodels::dashboard::RECENT_SHOWN);
+}
+
+/// `GET /v1/me/goals` answered every goal of a status from one index Query: past a page
+/// (years of completed weekly goals) the rest was cut off with no way to ask for it. It
+/// pages like the other lists.
+pub async fn goals_are_listed_page_by_page(store: Arc<dyn Store>) {
+    let world = on_the_day(&store);
+    let mut created = Vec::new();
+    for _ in 0..5 {
+        created.push(world.create_goal(protein_goal()).await.to_string());
+    }
+    let goals = readmodels::goals::Goals::new(infra::table::Table::new(store.clone()));
+    let active = events_schema::events::goals::GoalStatus::Active;
+    let (mut listed, mut cursor, mut pages) = (Vec::new(), None, 0);
+    loop {
+        let page = readmodels::history::PageRequest {
+            limit: Some(2),
+            cursor,
+        };
+        let found = goals.with_status(&world.meta.user, active, &page).await;
+        let found = found.expect("a page");
+        assert!(found.items.len() <= 2, "{found:?}");
+        listed.extend(found.items.iter().map(|g| g.goal_id.to_string()));
+        pages += 1;
+        match found.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert!(pages >= 3, "five goals two a page: {pages} pages");
+    created.sort();
+    listed.sort();
+    assert_eq!(listed, created, "each goal once");
+    let forged = readmodels::history::PageRequest {
+        limit: Some(2),
+        cursor: Some("not-a-cursor".into()),
+    };
+    let refused = goals.with_status(&world.meta.user, active, &forged).await;
+    assert!(
+        matches!(
+            refused,
+            Err(readmodels::QueryError::Invalid {
+                field: "cursor",
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+}

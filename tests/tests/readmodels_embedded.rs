@@ -157,9 +157,10 @@ async fn every_query_is_one_request_on_projection_or_summary_rows() {
     counting.take();
 
     let goals = goals_read
-        .with_status(&user, GoalStatus::Active)
+        .with_status(&user, GoalStatus::Active, &PageRequest::default())
         .await
-        .expect("goals");
+        .expect("goals")
+        .items;
     assert_eq!(counting.take().index_queries, 1);
     assert_eq!(
         counting.take_tables(),

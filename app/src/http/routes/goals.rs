@@ -90,22 +90,30 @@ pub async fn create_goal(
     )
 }
 
-/// Which goals to list.
+/// Which goals to list, and which page of them.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct GoalFilter {
     /// `active` if absent.
     pub status: Option<GoalStatus>,
+    /// Goals per page, 1 to 100 (50 if absent).
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<usize>,
+    /// The `next_cursor` of the previous page (only cursors the server gave out are valid).
+    #[param(pattern = r"^[A-Za-z0-9_-]+$", min_length = 1, max_length = 2048)]
+    pub cursor: Option<String>,
 }
 
-/// The caller's goals in one status.
+/// A page of the caller's goals in one status.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct GoalList {
     pub goals: Vec<GoalView>,
+    /// Pass it back as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
 }
 
-/// The caller's goals in one status: one index query.
+/// The caller's goals in one status: one index query per page.
 #[utoipa::path(
     get,
     path = "/v1/me/goals",
@@ -113,7 +121,7 @@ pub struct GoalList {
     security(("bearer" = [])),
     params(GoalFilter, responses::IfNoneMatch),
     responses(
-        (status = 200, description = "The goals, oldest first.", body = GoalList,
+        (status = 200, description = "A page of the goals, oldest first.", body = GoalList,
          headers(("ETag" = String, description = "The representation's tag."))),
         (status = 304, response = responses::NotModified),
         responses::QueryErrors,
@@ -126,13 +134,21 @@ pub async fn list_goals(
     ApiQuery(filter): ApiQuery<GoalFilter>,
 ) -> Result<Response, ApiError> {
     let status = filter.status.unwrap_or(GoalStatus::Active);
-    let goals = state
+    let page = PageRequest {
+        limit: filter.limit,
+        cursor: filter.cursor,
+    };
+    let found = state
         .api
         .reads
         .goals
-        .with_status(&caller.user, status)
+        .with_status(&caller.user, status, &page)
         .await?;
-    viewed(&headers, &GoalList { goals })
+    let list = GoalList {
+        goals: found.items,
+        next_cursor: found.next_cursor,
+    };
+    viewed(&headers, &list)
 }
 
 /// One goal, with its latest period: one read.
