@@ -36,6 +36,10 @@ pub enum CommandError {
     /// after the given seconds. Nothing was written.
     #[error("busy, try again in {retry_after_s} s")]
     Busy { retry_after_s: u64 },
+    /// A credential was tried too often this minute (by every process together); try
+    /// again after the given seconds. Nothing was checked.
+    #[error("too many tries, try again in {retry_after_s} s")]
+    TooManyTries { retry_after_s: u64 },
     /// Something inside failed (a value that does not serialize, a stored item that does
     /// not decode). The cause is for the log, never for the client.
     #[error("internal failure: {0}")]

@@ -54,20 +54,38 @@ pub enum PartitionKey {
     ProviderUser(ProviderName, ProviderUserId),
     /// `ERASED#<digest>`: an erased account's tombstone in each context's table. The
     /// digest (see [`erased`]) names the user without holding their id.
-    Erased(ErasureDigest),
+    Erased(Digest),
+    /// `TRIES#<digest>#<minute>`: how many times a credential of one subject (an
+    /// account's email, a user's password) was tried in one minute since the epoch,
+    /// counted by every process together. The digest names the subject without holding
+    /// it.
+    Tries(Digest, u64),
 }
 
-/// The SHA-256 of a user id (hex), naming an erased account's tombstone. A user id is a
-/// random ULID, so once the account is gone nothing links the digest to a person; the
-/// digest still lets every context check "is this user erased?" in one read.
+/// A SHA-256 (hex) naming what a key must not hold: an erased account's user id (its
+/// tombstone, [`Digest::erasure`]), a subject whose credential is tried
+/// ([`Digest::tries`]). Each is hashed under a purpose of its own, so no digest of one
+/// is a digest of the other.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ErasureDigest(String);
+pub struct Digest(String);
 
-impl ErasureDigest {
-    pub fn of(user: &UserId) -> Self {
-        use sha2::{Digest, Sha256};
+impl Digest {
+    /// Names an erased account's tombstone. A user id is a random ULID, so once the
+    /// account is gone nothing links the digest to a person; the digest still lets every
+    /// context check "is this user erased?" in one read.
+    pub fn erasure(user: &UserId) -> Self {
+        Self::of(&format!("vitals-erasure:{user}"))
+    }
+
+    /// Names a subject whose credential is tried (see [`PartitionKey::Tries`]).
+    pub fn tries(subject: &str) -> Self {
+        Self::of(&format!("vitals-tries:{subject}"))
+    }
+
+    fn of(text: &str) -> Self {
+        use sha2::{Digest as _, Sha256};
         use std::fmt::Write as _;
-        let digest = Sha256::digest(format!("vitals-erasure:{user}").as_bytes());
+        let digest = Sha256::digest(text.as_bytes());
         let mut hex = String::with_capacity(2 * digest.len());
         for byte in digest {
             // Writing to a String cannot fail.
@@ -77,24 +95,21 @@ impl ErasureDigest {
     }
 }
 
-impl fmt::Display for ErasureDigest {
+impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl FromStr for ErasureDigest {
+impl FromStr for Digest {
     type Err = KeyError;
 
     fn from_str(raw: &str) -> Result<Self, KeyError> {
-        if raw.len() == 64
-            && raw
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        {
+        let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+        if raw.len() == 64 && raw.bytes().all(hex) {
             Ok(Self(raw.to_owned()))
         } else {
-            Err(KeyError::UnknownKind(format!("ERASED#{raw}")))
+            Err(KeyError::UnknownKind(format!("not a digest: {raw}")))
         }
     }
 }
@@ -102,7 +117,7 @@ impl FromStr for ErasureDigest {
 /// The tombstone key of an erased (or being erased) user, the same in every table.
 pub fn erased(user: &UserId) -> (PartitionKey, SortKey) {
     (
-        PartitionKey::Erased(ErasureDigest::of(user)),
+        PartitionKey::Erased(Digest::erasure(user)),
         SortKey::Tombstone,
     )
 }
@@ -159,6 +174,8 @@ pub enum SortKey {
     ProviderUser,
     /// The tombstone item of an `ERASED#` partition.
     Tombstone,
+    /// The single item of a `TRIES#` partition.
+    Tries,
     /// `OAUTH_STATE#<state>` in a user's partition: points at a pending connect's state
     /// item, so erasing the account finds it.
     OAuthStateRef(OAuthState),
@@ -234,6 +251,7 @@ impl fmt::Display for PartitionKey {
                 write!(f, "PROVIDER_USER#{provider}#{user}")
             }
             PartitionKey::Erased(digest) => write!(f, "ERASED#{digest}"),
+            PartitionKey::Tries(digest, minute) => write!(f, "TRIES#{digest}#{minute}"),
         }
     }
 }
@@ -279,6 +297,7 @@ impl fmt::Display for SortKey {
             SortKey::Delivery(provider, id) => write!(f, "DELIVERY#{provider}#{id}"),
             SortKey::ProviderUser => f.write_str("PROVIDER_USER"),
             SortKey::Tombstone => f.write_str("TOMBSTONE"),
+            SortKey::Tries => f.write_str("TRIES"),
             SortKey::OAuthStateRef(state) => write!(f, "OAUTH_STATE#{state}"),
             SortKey::Session(id) => write!(f, "SESSION#{id}"),
             SortKey::MealLog(day, id) => write!(f, "~MEAL#{day}#{id}"),
@@ -328,6 +347,13 @@ impl FromStr for PartitionKey {
             "MEAL_PLAN" => PartitionKey::MealPlan(rest.parse()?),
             "OAUTH_STATE" => PartitionKey::OAuthState(rest.parse()?),
             "ERASED" => PartitionKey::Erased(rest.parse()?),
+            "TRIES" => {
+                let [digest, minute] = parts::<2>(raw, rest)?;
+                let minute = minute
+                    .parse()
+                    .map_err(|_| KeyError::UnknownKind(raw.to_owned()))?;
+                PartitionKey::Tries(digest.parse()?, minute)
+            }
             "PROVIDER_USER" => {
                 let [provider, user] = parts::<2>(raw, rest)?;
                 PartitionKey::ProviderUser(provider.parse()?, user.parse()?)
@@ -358,6 +384,7 @@ fn unit_sort_key(kind: &str, rest: &str) -> Option<SortKey> {
         "AIR" => SortKey::Air,
         "PROVIDER_USER" => SortKey::ProviderUser,
         "TOMBSTONE" => SortKey::Tombstone,
+        "TRIES" => SortKey::Tries,
         _ => return None,
     })
 }
@@ -510,6 +537,7 @@ mod tests {
             SortKey::Delivery("garmin".parse().expect("id"), "d-1".parse().expect("id")),
             SortKey::ProviderUser,
             SortKey::Tombstone,
+            SortKey::Tries,
             SortKey::OAuthStateRef("ab12".parse().expect("state")),
             SortKey::MealLog(d, MealId::generate()),
             SortKey::WorkoutLog(d, WorkoutId::generate()),
@@ -535,6 +563,23 @@ mod tests {
     }
 
     #[test]
+    fn tries_keys_name_their_subject_by_digest_only() {
+        let text = PartitionKey::Tries(Digest::tries("ana@example.com"), 7).to_string();
+        assert!(
+            text.starts_with("TRIES#") && !text.contains("ana"),
+            "{text}"
+        );
+        assert_ne!(
+            Digest::tries("bob@example.com"),
+            Digest::tries("ana@example.com")
+        );
+        assert!("TRIES#abc#7".parse::<PartitionKey>().is_err());
+        let digest = Digest::tries("ana@example.com");
+        assert!(format!("TRIES#{digest}#x").parse::<PartitionKey>().is_err());
+        assert!(format!("TRIES#{digest}").parse::<PartitionKey>().is_err());
+    }
+
+    #[test]
     fn every_sort_key_round_trips() {
         for key in every_sort_key() {
             let text = key.to_string();
@@ -554,6 +599,7 @@ mod tests {
             PartitionKey::Weather("u4pruyd".parse().expect("id"), hour),
             PartitionKey::Air("u4pruyd".parse().expect("id"), hour),
             PartitionKey::ProviderUser("garmin".parse().expect("id"), "pu-1".parse().expect("id")),
+            PartitionKey::Tries(Digest::tries("ana@example.com"), 29_530_000),
         ];
         for key in keys {
             let text = key.to_string();

@@ -356,7 +356,7 @@ impl Run {
         // interrupted replay holds no user id.
         let scope = user.map_or_else(
             || "all".to_owned(),
-            |u| format!("user-{}", events_schema::keys::ErasureDigest::of(u)),
+            |u| format!("user-{}", events_schema::keys::Digest::erasure(u)),
         );
         Key::new(format!("REPLAY#{}", subscription.name()), scope)
     }

@@ -253,6 +253,36 @@ pub async fn update_creates_a_missing_item_and_removes_attributes(store: Shared)
     assert_eq!(read, Some(changed));
 }
 
+pub async fn an_update_adds_to_a_number_atomically_under_its_condition(store: Shared) {
+    let key = Key::new(fresh_pk(), "TRIES");
+    let add = |by: i64| Update::default().add("tries", by).set("note", "x");
+    let created = store.update(Context::Identity, &key, add(1), None).await;
+    assert_eq!(created.expect("from nothing")["tries"], json!(1));
+    let added = store.update(Context::Identity, &key, add(2), None).await;
+    assert_eq!(added.expect("added")["tries"], json!(3));
+    let below = |limit: u64| Condition::Newer {
+        attr: "tries".into(),
+        version: limit,
+    };
+    let refused = store
+        .update(Context::Identity, &key, add(1), Some(below(3)))
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::ConditionFailed { .. })),
+        "{refused:?}"
+    );
+    let mut adds = tokio::task::JoinSet::new();
+    for _ in 0..10 {
+        let (store, key) = (store.clone(), key.clone());
+        adds.spawn(async move { store.update(Context::Identity, &key, add(1), None).await });
+    }
+    while let Some(done) = adds.join_next().await {
+        done.expect("task").expect("added");
+    }
+    let read = read_item(&*store, Context::Identity, &key).await;
+    assert_eq!(read.expect("item")["tries"], json!(13), "none lost");
+}
+
 pub async fn key_attributes_cannot_be_updated(store: Shared) {
     let key = Key::new(fresh_pk(), "GOAL#g1");
     let result = store

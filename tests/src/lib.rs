@@ -57,6 +57,7 @@ macro_rules! commands_suite {
             an_email_change_another_process_made_first_is_answered_as_a_replay,
             update_profile_publishes_once_per_change,
             deletion_request_refuses_login_and_publishes_once,
+            a_credentials_tries_are_counted_by_every_process_together,
         );
         $crate::spec_tests!($make, $crate::commands::nutrition;
             log_meal_writes_meal_summary_and_event,
@@ -159,6 +160,7 @@ macro_rules! conformance_item_cases {
             put_if_absent_fails_the_second_time_and_keeps_the_first,
             version_guarded_update_accepts_the_current_version_only,
             update_creates_a_missing_item_and_removes_attributes,
+            an_update_adds_to_a_number_atomically_under_its_condition,
             key_attributes_cannot_be_updated,
             conditional_delete_returns_the_old_item,
             attribute_conditions_and_their_conjunction,

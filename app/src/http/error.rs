@@ -152,6 +152,7 @@ impl From<CommandError> for ApiError {
                 "the server is busy, try again shortly",
             )
             .retry_after(retry_after_s),
+            TooManyTries { retry_after_s } => Self::rate_limited(retry_after_s),
             Internal(cause) => Self::internal(cause),
             IdempotencyKeyReused => Self::new(
                 StatusCode::UNPROCESSABLE_ENTITY,

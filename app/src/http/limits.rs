@@ -5,7 +5,9 @@
 //!   address at the account's rate, from all addresses together at ten times it, so a
 //!   password can be guessed neither quickly from one address nor from many at once,
 //!   and one address spending the account's tries does not lock its owner out (a
-//!   password change checks the current password: per account too);
+//!   password change checks the current password: per account too). The counts across
+//!   addresses are kept in the identity table ([`Tried`]), shared by every process: in
+//!   memory, N processes (Lambda execution environments) would allow N times them;
 //! - provider webhooks, per client address, with a higher allowance (providers send in
 //!   bursts from few addresses);
 //! - the operations routes (`/healthz`, `/metrics`, `/openapi.json`), per client
@@ -19,6 +21,8 @@
 use super::error::ApiError;
 use axum::extract::ConnectInfo;
 use axum::http::request::Parts;
+use commands::identity::{IdentityCommands, Tried};
+use events_schema::ids::UserId;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -93,8 +97,11 @@ pub struct Limits {
     per_address: Limiter<IpAddr>,
     /// Sign-in and sign-up tries of one account from one address; password changes.
     per_account: Limiter<String>,
-    /// Sign-in and sign-up tries of one account from every address together.
-    per_account_everywhere: Limiter<String>,
+    /// Tries a minute of one account's credential from every address and process
+    /// together (counted in the store).
+    account_everywhere: u32,
+    /// Password checks a minute of one user (counted in the store too).
+    password_everywhere: u32,
     webhooks: Limiter<IpAddr>,
     operations: Limiter<IpAddr>,
 }
@@ -114,9 +121,11 @@ impl Limits {
             per_user: Limiter::new(Quota::per_second(non_zero(settings.user_per_second))),
             per_address: Limiter::new(Quota::per_minute(non_zero(settings.auth_per_minute))),
             per_account: Limiter::new(Quota::per_minute(non_zero(settings.account_per_minute))),
-            per_account_everywhere: Limiter::new(Quota::per_minute(non_zero(
-                settings.account_per_minute.saturating_mul(ADDRESSES_SHARE),
-            ))),
+            account_everywhere: settings
+                .account_per_minute
+                .saturating_mul(ADDRESSES_SHARE)
+                .max(1),
+            password_everywhere: settings.account_per_minute.max(1),
             webhooks: Limiter::new(Quota::per_second(non_zero(settings.webhook_per_second))),
             operations: Limiter::new(Quota::per_second(non_zero(settings.operations_per_second))),
         }
@@ -132,22 +141,36 @@ impl Limits {
     }
 
     /// A sign-in or sign-up attempt for `email` (compared as the identity context
-    /// normalizes it) from `client`.
-    pub fn account(&self, email: &str, client: ClientAddress) -> Result<(), ApiError> {
+    /// normalizes it) from `client`: this address's allowance first (in memory), then
+    /// every address's and process's together (in the store, through `identity`).
+    pub async fn account(
+        &self,
+        identity: &IdentityCommands,
+        email: &str,
+        client: ClientAddress,
+    ) -> Result<(), ApiError> {
         // An email is at most 254 characters: a longer key is no account's, and cut
         // there it cannot make a limiter's keys grow with the request.
         let email: String = email.trim().to_lowercase().chars().take(254).collect();
         self.per_account
             .check(&format!("email:{email} from:{}", client.bucket()))?;
-        self.per_account_everywhere.check(&email)
+        let tried = identity.count_try(Tried::SignIn(&email), self.account_everywhere);
+        Ok(tried.await?)
     }
 
     /// A password check on a signed-in account (changing the password proves the
     /// current one): an allowance of its own, as small as a sign-in's, so a stolen
     /// access token cannot guess the password faster than a sign-in could. Keyed by the
-    /// user's id (prefixed, so no email's key can be the same).
-    pub fn password_check(&self, user: &str) -> Result<(), ApiError> {
-        self.per_account.check(&format!("user:{user}"))
+    /// user's id (prefixed, so no email's key can be the same); counted per process,
+    /// then by every process together.
+    pub async fn password_check(
+        &self,
+        identity: &IdentityCommands,
+        user: &UserId,
+    ) -> Result<(), ApiError> {
+        self.per_account.check(&format!("user:{user}"))?;
+        let tried = identity.count_try(Tried::Password(user), self.password_everywhere);
+        Ok(tried.await?)
     }
 
     /// A request for the health, the metrics or the OpenAPI document from `client`.
@@ -208,47 +231,60 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for ClientAddress {
 mod tests {
     use super::*;
 
-    /// Limits allowing an account two tries a minute.
-    fn two_tries_a_minute() -> Limits {
-        Limits::new(LimitSettings {
+    /// Limits allowing an account two tries a minute, and the identity commands they
+    /// count the tries across addresses with (on a store of their own).
+    fn two_tries_a_minute() -> (Limits, IdentityCommands, tempfile::TempDir) {
+        let limits = Limits::new(LimitSettings {
             account_per_minute: 2,
             ..LimitSettings::default()
-        })
+        });
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store = infra::embedded::EmbeddedStore::open(dir.path()).expect("store");
+        let identity = IdentityCommands::new(infra::table::Table::new(std::sync::Arc::new(store)));
+        (limits, identity, dir)
     }
 
-    #[test]
-    fn an_exhausted_allowance_says_when_to_come_back() {
-        let limits = two_tries_a_minute();
+    #[tokio::test]
+    async fn an_exhausted_allowance_says_when_to_come_back() {
+        let (limits, identity, _dir) = two_tries_a_minute();
         let here = ClientAddress("10.0.0.1".parse().expect("ip"));
-        assert!(limits.account("Ana@Example.com", here).is_ok());
-        assert!(limits.account("ana@example.com ", here).is_ok());
-        let refused = limits
-            .account("ana@example.com", here)
-            .expect_err("third try");
+        let tried = |email: &'static str| limits.account(&identity, email, here);
+        assert!(tried("Ana@Example.com").await.is_ok());
+        assert!(tried("ana@example.com ").await.is_ok());
+        let refused = tried("ana@example.com").await.expect_err("third try");
         assert_eq!(refused.status, axum::http::StatusCode::TOO_MANY_REQUESTS);
         let wait = refused.retry_after.expect("Retry-After");
         assert!((1..=60).contains(&wait), "{wait}");
-        assert!(
-            limits.account("bob@example.com", here).is_ok(),
-            "per account"
-        );
+        assert!(tried("bob@example.com").await.is_ok(), "per account");
     }
 
-    #[test]
-    fn one_address_spending_an_accounts_tries_does_not_lock_out_the_others() {
-        let limits = two_tries_a_minute();
+    #[tokio::test]
+    async fn one_address_spending_an_accounts_tries_does_not_lock_out_the_others() {
+        let (limits, identity, _dir) = two_tries_a_minute();
         let ip = |n: u8| ClientAddress(IpAddr::V4(Ipv4Addr::new(10, 0, 1, n)));
+        let from = |n: u8| limits.account(&identity, "ana@example.com", ip(n));
         // Given an attacker that spent Ana's tries from one address,
-        assert!(limits.account("ana@example.com", ip(1)).is_ok());
-        assert!(limits.account("ana@example.com", ip(1)).is_ok());
-        assert!(limits.account("ana@example.com", ip(1)).is_err());
+        assert!(from(1).await.is_ok());
+        assert!(from(1).await.is_ok());
+        assert!(from(1).await.is_err());
         // Ana signs in from her own;
-        assert!(limits.account("ana@example.com", ip(2)).is_ok());
+        assert!(from(2).await.is_ok());
         // but many addresses together get ten times one address's tries, no more.
-        let tried = (3..=30)
-            .filter(|n| limits.account("ana@example.com", ip(*n)).is_ok())
-            .count();
+        let mut tried = 0;
+        for n in 3..=30 {
+            tried += usize::from(from(n).await.is_ok());
+        }
         assert_eq!(tried + 3, 20, "{tried} more from other addresses");
+    }
+
+    #[tokio::test]
+    async fn a_password_is_checked_no_faster_than_a_sign_in() {
+        let (limits, identity, _dir) = two_tries_a_minute();
+        let user = UserId::generate();
+        assert!(limits.password_check(&identity, &user).await.is_ok());
+        assert!(limits.password_check(&identity, &user).await.is_ok());
+        let refused = limits.password_check(&identity, &user).await;
+        assert!(refused.is_err(), "a third check this minute");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! Items: `USER#<id>/PROFILE` (with `email_pk` for the `by-email` index, the argon2
 //! password hash, status, version, the id of the session started last) and the
 //! reservation `EMAIL#<email>/EMAIL`, which commits together with the profile so two
-//! accounts can never share an email.
+//! accounts can never share an email; and the tries at a credential this minute,
+//! `TRIES#<digest>#<minute>/TRIES` (`tries`), counted by every process together.
 
 use crate::idempotency::{self, Committed};
 use crate::items::{from_item, to_item};
@@ -210,8 +211,10 @@ async fn dummy_hash() -> Result<&'static str, CommandError> {
 }
 
 mod sessions;
+mod tries;
 
 pub use sessions::{RefreshToken, SESSION_DAYS, SignedIn};
+pub use tries::Tried;
 
 /// The identity context's commands: sign-up, sessions, profile, email, deletion.
 pub type IdentityCommands = crate::handlers::Handlers<Identity>;

@@ -71,19 +71,30 @@ impl Expr {
         }))
     }
 
-    /// `SET ... REMOVE ...`; `None` when the update changes nothing.
+    /// `SET ... REMOVE ... ADD ...`; `None` when the update changes nothing.
     pub fn update(&mut self, update: &Update) -> Result<Option<String>, StoreError> {
         let mut sets = Vec::new();
         for (attr, value) in &update.set {
             sets.push(format!("{} = {}", self.name(attr), self.json_value(value)?));
         }
         let removes: Vec<String> = update.remove.iter().map(|attr| self.name(attr)).collect();
+        let mut adds = Vec::new();
+        for (attr, by) in &update.add {
+            adds.push(format!(
+                "{} {}",
+                self.name(attr),
+                self.json_value(&(*by).into())?
+            ));
+        }
         let mut clauses = Vec::new();
         if !sets.is_empty() {
             clauses.push(format!("SET {}", sets.join(", ")));
         }
         if !removes.is_empty() {
             clauses.push(format!("REMOVE {}", removes.join(", ")));
+        }
+        if !adds.is_empty() {
+            clauses.push(format!("ADD {}", adds.join(", ")));
         }
         Ok((!clauses.is_empty()).then(|| clauses.join(" ")))
     }

@@ -397,6 +397,7 @@ fn validate_update(table: Context, key: &Key, update: &Update) -> Result<(), Sto
         .set
         .keys()
         .chain(&update.remove)
+        .chain(update.add.iter().map(|(attr, _)| attr))
         .find(|a| *a == PK || *a == SK)
     {
         return Err(StoreError::Validation(format!(

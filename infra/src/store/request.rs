@@ -34,14 +34,23 @@ pub enum Condition {
     All(Vec<Condition>),
 }
 
-/// Attributes to set and attributes to remove. Key attributes cannot be changed.
+/// Attributes to set, numbers to add to and attributes to remove. Key attributes cannot
+/// be changed.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Update {
     pub set: Item,
     pub remove: Vec<String>,
+    /// Numbers added to attributes (an absent one counts as 0), atomically: two
+    /// updates at once each add theirs (a counter shared by processes).
+    pub add: Vec<(String, i64)>,
 }
 
 impl Update {
+    pub fn add(mut self, attr: impl Into<String>, by: i64) -> Self {
+        self.add.push((attr.into(), by));
+        self
+    }
+
     pub fn set(mut self, attr: impl Into<String>, value: impl Into<Value>) -> Self {
         self.set.insert(attr.into(), value.into());
         self
@@ -73,6 +82,17 @@ impl Update {
                 )));
             }
             item.remove(attr);
+        }
+        for (attr, by) in &self.add {
+            let sum = match item.get(attr) {
+                None => Some(*by),
+                Some(Value::Number(n)) => n.as_i64().and_then(|n| n.checked_add(*by)),
+                Some(_) => None,
+            };
+            let sum = sum.filter(|_| attr != PK && attr != SK).ok_or_else(|| {
+                crate::StoreError::Validation(format!("cannot add {by} to attribute {attr}"))
+            })?;
+            item.insert(attr.clone(), sum.into());
         }
         Ok(item)
     }

@@ -587,3 +587,54 @@ pub async fn deletion_request_refuses_login_and_publishes_once(store: Arc<dyn St
         vec!["UserRegistered", "AccountDeletionRequested"]
     );
 }
+
+/// A credential's tries are counted by every process together (each Lambda execution
+/// environment limited only its own): tries from two processes add up, a try past the
+/// allowance is refused until the next minute, and tries at once are each counted once.
+pub async fn a_credentials_tries_are_counted_by_every_process_together(store: Arc<dyn Store>) {
+    use commands::identity::Tried;
+    use events_schema::time::{Clock, Timestamp};
+    let at = |time: &str| Clock::manual(Timestamp::parse(time).expect("time"));
+    let ten_past = at("2026-03-02T08:00:10.000Z");
+    let one = World::with_clock(store.clone(), ten_past.clone());
+    let other = World::with_clock(store.clone(), ten_past);
+    // The DynamoDB suites share their tables: an email of this run's own.
+    let email = format!("ana-{}@example.com", one.meta.user.as_str().to_lowercase());
+    for world in [&one, &other, &one] {
+        let counted = world.identity.count_try(Tried::SignIn(&email), 3).await;
+        counted.expect("counted");
+    }
+    let refused = other.identity.count_try(Tried::SignIn(&email), 3).await;
+    assert!(
+        matches!(
+            refused,
+            Err(CommandError::TooManyTries { retry_after_s: 50 })
+        ),
+        "{refused:?}"
+    );
+    let next_minute = World::with_clock(store.clone(), at("2026-03-02T08:01:00.000Z"));
+    let again = next_minute
+        .identity
+        .count_try(Tried::SignIn(&email), 3)
+        .await;
+    again.expect("a new minute, a new allowance");
+
+    let user = Arc::new(one);
+    let mut tries = tokio::task::JoinSet::new();
+    for _ in 0..12 {
+        let user = user.clone();
+        tries.spawn(async move {
+            let tried = Tried::Password(&user.meta.user);
+            user.identity.count_try(tried, 5).await
+        });
+    }
+    let mut counted = 0;
+    while let Some(tried) = tries.join_next().await {
+        match tried.expect("task") {
+            Ok(()) => counted += 1,
+            Err(CommandError::TooManyTries { .. }) => {}
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(counted, 5, "twelve at once, five counted");
+}

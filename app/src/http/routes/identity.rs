@@ -128,7 +128,10 @@ pub async fn register(
     ApiJson(body): ApiJson<RegisterBody>,
 ) -> Result<Response, ApiError> {
     state.api.limits.unauthenticated(client)?;
-    state.api.limits.account(&body.email, client)?;
+    let api = &state.api;
+    api.limits
+        .account(&api.identity, &body.email, client)
+        .await?;
     // The account does not exist yet; the command assigns the user id.
     let meta = of_request(CommandMeta::new(UserId::generate()), &headers, "register")?;
     let timezone = body.timezone.clone();
@@ -180,7 +183,10 @@ pub async fn login(
     ApiJson(body): ApiJson<Login>,
 ) -> Result<Json<TokenReply>, ApiError> {
     state.api.limits.unauthenticated(client)?;
-    state.api.limits.account(&body.email, client)?;
+    let api = &state.api;
+    api.limits
+        .account(&api.identity, &body.email, client)
+        .await?;
     let proved = state
         .api
         .identity

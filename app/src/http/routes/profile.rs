@@ -167,7 +167,10 @@ pub async fn change_password(
     headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<PasswordChange>,
 ) -> Result<StatusCode, ApiError> {
-    state.api.limits.password_check(caller.user.as_str())?;
+    let api = &state.api;
+    api.limits
+        .password_check(&api.identity, &caller.user)
+        .await?;
     let mut meta = commands::CommandMeta::new(caller.user.clone());
     meta.correlation_id = crate::http::request_log::request_id(&headers);
     state
