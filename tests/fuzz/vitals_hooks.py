@@ -44,6 +44,7 @@ RULES = {
     "GET /v1/me/meals": {**_ANY_PAGE},
     "GET /v1/me/workouts": {**_ANY_PAGE, **_RANGE},
     "GET /v1/me/sleep": {**_ANY_PAGE, **_RANGE},
+    "GET /v1/me/goals": {**_ANY_PAGE},
     "GET /v1/me/goals/{id}/progress": {**_ANY_PAGE},
     "GET /v1/me/nutrition/daily": {"to": "not before `from`, at most 30 days after it"},
     "POST /v1/me/meals": {"eaten_at": "at most a day from now"},
@@ -65,6 +66,10 @@ RULES = {
     },
     "POST /v1/me/training-blocks/{start_day}/{id}/end": {
         "ended_on": "within the block",
+    },
+    "POST /v1/integrations/{provider}/complete": {
+        "state": "a state `connect` gave the caller, unused, within 10 minutes",
+        "code": "a code the provider gave",
     },
 }
 
