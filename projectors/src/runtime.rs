@@ -285,7 +285,7 @@ impl Handler {
         // this put (its eraser cleared the letters there were then): the letter would
         // keep their data after "complete".
         if let Ok(PartitionKey::User(user)) = record.pk.parse() {
-            match self.drop_if_erased(&user, &record.pk).await {
+            match self.drop_if_erased(&user).await {
                 Ok(true) => return Ok(()),
                 Ok(false) => {}
                 // The letter is written: a retry of the record would not come back here
@@ -305,13 +305,14 @@ impl Handler {
         Ok(())
     }
 
-    /// Removes the letters about `pk` if `user` is erased from the target table; whether
-    /// it removed any. A queue may not show a letter just put at once (SQS short
-    /// polls), so the removal is tried a few times until it finds one.
-    async fn drop_if_erased(&self, user: &UserId, pk: &str) -> Result<bool, StoreError> {
+    /// Removes the letters about `user`'s partition if they are erased from the target
+    /// table; whether it removed any. A queue may not show a letter just put at once
+    /// (SQS short polls), so the removal is tried a few times until it finds one.
+    async fn drop_if_erased(&self, user: &UserId) -> Result<bool, StoreError> {
         if !self.projector.erased(user).await? {
             return Ok(false);
         }
+        let pk = &PartitionKey::User(user.clone()).to_string();
         let subscription = self.projector.name();
         for attempt in 1..=5u64 {
             // By partition, not by id: an SQS queue removes by receipt handle only.
