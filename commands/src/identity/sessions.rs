@@ -53,14 +53,23 @@ impl RefreshToken {
 /// Who signed in (or signed up), and the credentials they proved: a session starts on
 /// them only while they are still the account's, so a sign-in that checked a password
 /// (or an email) changed before its session commits is refused.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SignedIn {
     pub user: UserId,
     /// The password hash the sign-in was checked against (or the sign-up wrote), kept
     /// out of `Debug` and so out of logs.
     password_hash: Secret,
-    /// The email it was checked against.
-    email: Secret,
+    /// The email it was checked against: not a secret, but personal data, which logs
+    /// name by user id only (see `Debug`).
+    email: String,
+}
+
+impl std::fmt::Debug for SignedIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignedIn")
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SignedIn {
@@ -69,7 +78,7 @@ impl SignedIn {
         Self {
             user: profile.user_id.clone(),
             password_hash: profile.password_hash.clone(),
-            email: Secret::new(&profile.email),
+            email: profile.email.clone(),
         }
     }
 
@@ -79,7 +88,7 @@ impl SignedIn {
         Condition::All(vec![
             active(),
             Condition::AttributeEquals("password_hash".into(), json!(self.password_hash.expose())),
-            Condition::AttributeEquals("email".into(), json!(self.email.expose())),
+            Condition::AttributeEquals("email".into(), json!(self.email)),
         ])
     }
 }
@@ -473,6 +482,20 @@ mod tests {
         (0..count)
             .map(|_| session_key(user, &SessionId::generate()))
             .collect()
+    }
+
+    #[test]
+    fn who_signed_in_is_logged_by_user_id_only() {
+        let user = UserId::generate();
+        let shown = format!(
+            "{:?}",
+            SignedIn::proved(&profile(&user, "$argon2id$h", None))
+        );
+        assert!(shown.contains(user.as_str()), "{shown}");
+        assert!(
+            !shown.contains("argon2") && !shown.contains("ana@"),
+            "{shown}"
+        );
     }
 
     #[test]
