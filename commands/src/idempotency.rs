@@ -149,17 +149,6 @@ impl<T> Committed<T> {
     }
 }
 
-/// Whether a cancellation means another writer got there first (a version that moved
-/// on, or a transaction conflict): read again and retry.
-pub fn lost_race(reasons: &[CancelReason]) -> bool {
-    reasons.iter().any(|r| {
-        matches!(
-            r,
-            CancelReason::ConditionFailed { .. } | CancelReason::Conflict
-        )
-    })
-}
-
 /// A cancellation the command did not expect: a storage conflict to retry, or a bug.
 pub fn unexpected(reasons: &[CancelReason]) -> CommandError {
     if reasons.contains(&CancelReason::Conflict) {

@@ -72,7 +72,7 @@ pub(crate) use run;
 pub(crate) fn settled<T>(committed: Committed<T>) -> Result<Attempt<Outcome<T>>, CommandError> {
     match committed {
         Committed::Done(outcome) => Ok(Attempt::Done(outcome)),
-        Committed::Cancelled(reasons) if idempotency::lost_race(&reasons) => Ok(Attempt::LostRace),
+        Committed::Cancelled(reasons) if CancelReason::lost_race(&reasons) => Ok(Attempt::LostRace),
         Committed::Cancelled(reasons) => Err(idempotency::unexpected(&reasons)),
     }
 }

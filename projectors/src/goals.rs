@@ -285,12 +285,7 @@ impl GoalRows {
                 Ok(()) => return Ok(()),
                 // Another worker changed this goal's progress: read again.
                 Err(StoreError::TransactionCanceled { reasons })
-                    if reasons.iter().any(|r| {
-                        matches!(
-                            r,
-                            CancelReason::ConditionFailed { .. } | CancelReason::Conflict
-                        )
-                    }) =>
+                    if CancelReason::lost_race(&reasons) =>
                 {
                     continue;
                 }

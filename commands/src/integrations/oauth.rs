@@ -180,7 +180,7 @@ impl IntegrationCommands {
                 Committed::Cancelled(reasons) => match reasons.first() {
                     Some(CancelReason::ConditionFailed { .. }) => Err(unknown_state()),
                     // The connection or an identity changed meanwhile: look again.
-                    _ if idempotency::lost_race(&reasons) => Ok(Attempt::LostRace),
+                    _ if CancelReason::lost_race(&reasons) => Ok(Attempt::LostRace),
                     _ => Err(idempotency::unexpected(&reasons)),
                 },
             }

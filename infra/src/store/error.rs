@@ -26,6 +26,17 @@ impl CancelReason {
             .any(|r| matches!(r, CancelReason::ConditionFailed { .. }))
     }
 
+    /// Whether a cancellation means another writer got there first (a version that
+    /// moved on, or a transaction conflict): read again and retry.
+    pub fn lost_race(reasons: &[CancelReason]) -> bool {
+        reasons.iter().any(|r| {
+            matches!(
+                r,
+                CancelReason::ConditionFailed { .. } | CancelReason::Conflict
+            )
+        })
+    }
+
     /// Whether a cancelled transaction met another one on an item and no condition
     /// failed: nothing was written and nothing read has changed, so trying it again
     /// unchanged may succeed.
