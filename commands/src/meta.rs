@@ -41,17 +41,6 @@ impl CommandMeta {
         Ok(self)
     }
 
-    /// With an idempotency key given as text (validated), the caller's for `operation`
-    /// only.
-    pub fn with_scoped_idempotency_key(
-        mut self,
-        key: &str,
-        operation: &str,
-    ) -> Result<Self, CommandError> {
-        self.idempotency_key = Some(IdempotencyKey::parse(key)?.for_operation(operation)?);
-        Ok(self)
-    }
-
     pub fn user_pk(&self) -> String {
         events_schema::keys::PartitionKey::User(self.user.clone()).to_string()
     }

@@ -11,6 +11,7 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use commands::CommandMeta;
+use commands::meta::IdempotencyKey;
 use events_schema::ids::UserId;
 use serde::de::DeserializeOwned;
 
@@ -260,14 +261,19 @@ pub fn of_request(
     match headers.get("idempotency-key") {
         None => Ok(meta),
         Some(value) => {
-            let key = value.to_str().map_err(|_| {
+            // A key outside its documented form is a malformed header (400), whatever
+            // is wrong with it: not a validation error of the body (422).
+            let bad_header = || {
                 ApiError::new(
                     StatusCode::BAD_REQUEST,
                     "bad_header",
-                    "Idempotency-Key must be visible ASCII",
+                    "Idempotency-Key must be 1 to 128 visible ASCII characters without '#'",
                 )
-            })?;
-            Ok(meta.with_scoped_idempotency_key(key, operation)?)
+            };
+            let key = value.to_str().map_err(|_| bad_header())?;
+            let key = IdempotencyKey::parse(key).map_err(|_| bad_header())?;
+            meta.idempotency_key = Some(key.for_operation(operation)?);
+            Ok(meta)
         }
     }
 }
@@ -316,6 +322,17 @@ mod tests {
             (refused.status, refused.code),
             (StatusCode::BAD_REQUEST, "bad_header")
         );
+        // Every key outside the documented form is the same bad header: a space, a
+        // `#`, nothing, over 128 characters.
+        for bad in ["a b", "has#hash", "", &"k".repeat(129)] {
+            headers.insert("idempotency-key", bad.parse().expect("header"));
+            let refused = meta(&headers, "log_meal").expect_err(bad);
+            assert_eq!(
+                (refused.status, refused.code),
+                (StatusCode::BAD_REQUEST, "bad_header"),
+                "{bad:?}"
+            );
+        }
     }
 
     fn message(json: &str) -> String {

@@ -82,7 +82,8 @@ pub struct Busy(pub ErrorBody);
 #[derive(IntoParams)]
 #[into_params(parameter_in = Header)]
 pub struct IdempotencyKey {
-    /// 1 to 128 visible ASCII characters without `#`, the caller's for this operation:
+    /// 1 to 128 visible ASCII characters without `#` (any other is `400 bad_header`),
+    /// the caller's for this operation:
     /// a retry with the same key and request gets the first response again and writes
     /// nothing; the same key with a different request is `422 idempotency_key_reused`;
     /// the same key on another operation is another request. Remembered for 24 hours.
@@ -104,12 +105,14 @@ pub struct MalformedJson(pub ErrorBody);
 
 #[derive(ToResponse)]
 #[response(
-    description = "`malformed_json`: the body is not valid JSON; `bad_header`: `Idempotency-Key` is not visible ASCII."
+    description = "`malformed_json`: the body is not valid JSON; `bad_header`: `Idempotency-Key` is not 1 to 128 visible ASCII characters without `#`."
 )]
 pub struct BadRequest(pub ErrorBody);
 
 #[derive(ToResponse)]
-#[response(description = "`bad_header`: `Idempotency-Key` is not visible ASCII.")]
+#[response(
+    description = "`bad_header`: `Idempotency-Key` is not 1 to 128 visible ASCII characters without `#`."
+)]
 pub struct BadHeader(pub ErrorBody);
 
 #[derive(ToResponse)]
