@@ -1,8 +1,8 @@
 //! The Kinesis change feed against the emulator (`VITALS_TEST_DYNAMODB_ENDPOINT`,
 //! required): a consumer follows the shard iterator Kinesis hands back instead of asking
 //! for a new one every poll, a batch not committed is read again, progress past other
-//! rows than events is kept in memory until the consumer stops, and a new feed resumes
-//! from the checkpoint rows.
+//! rows than events is kept in memory until the consumer stops, a failed read keeps the
+//! iterator it was given, and a new feed resumes from the checkpoint rows.
 
 use aws_sdk_kinesis::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_kinesis::config::{ConfigBag, Intercept, RuntimeComponents};
@@ -17,20 +17,30 @@ use infra::embedded::EmbeddedStore;
 use infra::feed::kinesis::{KinesisFeed, stream_name};
 use infra::feed::{Batch, ChangeFeed};
 use serde_json::json;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use vitals_tests::backends::dynamodb_endpoint;
 
 const CONSUMER: &str = "dashboard-from-nutrition";
 
-/// The Kinesis operations a client sent, by name (`GetShardIterator`, ...).
+/// The Kinesis operations a client sent, by name (`GetShardIterator`, ...); the next
+/// `GetRecords` fails before it is sent when `refuse_a_read` was called (as a
+/// throttled read would).
 #[derive(Debug, Clone, Default)]
-struct Calls(Arc<Mutex<Vec<String>>>);
+struct Calls {
+    sent: Arc<Mutex<Vec<String>>>,
+    refuse_next_read: Arc<AtomicBool>,
+}
 
 impl Calls {
     fn of(&self, operation: &str) -> usize {
-        let calls = self.0.lock().expect("calls");
+        let calls = self.sent.lock().expect("calls");
         calls.iter().filter(|c| *c == operation).count()
+    }
+
+    fn refuse_a_read(&self) {
+        self.refuse_next_read.store(true, Ordering::SeqCst);
     }
 }
 
@@ -47,8 +57,11 @@ impl Intercept for Calls {
     ) -> Result<(), BoxError> {
         let target = context.request().headers().get("x-amz-target");
         let operation = target.and_then(|t| t.rsplit('.').next()).unwrap_or("?");
-        if let Ok(mut calls) = self.0.lock() {
+        if let Ok(mut calls) = self.sent.lock() {
             calls.push(operation.to_owned());
+        }
+        if operation == "GetRecords" && self.refuse_next_read.swap(false, Ordering::SeqCst) {
+            return Err("read refused (as if throttled)".into());
         }
         Ok(())
     }
@@ -178,6 +191,28 @@ async fn a_consumer_follows_its_shard_iterator_instead_of_asking_for_one_every_p
         "one iterator for seven polls"
     );
     assert_eq!(stream.calls.of("GetRecords"), 7);
+}
+
+#[tokio::test]
+async fn a_failed_read_keeps_the_iterator_it_was_given() {
+    let (stream, feed, batch) = two_events_read().await;
+    feed.commit(CONSUMER, &batch).await.expect("committed");
+    let (rows, batch) = next_rows(&feed).await;
+    assert!(rows.is_empty(), "{rows:?}");
+    feed.commit(CONSUMER, &batch).await.expect("committed");
+    // A throttled read: the poll fails, the position past the empty page stands.
+    stream.calls.refuse_a_read();
+    feed.poll(CONSUMER, 100)
+        .await
+        .expect_err("the read was refused");
+    stream.put("EVT#3").await;
+    let (rows, _) = next_rows(&feed).await;
+    assert_eq!(rows, ["EVT#3"]);
+    assert_eq!(
+        stream.calls.of("GetShardIterator"),
+        1,
+        "the iterator kept past the empty page is read again, not one from the checkpoint"
+    );
 }
 
 #[tokio::test]

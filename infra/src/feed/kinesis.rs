@@ -202,7 +202,8 @@ impl KinesisFeed {
 
     /// The next page of `shard` for `cursor`, which it moves on: after the kept iterator
     /// when the last page was committed, else from what was committed. An iterator kept
-    /// too long (they expire after five minutes) is replaced by a fresh one.
+    /// too long (they expire after five minutes) is replaced by a fresh one; one whose
+    /// read failed otherwise is kept for the next poll.
     async fn page(
         &self,
         shard: &str,
@@ -230,13 +231,19 @@ impl KinesisFeed {
             let read = self
                 .client
                 .get_records()
-                .shard_iterator(current)
+                .shard_iterator(current.clone())
                 .limit(limit.clamp(1, 10_000) as i32)
                 .send()
                 .await;
             match read {
                 Err(e) if from_kept && e.code() == Some("ExpiredIteratorException") => {}
-                read => break read.map_err(kinesis_error)?,
+                // A throttled or failed read keeps its iterator: from the checkpoint
+                // instead, the next poll would read again every empty page since.
+                Err(e) => {
+                    cursor.next = Some(current);
+                    return Err(kinesis_error(e));
+                }
+                Ok(output) => break output,
             }
         };
         cursor.next = output.next_shard_iterator().map(str::to_owned);
