@@ -289,8 +289,9 @@ pub struct ApiArgs {
         default_value = "sandbox-webhook-secret"
     )]
     pub webhook_secret: String,
-    /// Where the OAuth callback redirects, with `provider`, `state` and `code` added to
-    /// the query: the app, which completes the connect signed in.
+    /// Where the OAuth callback redirects (an absolute URL without a fragment), with
+    /// `provider`, `state` and `code` added to the query: the app, which completes the
+    /// connect signed in.
     #[arg(long, env = "VITALS_CONNECT_RETURN_URL", value_parser = return_url,
           default_value = crate::http::api::DEFAULT_CONNECT_RETURN)]
     pub connect_return_url: String,
@@ -313,11 +314,15 @@ pub struct ApiArgs {
     pub operations_rate_limit: u32,
 }
 
-/// An absolute URL (a scheme, then `:`) that fits in a `Location` header.
+/// An absolute URL (a scheme, then `:`) that fits in a `Location` header, without a
+/// fragment: the callback appends its query, which after a `#` the app would not read.
 fn return_url(value: &str) -> Result<String, String> {
     let uri: axum::http::Uri = value.parse().map_err(|e| format!("not a URL: {e}"))?;
     if uri.scheme().is_none() {
         return Err("an absolute URL, with a scheme, is needed".into());
+    }
+    if value.contains('#') {
+        return Err("a URL without a fragment (`#...`) is needed".into());
     }
     Ok(value.to_owned())
 }
@@ -369,4 +374,22 @@ pub fn api_args_from_env() -> anyhow::Result<ApiArgs> {
         api: ApiArgs,
     }
     Ok(ApiOnly::try_parse_from(["bootstrap"])?.api)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::return_url;
+
+    #[test]
+    fn a_return_url_is_absolute_and_has_no_fragment() {
+        for good in [
+            "vitals://integrations/callback",
+            "https://app.example/connect?from=settings",
+        ] {
+            assert_eq!(return_url(good).as_deref(), Ok(good));
+        }
+        for bad in ["/relative", "https://app.example/x#y", "vitals://cb#"] {
+            assert!(return_url(bad).is_err(), "{bad}");
+        }
+    }
 }
