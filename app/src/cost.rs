@@ -433,16 +433,18 @@ async fn set_up(model: &mut Model) -> anyhow::Result<(Usage, String)> {
         .await?;
     setup += usage;
     let state = answer["state"].as_str().unwrap_or_default().to_owned();
-    // The provider's redirect reaches the callback (no token), which hands the code on
-    // to the app; the app completes the connect signed in.
+    // Ana approves at the sandbox; its redirect reaches the callback (no token), which
+    // hands the code on to the app; the app completes the connect signed in.
+    let authorize_url = answer["authorize_url"].as_str().unwrap_or_default();
+    let code = commands::integrations::SandboxProvider::code_for("ana-watch", authorize_url);
     let token = model.token.take();
-    let callback = format!("/v1/integrations/sandbox/callback?state={state}&code=code-ana-watch");
+    let callback = format!("/v1/integrations/sandbox/callback?state={state}&code={code}");
     let (usage, _) = model
         .measure("GET", &callback, None, &[], StatusCode::SEE_OTHER)
         .await?;
     setup += usage;
     model.token = token;
-    let complete = json!({"state": state, "code": "code-ana-watch"});
+    let complete = json!({"state": state, "code": code});
     let (usage, _) = model
         .measure(
             "POST",

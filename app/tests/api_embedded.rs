@@ -106,7 +106,7 @@ fn meals_one_retried(walk: &Walk) -> String {
 fn a_wearable_delivering_twice(walk: &Walk) {
     let _case = Case("a wearable delivering twice");
     let (address, ana) = (&walk.address, &walk.ana);
-    let (status, connected) = ana.connect_wearable("code-ana-watch", &[]);
+    let (status, connected) = ana.connect_wearable("ana-watch", &[]);
     assert_eq!(status, 200, "{connected}");
     let workout = json!({"delivery_id": "d-1", "provider_user_id": "ana-watch", "workouts": [{"external_id": "run-1", "sport": "run", "started_at": format!("{today}T07:00:00.000Z", today = support::today()), "duration_s": 2400, "distance_m": 8000, "calories": null}]});
     for delivery in ["d-1", "d-2"] {

@@ -125,7 +125,7 @@ async fn a_delivery_is_dead_lettered(store: &Arc<dyn Store>, meta: &CommandMeta,
             meta,
             "sandbox",
             &started.state,
-            &SandboxProvider::code_for(&provider_user),
+            &SandboxProvider::code_for(&provider_user, &started.authorize_url),
         )
         .await
         .expect("connected");

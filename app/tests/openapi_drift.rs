@@ -879,10 +879,12 @@ async fn a_wearable(walk: &Walk, ana: &Ana) {
         )
         .await;
     let state = reply.string("state");
+    let authorize_url = reply.string("authorize_url");
+    let code = commands::integrations::SandboxProvider::code_for("ana-watch", &authorize_url);
     client
         .expect(
             Call::new("get", "/v1/integrations/{provider}/callback").uri(format!(
-                "/v1/integrations/sandbox/callback?state={state}&code=code-ana-watch"
+                "/v1/integrations/sandbox/callback?state={state}&code={code}"
             )),
             StatusCode::SEE_OTHER,
         )
@@ -891,7 +893,7 @@ async fn a_wearable(walk: &Walk, ana: &Ana) {
         .expect(
             Call::new("post", "/v1/integrations/{provider}/complete")
                 .token(token)
-                .json(json!({"state": state, "code": "code-ana-watch"})),
+                .json(json!({"state": state, "code": code})),
             StatusCode::OK,
         )
         .await;

@@ -267,7 +267,7 @@ fn follow_a_wearable_connection(ana: &Client, logs: &[PathBuf]) {
     let _case = Case("a wearable connection is followed from its completion");
     let trace_id = format!("{:032x}", ulid::Ulid::new().0);
     let traceparent = format!("00-{trace_id}-00f067aa0ba902b7-01");
-    let (status, reply) = ana.connect_wearable("code-ana-watch", &[("traceparent", &traceparent)]);
+    let (status, reply) = ana.connect_wearable("ana-watch", &[("traceparent", &traceparent)]);
     assert_eq!(status, 200, "{reply}");
     let deadline = Instant::now() + CONVERGE_WITHIN;
     loop {

@@ -78,8 +78,8 @@ fn signed(address: &str, body: &Value) -> (u16, Value) {
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
-fn connect(client: &Client, code: &str) -> (u16, Value) {
-    client.connect_wearable(code, &[])
+fn connect(client: &Client, provider_user: &str) -> (u16, Value) {
+    client.connect_wearable(provider_user, &[])
 }
 
 fn workout_delivery(delivery: &str, provider_user: &str, external: &str) -> Value {
@@ -98,10 +98,10 @@ fn a_wearable_identity_belongs_to_one_account_at_a_time() {
     let address = server.address.clone();
     let ana = support::register(&address, "ana@example.com");
     let bob = support::register(&address, "bob@example.com");
-    let (status, reply) = connect(&ana, "code-watch-1");
+    let (status, reply) = connect(&ana, "watch-1");
     assert_eq!(status, 200, "{reply}");
     // Bob authorizes the same provider account (a fresh code for it).
-    let (status, reply) = connect(&bob, "code-watch-1.again");
+    let (status, reply) = connect(&bob, "watch-1");
     assert_eq!(status, 409, "{reply}");
     assert_eq!(reply["error"]["code"], "provider_account_taken", "{reply}");
     let (status, reply) = signed(&address, &workout_delivery("d-1", "watch-1", "run-1"));
@@ -112,12 +112,12 @@ fn a_wearable_identity_belongs_to_one_account_at_a_time() {
     let (status, reply) = bob.call("GET", "/v1/me/workouts/latest", None, &[]);
     assert_eq!(status, 404, "bob sees nothing of ana's: {reply}");
     // Ana moves to another watch: the old identity no longer routes to her.
-    let (status, reply) = connect(&ana, "code-watch-2");
+    let (status, reply) = connect(&ana, "watch-2");
     assert_eq!(status, 200, "{reply}");
     let (status, reply) = signed(&address, &workout_delivery("d-2", "watch-1", "run-2"));
     assert_eq!(status, 404, "{reply}");
     // And the freed identity can now be Bob's.
-    let (status, reply) = connect(&bob, "code-watch-1.third");
+    let (status, reply) = connect(&bob, "watch-1");
     assert_eq!(status, 200, "{reply}");
 }
 
@@ -334,11 +334,12 @@ fn an_authorize_url_sent_to_someone_else_connects_nothing() {
     let address = server.address.clone();
     let mallory = support::register(&address, "mallory@example.com");
     let bob = support::register(&address, "bob@example.com");
-    let (status, started) = mallory.call("POST", "/v1/integrations/sandbox/connect", None, &[]);
+    let (status, started) = mallory.start_connect();
     assert_eq!(status, 200, "{started}");
     let state = started["state"].as_str().expect("state");
     // Bob authorizes Mallory's URL as his own watch; the provider redirects his phone.
-    let carried = support::follow_callback(&address, state, "code-bobs-watch");
+    let code = support::approved("bobs-watch", &started);
+    let carried = support::follow_callback(&address, state, &code);
     assert_eq!(carried["state"], state);
     let complete = json!({"state": carried["state"], "code": carried["code"]});
     let path = "/v1/integrations/sandbox/complete";
@@ -350,7 +351,7 @@ fn an_authorize_url_sent_to_someone_else_connects_nothing() {
     assert_eq!(status, 404, "{reply}");
     // Nothing was consumed either: the state still completes for Mallory, with a code
     // the provider gives her (Bob's went to Bob's phone).
-    let own = json!({"state": state, "code": "code-mallorys-watch"});
+    let own = json!({"state": state, "code": support::approved("mallorys-watch", &started)});
     let (status, reply) = mallory.call("POST", path, Some(own), &[]);
     assert_eq!(status, 200, "{reply}");
 }

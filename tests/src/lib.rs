@@ -99,6 +99,7 @@ macro_rules! commands_suite {
             oauth_connect_uses_a_single_use_state,
             an_expired_state_cannot_complete,
             a_connect_completes_only_for_the_account_that_started_it,
+            a_code_issued_for_another_connect_completes_nothing,
             signed_webhooks_are_recorded_once,
             a_webhook_racing_a_disconnect_goes_where_its_provider_user_routes_at_commit,
             a_disconnect_cancelled_as_a_conflict_commits_on_the_next_attempt,

@@ -277,15 +277,27 @@ impl Client {
         )
     }
 
-    /// Connects the sandbox provider as `code` the way the app does: starts the
-    /// connect, follows the provider's redirect through the callback (no token) to the
-    /// app's URL, and completes with what it carried; (status, reply) of the completion.
-    /// `extra` headers go with the completion (the request that connects).
-    pub fn connect_wearable(&self, code: &str, extra: &[(&str, &str)]) -> (u16, serde_json::Value) {
-        let (status, started) = self.call("POST", "/v1/integrations/sandbox/connect", None, &[]);
+    /// Starts connecting the sandbox provider; (status, reply).
+    pub fn start_connect(&self) -> (u16, serde_json::Value) {
+        self.call("POST", "/v1/integrations/sandbox/connect", None, &[])
+    }
+
+    /// Connects the sandbox provider as its user `provider_user` the way the app does:
+    /// starts the connect, has `provider_user` approve the authorize URL at the sandbox
+    /// (a code bound to its PKCE challenge), follows the provider's redirect through the
+    /// callback (no token) to the app's URL, and completes with what it carried;
+    /// (status, reply) of the completion. `extra` headers go with the completion (the
+    /// request that connects).
+    pub fn connect_wearable(
+        &self,
+        provider_user: &str,
+        extra: &[(&str, &str)],
+    ) -> (u16, serde_json::Value) {
+        let (status, started) = self.start_connect();
         assert_eq!(status, 200, "{started}");
         let state = started["state"].as_str().expect("state");
-        let carried = follow_callback(&self.address, state, code);
+        let code = approved(provider_user, &started);
+        let carried = follow_callback(&self.address, state, &code);
         self.call(
             "POST",
             "/v1/integrations/sandbox/complete",
@@ -472,6 +484,13 @@ impl Drop for Case {
             eprintln!("failed in case `{}`", self.0);
         }
     }
+}
+
+/// The code the sandbox hands back when `provider_user` approves the authorize URL of the
+/// connect `started` (the reply to `POST /v1/integrations/sandbox/connect`).
+pub fn approved(provider_user: &str, started: &serde_json::Value) -> String {
+    let url = started["authorize_url"].as_str().expect("authorize_url");
+    commands::integrations::SandboxProvider::code_for(provider_user, url)
 }
 
 /// Where the sandbox's callback sends the phone for `state` and `code`: it answers `303`

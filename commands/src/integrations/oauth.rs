@@ -1,9 +1,11 @@
-//! OAuth connect: start (a single-use state with 256 random bits and a TTL of minutes),
-//! complete (state consumed in the same transaction that records the connection and
+//! OAuth connect: start (a single-use state with 256 random bits and a TTL of minutes,
+//! keeping the connect's PKCE code verifier), complete (the code exchanged with that
+//! verifier; the state consumed in the same transaction that records the connection and
 //! claims the provider identity, which belongs to one account at a time), and
 //! disconnect.
 
 use super::IntegrationCommands;
+use super::pkce;
 use super::provider::ProviderGrant;
 use crate::CommandError;
 use crate::idempotency::{self, Committed};
@@ -11,6 +13,7 @@ use crate::items::to_item;
 use crate::meta::{CommandMeta, Outcome};
 use crate::optimistic::{self, Attempt};
 use crate::outbox::{envelope, event_action};
+use crate::secret::Secret;
 use events_schema::events::integrations::{ProviderConnected, ProviderDisconnected};
 use events_schema::ids::{OAuthState, ProviderName, ProviderUserId, UserId};
 use events_schema::keys::{PartitionKey, SortKey};
@@ -107,15 +110,17 @@ impl IntegrationCommands {
             .map_err(|e| CommandError::Internal(e.to_string()))?;
         // The store expires items by its own (real) clock, whatever the handlers' clock.
         let expires_at = now_epoch_seconds() + STATE_TTL_SECONDS;
+        let code_verifier = pkce::verifier();
         let pending = Pending {
             user: &meta.user,
             state: &state,
             provider: provider.name(),
             timezone: &timezone,
         };
-        let actions = starting(&pending, expires_at)?;
+        let actions = starting(&pending, &code_verifier, expires_at)?;
+        let challenge = pkce::challenge(code_verifier.expose());
         let started = ConnectStarted {
-            authorize_url: provider.authorize_url(state.as_str()),
+            authorize_url: provider.authorize_url(state.as_str(), &challenge),
             state: state.to_string(),
         };
         let (pk, request) = (meta.user_pk(), json!({"connect": provider.name()}));
@@ -149,8 +154,9 @@ impl IntegrationCommands {
             return Ok(first);
         }
         let state = OAuthState::parse(state).map_err(|_| unknown_state())?;
-        let timezone = self.pending_connect(provider.name(), &state, &user).await?;
-        let grant = provider.exchange_code(code).await?;
+        let (timezone, code_verifier) =
+            self.pending_connect(provider.name(), &state, &user).await?;
+        let grant = provider.exchange_code(code, &code_verifier).await?;
         let identity = provider_user_key(provider.name(), &grant.provider_user_id)?;
         let pk = meta.user_pk();
         optimistic::run!({
@@ -196,15 +202,15 @@ impl IntegrationCommands {
             .transpose()
     }
 
-    /// The timezone a connection `user` started with `state` for `provider` is for; an
-    /// unknown state for anything else, another account's state included (reads never
-    /// return an expired state).
+    /// The timezone a connection `user` started with `state` for `provider` is for, and
+    /// its PKCE code verifier; an unknown state for anything else, another account's
+    /// state included (reads never return an expired state).
     async fn pending_connect(
         &self,
         provider: &ProviderName,
         state: &OAuthState,
         user: &UserId,
-    ) -> Result<String, CommandError> {
+    ) -> Result<(String, Secret), CommandError> {
         let stored = self.table.get(&state_key(state), true).await?;
         pending_for(stored.as_ref(), provider, user)
     }
@@ -331,13 +337,20 @@ struct Pending<'a> {
 }
 
 /// Starting `pending`: its state item (whose it is, for which provider, the user's
-/// timezone), written only if the state is new, and a pointer to it in the user's
-/// partition, so erasing the account finds it; both expire at `expires_at`.
-fn starting(pending: &Pending<'_>, expires_at: i64) -> Result<Vec<Action>, CommandError> {
+/// timezone, the PKCE code verifier), written only if the state is new, and a pointer to
+/// it in the user's partition, so erasing the account finds it; both expire at
+/// `expires_at`. (The verifier proves nothing without a code issued for its challenge and
+/// the client's own credentials; it lives as long as the state, and is deleted with it.)
+fn starting(
+    pending: &Pending<'_>,
+    code_verifier: &Secret,
+    expires_at: i64,
+) -> Result<Vec<Action>, CommandError> {
     let user = pending.user;
     let mut item = to_item(
         &state_key(pending.state),
-        &json!({"user_id": user, "provider": pending.provider, "timezone": pending.timezone}),
+        &json!({"user_id": user, "provider": pending.provider, "timezone": pending.timezone,
+                "code_verifier": code_verifier.expose()}),
     )?;
     item.insert("expires_at".into(), json!(expires_at));
     let pk = PartitionKey::User(user.clone()).to_string();
@@ -364,19 +377,22 @@ struct ConnectFound {
     previous: Option<(Key, Option<UserId>)>,
 }
 
-/// The timezone of the pending connect `stored` (a state item, if one was found) when it
-/// is `user`'s connect of `provider`; an unknown state otherwise.
+/// The timezone and the PKCE code verifier of the pending connect `stored` (a state
+/// item, if one was found) when it is `user`'s connect of `provider`; an unknown state
+/// otherwise (one started before connects had verifiers included: it is started again).
 fn pending_for(
     stored: Option<&Item>,
     provider: &ProviderName,
     user: &UserId,
-) -> Result<String, CommandError> {
+) -> Result<(String, Secret), CommandError> {
     let stored = stored.ok_or_else(unknown_state)?;
     let field = |name: &str| stored.get(name).and_then(Value::as_str);
     if field("provider") != Some(provider.as_str()) || field("user_id") != Some(user.as_str()) {
         return Err(unknown_state());
     }
-    Ok(field("timezone").unwrap_or("UTC").to_owned())
+    let code_verifier = field("code_verifier").ok_or_else(unknown_state)?;
+    let timezone = field("timezone").unwrap_or("UTC").to_owned();
+    Ok((timezone, Secret::new(code_verifier)))
 }
 
 /// Completing `pending` with `grant` (its provider identity under `identity`) at `now`:
@@ -533,6 +549,11 @@ mod tests {
         OAuthState::parse(&"ab".repeat(32)).expect("state")
     }
 
+    /// The PKCE code verifier of the connects started here.
+    fn verifier() -> Secret {
+        Secret::new("v".repeat(43))
+    }
+
     /// The actions of `user` starting a connect to Strava from Paris, expiring at 1234.
     fn started_by(user: &UserId) -> Vec<Action> {
         let pending = Pending {
@@ -541,7 +562,7 @@ mod tests {
             provider: &strava(),
             timezone: "Europe/Paris",
         };
-        starting(&pending, 1_234).expect("actions")
+        starting(&pending, &verifier(), 1_234).expect("actions")
     }
 
     #[test]
@@ -557,6 +578,7 @@ mod tests {
             (&item["user_id"], &item["provider"], &item["timezone"]),
             (&json!(user), &json!("strava"), &json!("Europe/Paris"))
         );
+        assert_eq!(item["code_verifier"], verifier().expose());
         assert_eq!(item["expires_at"], 1_234);
         let Action::Put { item, .. } = &actions[1] else {
             panic!("the pointer second: {actions:?}");
@@ -575,12 +597,12 @@ mod tests {
             panic!("the state first: {actions:?}");
         };
         let completes = |stored, provider: &ProviderName, user| {
-            pending_for(stored, provider, user).map_err(|e| e.to_string())
+            pending_for(stored, provider, user)
+                .map(|(timezone, verifier)| (timezone, verifier.expose().to_owned()))
+                .map_err(|e| e.to_string())
         };
-        assert_eq!(
-            completes(Some(stored), &provider, &ana),
-            Ok("Europe/Paris".into())
-        );
+        let ana_s = Ok(("Europe/Paris".into(), verifier().expose().to_owned()));
+        assert_eq!(completes(Some(stored), &provider, &ana), ana_s);
         let unknown = Err(unknown_state().to_string());
         assert_eq!(
             completes(Some(stored), &provider, &bob),
@@ -594,6 +616,13 @@ mod tests {
             "another provider's"
         );
         assert_eq!(completes(None, &provider, &ana), unknown, "gone or expired");
+        let mut before_pkce = stored.clone();
+        before_pkce.remove("code_verifier");
+        let before_pkce = completes(Some(&before_pkce), &provider, &ana);
+        assert_eq!(
+            before_pkce, unknown,
+            "started without a verifier: start again"
+        );
     }
 
     #[test]

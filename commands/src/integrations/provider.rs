@@ -21,10 +21,16 @@ pub struct ProviderGrant {
 #[async_trait]
 pub trait WearableProvider: Send + Sync {
     fn name(&self) -> &ProviderName;
-    /// Where to send the user to authorize Vitals, carrying `state`.
-    fn authorize_url(&self, state: &str) -> String;
-    /// Exchanges an authorization code for tokens.
-    async fn exchange_code(&self, code: &str) -> Result<ProviderGrant, CommandError>;
+    /// Where to send the user to authorize Vitals, carrying `state` and the PKCE
+    /// `code_challenge` (method `S256`) the code it issues is bound to.
+    fn authorize_url(&self, state: &str, code_challenge: &str) -> String;
+    /// Exchanges an authorization code for tokens, proving the connect's PKCE
+    /// `code_verifier`: a code issued for another connect's challenge is refused.
+    async fn exchange_code(
+        &self,
+        code: &str,
+        code_verifier: &Secret,
+    ) -> Result<ProviderGrant, CommandError>;
     /// The shared secret webhooks are signed with.
     fn webhook_secret(&self) -> &Secret;
 }

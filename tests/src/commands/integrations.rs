@@ -44,8 +44,8 @@ pub async fn a_connection_stored_before_versions_disconnects_and_reconnects(stor
     );
     assert_eq!(connection().await.0, "disconnected");
     seed_unversioned().await;
-    // A fresh code of the same provider account, over the unversioned connection.
-    let reconnected = world.connect_as(&format!("{pu}.again")).await;
+    // The same provider account again (a fresh code), over the unversioned connection.
+    let reconnected = world.connect_as(&pu).await;
     assert_eq!(reconnected.expect("connects over it"), world.meta.user);
     assert_eq!(connection().await.0, "connected");
 }
@@ -76,7 +76,7 @@ pub async fn oauth_connect_uses_a_single_use_state(store: Arc<dyn Store>) {
             &world.meta,
             "sandbox",
             &started.state,
-            &SandboxProvider::code_for(&pu),
+            &SandboxProvider::code_for(&pu, &started.authorize_url),
         )
         .await
         .expect("completes")
@@ -88,7 +88,7 @@ pub async fn oauth_connect_uses_a_single_use_state(store: Arc<dyn Store>) {
             &world.meta,
             "sandbox",
             &started.state,
-            &SandboxProvider::code_for(&provider_user()),
+            &SandboxProvider::code_for(&provider_user(), &started.authorize_url),
         )
         .await;
     assert_invalid(again, "state");
@@ -138,7 +138,7 @@ pub async fn an_expired_state_cannot_complete(store: Arc<dyn Store>) {
                 &world.meta,
                 "sandbox",
                 &state,
-                &SandboxProvider::code_for(&provider_user()),
+                &SandboxProvider::code_for(&provider_user(), ""),
             )
             .await,
         "state",
@@ -158,26 +158,50 @@ pub async fn a_connect_completes_only_for_the_account_that_started_it(store: Arc
     let starter = World::new(store.clone());
     let other = World::new(store.clone());
     let started = starter.start_connect().await;
-    let code = SandboxProvider::code_for(&provider_user());
+    let code = SandboxProvider::code_for(&provider_user(), &started.authorize_url);
     let by_other = other
         .integrations
         .complete_connect(&other.meta, "sandbox", &started.state, &code)
         .await;
     assert_invalid(by_other, "state");
-    for world in [&starter, &other] {
-        assert!(
-            world
-                .items(Context::Integrations, "CONNECTION#")
-                .await
-                .is_empty()
-        );
-        assert!(world.event_types(Context::Integrations).await.is_empty());
-    }
+    nothing_connected([&starter, &other]).await;
     let by_starter = starter
         .integrations
         .complete_connect(&starter.meta, "sandbox", &started.state, &code)
         .await;
     assert_eq!(value(by_starter), starter.meta.user);
+}
+
+/// Asserts that no world of `worlds` has a connection or an integrations event.
+async fn nothing_connected(worlds: [&World; 2]) {
+    for world in worlds {
+        let connections = world.items(Context::Integrations, "CONNECTION#").await;
+        assert!(connections.is_empty(), "{connections:?}");
+        assert!(world.event_types(Context::Integrations).await.is_empty());
+    }
+}
+
+/// A code read on its way to the app (another app claiming the app's URL scheme, say)
+/// and completed in a connect the reader started: refused, since the code is bound to
+/// the PKCE challenge of the connect it was issued for; nothing is written, and the code
+/// still completes the connect it was issued for.
+pub async fn a_code_issued_for_another_connect_completes_nothing(store: Arc<dyn Store>) {
+    let victim = World::new(store.clone());
+    let reader = World::new(store.clone());
+    let victims = victim.start_connect().await;
+    let code = SandboxProvider::code_for(&provider_user(), &victims.authorize_url);
+    let readers = reader.start_connect().await;
+    let by_reader = reader
+        .integrations
+        .complete_connect(&reader.meta, "sandbox", &readers.state, &code)
+        .await;
+    assert_invalid(by_reader, "code");
+    nothing_connected([&victim, &reader]).await;
+    let by_victim = victim
+        .integrations
+        .complete_connect(&victim.meta, "sandbox", &victims.state, &code)
+        .await;
+    assert_eq!(value(by_victim), victim.meta.user);
 }
 
 /// The body of a sandbox webhook from provider user `pu` carrying one workout.
@@ -210,7 +234,7 @@ pub async fn a_connect_and_a_webhook_cancelled_as_a_conflict_go_through_on_the_n
         .expect("started on the second attempt");
     assert_eq!(starting.store.counts().transactions, 2);
     let pu = provider_user();
-    let code = SandboxProvider::code_for(&pu);
+    let code = SandboxProvider::code_for(&pu, &started.value.authorize_url);
     let completed = starting
         .integrations
         .complete_connect(&starting.meta, "sandbox", &started.value.state, &code)
@@ -249,7 +273,7 @@ pub async fn a_disconnect_cancelled_as_a_conflict_commits_on_the_next_attempt(
     // The OAuth callback reads a conflict the same way.
     let started = world.start_connect().await;
     let completing = World::new(ConflictOnce::on(store)).as_user(world.meta.user.clone());
-    let code = SandboxProvider::code_for(&provider_user());
+    let code = SandboxProvider::code_for(&provider_user(), &started.authorize_url);
     let completed = completing
         .integrations
         .complete_connect(&completing.meta, "sandbox", &started.state, &code)
@@ -367,13 +391,11 @@ pub async fn a_webhook_racing_a_disconnect_goes_where_its_provider_user_routes_a
 
     // Ana connects again; while a delivery for her is held, she disconnects and the
     // provider user connects to Bob.
-    ana.connect_as(&format!("{pu}.again"))
-        .await
-        .expect("reconnects");
+    ana.connect_as(&pu).await.expect("reconnects");
     let held = held_delivery(&store, &pu, "d-moved").await;
     disconnect_meanwhile(&other).await;
     let bob = World::in_another_process(store.clone());
-    let connected = bob.connect_as(&format!("{pu}.bob")).await;
+    let connected = bob.connect_as(&pu).await;
     assert_eq!(connected.expect("bob connects"), bob.meta.user);
     let delivered = held.release().await.expect("delivered to bob");
     assert!(!delivered.replayed);

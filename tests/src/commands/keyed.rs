@@ -247,7 +247,7 @@ pub async fn keyed_account_and_connection_changes_met_by_a_conflict_commit_on_th
             w.integrations.start_connect(&meta, "sandbox").await
         })
         .await;
-    let code = SandboxProvider::code_for(&provider_user);
+    let code = SandboxProvider::code_for(&provider_user, &started.authorize_url);
     let connected =
         commits_after_a_conflict_at_its_record("complete a connect", &store, &user, |w, meta| {
             let (state, code) = (started.state.clone(), code.clone());

@@ -205,7 +205,7 @@ impl World {
                 &self.meta,
                 "sandbox",
                 &started.state,
-                &SandboxProvider::code_for(provider_user),
+                &SandboxProvider::code_for(provider_user, &started.authorize_url),
             )
             .await
             .map(|o| o.value)

@@ -79,7 +79,6 @@ struct Runner {
     deleted_meals: Vec<MealInput>,
     goals: Vec<GoalId>,
     watch: Option<(String, String)>,
-    connects: usize,
     run: UserRun,
 }
 
@@ -124,7 +123,6 @@ pub async fn run(history: &History, store: Arc<dyn Store>, start: Timestamp) -> 
             deleted_meals: Vec::new(),
             goals: Vec::new(),
             watch: None,
-            connects: 0,
             run: UserRun {
                 user,
                 erased: false,
@@ -349,12 +347,7 @@ impl Runner {
         let started = call.expected(integrations.start_connect(&call.meta, "sandbox").await);
         let Some(started) = started else { return };
         let provider_user = format!("w{watch}-{}", call.meta.user.as_str().to_lowercase());
-        self.connects += 1;
-        let code = format!(
-            "{}.{}",
-            SandboxProvider::code_for(&provider_user),
-            self.connects
-        );
+        let code = SandboxProvider::code_for(&provider_user, &started.value.authorize_url);
         let done = integrations
             .complete_connect(&call.meta, "sandbox", &started.value.state, &code)
             .await;

@@ -3,11 +3,11 @@
 //! signed webhook (the signature authenticates it).
 //!
 //! With the sandbox provider (`sandbox`, always configured) the whole flow runs
-//! offline: `connect` returns an authorize URL with a `state`; the sandbox's authorize
-//! page would redirect to the callback with `code=code-<provider-user-id>` (append
-//! `.<anything>` for another single-use code of the same provider user); the callback
-//! redirects to the app, whose signed-in `complete` connects that provider user to the
-//! caller; webhooks about `provider_user_id` are signed
+//! offline: `connect` returns an authorize URL with a `state` and a PKCE
+//! `code_challenge`; the sandbox's authorize page would redirect to the callback with
+//! `code=code-<provider-user-id>.<code_challenge>` (a code bound to that connect); the
+//! callback redirects to the app, whose signed-in `complete` connects that provider user
+//! to the caller; webhooks about `provider_user_id` are signed
 //! `hex(HMAC-SHA256(secret, "<unix-seconds>.<raw body>"))` with `VITALS_WEBHOOK_SECRET`.
 //!
 //! Why the callback connects nothing itself: it carries no token, only the state, which
@@ -54,7 +54,8 @@ pub struct ConnectStarted {
 ///
 /// The provider's redirect reaches the callback, which hands `state` and `code` to the
 /// app; the app completes with `POST /v1/integrations/{provider}/complete`. With
-/// `sandbox`, the code is `code-<your-provider-user-id>`.
+/// `sandbox`, the code is `code-<your-provider-user-id>.<code_challenge>`, the
+/// `code_challenge` of the `authorize_url`.
 #[utoipa::path(
     post,
     path = "/v1/integrations/{provider}/connect",
@@ -131,8 +132,8 @@ pub async fn disconnect(
 pub struct Callback {
     /// The state `connect` returned.
     pub state: String,
-    /// The provider's one-time authorization code (`code-<provider-user-id>` with
-    /// `sandbox`).
+    /// The provider's one-time authorization code (`code-<provider-user-id>.<code_challenge>`
+    /// with `sandbox`).
     #[param(value_type = String)]
     pub code: Secret,
 }
