@@ -240,6 +240,7 @@ pub async fn a_dead_letter_put_after_the_users_erasure_is_dropped(store: Arc<dyn
         sk: format!("EVT#{}", poison.event_id),
         old_image: None,
         new_image: Some(commands::outbox::event_item(&world.pk(), &poison).expect("item")),
+        fault: None,
     };
     let subscription = "dashboard-from-nutrition";
     let projector = projectors::registry::find(store.clone(), subscription).expect("found");
@@ -438,8 +439,8 @@ pub async fn a_provider_identity_belongs_to_one_account_at_a_time(store: Arc<dyn
         pointer_of(&*store, &watch).await.is_none(),
         "the old pointer no longer routes webhooks to ana"
     );
-    // Bob authorizes again (a fresh code for the same provider account).
-    bob.connect_as(&format!("{watch}.again"))
+    // Bob authorizes again (a fresh connect, so a fresh code for the same account).
+    bob.connect_as(&watch)
         .await
         .expect("the freed identity is bob's now");
 }
