@@ -302,14 +302,7 @@ impl Model {
             };
             self.applied_up_to = last.seq;
             for change in changes {
-                let record = FeedRecord {
-                    position: change.seq.to_string(),
-                    table: change.table,
-                    pk: change.pk,
-                    sk: change.sk,
-                    old_image: change.old,
-                    new_image: change.new,
-                };
+                let record = FeedRecord::from(change);
                 if record.sk.starts_with("EVT#") && record.new_image.is_some() {
                     events += 1;
                 }

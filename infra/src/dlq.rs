@@ -14,7 +14,8 @@ use std::sync::Arc;
 /// A record a subscription gave up on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeadLetter {
-    /// Unique per letter, in arrival order.
+    /// One per record and subscription ([`DeadLetter::id_for`]); in SQS, the message's
+    /// receipt handle once listed.
     pub id: String,
     pub subscription: String,
     pub record: FeedRecord,
@@ -35,6 +36,19 @@ pub trait DeadLetterQueue: Send + Sync {
     async fn remove_about(&self, subscription: &str, pk: &str) -> Result<u64, StoreError>;
     /// How many of a subscription's letters are about partition `pk` (operators' tools).
     async fn count_about(&self, subscription: &str, pk: &str) -> Result<u64, StoreError>;
+}
+
+impl DeadLetter {
+    /// The id of the letter about the record at `position`: its length, then the
+    /// position, so that the decimal positions of every feed (Kinesis sequence numbers,
+    /// the change log's counter) sort in feed order. The same for every try, so a record
+    /// dead-lettered again (a Lambda batch retried because another subscription's letter
+    /// could not be written, a worker restarted before its checkpoint) finds its row
+    /// there and adds no second. An SQS standard queue cannot deduplicate: there a copy
+    /// can stand, which `redrive` applies again harmlessly (projections are idempotent).
+    pub fn id_for(position: &str) -> String {
+        format!("{:03}.{position}", position.len())
+    }
 }
 
 /// Where each subscriber's dead letters are kept: rows of its own table (the embedded
@@ -133,9 +147,14 @@ impl DeadLetterQueue for TableDlq {
         };
         item.insert("pk".into(), Self::pk(&letter.subscription).into());
         item.insert("sk".into(), letter.id.clone().into());
-        self.store
-            .put(self.table, item, Some(Condition::ItemNotExists))
-            .await
+        let put = self
+            .store
+            .put(self.table, item, Some(Condition::ItemNotExists));
+        match put.await {
+            // The record's letter is there from an earlier try: it stays as first written.
+            Err(StoreError::ConditionFailed { .. }) => Ok(()),
+            done => done,
+        }
     }
 
     async fn list(&self, subscription: &str, limit: usize) -> Result<Vec<DeadLetter>, StoreError> {

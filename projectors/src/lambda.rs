@@ -105,8 +105,9 @@ pub async fn handle_kinesis_event(
 }
 
 /// The changes of `source`'s table in a batch, with their sequence numbers. A record
-/// that is not a change of a Vitals table has nothing to project: it is logged and
-/// skipped.
+/// with nothing to project (not a change of a Vitals table, or a change that publishes
+/// no event and does not decode) is logged and skipped; one that may publish an event
+/// and does not decode comes with its fault, to be dead-lettered.
 fn changes_of(
     source: Context,
     event: &KinesisEvent,
@@ -118,7 +119,7 @@ fn changes_of(
         .filter_map(move |(sequence, decoded)| match decoded {
             Ok(record) => (record.table == source).then_some((sequence, record)),
             Err(error) => {
-                tracing::warn!(%source, %sequence, %error, "skipping a record that is not a change of a Vitals table");
+                tracing::warn!(%source, %sequence, %error, "skipping a record with nothing to project");
                 None
             }
         })

@@ -60,6 +60,7 @@ fn letter(user: &UserId, n: u32) -> DeadLetter {
             sk: image["sk"].as_str().unwrap_or_default().to_owned(),
             old_image: None,
             new_image: Some(image),
+            fault: None,
         },
         error: "injected".into(),
         attempts: 5,

@@ -40,6 +40,7 @@ fn record(envelope: Value) -> FeedRecord {
         sk: format!("EVT#{id}"),
         old_image: None,
         new_image: Some(item),
+        fault: None,
     }
 }
 

@@ -8,11 +8,14 @@
 
 use aws_lambda_events::event::kinesis::KinesisEvent;
 use events_schema::Context;
-use infra::Store;
+use infra::dlq::{DeadLetter, DeadLetterQueue};
 use infra::table::Table;
+use infra::{Store, StoreError};
 use projectors::dashboard::{DashboardFromNutrition, DashboardRows};
-use projectors::lambda::handle_kinesis_event;
+use projectors::lambda::{fan_out, handle_kinesis_event};
+use projectors::runtime::Handler;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use vitals_tests::commands::row_of;
 use vitals_tests::pipeline;
 
@@ -140,6 +143,117 @@ async fn a_stream_consumer_dead_letters_the_poison_record_and_applies_the_rest_e
         }
         assert_eq!(letters.len(), poison, "{name}: nothing else dead-lettered");
     }
+}
+
+/// A dead-letter queue whose first put fails, as if its store were briefly down.
+struct RefusesFirstPut {
+    inner: Arc<dyn DeadLetterQueue>,
+    refused: AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl DeadLetterQueue for RefusesFirstPut {
+    async fn put(&self, letter: &DeadLetter) -> Result<(), StoreError> {
+        if !self.refused.swap(true, Ordering::SeqCst) {
+            return Err(StoreError::Backend("refused once by the test".into()));
+        }
+        self.inner.put(letter).await
+    }
+    async fn list(&self, subscription: &str, limit: usize) -> Result<Vec<DeadLetter>, StoreError> {
+        self.inner.list(subscription, limit).await
+    }
+    async fn remove(&self, subscription: &str, id: &str) -> Result<(), StoreError> {
+        self.inner.remove(subscription, id).await
+    }
+    async fn depth(&self, subscription: &str) -> Result<usize, StoreError> {
+        self.inner.depth(subscription).await
+    }
+    async fn remove_about(&self, subscription: &str, pk: &str) -> Result<u64, StoreError> {
+        self.inner.remove_about(subscription, pk).await
+    }
+    async fn count_about(&self, subscription: &str, pk: &str) -> Result<u64, StoreError> {
+        self.inner.count_about(subscription, pk).await
+    }
+}
+
+/// When one subscription cannot write its dead letter, Lambda retries the batch from
+/// that record for every subscription of the stream: those that had dead-lettered it
+/// already keep one letter, not two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_retried_for_one_subscription_leaves_one_letter_in_each() {
+    let (store, dead_letters, _dir) = pipeline::open_with_dead_letters();
+    let mut handlers =
+        pipeline::handlers(&store, &dead_letters, |s| s.source() == Context::Nutrition);
+    let consumes_meals = |h: &Handler| h.projector().consumes().contains(&"MealLogged");
+    let last = handlers
+        .iter()
+        .rposition(consumes_meals)
+        .expect("a subscription to meals");
+    assert!(
+        handlers[..last].iter().any(consumes_meals),
+        "another one before it"
+    );
+    let projector = handlers[last].projector().clone();
+    let refusing = RefusesFirstPut {
+        inner: dead_letters.queue_for(projector.target()),
+        refused: AtomicBool::new(false),
+    };
+    handlers[last] = Handler::new(projector, Arc::new(refusing));
+    let raw = include_str!("../fixtures/lambda/kinesis_nutrition_batch.json");
+    let event: KinesisEvent = serde_json::from_str(raw).expect("an AWS Kinesis event");
+
+    let poison = event.records[3].kinesis.sequence_number.clone();
+    let response = fan_out(&handlers, Context::Nutrition, &event, "vitals-").await;
+    let failed: Vec<_> = response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect();
+    assert_eq!(failed, vec![Some(poison)], "reported for Lambda's retry");
+
+    let mut retry = event.clone();
+    retry.records.drain(..3);
+    let response = fan_out(&handlers, Context::Nutrition, &retry, "vitals-").await;
+    assert!(response.batch_item_failures.is_empty());
+    for handler in handlers.iter().filter(|h| consumes_meals(h)) {
+        let letters = pipeline::letters_of(&dead_letters, handler).await;
+        let about_poison = letters.iter().filter(|l| l.record.pk == "USER#U2").count();
+        let name = handler.projector().name();
+        assert_eq!(about_poison, 1, "{name}: {letters:?}");
+    }
+}
+
+/// A change of a Vitals table whose outbox item does not decode is not dropped: every
+/// subscription of the stream keeps it as a dead letter (at its position, with why),
+/// and the rest of the batch applies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undecodable_event_record_is_dead_lettered_by_every_subscription() {
+    let (store, dead_letters, _dir) = pipeline::open_with_dead_letters();
+    let handlers = pipeline::handlers(&store, &dead_letters, |s| s.source() == Context::Nutrition);
+    let raw = include_str!("../fixtures/lambda/kinesis_nutrition_batch.json");
+    let mut event: KinesisEvent = serde_json::from_str(raw).expect("an AWS Kinesis event");
+    // The first record's keys, with a partition key that is a number, not a string.
+    let broken = br#"{"tableName":"vitals-nutrition","dynamodb":{"Keys":{"pk":{"N":"1"},"sk":{"S":"EVT#E1"}}}}"#;
+    *event.records[0].kinesis.data = broken.to_vec();
+    let position = event.records[0].kinesis.sequence_number.clone();
+
+    let response = fan_out(&handlers, Context::Nutrition, &event, "vitals-").await;
+    assert!(response.batch_item_failures.is_empty());
+    for handler in &handlers {
+        let letters = pipeline::letters_of(&dead_letters, handler).await;
+        let broken: Vec<_> = letters
+            .iter()
+            .filter(|l| l.record.position == position)
+            .collect();
+        let name = handler.projector().name();
+        assert_eq!(broken.len(), 1, "{name}: {letters:?}");
+        assert!(
+            broken[0].error.contains("does not decode"),
+            "{name}: {letters:?}"
+        );
+    }
+    let after = row_of(&*store, Context::Dashboard, "USER#U3", "DAILY#2026-03-01").await;
+    assert!(after.is_some(), "the rest of the batch applies");
 }
 
 /// Checks a document against the Embedded Metric Format specification: an `_aws`

@@ -22,14 +22,17 @@ use std::time::{Duration, Instant};
 /// Records `poll_events` scans per record it may return, at most.
 const SCAN_PER_RECORD: usize = 64;
 
-fn record(c: ChangeRecord) -> FeedRecord {
-    FeedRecord {
-        position: c.seq.to_string(),
-        table: c.table,
-        pk: c.pk,
-        sk: c.sk,
-        old_image: c.old,
-        new_image: c.new,
+impl From<ChangeRecord> for FeedRecord {
+    fn from(c: ChangeRecord) -> Self {
+        FeedRecord {
+            position: c.seq.to_string(),
+            table: c.table,
+            pk: c.pk,
+            sk: c.sk,
+            old_image: c.old,
+            new_image: c.new,
+            fault: None,
+        }
     }
 }
 
@@ -122,7 +125,7 @@ impl ChangeFeed for EmbeddedFeed {
         let after = self.position(consumer).await?;
         let changes = self.store.changes_after(after, limit.max(1)).await?;
         let end = changes.last().map_or(after, |c| c.seq);
-        let records = changes.into_iter().map(record).collect();
+        let records = changes.into_iter().map(FeedRecord::from).collect();
         Ok(Batch {
             records,
             progress: Progress::Sequence(end),
@@ -141,7 +144,7 @@ impl ChangeFeed for EmbeddedFeed {
             .matching_changes_after(after, limit, limit * SCAN_PER_RECORD, source, prefix::EVENT)
             .await?;
         Ok(Batch {
-            records: changes.into_iter().map(record).collect(),
+            records: changes.into_iter().map(FeedRecord::from).collect(),
             progress: Progress::Sequence(end),
         })
     }

@@ -277,9 +277,9 @@ impl ChangeFeed for KinesisFeed {
                     &self.table_prefix,
                 ) {
                     Ok(decoded) => records.push(decoded),
-                    // Not a Vitals table change: nothing to project, but move past it.
+                    // Nothing to project (see `decode`), but move past it.
                     Err(error) => {
-                        tracing::warn!(stream = %self.stream, %sequence, %error, "skipping undecodable record")
+                        tracing::warn!(stream = %self.stream, %sequence, %error, "skipping a record with nothing to project")
                     }
                 }
             }

@@ -30,12 +30,21 @@ pub struct FeedRecord {
     pub sk: String,
     pub old_image: Option<Item>,
     pub new_image: Option<Item>,
+    /// Why a change of a Vitals table that may publish an event did not decode from its
+    /// stream record (its keys or new image); what did not decode is left empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
 }
 
 impl FeedRecord {
     /// The event this record publishes: only a newly written outbox item is one. Every
-    /// other record (state items, projections, deletions) is `None`.
+    /// other record (state items, projections, deletions) is `None`. A record with a
+    /// [`fault`](Self::fault) is an error: retrying cannot mend it, so each subscription
+    /// dead-letters it rather than lose an event without a trace.
     pub fn envelope(&self) -> Option<Result<EventEnvelope, String>> {
+        if let Some(fault) = &self.fault {
+            return Some(Err(format!("stream record does not decode: {fault}")));
+        }
         if !self.sk.starts_with(prefix::EVENT) || self.old_image.is_some() {
             return None;
         }

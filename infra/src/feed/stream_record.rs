@@ -7,6 +7,7 @@
 use super::FeedRecord;
 use crate::store::Item;
 use events_schema::Context;
+use events_schema::keys::prefix;
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
@@ -39,7 +40,11 @@ fn to_item(item: serde_dynamo::Item) -> Result<Item, String> {
     serde_dynamo::from_item(item).map_err(|e| format!("image does not unmarshal: {e}"))
 }
 
-/// Decodes one record; `position` is its sequence number in the stream.
+/// Decodes one record; `position` is its sequence number in the stream. An error is a
+/// record with nothing to project: not a change of a Vitals table, or a change that
+/// publishes no event and does not decode. A change that may publish an event and does
+/// not decode is a record with its [`fault`](FeedRecord::fault), for the subscriptions
+/// to dead-letter.
 pub fn decode(data: &[u8], position: String, table_prefix: &str) -> Result<FeedRecord, String> {
     let record: StreamRecord =
         serde_json::from_slice(data).map_err(|e| format!("not a DynamoDB stream record: {e}"))?;
@@ -50,21 +55,42 @@ pub fn decode(data: &[u8], position: String, table_prefix: &str) -> Result<FeedR
         .ok_or("record names no table")?;
     let table = context_of_table(table, table_prefix)
         .ok_or_else(|| format!("table {table} is not a Vitals table"))?;
-    let keys = to_item(record.dynamodb.keys)?;
-    let key = |name: &str| {
-        keys.get(name)
-            .and_then(|v| v.as_str())
-            .map(str::to_owned)
-            .ok_or(format!("record has no {name}"))
-    };
-    Ok(FeedRecord {
-        position,
-        table,
-        pk: key("pk")?,
-        sk: key("sk")?,
-        old_image: record.dynamodb.old_image.map(to_item).transpose()?,
-        new_image: record.dynamodb.new_image.map(to_item).transpose()?,
-    })
+    let change = record.dynamodb;
+    let mut fault = None;
+    let keys = kept(to_item(change.keys), &mut fault).unwrap_or_default();
+    let key = |name: &str| keys.get(name).and_then(|v| v.as_str()).map(str::to_owned);
+    let (pk, sk) = (key("pk"), key("sk"));
+    if pk.is_none() || sk.is_none() {
+        fault.get_or_insert_with(|| "its keys are not a string pk and sk".into());
+    }
+    // A broken old image is still an old image: the change is not an insert.
+    let old_image = change
+        .old_image
+        .map(|image| kept(to_item(image), &mut fault).unwrap_or_default());
+    let new_image = change
+        .new_image
+        .and_then(|image| kept(to_item(image), &mut fault));
+    let may_publish =
+        old_image.is_none() && sk.as_deref().is_none_or(|sk| sk.starts_with(prefix::EVENT));
+    match fault {
+        Some(fault) if !may_publish => Err(format!(
+            "a change of the {table} table that publishes no event does not decode: {fault}"
+        )),
+        fault => Ok(FeedRecord {
+            position,
+            table,
+            pk: pk.unwrap_or_default(),
+            sk: sk.unwrap_or_default(),
+            old_image,
+            new_image,
+            fault,
+        }),
+    }
+}
+
+/// `result`'s value, or `None` with its error kept in `fault` (the first one wins).
+fn kept<T>(result: Result<T, String>, fault: &mut Option<String>) -> Option<T> {
+    result.map_err(|e| fault.get_or_insert(e).clone()).ok()
 }
 
 #[cfg(test)]
@@ -99,6 +125,45 @@ mod tests {
         let record = decode(emulator, "2".into(), "t1-").expect("decodes");
         assert_eq!(record.table, Context::Goals);
         assert!(record.new_image.is_none() && record.old_image.is_some());
+    }
+
+    /// A change of a Vitals table that may publish an event is kept even when it does
+    /// not decode, with its fault, so that it is dead-lettered and not lost unseen.
+    #[test]
+    fn an_undecodable_insert_is_kept_with_its_fault_and_nothing_else_is() {
+        let record = |keys: &str, images: &str| {
+            format!(r#"{{"tableName":"vitals-nutrition","dynamodb":{{"Keys":{keys}{images}}}}}"#)
+        };
+        let event_keys = r#"{"pk":{"S":"USER#1"},"sk":{"S":"EVT#E1"}}"#;
+        let broken_image = r#"{"pk":{"S":"USER#1"},"n":{"N":"five"}}"#;
+        for (keys, images) in [
+            (
+                r#"{"pk":{"N":"1"},"sk":{"S":"EVT#E1"}}"#.to_owned(),
+                String::new(),
+            ),
+            (
+                event_keys.to_owned(),
+                format!(r#","NewImage":{broken_image}"#),
+            ),
+        ] {
+            let data = record(&keys, &images);
+            let decoded = decode(data.as_bytes(), "7".into(), "vitals-").expect("kept");
+            assert_eq!(decoded.position, "7");
+            assert!(decoded.fault.is_some(), "{data}");
+            assert!(matches!(decoded.envelope(), Some(Err(_))), "{data}");
+        }
+        let meal_keys = r#"{"pk":{"S":"USER#1"},"sk":{"S":"MEAL#M1"}}"#;
+        for (keys, images) in [
+            (meal_keys, format!(r#","NewImage":{broken_image}"#)),
+            (event_keys, format!(r#","OldImage":{broken_image}"#)),
+        ] {
+            let data = record(keys, &images);
+            let skipped = decode(data.as_bytes(), "7".into(), "vitals-");
+            assert!(
+                skipped.is_err_and(|e| e.contains("publishes no event")),
+                "{data}"
+            );
+        }
     }
 
     #[test]
