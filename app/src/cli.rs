@@ -267,8 +267,9 @@ pub struct ServeArgs {
 /// How the HTTP API authenticates and limits callers (`serve` and `api-lambda`).
 #[derive(Debug, Clone, Args)]
 pub struct ApiArgs {
-    /// Secret signing the bearer tokens this server issues; a random one (tokens end
-    /// with the process) when absent.
+    /// Secret signing the bearer tokens this server issues, and deriving the key of the
+    /// connects' PKCE verifiers; a random one (tokens and connects in flight end with the
+    /// process) when absent.
     #[arg(long, env = "VITALS_JWT_SECRET", hide_env_values = true)]
     pub jwt_secret: Option<String>,
     /// Accept tokens of an external identity provider instead: a JWKS document (JSON

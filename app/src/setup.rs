@@ -6,14 +6,21 @@ use crate::http::api::Api;
 use crate::http::auth::{Auth, Verifier};
 use crate::http::limits::Limits;
 use anyhow::Context as _;
+use commands::integrations::{Providers, VerifierKey};
 use infra::Store;
 use jsonwebtoken::jwk::JwkSet;
 use std::sync::Arc;
 
 pub fn api(store: Arc<dyn Store>, args: &ApiArgs) -> anyhow::Result<Arc<Api>> {
-    let auth = Auth::new(&signing_secret(args), verifier(args)?);
+    let signing_secret = signing_secret(args);
+    let auth = Auth::new(&signing_secret, verifier(args)?);
+    // Connects' PKCE verifiers are derived from the same secret (under a label of their
+    // own): every process of a deployment holds it, so any of them completes a connect
+    // another started, and no verifier is stored.
+    let providers = Providers::sandbox(&args.webhook_secret)
+        .with_verifier_key(VerifierKey::derived_from(&signing_secret));
     let limits = Limits::new(args.limits());
-    let mut api = Api::new(store, auth, &args.webhook_secret, limits);
+    let mut api = Api::new(store, auth, providers, limits);
     api.connect_return = args.connect_return_url.clone();
     Ok(Arc::new(api))
 }

@@ -10,7 +10,7 @@ use commands::CommandMeta;
 use commands::handlers::Handlers;
 use commands::identity::IdentityCommands;
 use commands::integrations::{
-    IntegrationCommands, Providers, SandboxProvider, Secret, WebhookPayload, sign,
+    IntegrationCommands, Providers, SandboxProvider, WebhookPayload, sign,
 };
 use events_schema::ids::UserId;
 use infra::Store;
@@ -111,7 +111,7 @@ async fn erasure_removes_the_users_sqs_dead_letters() {
 /// dead-lettered, whole.
 async fn a_delivery_is_dead_lettered(store: &Arc<dyn Store>, meta: &CommandMeta, user: &UserId) {
     let _case = Case("a delivery is dead-lettered");
-    let providers = Providers::default().with(Arc::new(SandboxProvider::new(Secret::new(SECRET))));
+    let providers = Providers::sandbox(SECRET);
     let integrations: IntegrationCommands =
         Handlers::new(Table::new(store.clone())).with_services(Arc::new(providers));
     let started = integrations

@@ -8,7 +8,7 @@ use commands::environment::{EnvironmentCommands, SandboxEnvironment};
 use commands::goals::GoalCommands;
 use commands::handlers::Handlers;
 use commands::identity::IdentityCommands;
-use commands::integrations::{IntegrationCommands, Providers, SandboxProvider, Secret};
+use commands::integrations::{IntegrationCommands, Providers};
 use commands::nutrition::NutritionCommands;
 use commands::sleep::SleepCommands;
 use infra::Store;
@@ -73,10 +73,8 @@ impl std::fmt::Debug for Api {
 }
 
 impl Api {
-    /// `webhook_secret` signs the sandbox provider's webhooks.
-    pub fn new(store: Arc<dyn Store>, auth: Auth, webhook_secret: &str, limits: Limits) -> Self {
-        let providers =
-            Providers::default().with(Arc::new(SandboxProvider::new(Secret::new(webhook_secret))));
+    /// `providers`: the wearable providers connects and webhooks reach.
+    pub fn new(store: Arc<dyn Store>, auth: Auth, providers: Providers, limits: Limits) -> Self {
         Self {
             identity: IdentityCommands::new(Table::new(store.clone())),
             nutrition: NutritionCommands::new(Table::new(store.clone())),

@@ -6,6 +6,7 @@
 pub mod aws_local;
 pub mod whole_app;
 
+use commands::integrations::Providers;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
@@ -448,7 +449,7 @@ pub fn api(
     Arc::new(Api::new(
         store,
         auth,
-        webhook_secret,
+        Providers::sandbox(webhook_secret),
         Limits::new(LimitSettings {
             user_per_second,
             auth_per_minute: 100_000,

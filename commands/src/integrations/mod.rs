@@ -17,6 +17,7 @@ mod webhook;
 
 pub use crate::secret::Secret;
 pub use oauth::ConnectStarted;
+pub use pkce::VerifierKey;
 pub use provider::{ProviderGrant, Providers, WearableProvider};
 pub use sandbox::SandboxProvider;
 pub use webhook::{SIGNATURE_TOLERANCE_SECONDS, WebhookPayload, sign};

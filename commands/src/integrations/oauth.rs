@@ -13,7 +13,6 @@ use crate::items::to_item;
 use crate::meta::{CommandMeta, Outcome};
 use crate::optimistic::{self, Attempt};
 use crate::outbox::{envelope, event_action};
-use crate::secret::Secret;
 use events_schema::events::integrations::{ProviderConnected, ProviderDisconnected};
 use events_schema::ids::{OAuthState, ProviderName, ProviderUserId, UserId};
 use events_schema::keys::{PartitionKey, SortKey};
@@ -110,14 +109,14 @@ impl IntegrationCommands {
             .map_err(|e| CommandError::Internal(e.to_string()))?;
         // The store expires items by its own (real) clock, whatever the handlers' clock.
         let expires_at = now_epoch_seconds() + STATE_TTL_SECONDS;
-        let code_verifier = pkce::verifier();
+        let code_verifier = self.providers().verifiers().verifier_for(&state);
         let pending = Pending {
             user: &meta.user,
             state: &state,
             provider: provider.name(),
             timezone: &timezone,
         };
-        let actions = starting(&pending, &code_verifier, expires_at)?;
+        let actions = starting(&pending, expires_at)?;
         let challenge = pkce::challenge(code_verifier.expose());
         let started = ConnectStarted {
             authorize_url: provider.authorize_url(state.as_str(), &challenge),
@@ -154,8 +153,8 @@ impl IntegrationCommands {
             return Ok(first);
         }
         let state = OAuthState::parse(state).map_err(|_| unknown_state())?;
-        let (timezone, code_verifier) =
-            self.pending_connect(provider.name(), &state, &user).await?;
+        let timezone = self.pending_connect(provider.name(), &state, &user).await?;
+        let code_verifier = self.providers().verifiers().verifier_for(&state);
         let grant = provider.exchange_code(code, &code_verifier).await?;
         let identity = provider_user_key(provider.name(), &grant.provider_user_id)?;
         let pk = meta.user_pk();
@@ -210,7 +209,7 @@ impl IntegrationCommands {
         provider: &ProviderName,
         state: &OAuthState,
         user: &UserId,
-    ) -> Result<(String, Secret), CommandError> {
+    ) -> Result<String, CommandError> {
         let stored = self.table.get(&state_key(state), true).await?;
         pending_for(stored.as_ref(), provider, user)
     }
@@ -337,20 +336,14 @@ struct Pending<'a> {
 }
 
 /// Starting `pending`: its state item (whose it is, for which provider, the user's
-/// timezone, the PKCE code verifier), written only if the state is new, and a pointer to
-/// it in the user's partition, so erasing the account finds it; both expire at
-/// `expires_at`. (The verifier proves nothing without a code issued for its challenge and
-/// the client's own credentials; it lives as long as the state, and is deleted with it.)
-fn starting(
-    pending: &Pending<'_>,
-    code_verifier: &Secret,
-    expires_at: i64,
-) -> Result<Vec<Action>, CommandError> {
+/// timezone; no PKCE verifier, which is derived from the state again), written only if
+/// the state is new, and a pointer to it in the user's partition, so erasing the account
+/// finds it; both expire at `expires_at`.
+fn starting(pending: &Pending<'_>, expires_at: i64) -> Result<Vec<Action>, CommandError> {
     let user = pending.user;
     let mut item = to_item(
         &state_key(pending.state),
-        &json!({"user_id": user, "provider": pending.provider, "timezone": pending.timezone,
-                "code_verifier": code_verifier.expose()}),
+        &json!({"user_id": user, "provider": pending.provider, "timezone": pending.timezone}),
     )?;
     item.insert("expires_at".into(), json!(expires_at));
     let pk = PartitionKey::User(user.clone()).to_string();
@@ -377,22 +370,19 @@ struct ConnectFound {
     previous: Option<(Key, Option<UserId>)>,
 }
 
-/// The timezone and the PKCE code verifier of the pending connect `stored` (a state
-/// item, if one was found) when it is `user`'s connect of `provider`; an unknown state
-/// otherwise (one started before connects had verifiers included: it is started again).
+/// The timezone of the pending connect `stored` (a state item, if one was found) when it
+/// is `user`'s connect of `provider`; an unknown state otherwise.
 fn pending_for(
     stored: Option<&Item>,
     provider: &ProviderName,
     user: &UserId,
-) -> Result<(String, Secret), CommandError> {
+) -> Result<String, CommandError> {
     let stored = stored.ok_or_else(unknown_state)?;
     let field = |name: &str| stored.get(name).and_then(Value::as_str);
     if field("provider") != Some(provider.as_str()) || field("user_id") != Some(user.as_str()) {
         return Err(unknown_state());
     }
-    let code_verifier = field("code_verifier").ok_or_else(unknown_state)?;
-    let timezone = field("timezone").unwrap_or("UTC").to_owned();
-    Ok((timezone, Secret::new(code_verifier)))
+    Ok(field("timezone").unwrap_or("UTC").to_owned())
 }
 
 /// Completing `pending` with `grant` (its provider identity under `identity`) at `now`:
@@ -549,11 +539,6 @@ mod tests {
         OAuthState::parse(&"ab".repeat(32)).expect("state")
     }
 
-    /// The PKCE code verifier of the connects started here.
-    fn verifier() -> Secret {
-        Secret::new("v".repeat(43))
-    }
-
     /// The actions of `user` starting a connect to Strava from Paris, expiring at 1234.
     fn started_by(user: &UserId) -> Vec<Action> {
         let pending = Pending {
@@ -562,7 +547,7 @@ mod tests {
             provider: &strava(),
             timezone: "Europe/Paris",
         };
-        starting(&pending, &verifier(), 1_234).expect("actions")
+        starting(&pending, 1_234).expect("actions")
     }
 
     #[test]
@@ -578,8 +563,13 @@ mod tests {
             (&item["user_id"], &item["provider"], &item["timezone"]),
             (&json!(user), &json!("strava"), &json!("Europe/Paris"))
         );
-        assert_eq!(item["code_verifier"], verifier().expose());
         assert_eq!(item["expires_at"], 1_234);
+        let fields: Vec<&str> = item.keys().map(String::as_str).collect();
+        assert_eq!(
+            fields,
+            ["expires_at", "pk", "provider", "sk", "timezone", "user_id"],
+            "nothing secret at rest"
+        );
         let Action::Put { item, .. } = &actions[1] else {
             panic!("the pointer second: {actions:?}");
         };
@@ -597,11 +587,9 @@ mod tests {
             panic!("the state first: {actions:?}");
         };
         let completes = |stored, provider: &ProviderName, user| {
-            pending_for(stored, provider, user)
-                .map(|(timezone, verifier)| (timezone, verifier.expose().to_owned()))
-                .map_err(|e| e.to_string())
+            pending_for(stored, provider, user).map_err(|e| e.to_string())
         };
-        let ana_s = Ok(("Europe/Paris".into(), verifier().expose().to_owned()));
+        let ana_s = Ok("Europe/Paris".to_owned());
         assert_eq!(completes(Some(stored), &provider, &ana), ana_s);
         let unknown = Err(unknown_state().to_string());
         assert_eq!(
@@ -616,13 +604,6 @@ mod tests {
             "another provider's"
         );
         assert_eq!(completes(None, &provider, &ana), unknown, "gone or expired");
-        let mut before_pkce = stored.clone();
-        before_pkce.remove("code_verifier");
-        let before_pkce = completes(Some(&before_pkce), &provider, &ana);
-        assert_eq!(
-            before_pkce, unknown,
-            "started without a verifier: start again"
-        );
     }
 
     #[test]

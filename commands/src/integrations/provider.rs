@@ -1,6 +1,7 @@
 //! The provider port: what Vitals needs of a wearable platform (OAuth authorize URL and
 //! code exchange, the webhook signing secret), and the registry of configured providers.
 
+use super::pkce::VerifierKey;
 use crate::CommandError;
 use crate::secret::Secret;
 use async_trait::async_trait;
@@ -35,13 +36,42 @@ pub trait WearableProvider: Send + Sync {
     fn webhook_secret(&self) -> &Secret;
 }
 
-/// The configured providers, by name.
-#[derive(Default)]
+/// The configured providers, by name, and the key their connects' PKCE verifiers are
+/// derived with (random unless [`Providers::with_verifier_key`] gives the server's).
 pub struct Providers {
     by_name: BTreeMap<ProviderName, Arc<dyn WearableProvider>>,
+    verifiers: VerifierKey,
+}
+
+impl Default for Providers {
+    fn default() -> Self {
+        Self {
+            by_name: BTreeMap::new(),
+            verifiers: VerifierKey::random(),
+        }
+    }
 }
 
 impl Providers {
+    /// The sandbox provider alone, signing its webhooks with `webhook_secret`.
+    pub fn sandbox(webhook_secret: &str) -> Self {
+        let sandbox = super::SandboxProvider::new(Secret::new(webhook_secret));
+        Self::default().with(Arc::new(sandbox))
+    }
+
+    /// Connects' verifiers derived with `key`: every process holding it completes a
+    /// connect any of them started.
+    pub fn with_verifier_key(self, key: VerifierKey) -> Self {
+        Self {
+            verifiers: key,
+            ..self
+        }
+    }
+
+    pub fn verifiers(&self) -> &VerifierKey {
+        &self.verifiers
+    }
+
     pub fn with(mut self, provider: Arc<dyn WearableProvider>) -> Self {
         self.by_name.insert(provider.name().clone(), provider);
         self

@@ -17,7 +17,7 @@ use commands::goals::GoalCommands;
 use commands::handlers::Handlers;
 use commands::identity::IdentityCommands;
 use commands::integrations::ConnectStarted;
-use commands::integrations::{IntegrationCommands, Providers, SandboxProvider, Secret};
+use commands::integrations::{IntegrationCommands, Providers, SandboxProvider, VerifierKey};
 use commands::nutrition::NutritionCommands;
 use commands::nutrition::{MealInput, SummaryRecord};
 use commands::serial::Writers;
@@ -71,8 +71,9 @@ impl World {
     fn of_process(store: Arc<dyn Store>, clock: Clock, writers: Writers) -> Self {
         let store = Arc::new(CountingStore::new(store));
         let shared: Arc<dyn Store> = store.clone();
-        let providers =
-            Providers::default().with(Arc::new(SandboxProvider::new(Secret::new(WEBHOOK_SECRET))));
+        // One server secret for every world, as every process of a deployment holds it.
+        let providers = Providers::sandbox(WEBHOOK_SECRET)
+            .with_verifier_key(VerifierKey::derived_from(b"test server secret"));
         Self {
             meta: CommandMeta::new(UserId::generate()),
             identity: context_handlers(&shared, &clock, &writers),
