@@ -31,7 +31,8 @@ pub struct FeedRecord {
     pub old_image: Option<Item>,
     pub new_image: Option<Item>,
     /// Why a change of a Vitals table that may publish an event did not decode from its
-    /// stream record (its keys or new image); what did not decode is left empty.
+    /// stream record (its keys or an image); such a record keeps no image, and a key that
+    /// did not decode is empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<String>,
 }

@@ -72,20 +72,22 @@ pub fn decode(data: &[u8], position: String, table_prefix: &str) -> Result<FeedR
         .and_then(|image| kept(to_item(image), &mut fault));
     let may_publish =
         old_image.is_none() && sk.as_deref().is_none_or(|sk| sk.starts_with(prefix::EVENT));
-    match fault {
-        Some(fault) if !may_publish => Err(format!(
+    if let (Some(fault), false) = (&fault, may_publish) {
+        return Err(format!(
             "a change of the {table} table that publishes no event does not decode: {fault}"
-        )),
-        fault => Ok(FeedRecord {
-            position,
-            table,
-            pk: pk.unwrap_or_default(),
-            sk: sk.unwrap_or_default(),
-            old_image,
-            new_image,
-            fault,
-        }),
+        ));
     }
+    Ok(FeedRecord {
+        position,
+        table,
+        pk: pk.unwrap_or_default(),
+        sk: sk.unwrap_or_default(),
+        old_image,
+        // A record with a fault (an insert: no old image) keeps no image either: one kept
+        // under a partition key that did not decode would be beyond its owner's erasure.
+        new_image: new_image.filter(|_| fault.is_none()),
+        fault,
+    })
 }
 
 /// `result`'s value, or `None` with its error kept in `fault` (the first one wins).
@@ -150,6 +152,7 @@ mod tests {
             let decoded = decode(data.as_bytes(), "7".into(), "vitals-").expect("kept");
             assert_eq!(decoded.position, "7");
             assert!(decoded.fault.is_some(), "{data}");
+            assert!(decoded.new_image.is_none(), "no image kept: {data}");
             assert!(matches!(decoded.envelope(), Some(Err(_))), "{data}");
         }
         let meal_keys = r#"{"pk":{"S":"USER#1"},"sk":{"S":"MEAL#M1"}}"#;
