@@ -77,7 +77,7 @@ impl<T> Outcome<T> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdempotencyKey {
     key: RequestKey,
-    operation: Option<events_schema::ids::ConsumerName>,
+    operation: Option<events_schema::ids::OperationName>,
 }
 
 impl IdempotencyKey {
@@ -100,7 +100,7 @@ impl IdempotencyKey {
     /// The key, for `operation` only.
     pub fn for_operation(mut self, operation: &str) -> Result<Self, CommandError> {
         self.operation = Some(
-            events_schema::ids::ConsumerName::parse(operation)
+            events_schema::ids::OperationName::parse(operation)
                 .map_err(|e| CommandError::Internal(e.to_string()))?,
         );
         Ok(self)

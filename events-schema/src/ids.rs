@@ -163,6 +163,8 @@ define_id!(/// A geohash cell of the environment cache.
     Geohash, "geohash");
 define_id!(/// A consumer (projector subscription) name, used in dedup markers.
     ConsumerName, "consumer name");
+define_id!(/// The operation a client's idempotency key is scoped to (an HTTP route's name).
+    OperationName, "operation name");
 define_id!(/// A client's idempotency key (`IDEMPOTENCY#<key>` records).
     RequestKey, "idempotency key");
 define_id!(/// A webhook delivery's id, as the provider numbers deliveries.

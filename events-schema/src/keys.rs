@@ -8,8 +8,8 @@
 
 use crate::ids::{
     ConsumerName, DeliveryId, EventId, ExternalId, Geohash, GoalId, IdError, MealId, MealPlanId,
-    OAuthState, ProviderName, ProviderUserId, RecipeId, RequestKey, ScheduledMealId, SessionId,
-    SleepId, TrainingBlockId, UserId, WorkoutId,
+    OAuthState, OperationName, ProviderName, ProviderUserId, RecipeId, RequestKey, ScheduledMealId,
+    SessionId, SleepId, TrainingBlockId, UserId, WorkoutId,
 };
 use crate::time::{Day, Hour, TimeFormatError, Timestamp};
 use std::fmt;
@@ -167,7 +167,7 @@ pub enum SortKey {
     Idempotency(RequestKey),
     /// `IDEMPOTENCY#<operation>#<key>`: a request recorded under its idempotency key,
     /// which is the caller's for that operation only.
-    ScopedIdempotency(ConsumerName, RequestKey),
+    ScopedIdempotency(OperationName, RequestKey),
     /// `DELIVERY#<provider>#<delivery-id>`: a webhook delivery, recorded once.
     Delivery(ProviderName, DeliveryId),
     /// The single item of a `PROVIDER_USER#` partition.
