@@ -73,6 +73,7 @@ macro_rules! commands_suite {
             a_meal_cancelled_as_a_conflict_is_logged_on_a_fresh_read,
             a_keyed_meal_whose_record_met_a_conflict_is_logged_on_the_next_attempt,
             scheduled_meals_and_the_catalog,
+            a_catalog_event_is_recorded_by_the_handlers_clock,
             a_scheduled_meal_is_eaten_once,
             plans_and_the_catalog_cancelled_as_a_conflict_are_written_on_the_next_attempt,
         );

@@ -182,9 +182,13 @@ impl NutritionCommands {
         &self,
         payload: &P,
     ) -> Result<EventEnvelope, CommandError> {
-        // Catalog events belong to no user.
-        EventEnvelope::new(None, self.clock.now(), payload)
-            .map_err(|e| CommandError::Internal(format!("event does not serialize: {e}")))
+        // Catalog events belong to no user; recorded by the handler's clock, as the
+        // users' events are (`outbox::envelope`).
+        let now = self.clock.now();
+        let mut event = EventEnvelope::new(None, now, payload)
+            .map_err(|e| CommandError::Internal(format!("event does not serialize: {e}")))?;
+        event.recorded_at = now;
+        Ok(event)
     }
 
     pub async fn curate_recipe(

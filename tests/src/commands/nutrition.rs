@@ -11,9 +11,10 @@ use commands::nutrition::{
 };
 use commands::{CommandError, Outcome};
 use events_schema::Context;
+use events_schema::envelope::outbox_event;
 use events_schema::events::nutrition::{MealEdited, MealLogged, Nutrients};
 use events_schema::ids::{MealId, ScheduledMealId};
-use events_schema::time::{Day, Timestamp};
+use events_schema::time::{Clock, Day, Timestamp};
 use infra::Store;
 use infra::observed::Row;
 use rust_decimal::Decimal;
@@ -628,7 +629,7 @@ pub async fn scheduled_meals_and_the_catalog(store: Arc<dyn Store>) {
     )
     .await;
     assert_eq!(recipe_events.len(), 1);
-    let envelope = events_schema::envelope::outbox_event(&recipe_events[0])
+    let envelope = outbox_event(&recipe_events[0])
         .expect("an outbox item")
         .expect("its envelope decodes");
     assert_eq!(
@@ -670,6 +671,32 @@ pub async fn scheduled_meals_and_the_catalog(store: Arc<dyn Store>) {
             .await
             .is_empty()
     );
+}
+
+/// A catalog event is recorded by the handlers' clock, as a user's event is: its
+/// `recorded_at` was the machine's time whatever the clock said.
+pub async fn a_catalog_event_is_recorded_by_the_handlers_clock(store: Arc<dyn Store>) {
+    let at = Timestamp::parse("2024-02-29T08:00:00.000Z").expect("time");
+    let world = World::with_clock(store.clone(), Clock::manual(at));
+    let recipe = CurateRecipe {
+        name: "Porridge".into(),
+        category: "breakfast".into(),
+        nutrients: Nutrients {
+            calories: dec("300"),
+            protein_g: dec("10"),
+            carbs_g: dec("50"),
+            fat_g: dec("6"),
+        },
+    };
+    let curated = world.nutrition.curate_recipe(&world.meta, recipe).await;
+    let id = curated.expect("curates").value;
+    let items = items_of(&*store, Context::Nutrition, &format!("RECIPE#{id}"), "EVT#").await;
+    let events: Vec<_> = items.iter().filter_map(|i| outbox_event(i)?.ok()).collect();
+    let times: Vec<_> = events
+        .iter()
+        .map(|e| (e.occurred_at, e.recorded_at))
+        .collect();
+    assert_eq!(times, vec![(at, at)], "{events:?}");
 }
 
 /// Taking a scheduled meal off the plan when the transaction is cancelled as a
