@@ -39,15 +39,23 @@ pub trait DeadLetterQueue: Send + Sync {
 }
 
 impl DeadLetter {
-    /// The id of the letter about the record at `position`: its length, then the
-    /// position, so that the decimal positions of every feed (Kinesis sequence numbers,
-    /// the change log's counter) sort in feed order. The same for every try, so a record
-    /// dead-lettered again (a Lambda batch retried because another subscription's letter
-    /// could not be written, a worker restarted before its checkpoint) finds its row
-    /// there and adds no second. An SQS standard queue cannot deduplicate: there a copy
-    /// can stand, which `redrive` applies again harmlessly (projections are idempotent).
-    pub fn id_for(position: &str) -> String {
-        format!("{:03}.{position}", position.len())
+    /// The id of the letter about `record`: the length of its position, the position
+    /// (so that the decimal positions of every feed, Kinesis sequence numbers and the
+    /// change log's counter, sort in feed order), then its item's key (Kinesis promises
+    /// a sequence number unique within a shard only). The same for every try, so a
+    /// record dead-lettered again (a Lambda batch retried because another subscription's
+    /// letter could not be written, a worker restarted before its checkpoint) finds its
+    /// row there and adds no second. An SQS standard queue cannot deduplicate: there a
+    /// copy can stand, which `redrive` applies again harmlessly (projections are
+    /// idempotent).
+    pub fn id_for(record: &FeedRecord) -> String {
+        let position = &record.position;
+        format!(
+            "{:03}.{position}#{}#{}",
+            position.len(),
+            record.pk,
+            record.sk
+        )
     }
 }
 
@@ -394,5 +402,39 @@ impl DeadLetterQueue for SqsDlq {
     async fn count_about(&self, subscription: &str, pk: &str) -> Result<u64, StoreError> {
         self.sweep(subscription, |letter| is_about(letter, pk), false)
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(position: &str, sk: &str) -> FeedRecord {
+        FeedRecord {
+            position: position.into(),
+            table: Context::Nutrition,
+            pk: "USER#U1".into(),
+            sk: sk.into(),
+            old_image: None,
+            new_image: None,
+            fault: None,
+        }
+    }
+
+    #[test]
+    fn a_letters_id_is_its_records_and_sorts_in_feed_order() {
+        let id = |position, sk| DeadLetter::id_for(&record(position, sk));
+        assert_eq!(id("9", "EVT#A"), id("9", "EVT#A"), "every try, one letter");
+        assert_ne!(
+            id("9", "EVT#A"),
+            id("9", "EVT#B"),
+            "another shard's record at the same sequence number"
+        );
+        let mut ids = [id("10", "EVT#A"), id("9", "EVT#A"), id("100", "EVT#A")];
+        ids.sort();
+        assert_eq!(
+            ids,
+            [id("9", "EVT#A"), id("10", "EVT#A"), id("100", "EVT#A")]
+        );
     }
 }

@@ -274,7 +274,7 @@ impl Handler {
         attempts: u32,
     ) -> Result<(), StoreError> {
         let letter = DeadLetter {
-            id: DeadLetter::id_for(&record.position),
+            id: DeadLetter::id_for(record),
             subscription: self.projector.name().to_owned(),
             record: record.clone(),
             error,
