@@ -23,7 +23,7 @@ use events_schema::Context;
 use events_schema::envelope::EventEnvelope;
 use events_schema::events::erasure::PartitionDrained;
 use events_schema::events::identity::AccountDeletionRequested;
-use events_schema::ids::UserId;
+use events_schema::ids::{EventId, UserId};
 use events_schema::keys::{PartitionKey, erased};
 use events_schema::time::Timestamp;
 use infra::dlq::DeadLetterQueue;
@@ -143,10 +143,14 @@ impl<C: ContextTable> Eraser<C> {
 
     /// Publishes `PartitionDrained` from the `ERASED#` partition (the user's own is
     /// gone) and marks the tombstone drained, in one transaction; the outbox item is
-    /// removed right after, once the change feed has it.
+    /// removed right after, once the change feed has it. The event's id is derived from
+    /// the user, the context and when the erasure was requested (`requested_at`): a
+    /// redelivery after the removal failed writes the same item again and removes it,
+    /// where a fresh id left the first one, naming the user, for ever.
     async fn publish_drained(
         &self,
         user: &UserId,
+        requested_at: Timestamp,
         items_deleted: u64,
     ) -> Result<(), ProjectionError> {
         let mut event = EventEnvelope::new(
@@ -159,6 +163,8 @@ impl<C: ContextTable> Eraser<C> {
         )
         .map_err(|e| ProjectionError::Decode(e.to_string()))?;
         event.context = C::CONTEXT;
+        let seed = format!("{user}|{}|drained", C::CONTEXT);
+        event.event_id = EventId::derived(&seed, requested_at);
         let (pk, _) = erased(user);
         let outbox = event_item(&pk.to_string(), &event)
             .map_err(|e| ProjectionError::Rejected(e.to_string()))?;
@@ -210,7 +216,8 @@ impl<C: ContextTable> Projector for Eraser<C> {
                 .await?;
         }
         deleted += erasure::erase(&self.table, &user).await?;
-        self.publish_drained(&user, deleted).await
+        self.publish_drained(&user, event.occurred_at, deleted)
+            .await
     }
 }
 

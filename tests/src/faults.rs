@@ -148,3 +148,31 @@ impl Observer for ConflictOnce {
 
     fn written(&self, _: ()) {}
 }
+
+/// Refuses the first write with a row `rows` matches as throttled (the store briefly
+/// unavailable, after its retries); passes everything else on.
+pub struct ThrottledOnce {
+    armed: AtomicBool,
+    rows: fn(&Row<'_>) -> bool,
+}
+
+impl ThrottledOnce {
+    pub fn at(store: Arc<dyn Store>, rows: fn(&Row<'_>) -> bool) -> Arc<dyn Store> {
+        let armed = AtomicBool::new(true);
+        Arc::new(Observed::new(store, Self { armed, rows }))
+    }
+}
+
+#[async_trait::async_trait]
+impl Observer for ThrottledOnce {
+    type Note = ();
+
+    fn refuses(&self, write: &Write<'_>) -> Option<StoreError> {
+        let matches = write.rows().iter().any(self.rows);
+        (matches && self.armed.swap(false, Ordering::SeqCst)).then_some(StoreError::Throttled)
+    }
+
+    async fn before(&self, _: Write<'_>) {}
+
+    fn written(&self, _: ()) {}
+}

@@ -206,6 +206,7 @@ macro_rules! regressions_suite {
             an_older_wearable_payload_never_overwrites_a_newer_one,
             an_erased_users_redelivered_event_sweeps_what_a_crash_left,
             a_dead_letter_put_after_the_users_erasure_is_dropped,
+            an_erasers_retried_publication_leaves_no_event_behind,
             an_unreadable_stored_pointer_is_an_internal_error,
             a_stale_progress_recompute_never_lands_last,
             a_recompute_with_nothing_to_change_still_stops_a_stale_one,

@@ -221,6 +221,38 @@ pub async fn an_erased_users_redelivered_event_sweeps_what_a_crash_left(store: A
     assert!(left.is_empty(), "the erased user's rows stay: {left:?}");
 }
 
+/// An eraser whose removal of its `PartitionDrained` outbox item failed left, on the
+/// redelivery, that item (naming the user) for ever: the retry published a second event
+/// under a fresh id and removed only that one.
+pub async fn an_erasers_retried_publication_leaves_no_event_behind(store: Arc<dyn Store>) {
+    use events_schema::events::identity::AccountDeletionRequested;
+    let world = World::new(store.clone());
+    world.log_meal(from_json(meal("Eggs", "20"))).await;
+    let user = world.meta.user.clone();
+    let requested = EventEnvelope::new(
+        Some(user.clone()),
+        events_schema::time::Timestamp::now(),
+        &AccountDeletionRequested {
+            email: "ana@example.com".into(),
+        },
+    )
+    .expect("event");
+    let erased_outbox_removal = |row: &Row<'_>| match row {
+        Row::Delete { key, .. } => key.pk.starts_with("ERASED#") && key.sk.starts_with("EVT#"),
+        _ => false,
+    };
+    let failing = crate::faults::ThrottledOnce::at(store.clone(), erased_outbox_removal);
+    let eraser = projectors::registry::find(failing, "erase-nutrition").expect("eraser");
+    assert!(eraser.apply(&requested).await.is_err(), "the removal fails");
+    eraser
+        .apply(&requested)
+        .await
+        .expect("the redelivery finishes");
+    let (erased_pk, _) = events_schema::keys::erased(&user);
+    let left = items_of(&*store, Context::Nutrition, &erased_pk.to_string(), "EVT#").await;
+    assert!(left.is_empty(), "events left naming the user: {left:?}");
+}
+
 /// A dead letter put after the user's erasure finished (the projection's last look saw
 /// no tombstone, then the eraser drained the table and cleared the letters there were,
 /// then the letter landed) kept the erased user's record for ever. The put is held
