@@ -879,8 +879,7 @@ async fn a_wearable(walk: &Walk, ana: &Ana) {
         )
         .await;
     let state = reply.string("state");
-    let authorize_url = reply.string("authorize_url");
-    let code = commands::integrations::SandboxProvider::code_for("ana-watch", &authorize_url);
+    let code = support::approved("ana-watch", &reply.json());
     client
         .expect(
             Call::new("get", "/v1/integrations/{provider}/callback").uri(format!(

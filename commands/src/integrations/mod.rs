@@ -1,7 +1,7 @@
 //! Integrations: OAuth connections to wearable providers and their signed webhooks.
 //!
-//! Items: `OAUTH_STATE#<state>` (256 random bits, TTL minutes, single use; it keeps
-//! the connect's PKCE code verifier until the code is exchanged),
+//! Items: `OAUTH_STATE#<state>` (256 random bits, TTL minutes, single use; the
+//! connect's PKCE code verifier is derived from it, never stored),
 //! `USER#<id>/CONNECTION#<provider>` (connected or disconnected, with a version that
 //! orders its changes; provider tokens are not kept: data arrives by signed webhooks),
 //! `PROVIDER_USER#<provider>#<provider-user-id>` (who a webhook is about: one account at

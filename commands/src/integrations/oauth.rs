@@ -1,6 +1,6 @@
 //! OAuth connect: start (a single-use state with 256 random bits and a TTL of minutes,
-//! keeping the connect's PKCE code verifier), complete (the code exchanged with that
-//! verifier; the state consumed in the same transaction that records the connection and
+//! from which the connect's PKCE code verifier is derived), complete (the code exchanged
+//! with that verifier; the state consumed in the same transaction that records the connection and
 //! claims the provider identity, which belongs to one account at a time), and
 //! disconnect.
 
@@ -201,9 +201,9 @@ impl IntegrationCommands {
             .transpose()
     }
 
-    /// The timezone a connection `user` started with `state` for `provider` is for, and
-    /// its PKCE code verifier; an unknown state for anything else, another account's
-    /// state included (reads never return an expired state).
+    /// The timezone a connection `user` started with `state` for `provider` is for; an
+    /// unknown state for anything else, another account's state included (reads never
+    /// return an expired state).
     async fn pending_connect(
         &self,
         provider: &ProviderName,
@@ -589,8 +589,10 @@ mod tests {
         let completes = |stored, provider: &ProviderName, user| {
             pending_for(stored, provider, user).map_err(|e| e.to_string())
         };
-        let ana_s = Ok("Europe/Paris".to_owned());
-        assert_eq!(completes(Some(stored), &provider, &ana), ana_s);
+        assert_eq!(
+            completes(Some(stored), &provider, &ana),
+            Ok("Europe/Paris".into())
+        );
         let unknown = Err(unknown_state().to_string());
         assert_eq!(
             completes(Some(stored), &provider, &bob),

@@ -138,10 +138,12 @@ mod tests {
         };
         let event_keys = r#"{"pk":{"S":"USER#1"},"sk":{"S":"EVT#E1"}}"#;
         let broken_image = r#"{"pk":{"S":"USER#1"},"n":{"N":"five"}}"#;
+        // Keys that do not decode beside an image that does: the image is not kept.
+        let good_image = r#"{"pk":{"S":"USER#1"},"sk":{"S":"EVT#E1"}}"#;
         for (keys, images) in [
             (
                 r#"{"pk":{"N":"1"},"sk":{"S":"EVT#E1"}}"#.to_owned(),
-                String::new(),
+                format!(r#","NewImage":{good_image}"#),
             ),
             (
                 event_keys.to_owned(),
