@@ -220,12 +220,6 @@ pub struct SqsDlq {
 /// How long a sweep of a queue hides the messages it has read (see [`SqsDlq::sweep`]).
 const SWEEP_VISIBILITY_S: i32 = 60;
 
-/// How long a receive may wait for a message. Not zero: a short poll asks only some of
-/// SQS's servers and may answer empty while the queue holds messages, which a sweep
-/// (erasure's removal of a user's letters) would take for the end of the queue; a long
-/// poll asks them all, at the cost of this wait once the queue is read through.
-const LONG_POLL_S: i32 = 1;
-
 fn sqs_error(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(format!("SQS: {e}"))
 }
@@ -269,7 +263,6 @@ impl SqsDlq {
             .queue_url(url)
             .max_number_of_messages(max)
             .visibility_timeout(visibility_s)
-            .wait_time_seconds(LONG_POLL_S)
             .send()
             .await
             .map_err(|e| sqs_error(aws_sdk_sqs::error::DisplayErrorContext(&e)))?;
