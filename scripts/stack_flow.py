@@ -331,19 +331,38 @@ def main():
         "in the nutrition consumer, under that correlation id")
 
     # The nightly job, as its EventBridge schedule invokes it (the emulator does not
-    # wait for 14:00 UTC): one Scheduled Event, answered with the day it scored.
+    # wait for the hour): a Scheduled Event, answered with what it did for each ended
+    # day; invoked again, it finds those days finished (their checkpoints) and does nothing.
     nightly = stack.physical("NightlyFunction")
-    invoked = stack.awslambda.invoke(FunctionName=nightly, Payload=json.dumps({
-        "version": "0", "id": new_ulid(), "detail-type": "Scheduled Event", "source": "aws.events",
-        "account": "000000000000", "time": datetime.datetime.now(datetime.timezone.utc).strftime(
-            "%Y-%m-%dT%H:%M:%SZ"), "region": "us-east-1",
-        "resources": [stack.cfn.describe_stack_resource(StackName=args.stack, LogicalResourceId="NightlySchedule")[
-            "StackResourceDetail"]["PhysicalResourceId"]], "detail": {}}))
-    answer = json.loads(invoked["Payload"].read())
-    if invoked.get("FunctionError") or not re.fullmatch(r"\d{4}-\d\d-\d\d", str(answer.get("day"))) \
-            or not isinstance(answer.get("scored"), int):
-        fail(f"the nightly function answered {invoked.get('FunctionError')} {answer}")
-    say(f"nightly function on a Scheduled Event: {answer}")
+    schedule = stack.cfn.describe_stack_resource(StackName=args.stack, LogicalResourceId="NightlySchedule")[
+        "StackResourceDetail"]["PhysicalResourceId"]
+
+    def invoke_nightly():
+        invoked = stack.awslambda.invoke(FunctionName=nightly, Payload=json.dumps({
+            "version": "0", "id": new_ulid(), "detail-type": "Scheduled Event", "source": "aws.events",
+            "account": "000000000000", "time": datetime.datetime.now(datetime.timezone.utc).strftime(
+                "%Y-%m-%dT%H:%M:%SZ"), "region": "us-east-1", "resources": [schedule], "detail": {}}))
+        answer = json.loads(invoked["Payload"].read())
+        if invoked.get("FunctionError") or not isinstance(answer.get("runs"), list):
+            fail(f"the nightly function answered {invoked.get('FunctionError')} {answer}")
+        return answer["runs"]
+
+    # (The emulator fires the hourly rule too: a run of its own may have come first, and
+    # this one then finds the days finished.)
+    runs = invoke_nightly()
+    if not all(re.fullmatch(r"\d{4}-\d\d-\d\d", str(r.get("day"))) and isinstance(r.get("scored"), int)
+               and r.get("finished") is True for r in runs):
+        fail(f"the nightly function's run did not finish the ended days: {runs}")
+    again = invoke_nightly()
+    if again:
+        fail(f"the nightly function scored finished days again: {again}")
+    checkpoints = stack.ddb.query(
+        TableName=stack.physical("InsightsTable"), KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": "JOB#readiness"}}, ConsistentRead=True)["Items"]
+    finished = sorted(c["sk"]["S"] for c in checkpoints if c.get("finished", {}).get("BOOL"))
+    if len(finished) < 2:
+        fail(f"the nightly job's checkpoints are not the two ended days, finished: {checkpoints}")
+    say(f"nightly function on a Scheduled Event: {runs}; invoked again: {again}; finished: {finished}")
 
     # 4. A poison event: a MealLogged that a newer release wrote (version 99).
     nutrition = stack.physical("NutritionTable")

@@ -8,6 +8,7 @@ use events_schema::time::Day;
 use infra::Store;
 use infra::dlq::{DeadLetterQueue, SqsDlq, TableDlq};
 use infra::table::Table;
+use projectors::nightly::{Budget, DayRun};
 use projectors::runtime::{Redriven, redrive as redrive_letters};
 use std::sync::Arc;
 
@@ -33,18 +34,27 @@ pub async fn redrive(
     Ok(redrive_letters(projector.as_ref(), dlq.as_ref()).await?)
 }
 
-/// Scores readiness for `date` (default: the latest day ended everywhere); returns the
-/// day and how many users it scored.
+/// Scores readiness for every user active on `date`, from the first (an operator's
+/// rerun); without a date, the ended days not finished yet, from where earlier runs
+/// stopped, until `budget` is spent. Returns what it did for each day.
 pub async fn nightly_readiness(
     store: Arc<dyn Store>,
     date: Option<&str>,
-) -> anyhow::Result<(Day, usize)> {
-    let day = match date {
-        Some(date) => Day::parse(date).context("--date must be YYYY-MM-DD")?,
-        None => projectors::insights::last_ended_day(events_schema::time::Timestamp::now()),
+    budget: Budget,
+) -> anyhow::Result<Vec<DayRun>> {
+    let table = Table::new(store);
+    let Some(date) = date else {
+        let now = events_schema::time::Timestamp::now();
+        return Ok(projectors::nightly::run(&table, now, budget).await?);
     };
-    let scored = projectors::insights::nightly_readiness(&Table::new(store), day).await?;
-    Ok((day, scored))
+    let day = Day::parse(date).context("--date must be YYYY-MM-DD")?;
+    let scored = projectors::nightly::rescore_day(&table, day).await?;
+    let finished = true;
+    Ok(vec![DayRun {
+        day,
+        scored,
+        finished,
+    }])
 }
 
 /// `vitals admin curate-recipe` / `curate-meal-plan`: writes the catalog item and its

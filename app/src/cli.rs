@@ -176,8 +176,10 @@ pub enum InsightsJob {
     /// Score readiness for every user active on a day (found through the active-day
     /// index, never a scan).
     Nightly {
-        /// The day, `YYYY-MM-DD`; without it, the latest day that has ended in every
-        /// timezone (what a daily scheduled run, such as an EventBridge rule, wants).
+        /// The day, `YYYY-MM-DD`, scored from its first user; without it, the days
+        /// ended in every timezone that are not finished yet (the last two), each from
+        /// where earlier runs stopped (what a scheduled run, such as an EventBridge
+        /// rule, wants).
         #[arg(long)]
         date: Option<String>,
         #[command(flatten)]

@@ -577,7 +577,9 @@ pub fn render(lines: &[Line], setup: &Usage, prices: &Prices, stack: &Stack) -> 
         "Assumptions: one consumer invocation per outbox event (an upper bound: a mapping \
          batches up to 100 records), {} ms per Lambda invocation ({} MB api, {} MB \
          consumers), one KB of Kinesis data per change-data-capture unit (an upper bound), \
-         {} days a month.\n\n",
+         {} days a month; the workload's day has ended everywhere, so each insights \
+         projection also reads the readiness job's checkpoints (an upper bound: a change \
+         to a day not yet ended skips that query).\n\n",
         prices.lambda_ms_per_invocation,
         stack.api_memory_mb,
         stack.consumer_memory_mb,

@@ -69,9 +69,16 @@ async fn main() -> anyhow::Result<()> {
             job: InsightsJob::Nightly { date, store },
         } => {
             let storage = storage::open(&store).await?;
-            let (day, scored) =
-                vitals::admin::nightly_readiness(storage.store, date.as_deref()).await?;
-            println!("readiness scored for {scored} active users on {day}");
+            let budget = projectors::nightly::Budget::unbounded();
+            let runs = vitals::admin::nightly_readiness(storage.store, date.as_deref(), budget);
+            let runs = runs.await?;
+            if runs.is_empty() {
+                println!("readiness: every ended day is scored already");
+            }
+            for run in runs {
+                let (day, scored) = (run.day, run.scored);
+                println!("readiness scored for {scored} active users on {day}");
+            }
             Ok(())
         }
     }

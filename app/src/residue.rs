@@ -57,17 +57,16 @@ pub async fn find_in_queues(
     user: &UserId,
 ) -> Result<Vec<QueuedLetters>, StoreError> {
     let partition = PartitionKey::User(user.clone()).to_string();
-    let mut found = Vec::new();
-    for subscription in subscriptions {
-        let letters = queues.count_about(subscription, &partition).await?;
-        if letters > 0 {
-            found.push(QueuedLetters {
-                subscription: (*subscription).to_owned(),
-                letters,
-            });
-        }
-    }
-    Ok(found)
+    let counts = queues.count_about_each(subscriptions, &partition).await?;
+    let found = subscriptions
+        .iter()
+        .zip(counts)
+        .filter(|(_, letters)| *letters > 0);
+    let found = found.map(|(subscription, letters)| QueuedLetters {
+        subscription: (*subscription).to_owned(),
+        letters,
+    });
+    Ok(found.collect())
 }
 
 /// Scans every table and index for `user`.

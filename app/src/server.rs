@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
-/// How often `vitals serve` (embedded) looks for days to score readiness for. Scoring
-/// is an idempotent put per active user, so a tick that finds nothing new costs nothing.
+/// How often `vitals serve` (embedded) looks for days to score readiness for: a tick
+/// that finds every ended day finished costs a read of each day's checkpoint.
 const NIGHTLY_CHECK_EVERY: Duration = Duration::from_secs(600);
 
 /// How often the embedded store purges items whose TTL has passed.
@@ -109,14 +109,17 @@ async fn purge_and_trim(store: Arc<infra::embedded::EmbeddedStore>, consumers: V
 /// Every `NIGHTLY_CHECK_EVERY`: scores readiness for each day once it has ended in
 /// every timezone.
 async fn nightly_readiness(store: Arc<dyn infra::Store>) {
-    let mut schedule = projectors::insights::NightlySchedule::new(infra::table::Table::new(store));
+    use projectors::nightly::{Budget, run};
+    let table = infra::table::Table::new(store);
     let mut tick = tokio::time::interval(NIGHTLY_CHECK_EVERY);
     loop {
         tick.tick().await;
-        match schedule.tick(events_schema::time::Timestamp::now()).await {
-            Ok(days) => {
-                for (day, users) in days {
-                    tracing::info!(%day, users, "readiness scored");
+        let now = events_schema::time::Timestamp::now();
+        match run(&table, now, Budget::unbounded()).await {
+            Ok(runs) => {
+                for run in runs {
+                    let (day, users) = (run.day, run.scored);
+                    tracing::info!(%day, users, finished = run.finished, "readiness scored");
                 }
             }
             Err(error) => tracing::warn!(%error, "the nightly readiness job failed"),

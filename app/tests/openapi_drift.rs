@@ -1224,7 +1224,7 @@ async fn readiness(walk: &Walk, ana: &Ana) {
     let today = utc_today();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
-        projectors::insights::nightly_readiness(
+        projectors::nightly::rescore_day(
             &infra::table::Table::new(shared.clone()),
             events_schema::time::Day::parse(&today).expect("day"),
         )

@@ -1,7 +1,8 @@
 //! Erasing an account from one context's table: the tombstone that stops every later
 //! write, the items the context owns of the user outside `USER#<id>` (found through the
-//! partition before it is drained), and the drain itself. Each step is idempotent, so an
-//! erasure interrupted anywhere is finished by running it again.
+//! partition before it is drained; in insights, where the readiness job stopped if that
+//! names the user), and the drain itself. Each step is idempotent, so an erasure
+//! interrupted anywhere is finished by running it again.
 
 use events_schema::Context;
 use events_schema::ids::{OAuthState, ProviderName, ProviderUserId, UserId};
@@ -67,7 +68,48 @@ pub async fn erase<C: ContextTable>(table: &Table<C>, user: &UserId) -> Result<u
             Err(e) => return Err(e),
         }
     }
+    if C::CONTEXT == Context::Insights {
+        forget_job_cursors(table, &pk).await?;
+    }
     Ok(deleted + table.drain_partition(&pk).await? as u64)
+}
+
+/// Removes the next-page cursor of every readiness job checkpoint (insights,
+/// `JOB#readiness`) that names the partition `pk`: a page's cursor is the last key it
+/// read, a user's `ACTIVE_DAY` marker. The next run of that day goes through it from its
+/// first user (a score is an idempotent put). The job makes the same call when the
+/// user its cursor names is erased by then, for a checkpoint written as the erasure
+/// ran. Returns how many it changed.
+pub async fn forget_job_cursors<C: ContextTable>(
+    table: &Table<C>,
+    pk: &str,
+) -> Result<u64, StoreError> {
+    const CURSOR: &str = "cursor";
+    let job = PartitionKey::ReadinessJob.to_string();
+    let mut forgotten = 0;
+    for checkpoint in partition(table, &job, "").await? {
+        let Some(cursor) = checkpoint.get(CURSOR).and_then(Value::as_str) else {
+            continue;
+        };
+        let names = infra::store::Cursor::from_text(cursor)
+            .to_key(&["pk"])
+            .is_ok_and(|key| key.get("pk").map(String::as_str) == Some(pk));
+        if !names {
+            continue;
+        }
+        // Only that cursor: a run may have moved on meanwhile.
+        let unchanged = Condition::AttributeEquals(CURSOR.into(), json!(cursor));
+        let update = Update::default().remove(CURSOR);
+        match table
+            .update(&Key::of(&checkpoint)?, update, Some(unchanged))
+            .await
+        {
+            Ok(_) => forgotten += 1,
+            Err(StoreError::ConditionFailed { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(forgotten)
 }
 
 /// Items outside `USER#<id>` that hold the user: the integrations context's

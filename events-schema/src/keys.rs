@@ -60,6 +60,9 @@ pub enum PartitionKey {
     /// counted by every process together. The digest names the subject without holding
     /// it.
     Tries(Digest, u64),
+    /// `JOB#readiness`: the nightly readiness job's progress, a `RUN#<date>` item per day
+    /// (insights table): how far through the day's active users it is.
+    ReadinessJob,
 }
 
 /// A SHA-256 (hex) naming what a key must not hold: an erased account's user id (its
@@ -176,6 +179,8 @@ pub enum SortKey {
     Tombstone,
     /// The single item of a `TRIES#` partition.
     Tries,
+    /// `RUN#<date>` in the `JOB#` partition: one day's run of the job.
+    JobRun(Day),
     /// `OAUTH_STATE#<state>` in a user's partition: points at a pending connect's state
     /// item, so erasing the account finds it.
     OAuthStateRef(OAuthState),
@@ -252,6 +257,7 @@ impl fmt::Display for PartitionKey {
             }
             PartitionKey::Erased(digest) => write!(f, "ERASED#{digest}"),
             PartitionKey::Tries(digest, minute) => write!(f, "TRIES#{digest}#{minute}"),
+            PartitionKey::ReadinessJob => f.write_str("JOB#readiness"),
         }
     }
 }
@@ -298,6 +304,7 @@ impl fmt::Display for SortKey {
             SortKey::ProviderUser => f.write_str("PROVIDER_USER"),
             SortKey::Tombstone => f.write_str("TOMBSTONE"),
             SortKey::Tries => f.write_str("TRIES"),
+            SortKey::JobRun(day) => write!(f, "RUN#{day}"),
             SortKey::OAuthStateRef(state) => write!(f, "OAUTH_STATE#{state}"),
             SortKey::Session(id) => write!(f, "SESSION#{id}"),
             SortKey::MealLog(day, id) => write!(f, "~MEAL#{day}#{id}"),
@@ -347,6 +354,7 @@ impl FromStr for PartitionKey {
             "MEAL_PLAN" => PartitionKey::MealPlan(rest.parse()?),
             "OAUTH_STATE" => PartitionKey::OAuthState(rest.parse()?),
             "ERASED" => PartitionKey::Erased(rest.parse()?),
+            "JOB" if rest == "readiness" => PartitionKey::ReadinessJob,
             "TRIES" => {
                 let [digest, minute] = parts::<2>(raw, rest)?;
                 let minute = minute
@@ -422,6 +430,7 @@ fn daily_sort_key(kind: &str) -> Option<fn(Day) -> SortKey> {
         "ACTIVE_DAY" => SortKey::ActiveDay,
         "READINESS" => SortKey::Readiness,
         "DAILY" => SortKey::Daily,
+        "RUN" => SortKey::JobRun,
         _ => return None,
     })
 }
@@ -538,6 +547,7 @@ mod tests {
             SortKey::ProviderUser,
             SortKey::Tombstone,
             SortKey::Tries,
+            SortKey::JobRun(d),
             SortKey::OAuthStateRef("ab12".parse().expect("state")),
             SortKey::MealLog(d, MealId::generate()),
             SortKey::WorkoutLog(d, WorkoutId::generate()),
@@ -600,6 +610,7 @@ mod tests {
             PartitionKey::Air("u4pruyd".parse().expect("id"), hour),
             PartitionKey::ProviderUser("garmin".parse().expect("id"), "pu-1".parse().expect("id")),
             PartitionKey::Tries(Digest::tries("ana@example.com"), 29_530_000),
+            PartitionKey::ReadinessJob,
         ];
         for key in keys {
             let text = key.to_string();

@@ -8,6 +8,7 @@ use crate::feed::FeedRecord;
 use crate::store::{Condition, Item, Key, Query, Store, StoreError};
 use async_trait::async_trait;
 use events_schema::Context;
+use futures_util::future::try_join_all;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -36,6 +37,22 @@ pub trait DeadLetterQueue: Send + Sync {
     async fn remove_about(&self, subscription: &str, pk: &str) -> Result<u64, StoreError>;
     /// How many of a subscription's letters are about partition `pk` (operators' tools).
     async fn count_about(&self, subscription: &str, pk: &str) -> Result<u64, StoreError>;
+
+    /// [`Self::remove_about`] for each of `subscriptions`, all at once (a queue's sweep
+    /// waits a second to be sure it has read the queue through); how many in all.
+    async fn remove_about_each(&self, subscriptions: &[&str], pk: &str) -> Result<u64, StoreError> {
+        let each = subscriptions.iter().map(|s| self.remove_about(s, pk));
+        Ok(try_join_all(each).await?.into_iter().sum())
+    }
+
+    /// [`Self::count_about`] for each of `subscriptions`, all at once, in their order.
+    async fn count_about_each(
+        &self,
+        subscriptions: &[&str],
+        pk: &str,
+    ) -> Result<Vec<u64>, StoreError> {
+        try_join_all(subscriptions.iter().map(|s| self.count_about(s, pk))).await
+    }
 }
 
 impl DeadLetter {
@@ -220,6 +237,13 @@ pub struct SqsDlq {
 /// How long a sweep of a queue hides the messages it has read (see [`SqsDlq::sweep`]).
 const SWEEP_VISIBILITY_S: i32 = 60;
 
+/// How long the receive that ends a read through a queue (a sweep, a redrive's listing)
+/// waits for a message. A short poll (no wait) asks only some of SQS's servers and may
+/// answer empty while the queue holds messages; a long poll asks them all. A read goes on
+/// with short polls and takes an empty answer for the end only once a long poll agrees:
+/// one wait of this length per queue read through.
+const CONFIRM_EMPTY_WAIT_S: i32 = 1;
+
 fn sqs_error(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(format!("SQS: {e}"))
 }
@@ -250,12 +274,14 @@ impl SqsDlq {
     }
 
     /// Receives up to `max` (at most 10) messages of a queue, each hidden from other
-    /// receivers for `visibility_s` seconds; none when the queue is empty.
+    /// receivers for `visibility_s` seconds, waiting up to `wait_s` seconds for one
+    /// (0: a short poll, which may answer empty while the queue holds messages).
     async fn receive(
         &self,
         url: &str,
         max: i32,
         visibility_s: i32,
+        wait_s: i32,
     ) -> Result<Vec<aws_sdk_sqs::types::Message>, StoreError> {
         let received = self
             .client
@@ -263,10 +289,27 @@ impl SqsDlq {
             .queue_url(url)
             .max_number_of_messages(max)
             .visibility_timeout(visibility_s)
+            .wait_time_seconds(wait_s)
             .send()
             .await
             .map_err(|e| sqs_error(aws_sdk_sqs::error::DisplayErrorContext(&e)))?;
         Ok(received.messages.unwrap_or_default())
+    }
+
+    /// The next messages of a queue being read through (see [`Self::receive`]); none
+    /// only when a long poll agrees the queue has no more visible.
+    async fn read_on(
+        &self,
+        url: &str,
+        max: i32,
+        visibility_s: i32,
+    ) -> Result<Vec<aws_sdk_sqs::types::Message>, StoreError> {
+        let messages = self.receive(url, max, visibility_s, 0).await?;
+        if !messages.is_empty() {
+            return Ok(messages);
+        }
+        self.receive(url, max, visibility_s, CONFIRM_EMPTY_WAIT_S)
+            .await
     }
 
     /// Reads every message of a subscription's queue once (each is hidden while the
@@ -283,7 +326,7 @@ impl SqsDlq {
         let mut picked = 0;
         let mut kept = Vec::new();
         loop {
-            let messages = self.receive(&url, 10, SWEEP_VISIBILITY_S).await?;
+            let messages = self.read_on(&url, 10, SWEEP_VISIBILITY_S).await?;
             if messages.is_empty() {
                 break;
             }
@@ -346,7 +389,7 @@ impl DeadLetterQueue for SqsDlq {
         let mut letters = Vec::new();
         while letters.len() < limit {
             let wanted = (limit - letters.len()).min(10) as i32;
-            let messages = self.receive(&url, wanted, 60).await?;
+            let messages = self.read_on(&url, wanted, 60).await?;
             if messages.is_empty() {
                 break;
             }

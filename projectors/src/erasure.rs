@@ -208,13 +208,10 @@ impl<C: ContextTable> Projector for Eraser<C> {
             .ok_or_else(|| ProjectionError::Decode("deletion request without a user".into()))?;
         erasure::begin(&self.table, &user, event.occurred_at).await?;
         let user_pk = PartitionKey::User(user.clone()).to_string();
-        let mut deleted = 0;
-        for subscription in &self.subscriptions {
-            deleted += self
-                .dead_letters
-                .remove_about(subscription, &user_pk)
-                .await?;
-        }
+        let queues = &self.dead_letters;
+        let mut deleted = queues
+            .remove_about_each(&self.subscriptions, &user_pk)
+            .await?;
         deleted += erasure::erase(&self.table, &user).await?;
         self.publish_drained(&user, event.occurred_at, deleted)
             .await

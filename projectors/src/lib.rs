@@ -11,6 +11,7 @@
 //! - [`runtime`]: the worker loop: poll, decode, apply with retries, dead-letter,
 //!   checkpoint; metrics; redrive.
 //! - [`dashboard`], [`goals`], [`cross`], [`wearables`], [`insights`]: the projections.
+//! - [`nightly`]: the nightly readiness job, resumable from a checkpoint per day.
 //! - [`erasure`]: account erasure (erasers, completers) and the guard that keeps an
 //!   erased user's events from writing anything.
 //! - [`registry`]: every subscription, wired to its table.
@@ -29,6 +30,7 @@ pub mod facts;
 pub mod goals;
 pub mod insights;
 pub mod lambda;
+pub mod nightly;
 pub mod pipeline;
 pub mod projector;
 pub mod registry;

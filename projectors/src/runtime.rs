@@ -306,21 +306,18 @@ impl Handler {
     }
 
     /// Removes the letters about `user`'s partition if they are erased from the target
-    /// table; whether it removed any. A queue may not show a letter just put at once
-    /// (SQS short polls), so the removal is tried a few times until it finds one.
+    /// table; whether it removed any. (An SQS queue's sweep reads it through, a long poll
+    /// confirming its end, so a letter just put is found.)
     async fn drop_if_erased(&self, user: &UserId) -> Result<bool, StoreError> {
         if !self.projector.erased(user).await? {
             return Ok(false);
         }
         let pk = &PartitionKey::User(user.clone()).to_string();
         let subscription = self.projector.name();
-        for attempt in 1..=5u64 {
-            // By partition, not by id: an SQS queue removes by receipt handle only.
-            if self.dlq.remove_about(subscription, pk).await? > 0 {
-                tracing::info!(subscription, "an erased user's dead letter dropped");
-                return Ok(true);
-            }
-            tokio::time::sleep(Duration::from_millis(100 * attempt)).await;
+        // By partition, not by id: an SQS queue removes by receipt handle only.
+        if self.dlq.remove_about(subscription, pk).await? > 0 {
+            tracing::info!(subscription, "an erased user's dead letter dropped");
+            return Ok(true);
         }
         tracing::warn!(
             subscription,

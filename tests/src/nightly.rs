@@ -1,6 +1,8 @@
-//! The nightly readiness job as `vitals serve` runs it ([`NightlySchedule`]), driven by a
-//! clock the test controls: a day is scored once it has ended in every timezone, once;
-//! a user active that day gets a score, an inactive one does not.
+//! The nightly readiness job ([`projectors::nightly`]) as `vitals serve` and the Lambda
+//! run it, driven by a clock the test controls: a day is scored once it has ended in
+//! every timezone, once; a user active that day gets a score, an inactive one does not;
+//! a run stopped by its budget leaves the rest of the day to the next run, which goes on
+//! from where it stopped.
 
 use crate::backends::TestBackend;
 use crate::commands::World;
@@ -9,10 +11,13 @@ use crate::model::deliver::{Delivery, deliver};
 use commands::activity::RecordWorkout;
 use commands::sleep::RecordSleep;
 use events_schema::events::sleep::SleepStages;
+use events_schema::ids::UserId;
+use events_schema::keys::{PartitionKey, SortKey};
 use events_schema::time::{Clock, Day, Timestamp};
 use infra::Store;
-use infra::table::Table;
-use projectors::insights::NightlySchedule;
+use infra::store::{Cursor, IndexQuery, Key};
+use infra::table::{Table, contexts::Insights as Insights_};
+use projectors::nightly::{self, Budget, DayRun, score_day};
 use readmodels::insights::Insights;
 use std::sync::Arc;
 
@@ -76,11 +81,20 @@ pub async fn check(backend: TestBackend) {
     deliver(0, &capture, Delivery::InOrder, committed).await;
 
     let insights = Insights::new(Table::new(shared.clone()));
-    let mut schedule = NightlySchedule::new(Table::new(shared.clone()));
+    let table = Table::new(shared.clone());
+    let tick = |now: Timestamp| {
+        let table = table.clone();
+        async move {
+            let runs = nightly::run(&table, now, Budget::unbounded()).await;
+            let runs = runs.expect("run");
+            assert!(runs.iter().all(|r| r.finished), "{runs:?}");
+            runs.iter().map(|r| (r.day, r.scored)).collect::<Vec<_>>()
+        }
+    };
     let tenth = day("2026-03-10");
 
     // The evening of the 10th (UTC): the 10th has not ended everywhere yet.
-    let scored = schedule.tick(clock.now()).await.expect("tick");
+    let scored = tick(clock.now()).await;
     assert!(scored.iter().all(|(d, _)| *d < tenth), "{scored:?}");
     assert_eq!(
         insights
@@ -91,10 +105,7 @@ pub async fn check(backend: TestBackend) {
     );
 
     // Noon UTC on the 11th: the 10th has ended in UTC-12 too. It is scored, once.
-    let scored = schedule
-        .tick(at("2026-03-11T12:00:00.000Z"))
-        .await
-        .expect("tick");
+    let scored = tick(at("2026-03-11T12:00:00.000Z")).await;
     assert_eq!(scored, vec![(tenth, 1)], "only Ana was active on the 10th");
     let score = insights
         .readiness(&ana.meta.user, tenth)
@@ -113,20 +124,222 @@ pub async fn check(backend: TestBackend) {
             .expect("read"),
         None
     );
-    let again = schedule
-        .tick(at("2026-03-11T18:00:00.000Z"))
-        .await
-        .expect("tick");
+    let again = tick(at("2026-03-11T18:00:00.000Z")).await;
     assert!(again.is_empty(), "a day is scored once: {again:?}");
 
-    // A process started days later catches up on the days it missed (Ben's 7th is too
-    // far back), then moves one day at a time.
-    let mut fresh = NightlySchedule::new(Table::new(shared.clone()));
-    let scored = fresh
-        .tick(at("2026-03-13T12:00:00.000Z"))
-        .await
-        .expect("tick");
+    // A run days later catches up on the days missed (Ben's 7th is too far back).
+    let scored = tick(at("2026-03-13T12:00:00.000Z")).await;
     let days: Vec<Day> = scored.iter().map(|(d, _)| *d).collect();
     assert_eq!(days, vec![day("2026-03-11"), day("2026-03-12")]);
+    drop(backend);
+}
+
+/// `n` users who each ate on `raw_day` (UTC), their markers projected.
+async fn active_users(
+    backend: &TestBackend,
+    raw_day: &str,
+    n: usize,
+) -> (Vec<World>, Table<Insights_>) {
+    let capture = Arc::new(capturing(backend.store.clone()));
+    let shared: Arc<dyn Store> = capture.clone();
+    let clock = Clock::manual(at(&format!("{raw_day}T21:00:00.000Z")));
+    let mut users = Vec::new();
+    for _ in 0..n {
+        let user = World::with_clock(shared.clone(), clock.clone());
+        let oats =
+            crate::commands::nutrition::meal(&format!("{raw_day}T08:00:00.000Z"), "300", "10");
+        user.log_meal(oats).await;
+        users.push(user);
+    }
+    let committed = capture.observer().take();
+    deliver(0, &capture, Delivery::InOrder, committed).await;
+    (users, Table::new(shared))
+}
+
+/// A budget of pages of one user each.
+fn one_user_a_page(pages: Option<usize>) -> Budget {
+    Budget {
+        page_size: 1,
+        pages,
+        ..Budget::unbounded()
+    }
+}
+
+/// Three users active on one day; a run with a budget of one page of one user scores
+/// one and stops; the next goes on from there and scores the other two (not three);
+/// then the day is finished and a third run does nothing.
+pub async fn resumes(backend: TestBackend) {
+    // Other days than `check`'s (and each other's): on DynamoDB the tests of a process
+    // share the tables, and the job's checkpoints are per day, not per user.
+    let (users, table) = active_users(&backend, "2026-05-20", 3).await;
+    let twentieth = day("2026-05-20");
+
+    let first = score_day(&table, twentieth, &mut one_user_a_page(Some(1))).await;
+    let stopped = DayRun {
+        day: twentieth,
+        scored: 1,
+        finished: false,
+    };
+    assert_eq!(first.expect("run"), Some(stopped));
+    let second = score_day(&table, twentieth, &mut one_user_a_page(None)).await;
+    let rest = DayRun {
+        scored: 2,
+        finished: true,
+        ..stopped
+    };
+    assert_eq!(
+        second.expect("run"),
+        Some(rest),
+        "it goes on from the first run"
+    );
+    let third = score_day(&table, twentieth, &mut one_user_a_page(None)).await;
+    assert_eq!(third.expect("run"), None, "the day is finished");
+
+    let insights = Insights::new(table);
+    for user in &users {
+        let score = insights.readiness(&user.meta.user, twentieth).await;
+        let score = score.expect("read").expect("every user is scored");
+        assert_eq!(score.days_with_data, 1, "{score:?}");
+    }
+    drop(backend);
+}
+
+/// The user a day's checkpoint names (its cursor is the last key a page read), if any.
+async fn named_in_checkpoint(table: &Table<Insights_>, day: Day) -> Option<UserId> {
+    let key = Key::new(
+        PartitionKey::ReadinessJob.to_string(),
+        SortKey::JobRun(day).to_string(),
+    );
+    let checkpoint = table
+        .get(&key, true)
+        .await
+        .expect("read")
+        .expect("a checkpoint");
+    let cursor = checkpoint.get("cursor").and_then(|c| c.as_str())?;
+    let last = Cursor::from_text(cursor).to_key(&["pk"]).expect("a cursor");
+    match last.get("pk").map(|pk| pk.parse()) {
+        Some(Ok(PartitionKey::User(user))) => Some(user),
+        other => panic!("a cursor naming no user: {other:?}"),
+    }
+}
+
+/// A checkpoint keeps no erased user's id: erasing the user its cursor names removes the
+/// cursor (the next run goes through the day from its first user); and a run whose last
+/// user of a page is being erased (tombstone written, not yet drained) leaves no cursor
+/// naming them either.
+pub async fn forgets_an_erased_users_place(backend: TestBackend) {
+    let (users, table) = active_users(&backend, "2026-07-14", 3).await;
+    let fourteenth = day("2026-07-14");
+    let at = at("2026-07-15T12:00:00.000Z");
+
+    // Erased after the checkpoint was written: the erasure removes the cursor.
+    let first = score_day(&table, fourteenth, &mut one_user_a_page(Some(1))).await;
+    assert_eq!(first.expect("run").map(|r| r.scored), Some(1));
+    let named = named_in_checkpoint(&table, fourteenth)
+        .await
+        .expect("a cursor");
+    commands::erasure::begin(&table, &named, at)
+        .await
+        .expect("tombstone");
+    commands::erasure::erase(&table, &named)
+        .await
+        .expect("erase");
+    assert_eq!(named_in_checkpoint(&table, fourteenth).await, None);
+
+    // Being erased as the run reads them: the run's own look removes the cursor.
+    let first_marker = IndexQuery::partition("active-day", format!("DAY#{fourteenth}")).limit(1);
+    let next = table.query_index(&first_marker).await.expect("index").items;
+    let pk = next
+        .first()
+        .and_then(|m| m.get("pk"))
+        .and_then(|pk| pk.as_str());
+    let Some(Ok(PartitionKey::User(being_erased))) = pk.map(str::parse) else {
+        panic!("no marker left: {next:?}");
+    };
+    commands::erasure::begin(&table, &being_erased, at)
+        .await
+        .expect("tombstone");
+    let second = score_day(&table, fourteenth, &mut one_user_a_page(Some(1))).await;
+    assert_eq!(
+        second.expect("run").map(|r| r.scored),
+        Some(0),
+        "an erased user is not scored"
+    );
+    assert_eq!(named_in_checkpoint(&table, fourteenth).await, None);
+
+    // The day then finishes with the one user left, scored from the first page.
+    let rest = score_day(&table, fourteenth, &mut one_user_a_page(None)).await;
+    assert_eq!(
+        rest.expect("run").map(|r| (r.scored, r.finished)),
+        Some((1, true))
+    );
+    let erased = [&named, &being_erased];
+    let kept: Vec<_> = users
+        .iter()
+        .filter(|u| !erased.contains(&&u.meta.user))
+        .collect();
+    assert_eq!(kept.len(), 1);
+    drop(backend);
+}
+
+/// Activity recorded after the job finished its day counts: a user whose first meal of
+/// the day is logged late gets a score, a user already scored is scored again from the
+/// workout they record late, and a late change scores no other day of its week on which
+/// the user was not active.
+pub async fn scores_late_activity(backend: TestBackend) {
+    let capture = Arc::new(capturing(backend.store.clone()));
+    let shared: Arc<dyn Store> = capture.clone();
+    let clock = Clock::manual(at("2026-08-12T21:00:00.000Z"));
+    let (ana, ben) = (
+        World::with_clock(shared.clone(), clock.clone()),
+        World::with_clock(shared.clone(), clock.clone()),
+    );
+    let meal = |at: &str| crate::commands::nutrition::meal(at, "300", "10");
+    ana.log_meal(meal("2026-08-10T08:00:00.000Z")).await;
+    let deliver_all = || async {
+        let committed = capture.observer().take();
+        deliver(0, &capture, Delivery::InOrder, committed).await;
+    };
+    deliver_all().await;
+    let table = Table::new(shared.clone());
+    let (tenth, eleventh) = (day("2026-08-10"), day("2026-08-11"));
+    for day in [tenth, eleventh] {
+        let run = score_day(&table, day, &mut Budget::unbounded()).await;
+        assert!(run.expect("run").is_some_and(|r| r.finished));
+    }
+    let insights = Insights::new(table);
+    let readiness = |user: &World, day: Day| {
+        let (insights, user) = (&insights, user.meta.user.clone());
+        async move { insights.readiness(&user, day).await.expect("read") }
+    };
+    let before = readiness(&ana, tenth).await.expect("Ana is scored");
+    assert_eq!(readiness(&ben, tenth).await, None);
+
+    // Late: Ben's first meal of the 10th, Ana's run of the 10th.
+    ben.log_meal(meal("2026-08-10T19:00:00.000Z")).await;
+    let run = RecordWorkout {
+        sport: "run".into(),
+        started_at: at("2026-08-10T07:00:00.000Z"),
+        timezone: "UTC".into(),
+        duration_s: 3600,
+        distance_m: None,
+        calories: None,
+        perceived_effort: None,
+    };
+    ana.activity
+        .record_workout(&ana.meta, run)
+        .await
+        .expect("run");
+    deliver_all().await;
+
+    let ben_scored = readiness(&ben, tenth).await.expect("Ben is scored late");
+    assert_eq!(ben_scored.days_with_data, 1, "{ben_scored:?}");
+    let after = readiness(&ana, tenth).await.expect("Ana is scored");
+    assert!(after.score > before.score, "{before:?} then {after:?}");
+    assert_eq!(
+        readiness(&ben, eleventh).await,
+        None,
+        "Ben was not active on the 11th"
+    );
     drop(backend);
 }

@@ -313,10 +313,9 @@ async fn nightly_readiness_scores_the_users_active_that_day_through_the_index() 
 
     let counting = Arc::new(infra::counting::CountingStore::new(store.clone()));
     let table = Table::new(counting.clone() as Arc<dyn Store>);
-    let scored =
-        projectors::insights::nightly_readiness(&table, Day::parse("2026-03-04").expect("day"))
-            .await
-            .expect("job");
+    let scored = projectors::nightly::rescore_day(&table, Day::parse("2026-03-04").expect("day"))
+        .await
+        .expect("job");
     assert_eq!(scored, 1, "only the user active that day");
     let readiness = items_of(&*store, Context::Insights, &active.pk(), "READINESS#").await;
     assert_eq!(readiness.len(), 1);

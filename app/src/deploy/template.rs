@@ -553,10 +553,12 @@ fn nightly_resources() -> Map<String, Value> {
         json!({
             "Type": "AWS::Events::Rule",
             "Properties": {
-                "Description": "Scores readiness for the latest day that has ended in every timezone.",
-                // 14:00 UTC: the day has ended everywhere (UTC-12 ends it at 12:00 UTC the
-                // next day); the job picks that day itself.
-                "ScheduleExpression": "cron(0 14 * * ? *)",
+                "Description": "Scores readiness for the days that have ended in every timezone, going on from where the last run stopped.",
+                // Hourly: a run finds the days ended everywhere itself (UTC-12 ends a day at
+                // 12:00 UTC the next day) and does nothing once they are finished; a day
+                // that one invocation's 15 minutes did not finish goes on an hour later,
+                // and the timeout being shorter than the hour keeps runs from overlapping.
+                "ScheduleExpression": "cron(5 * * * ? *)",
                 "Targets": [{"Id": "nightly", "Arn": {"Fn::GetAtt": [id, "Arn"]}}]
             }
         }),
