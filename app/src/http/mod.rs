@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod auth;
+mod callers;
 pub mod error;
 mod etag;
 mod extract;

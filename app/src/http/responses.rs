@@ -44,6 +44,11 @@ error_set!(
         "429" => TooManyRequests, "500" => Internal
 );
 error_set!(
+    /// Reads with a query string of one thing, which may not exist.
+    QueryOneErrors: "400" => BadQuery, "401" => Unauthorized, "404" => NotFound,
+        "422" => Unprocessable, "429" => TooManyRequests, "500" => Internal
+);
+error_set!(
     /// Writes with a JSON body.
     JsonWriteErrors: "400" => BadRequest, "401" => Unauthorized, "409" => Conflict,
         "413" => PayloadTooLarge, "415" => UnsupportedMediaType, "422" => Unprocessable,

@@ -1,17 +1,13 @@
 //! Workouts and training blocks under `/v1/me`: record a workout, the workout history,
 //! the latest workout, the current training block.
 
-use super::{ApiError, created, timezone};
-use crate::http::auth::AuthUser;
-use crate::http::etag::viewed;
-use crate::http::extract::{ApiJson, ApiQuery, meta};
+use super::{Answer, ApiError, created};
+use crate::http::callers::Me;
+use crate::http::extract::{ApiJson, ApiQuery};
 use crate::http::formats::{TimezoneName, Whole, day};
 use crate::http::responses;
 use crate::http::state::AppState;
 use axum::Router;
-use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::Response;
 use axum::routing::get;
 use commands::activity::RecordWorkout;
 use events_schema::events::activity::Workout;
@@ -19,6 +15,7 @@ use events_schema::time::{Day, Timestamp};
 use readmodels::history::PageRequest;
 use readmodels::views::{Page, TrainingBlockView, WorkoutView};
 use serde::Deserialize;
+use vitals_api_macros::{read, write};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -64,27 +61,17 @@ pub struct WorkoutBody {
 }
 
 /// Records a workout entered in the app.
-#[utoipa::path(
-    post,
-    path = "/v1/me/workouts",
-    tag = "activity",
-    security(("bearer" = [])),
-    params(responses::IdempotencyKey),
-    request_body = WorkoutBody,
+#[write(
+    post, path = "/v1/me/workouts", tag = "activity", body = WorkoutBody,
     responses(
         (status = 201, description = "Recorded; `Location` lists its day's workouts.", body = WorkoutView,
          headers(("Location" = String, description = "`/v1/me/workouts?from={day}&to={day}`"))),
         responses::JsonWriteErrors,
     ),
 )]
-pub async fn record_workout(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-    ApiJson(body): ApiJson<WorkoutBody>,
-) -> Result<Response, ApiError> {
+pub async fn record_workout(me: Me, ApiJson(body): ApiJson<WorkoutBody>) -> Answer {
     let input = RecordWorkout {
-        timezone: timezone(body.timezone, &caller),
+        timezone: me.timezone(body.timezone),
         sport: body.sport,
         started_at: body.started_at,
         duration_s: body.duration_s.within("duration_s", 86_400)?,
@@ -101,16 +88,10 @@ pub async fn record_workout(
             .map(|e| e.within::<u8>("perceived_effort", 10))
             .transpose()?,
     };
-    let workout = state
-        .api
-        .activity
-        .record_workout(&meta(&caller, &headers, "record_workout")?, input)
-        .await?
-        .value;
-    created(
-        format!("/v1/me/workouts?from={0}&to={0}", workout.day),
-        &view(workout),
-    )
+    let meta = me.meta("record_workout")?;
+    let workout = me.api.activity.record_workout(&meta, input).await?.value;
+    let location = format!("/v1/me/workouts?from={0}&to={0}", workout.day);
+    created(location, &view(workout))
 }
 
 /// A range of days, and which page of it.
@@ -146,90 +127,42 @@ impl HistoryQuery {
 }
 
 /// Workouts of a range of days, newest day first: one query per page.
-#[utoipa::path(
-    get,
-    path = "/v1/me/workouts",
-    tag = "activity",
-    security(("bearer" = [])),
-    params(HistoryQuery, responses::IfNoneMatch),
-    responses(
-        (status = 200, description = "A page of workouts.", body = Page<WorkoutView>,
-         headers(("ETag" = String, description = "The representation's tag."))),
-        (status = 304, response = responses::NotModified),
-        responses::QueryErrors,
-    ),
+#[read(
+    path = "/v1/me/workouts", tag = "activity", params(HistoryQuery),
+    ok = "A page of workouts.", body = Page<WorkoutView>, errors(responses::QueryErrors),
 )]
-pub async fn workouts(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-    ApiQuery(query): ApiQuery<HistoryQuery>,
-) -> Result<Response, ApiError> {
+pub async fn workouts(me: Me, ApiQuery(query): ApiQuery<HistoryQuery>) -> Answer {
     let (range, page) = query.parse()?;
-    let found = state
-        .api
-        .reads
-        .history
-        .workouts(&caller.user, range, &page)
-        .await?;
-    viewed(&headers, &found)
+    me.view(
+        &me.api
+            .reads
+            .history
+            .workouts(me.user(), range, &page)
+            .await?,
+    )
 }
 
 /// The most recent workout: one query.
-#[utoipa::path(
-    get,
-    path = "/v1/me/workouts/latest",
-    tag = "activity",
-    security(("bearer" = [])),
-    params(responses::IfNoneMatch),
-    responses(
-        (status = 200, description = "The workout with the latest day.", body = WorkoutView,
-         headers(("ETag" = String, description = "The representation's tag."))),
-        (status = 304, response = responses::NotModified),
-        responses::ReadErrors,
-    ),
+#[read(
+    path = "/v1/me/workouts/latest", tag = "activity",
+    ok = "The workout with the latest day.", body = WorkoutView, errors(responses::ReadErrors),
 )]
-pub async fn latest_workout(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let workout = state
-        .api
-        .reads
-        .activity
-        .latest_workout(&caller.user)
-        .await?
-        .ok_or_else(ApiError::not_found)?;
-    viewed(&headers, &workout)
+pub async fn latest_workout(me: Me) -> Answer {
+    me.found(me.api.reads.activity.latest_workout(me.user()).await?)
 }
 
 /// The training block running today (in the token's timezone): one query.
-#[utoipa::path(
-    get,
-    path = "/v1/me/training-block/current",
-    tag = "activity",
-    security(("bearer" = [])),
-    params(responses::IfNoneMatch),
-    responses(
-        (status = 200, description = "The current block.", body = TrainingBlockView,
-         headers(("ETag" = String, description = "The representation's tag."))),
-        (status = 304, response = responses::NotModified),
-        responses::ReadErrors,
-    ),
+#[read(
+    path = "/v1/me/training-block/current", tag = "activity",
+    ok = "The current block.", body = TrainingBlockView, errors(responses::ReadErrors),
 )]
-pub async fn current_training_block(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let today = caller.today();
-    let block = state
-        .api
-        .reads
-        .activity
-        .current_training_block(&caller.user, today)
-        .await?
-        .ok_or_else(ApiError::not_found)?;
-    viewed(&headers, &block)
+pub async fn current_training_block(me: Me) -> Answer {
+    let today = me.caller.today();
+    let reads = &me.api.reads;
+    me.found(
+        reads
+            .activity
+            .current_training_block(me.user(), today)
+            .await?,
+    )
 }

@@ -2,20 +2,17 @@
 //! name, cursor-paginated, each page one Query of the `catalog` index. Any signed-in
 //! user may browse; curation is an operator's (`vitals admin curate`).
 
-use super::ApiError;
-use crate::http::auth::AuthUser;
-use crate::http::etag::viewed;
+use super::Answer;
+use crate::http::callers::Me;
 use crate::http::extract::ApiQuery;
 use crate::http::responses;
 use crate::http::state::AppState;
 use axum::Router;
-use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::Response;
 use axum::routing::get;
 use readmodels::history::PageRequest;
 use readmodels::views::{MealPlanView, Page, RecipeView};
 use serde::Deserialize;
+use vitals_api_macros::read;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -49,59 +46,21 @@ impl CatalogQuery {
 }
 
 /// Curated recipes of a category, by name: one index query per page.
-#[utoipa::path(
-    get,
-    path = "/v1/catalog/recipes",
-    tag = "catalog",
-    security(("bearer" = [])),
-    params(CatalogQuery, responses::IfNoneMatch),
-    responses(
-        (status = 200, description = "A page of recipes.", body = Page<RecipeView>,
-         headers(("ETag" = String, description = "The representation's tag."))),
-        (status = 304, response = responses::NotModified),
-        responses::QueryErrors,
-    ),
+#[read(
+    path = "/v1/catalog/recipes", tag = "catalog", params(CatalogQuery),
+    ok = "A page of recipes.", body = Page<RecipeView>, errors(responses::QueryErrors),
 )]
-pub async fn recipes(
-    State(state): State<AppState>,
-    _caller: AuthUser,
-    headers: HeaderMap,
-    ApiQuery(query): ApiQuery<CatalogQuery>,
-) -> Result<Response, ApiError> {
-    let page = state
-        .api
-        .reads
-        .catalog
-        .recipes(&query.category, &query.page())
-        .await?;
-    viewed(&headers, &page)
+pub async fn recipes(me: Me, ApiQuery(query): ApiQuery<CatalogQuery>) -> Answer {
+    let catalog = &me.api.reads.catalog;
+    me.view(&catalog.recipes(&query.category, &query.page()).await?)
 }
 
 /// Curated meal plans of a category, by name: one index query per page.
-#[utoipa::path(
-    get,
-    path = "/v1/catalog/meal-plans",
-    tag = "catalog",
-    security(("bearer" = [])),
-    params(CatalogQuery, responses::IfNoneMatch),
-    responses(
-        (status = 200, description = "A page of meal plans.", body = Page<MealPlanView>,
-         headers(("ETag" = String, description = "The representation's tag."))),
-        (status = 304, response = responses::NotModified),
-        responses::QueryErrors,
-    ),
+#[read(
+    path = "/v1/catalog/meal-plans", tag = "catalog", params(CatalogQuery),
+    ok = "A page of meal plans.", body = Page<MealPlanView>, errors(responses::QueryErrors),
 )]
-pub async fn meal_plans(
-    State(state): State<AppState>,
-    _caller: AuthUser,
-    headers: HeaderMap,
-    ApiQuery(query): ApiQuery<CatalogQuery>,
-) -> Result<Response, ApiError> {
-    let page = state
-        .api
-        .reads
-        .catalog
-        .meal_plans(&query.category, &query.page())
-        .await?;
-    viewed(&headers, &page)
+pub async fn meal_plans(me: Me, ApiQuery(query): ApiQuery<CatalogQuery>) -> Answer {
+    let catalog = &me.api.reads.catalog;
+    me.view(&catalog.meal_plans(&query.category, &query.page()).await?)
 }

@@ -1,19 +1,16 @@
 //! The home screen: `GET /v1/me/dashboard`.
 
-use super::ApiError;
-use crate::http::auth::AuthUser;
-use crate::http::etag::viewed;
+use super::Answer;
+use crate::http::callers::Me;
 use crate::http::extract::ApiQuery;
 use crate::http::formats::day;
 use crate::http::responses;
 use crate::http::state::AppState;
 use axum::Router;
-use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::Response;
 use axum::routing::get;
 use readmodels::views::{DashboardView, ReadinessView};
 use serde::{Deserialize, Serialize};
+use vitals_api_macros::read;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/v1/me/dashboard", get(dashboard))
@@ -42,37 +39,23 @@ pub struct HomeView {
 /// The app's home screen for one day: one query of the caller's dashboard rows, however
 /// long their history, and one read of the day's readiness, made concurrently. Poll it
 /// cheaply with `If-None-Match`.
-#[utoipa::path(
-    get,
-    path = "/v1/me/dashboard",
-    tag = "dashboard",
-    security(("bearer" = [])),
-    params(DashboardQuery, responses::IfNoneMatch),
-    responses(
-        (status = 200, description = "The dashboard.", body = HomeView,
-         headers(("ETag" = String, description = "The representation's tag."))),
-        (status = 304, response = responses::NotModified),
-        responses::QueryErrors,
-    ),
+#[read(
+    path = "/v1/me/dashboard", tag = "dashboard", params(DashboardQuery),
+    ok = "The dashboard.", body = HomeView, errors(responses::QueryErrors),
 )]
-pub async fn dashboard(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-    ApiQuery(query): ApiQuery<DashboardQuery>,
-) -> Result<Response, ApiError> {
+pub async fn dashboard(me: Me, ApiQuery(query): ApiQuery<DashboardQuery>) -> Answer {
     let date = match &query.date {
         Some(raw) => day("date", raw)?,
-        None => caller.today(),
+        None => me.caller.today(),
     };
-    let reads = &state.api.reads;
+    let reads = &me.api.reads;
     let (dashboard, readiness) = tokio::join!(
-        reads.dashboard.home(&caller.user, date),
-        reads.insights.readiness(&caller.user, date),
+        reads.dashboard.home(me.user(), date),
+        reads.insights.readiness(me.user(), date),
     );
     let view = HomeView {
         dashboard: dashboard?,
         readiness: readiness?,
     };
-    viewed(&headers, &view)
+    me.view(&view)
 }

@@ -1,16 +1,13 @@
 //! Goals under `/v1/me`: set one, list them by status, read one, change its status, and
 //! its progress per period.
 
-use super::{ApiError, created, id};
-use crate::http::auth::AuthUser;
-use crate::http::etag::viewed;
-use crate::http::extract::{ApiJson, ApiQuery, meta};
+use super::{Answer, ApiError, created, id};
+use crate::http::callers::Me;
+use crate::http::extract::{ApiJson, ApiQuery};
 use crate::http::formats::{Quantity, TimezoneName};
 use crate::http::responses;
 use crate::http::state::AppState;
-use axum::extract::{Path, State};
-use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::extract::Path;
 use axum::routing::get;
 use axum::{Json, Router};
 use commands::goals::CreateGoal;
@@ -19,6 +16,7 @@ use events_schema::ids::GoalId;
 use readmodels::history::PageRequest;
 use readmodels::views::{GoalView, Page, ProgressView};
 use serde::{Deserialize, Serialize};
+use vitals_api_macros::{read, write};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -53,41 +51,25 @@ pub struct GoalBody {
 
 /// Sets a goal. It counts from the period (day or ISO week) holding today, including
 /// what was already recorded in it.
-#[utoipa::path(
-    post,
-    path = "/v1/me/goals",
-    tag = "goals",
-    security(("bearer" = [])),
-    params(responses::IdempotencyKey),
-    request_body = GoalBody,
+#[write(
+    post, path = "/v1/me/goals", tag = "goals", body = GoalBody,
     responses(
         (status = 201, description = "Set.", body = GoalView,
          headers(("Location" = String, description = "`/v1/me/goals/{id}`"))),
         responses::JsonWriteErrors,
     ),
 )]
-pub async fn create_goal(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-    ApiJson(body): ApiJson<GoalBody>,
-) -> Result<Response, ApiError> {
+pub async fn create_goal(me: Me, ApiJson(body): ApiJson<GoalBody>) -> Answer {
     let input = CreateGoal {
         kind: body.kind,
         target: body.target.0,
         title: body.title,
-        timezone: Some(super::timezone(body.timezone, &caller)),
+        timezone: Some(me.timezone(body.timezone)),
     };
-    let goal = state
-        .api
-        .goals
-        .create_goal(&meta(&caller, &headers, "create_goal")?, input)
-        .await?
-        .value;
-    created(
-        format!("/v1/me/goals/{}", goal.goal_id),
-        &GoalView::of(goal, None),
-    )
+    let meta = me.meta("create_goal")?;
+    let goal = me.api.goals.create_goal(&meta, input).await?.value;
+    let location = format!("/v1/me/goals/{}", goal.goal_id);
+    created(location, &GoalView::of(goal, None))
 }
 
 /// Which goals to list, and which page of them.
@@ -114,71 +96,33 @@ pub struct GoalList {
 }
 
 /// The caller's goals in one status: one index query per page.
-#[utoipa::path(
-    get,
-    path = "/v1/me/goals",
-    tag = "goals",
-    security(("bearer" = [])),
-    params(GoalFilter, responses::IfNoneMatch),
-    responses(
-        (status = 200, description = "A page of the goals, oldest first.", body = GoalList,
-         headers(("ETag" = String, description = "The representation's tag."))),
-        (status = 304, response = responses::NotModified),
-        responses::QueryErrors,
-    ),
+#[read(
+    path = "/v1/me/goals", tag = "goals", params(GoalFilter),
+    ok = "A page of the goals, oldest first.", body = GoalList, errors(responses::QueryErrors),
 )]
-pub async fn list_goals(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-    ApiQuery(filter): ApiQuery<GoalFilter>,
-) -> Result<Response, ApiError> {
+pub async fn list_goals(me: Me, ApiQuery(filter): ApiQuery<GoalFilter>) -> Answer {
     let status = filter.status.unwrap_or(GoalStatus::Active);
     let page = PageRequest {
         limit: filter.limit,
         cursor: filter.cursor,
     };
-    let found = state
-        .api
-        .reads
-        .goals
-        .with_status(&caller.user, status, &page)
-        .await?;
+    let found = me.api.reads.goals.with_status(me.user(), status, &page);
+    let found = found.await?;
     let list = GoalList {
         goals: found.items,
         next_cursor: found.next_cursor,
     };
-    viewed(&headers, &list)
+    me.view(&list)
 }
 
 /// One goal, with its latest period: one read.
-#[utoipa::path(
-    get,
-    path = "/v1/me/goals/{id}",
-    tag = "goals",
-    security(("bearer" = [])),
-    params(("id" = String, Path, description = "The goal's id."), responses::IfNoneMatch),
-    responses(
-        (status = 200, description = "The goal.", body = GoalView,
-         headers(("ETag" = String, description = "The representation's tag."))),
-        (status = 304, response = responses::NotModified),
-        responses::ReadErrors,
-    ),
+#[read(
+    path = "/v1/me/goals/{id}", tag = "goals", params(("id" = String, Path, description = "The goal's id.")),
+    ok = "The goal.", body = GoalView, errors(responses::ReadErrors),
 )]
-pub async fn get_goal(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-    Path(goal_id): Path<String>,
-) -> Result<Response, ApiError> {
-    let goal = state
-        .api
-        .reads
-        .goals
-        .one(&caller.user, &id::<GoalId>(&goal_id)?)
-        .await?
-        .ok_or_else(ApiError::not_found)?;
-    viewed(&headers, &goal)
+pub async fn get_goal(me: Me, Path(goal_id): Path<String>) -> Answer {
+    let goal = id::<GoalId>(&goal_id)?;
+    me.found(me.api.reads.goals.one(me.user(), &goal).await?)
 }
 
 /// `PATCH /v1/me/goals/{id}`: the new status. Completed and abandoned goals are final.
@@ -189,13 +133,9 @@ pub struct GoalPatch {
 }
 
 /// Changes a goal's status.
-#[utoipa::path(
-    patch,
-    path = "/v1/me/goals/{id}",
-    tag = "goals",
-    security(("bearer" = [])),
-    params(("id" = String, Path, description = "The goal's id."), responses::IdempotencyKey),
-    request_body = GoalPatch,
+#[write(
+    patch, path = "/v1/me/goals/{id}", tag = "goals", body = GoalPatch,
+    params(("id" = String, Path, description = "The goal's id.")),
     responses(
         (status = 200, description = "The goal after the change.", body = GoalView),
         (status = 404, response = responses::NotFound),
@@ -203,23 +143,14 @@ pub struct GoalPatch {
     ),
 )]
 pub async fn patch_goal(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
+    me: Me,
     Path(goal_id): Path<String>,
     ApiJson(body): ApiJson<GoalPatch>,
-) -> Result<Json<GoalView>, ApiError> {
-    let goal = state
-        .api
-        .goals
-        .change_status(
-            &meta(&caller, &headers, "change_goal_status")?,
-            &id::<GoalId>(&goal_id)?,
-            body.status,
-        )
-        .await?
-        .value;
-    Ok(Json(GoalView::of(goal, None)))
+) -> Answer<Json<GoalView>> {
+    let meta = me.meta("change_goal_status")?;
+    let goal_id = id::<GoalId>(&goal_id)?;
+    let goal = me.api.goals.change_status(&meta, &goal_id, body.status);
+    Ok(Json(GoalView::of(goal.await?.value, None)))
 }
 
 /// Which page of progress.
@@ -236,47 +167,28 @@ pub struct ProgressQuery {
 }
 
 /// A goal's progress, one entry per period that counted anything, oldest first.
-#[utoipa::path(
-    get,
-    path = "/v1/me/goals/{id}/progress",
-    tag = "goals",
-    security(("bearer" = [])),
-    params(("id" = String, Path, description = "The goal's id."), ProgressQuery, responses::IfNoneMatch),
-    responses(
-        (status = 200, description = "A page of progress.", body = Page<ProgressView>,
-         headers(("ETag" = String, description = "The representation's tag."))),
-        (status = 304, response = responses::NotModified),
-        responses::QueryErrors,
-        (status = 404, response = responses::NotFound),
-    ),
+#[read(
+    path = "/v1/me/goals/{id}/progress", tag = "goals", params(("id" = String, Path, description = "The goal's id."), ProgressQuery),
+    ok = "A page of progress.", body = Page<ProgressView>, errors(responses::QueryOneErrors),
 )]
 pub async fn goal_progress(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
+    me: Me,
     Path(goal_id): Path<String>,
     ApiQuery(query): ApiQuery<ProgressQuery>,
-) -> Result<Response, ApiError> {
+) -> Answer {
     let goal = id::<GoalId>(&goal_id)?;
     let page = PageRequest {
         limit: query.limit,
         cursor: query.cursor,
     };
-    let progress = state
-        .api
-        .reads
-        .goals
-        .progress(&caller.user, &goal, &page)
-        .await?;
+    let goals = &me.api.reads.goals;
+    let progress = goals.progress(me.user(), &goal, &page).await?;
     if progress.items.is_empty() && page.cursor.is_none() {
         // No progress yet, or not the caller's goal at all: tell them apart.
-        state
-            .api
-            .reads
-            .goals
-            .one(&caller.user, &goal)
+        goals
+            .one(me.user(), &goal)
             .await?
             .ok_or_else(ApiError::not_found)?;
     }
-    viewed(&headers, &progress)
+    me.view(&progress)
 }

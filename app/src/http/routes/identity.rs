@@ -2,15 +2,16 @@
 //! These need no bearer token, so each is rate limited per client address (and sign-in
 //! and sign-up per account too).
 
-use crate::http::error::{ApiError, ErrorBody};
+use super::Answer;
+use crate::http::api::Api;
+use crate::http::callers::Guest;
+use crate::http::error::ErrorBody;
 use crate::http::extract::{ApiJson, of_request};
 use crate::http::formats::TimezoneName;
-use crate::http::limits::ClientAddress;
 use crate::http::responses;
 use crate::http::state::AppState;
-use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use axum::routing::post;
 use axum::{Json, Router};
 use commands::CommandMeta;
@@ -47,24 +48,20 @@ pub struct TokenReply {
 
 /// The reply that signs `user` in to `session`, its access token naming the profile's
 /// timezone (none if the profile cannot be read: the token is still good, its days UTC).
-async fn signed_in(
-    state: &AppState,
-    user: UserId,
-    session: RefreshToken,
-) -> Result<TokenReply, ApiError> {
-    let profile = state.api.identity.profile(&user).await.ok();
+async fn signed_in(api: &Api, user: UserId, session: RefreshToken) -> Answer<TokenReply> {
+    let profile = api.identity.profile(&user).await.ok();
     let timezone = profile.map(|p| p.timezone);
-    reply(state, user, timezone.as_deref(), session)
+    reply(api, user, timezone.as_deref(), session)
 }
 
 fn reply(
-    state: &AppState,
+    api: &Api,
     user: UserId,
     timezone: Option<&str>,
     refresh: RefreshToken,
-) -> Result<TokenReply, ApiError> {
+) -> Answer<TokenReply> {
     Ok(TokenReply {
-        access_token: state.api.auth.issue(&user, timezone)?,
+        access_token: api.auth.issue(&user, timezone)?,
         token_type: "Bearer",
         expires_in: crate::http::auth::TOKEN_SECONDS,
         refresh_token: refresh.expose().to_owned(),
@@ -122,15 +119,14 @@ pub struct RegisterBody {
     ),
 )]
 pub async fn register(
-    State(state): State<AppState>,
-    client: ClientAddress,
+    guest: Guest,
     headers: HeaderMap,
     ApiJson(body): ApiJson<RegisterBody>,
-) -> Result<Response, ApiError> {
-    state.api.limits.unauthenticated(client)?;
-    let api = &state.api;
-    api.limits
-        .account(&api.identity, &body.email, client)
+) -> Answer {
+    let api = &guest.api;
+    let limits = &api.limits;
+    limits
+        .account(&api.identity, &body.email, guest.client)
         .await?;
     // The account does not exist yet; the command assigns the user id.
     let meta = of_request(CommandMeta::new(UserId::generate()), &headers, "register")?;
@@ -142,9 +138,9 @@ pub async fn register(
         timezone: body.timezone,
         units: body.units.unwrap_or_default(),
     };
-    let signed_up = state.api.identity.sign_up(&meta, input).await?.value;
-    let session = state.api.identity.start_session(&signed_up).await?;
-    let reply = reply(&state, signed_up.user, Some(&timezone), session)?;
+    let signed_up = api.identity.sign_up(&meta, input).await?.value;
+    let session = api.identity.start_session(&signed_up).await?;
+    let reply = reply(api, signed_up.user, Some(&timezone), session)?;
     Ok((
         StatusCode::CREATED,
         [(axum::http::header::LOCATION, "/v1/me/profile")],
@@ -177,23 +173,16 @@ pub struct Login {
         (status = 503, response = responses::Busy),
     ),
 )]
-pub async fn login(
-    State(state): State<AppState>,
-    client: ClientAddress,
-    ApiJson(body): ApiJson<Login>,
-) -> Result<Json<TokenReply>, ApiError> {
-    state.api.limits.unauthenticated(client)?;
-    let api = &state.api;
-    api.limits
-        .account(&api.identity, &body.email, client)
+pub async fn login(guest: Guest, ApiJson(body): ApiJson<Login>) -> Answer<Json<TokenReply>> {
+    let api = &guest.api;
+    let limits = &api.limits;
+    limits
+        .account(&api.identity, &body.email, guest.client)
         .await?;
-    let proved = state
-        .api
-        .identity
-        .login(&body.email, body.password.expose())
-        .await?;
-    let session = state.api.identity.start_session(&proved).await?;
-    Ok(Json(signed_in(&state, proved.user, session).await?))
+    let password = body.password.expose();
+    let proved = api.identity.login(&body.email, password).await?;
+    let session = api.identity.start_session(&proved).await?;
+    Ok(Json(signed_in(api, proved.user, session).await?))
 }
 
 /// A refresh token, to exchange or to end.
@@ -220,17 +209,14 @@ pub struct RefreshBody {
     ),
 )]
 pub async fn refresh(
-    State(state): State<AppState>,
-    client: ClientAddress,
+    guest: Guest,
     ApiJson(body): ApiJson<RefreshBody>,
-) -> Result<Json<TokenReply>, ApiError> {
-    state.api.limits.unauthenticated(client)?;
-    let (user, next) = state
-        .api
-        .identity
+) -> Answer<Json<TokenReply>> {
+    let identity = &guest.api.identity;
+    let (user, next) = identity
         .refresh_session(body.refresh_token.expose())
         .await?;
-    Ok(Json(signed_in(&state, user, next).await?))
+    Ok(Json(signed_in(&guest.api, user, next).await?))
 }
 
 /// Ends the session of a refresh token (the access tokens already issued run out within
@@ -246,16 +232,8 @@ pub async fn refresh(
         responses::SessionErrors,
     ),
 )]
-pub async fn logout(
-    State(state): State<AppState>,
-    client: ClientAddress,
-    ApiJson(body): ApiJson<RefreshBody>,
-) -> Result<StatusCode, ApiError> {
-    state.api.limits.unauthenticated(client)?;
-    state
-        .api
-        .identity
-        .end_session(body.refresh_token.expose())
-        .await?;
+pub async fn logout(guest: Guest, ApiJson(body): ApiJson<RefreshBody>) -> Answer<StatusCode> {
+    let identity = &guest.api.identity;
+    identity.end_session(body.refresh_token.expose()).await?;
     Ok(StatusCode::NO_CONTENT)
 }

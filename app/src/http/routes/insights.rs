@@ -4,20 +4,17 @@
 //! keyed by geohash cell and hour, never by user: a location is truncated to a cell of
 //! about 5 km before anything is looked up, and nothing about it is stored per user.
 
-use super::ApiError;
-use crate::http::auth::AuthUser;
-use crate::http::etag::viewed;
+use super::Answer;
+use crate::http::callers::Me;
 use crate::http::extract::ApiQuery;
 use crate::http::formats::day;
 use crate::http::responses;
 use crate::http::state::AppState;
 use axum::Router;
-use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::Response;
 use axum::routing::get;
 use events_schema::time::Timestamp;
 use serde::{Deserialize, Serialize};
+use vitals_api_macros::read;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -38,35 +35,13 @@ pub struct ReadinessQuery {
 /// The readiness scored for a day. `vitals serve` scores every user active on a day
 /// once that day has ended everywhere; a user with no sleep or activity that day gets
 /// no score (404).
-#[utoipa::path(
-    get,
-    path = "/v1/me/readiness",
-    tag = "insights",
-    security(("bearer" = [])),
-    params(ReadinessQuery, responses::IfNoneMatch),
-    responses(
-        (status = 200, description = "The day's score.", body = readmodels::views::ReadinessView,
-         headers(("ETag" = String, description = "The representation's tag."))),
-        (status = 304, response = responses::NotModified),
-        (status = 404, response = responses::NotFound),
-        responses::QueryErrors,
-    ),
+#[read(
+    path = "/v1/me/readiness", tag = "insights", params(ReadinessQuery),
+    ok = "The day's score.", body = readmodels::views::ReadinessView, errors(responses::QueryOneErrors),
 )]
-pub async fn readiness(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-    ApiQuery(query): ApiQuery<ReadinessQuery>,
-) -> Result<Response, ApiError> {
+pub async fn readiness(me: Me, ApiQuery(query): ApiQuery<ReadinessQuery>) -> Answer {
     let date = day("date", &query.date)?;
-    let score = state
-        .api
-        .reads
-        .insights
-        .readiness(&caller.user, date)
-        .await?
-        .ok_or_else(ApiError::not_found)?;
-    viewed(&headers, &score)
+    me.found(me.api.reads.insights.readiness(me.user(), date).await?)
 }
 
 /// The characters of a geohash cell kept: about 4.9 km by 4.9 km.
@@ -116,25 +91,11 @@ pub struct EnvironmentView {
 
 /// The weather and air quality around a location at an hour, from the environment
 /// cache (the provider on a miss; cached about an hour).
-#[utoipa::path(
-    get,
-    path = "/v1/me/environment",
-    tag = "insights",
-    security(("bearer" = [])),
-    params(EnvironmentQuery, responses::IfNoneMatch),
-    responses(
-        (status = 200, description = "The readings.", body = EnvironmentView,
-         headers(("ETag" = String, description = "The representation's tag."))),
-        (status = 304, response = responses::NotModified),
-        responses::QueryErrors,
-    ),
+#[read(
+    path = "/v1/me/environment", tag = "insights", params(EnvironmentQuery),
+    ok = "The readings.", body = EnvironmentView, errors(responses::QueryErrors),
 )]
-pub async fn environment(
-    State(state): State<AppState>,
-    _caller: AuthUser,
-    headers: HeaderMap,
-    ApiQuery(query): ApiQuery<EnvironmentQuery>,
-) -> Result<Response, ApiError> {
+pub async fn environment(me: Me, ApiQuery(query): ApiQuery<EnvironmentQuery>) -> Answer {
     let cell: String = query
         .geohash
         .to_lowercase()
@@ -142,7 +103,7 @@ pub async fn environment(
         .take(CELL_PRECISION)
         .collect();
     let at = query.at.unwrap_or_else(Timestamp::now).datetime();
-    let environment = &state.api.environment;
+    let environment = &me.api.environment;
     let weather = environment.weather(&cell, at).await?;
     let air = environment.air(&cell, at).await?;
     let hour = events_schema::time::Hour::containing(at).start();
@@ -159,5 +120,5 @@ pub async fn environment(
             pm25: air.pm25,
         },
     };
-    viewed(&headers, &view)
+    me.view(&view)
 }

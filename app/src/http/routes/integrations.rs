@@ -16,20 +16,21 @@
 //! the app of the device that authorized, as its signed-in user, a state someone else
 //! started is refused.
 
-use super::ApiError;
-use crate::http::auth::AuthUser;
+use super::{Answer, ApiError};
+use crate::http::callers::{Guest, Me};
 use crate::http::error::ErrorBody;
-use crate::http::extract::{ApiBytes, ApiJson, ApiQuery, meta};
+use crate::http::extract::{ApiBytes, ApiJson, ApiQuery};
 use crate::http::limits::ClientAddress;
 use crate::http::responses;
 use crate::http::state::AppState;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use commands::integrations::{Secret, WebhookPayload};
 use serde::{Deserialize, Serialize};
+use vitals_api_macros::write;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -56,15 +57,9 @@ pub struct ConnectStarted {
 /// app; the app completes with `POST /v1/integrations/{provider}/complete`. With
 /// `sandbox`, the code is `code-<your-provider-user-id>.<code_challenge>`, the
 /// `code_challenge` of the `authorize_url`.
-#[utoipa::path(
-    post,
-    path = "/v1/integrations/{provider}/connect",
-    tag = "integrations",
-    security(("bearer" = [])),
-    params(
-        ("provider" = String, Path, description = "The provider, such as `sandbox`."),
-        responses::IdempotencyKey,
-    ),
+#[write(
+    post, path = "/v1/integrations/{provider}/connect", tag = "integrations",
+    params(("provider" = String, Path, description = "The provider, such as `sandbox`.")),
     responses(
         (status = 200, description = "Send the user to `authorize_url`.", body = ConnectStarted),
         (status = 400, response = responses::BadHeader),
@@ -76,34 +71,19 @@ pub struct ConnectStarted {
         (status = 500, response = responses::Internal),
     ),
 )]
-pub async fn connect(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-    Path(provider): Path<String>,
-) -> Result<Json<ConnectStarted>, ApiError> {
-    let started = state
-        .api
-        .integrations
-        .start_connect(&meta(&caller, &headers, "connect")?, &provider)
-        .await?
-        .value;
+pub async fn connect(me: Me, Path(provider): Path<String>) -> Answer<Json<ConnectStarted>> {
+    let meta = me.meta("connect")?;
+    let started = me.api.integrations.start_connect(&meta, &provider).await?;
     Ok(Json(ConnectStarted {
-        authorize_url: started.authorize_url,
-        state: started.state,
+        authorize_url: started.value.authorize_url,
+        state: started.value.state,
     }))
 }
 
 /// Disconnects a provider: its webhooks no longer reach the caller's account.
-#[utoipa::path(
-    post,
-    path = "/v1/integrations/{provider}/disconnect",
-    tag = "integrations",
-    security(("bearer" = [])),
-    params(
-        ("provider" = String, Path, description = "The provider, such as `sandbox`."),
-        responses::IdempotencyKey,
-    ),
+#[write(
+    post, path = "/v1/integrations/{provider}/disconnect", tag = "integrations",
+    params(("provider" = String, Path, description = "The provider, such as `sandbox`.")),
     responses(
         (status = 204, description = "Disconnected (or it was not connected)."),
         (status = 400, response = responses::BadHeader),
@@ -112,17 +92,9 @@ pub async fn connect(
         responses::ReadErrors,
     ),
 )]
-pub async fn disconnect(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-    Path(provider): Path<String>,
-) -> Result<StatusCode, ApiError> {
-    state
-        .api
-        .integrations
-        .disconnect(&meta(&caller, &headers, "disconnect")?, &provider)
-        .await?;
+pub async fn disconnect(me: Me, Path(provider): Path<String>) -> Answer<StatusCode> {
+    let meta = me.meta("disconnect")?;
+    me.api.integrations.disconnect(&meta, &provider).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -162,19 +134,17 @@ pub struct Callback {
     ),
 )]
 pub async fn callback(
-    State(state): State<AppState>,
-    client: ClientAddress,
+    guest: Guest,
     Path(provider): Path<String>,
     ApiQuery(callback): ApiQuery<Callback>,
-) -> Result<Response, ApiError> {
-    state.api.limits.unauthenticated(client)?;
-    state.api.integrations.provider_exists(&provider)?;
+) -> Answer {
+    guest.api.integrations.provider_exists(&provider)?;
     let query = form_urlencoded::Serializer::new(String::new())
         .append_pair("provider", &provider)
         .append_pair("state", &callback.state)
         .append_pair("code", callback.code.expose())
         .finish();
-    let base = &state.api.connect_return;
+    let base = &guest.api.connect_return;
     let separator = if base.contains('?') { '&' } else { '?' };
     let location = HeaderValue::from_str(&format!("{base}{separator}{query}"))
         .map_err(|e| ApiError::internal(format!("the return URL is not a header value: {e}")))?;
@@ -213,16 +183,9 @@ pub struct Connected {
 ///
 /// Only the account that started the connect completes it. The code is exchanged with
 /// the provider. A provider account belongs to one Vitals account at a time.
-#[utoipa::path(
-    post,
-    path = "/v1/integrations/{provider}/complete",
-    tag = "integrations",
-    security(("bearer" = [])),
-    params(
-        ("provider" = String, Path, description = "The provider, such as `sandbox`."),
-        responses::IdempotencyKey,
-    ),
-    request_body = CompleteBody,
+#[write(
+    post, path = "/v1/integrations/{provider}/complete", tag = "integrations", body = CompleteBody,
+    params(("provider" = String, Path, description = "The provider, such as `sandbox`.")),
     responses(
         (status = 200, description = "Connected.", body = Connected),
         (status = 400, response = responses::BadRequest),
@@ -238,21 +201,15 @@ pub struct Connected {
     ),
 )]
 pub async fn complete(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
+    me: Me,
     Path(provider): Path<String>,
     ApiJson(body): ApiJson<CompleteBody>,
-) -> Result<Json<Connected>, ApiError> {
-    state
-        .api
-        .integrations
-        .complete_connect(
-            &meta(&caller, &headers, "complete")?,
-            &provider,
-            &body.state,
-            body.code.expose(),
-        )
+) -> Answer<Json<Connected>> {
+    let meta = me.meta("complete")?;
+    let integrations = &me.api.integrations;
+    let code = body.code.expose();
+    integrations
+        .complete_connect(&meta, &provider, &body.state, code)
         .await?;
     Ok(Json(Connected {
         connected: true,

@@ -17,19 +17,16 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+/// What a handler answers: its response, or the API's error.
+pub(crate) type Answer<T = Response> = Result<T, ApiError>;
+
 /// An id from a path: anything that is not a valid id is simply not found.
 pub(crate) fn id<T: std::str::FromStr>(raw: &str) -> Result<T, ApiError> {
     raw.parse().map_err(|_| ApiError::not_found())
 }
 
-/// The timezone a write names its day in: the body's, else the token's, else UTC.
-pub(crate) fn timezone(body: Option<String>, caller: &super::auth::AuthUser) -> String {
-    body.or_else(|| caller.timezone.clone())
-        .unwrap_or_else(|| "UTC".to_owned())
-}
-
 /// `201 Created` with `Location` and the created resource's representation.
-pub(crate) fn created<T: Serialize>(location: String, view: &T) -> Result<Response, ApiError> {
+pub(crate) fn created<T: Serialize>(location: String, view: &T) -> Answer {
     let location = HeaderValue::from_str(&location).map_err(ApiError::internal)?;
     Ok((
         StatusCode::CREATED,

@@ -1,16 +1,14 @@
 //! Meals and daily nutrition under `/v1/me`: log, replace and delete a meal (the day's
 //! summary changes with it, atomically), a day's meals, daily totals over a range.
 
-use super::{ApiError, created, id, timezone};
-use crate::http::auth::AuthUser;
-use crate::http::etag::viewed;
-use crate::http::extract::{ApiJson, ApiQuery, meta};
+use super::{Answer, created, id};
+use crate::http::callers::Me;
+use crate::http::extract::{ApiJson, ApiQuery};
 use crate::http::formats::{Quantity, TimezoneName, day};
 use crate::http::responses;
 use crate::http::state::AppState;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
+use axum::extract::Path;
+use axum::http::StatusCode;
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use commands::nutrition::{EditMeal, MealInput, MealRecord};
@@ -19,6 +17,7 @@ use events_schema::time::Timestamp;
 use readmodels::history::PageRequest;
 use readmodels::views::{DailyNutritionView, MealView, Page};
 use serde::Deserialize;
+use vitals_api_macros::{read, write};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -61,9 +60,9 @@ pub struct MealBody {
 }
 
 impl MealBody {
-    fn input(self, caller: &AuthUser) -> MealInput {
+    fn input(self, me: &Me) -> MealInput {
         MealInput {
-            timezone: timezone(self.timezone, caller),
+            timezone: me.timezone(self.timezone),
             name: self.name,
             eaten_at: self.eaten_at,
             calories: self.calories.0,
@@ -85,42 +84,29 @@ pub(crate) fn view(meal: MealRecord) -> MealView {
 }
 
 /// Logs a meal; the day's summary changes with it, atomically.
-#[utoipa::path(
-    post,
-    path = "/v1/me/meals",
-    tag = "nutrition",
-    security(("bearer" = [])),
-    params(responses::IdempotencyKey),
-    request_body = MealBody,
+#[write(
+    post, path = "/v1/me/meals", tag = "nutrition", body = MealBody,
     responses(
         (status = 201, description = "Logged (or, for a retried `Idempotency-Key`, the first response again).",
          body = MealView, headers(("Location" = String, description = "`/v1/me/meals/{id}`"))),
         responses::JsonWriteErrors,
     ),
 )]
-pub async fn log_meal(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-    ApiJson(body): ApiJson<MealBody>,
-) -> Result<Response, ApiError> {
-    let meal = state
+pub async fn log_meal(me: Me, ApiJson(body): ApiJson<MealBody>) -> Answer {
+    let meta = me.meta("log_meal")?;
+    let meal = me
         .api
         .nutrition
-        .log_meal(&meta(&caller, &headers, "log_meal")?, body.input(&caller))
+        .log_meal(&meta, body.input(&me))
         .await?
         .value;
     created(format!("/v1/me/meals/{}", meal.meal_id), &view(meal))
 }
 
 /// Replaces a meal; both days' summaries change with it if it moves to another day.
-#[utoipa::path(
-    put,
-    path = "/v1/me/meals/{id}",
-    tag = "nutrition",
-    security(("bearer" = [])),
-    params(("id" = String, Path, description = "The meal's id."), responses::IdempotencyKey),
-    request_body = MealBody,
+#[write(
+    put, path = "/v1/me/meals/{id}", tag = "nutrition", body = MealBody,
+    params(("id" = String, Path, description = "The meal's id.")),
     responses(
         (status = 200, description = "The meal as replaced.", body = MealView),
         (status = 404, response = responses::NotFound),
@@ -128,32 +114,23 @@ pub async fn log_meal(
     ),
 )]
 pub async fn edit_meal(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
+    me: Me,
     Path(meal_id): Path<String>,
     ApiJson(body): ApiJson<MealBody>,
-) -> Result<Json<MealView>, ApiError> {
+) -> Answer<Json<MealView>> {
     let input = EditMeal {
         meal_id: id::<MealId>(&meal_id)?,
-        meal: body.input(&caller),
+        meal: body.input(&me),
     };
-    let meal = state
-        .api
-        .nutrition
-        .edit_meal(&meta(&caller, &headers, "edit_meal")?, input)
-        .await?
-        .value;
+    let meta = me.meta("edit_meal")?;
+    let meal = me.api.nutrition.edit_meal(&meta, input).await?.value;
     Ok(Json(view(meal)))
 }
 
 /// Deletes a meal and takes it out of its day's summary.
-#[utoipa::path(
-    delete,
-    path = "/v1/me/meals/{id}",
-    tag = "nutrition",
-    security(("bearer" = [])),
-    params(("id" = String, Path, description = "The meal's id."), responses::IdempotencyKey),
+#[write(
+    delete, path = "/v1/me/meals/{id}", tag = "nutrition",
+    params(("id" = String, Path, description = "The meal's id.")),
     responses(
         (status = 204, description = "Deleted (or, for a retried `Idempotency-Key`, already)."),
         (status = 400, response = responses::BadHeader),
@@ -162,19 +139,11 @@ pub async fn edit_meal(
         responses::ReadErrors,
     ),
 )]
-pub async fn delete_meal(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-    Path(meal_id): Path<String>,
-) -> Result<StatusCode, ApiError> {
-    state
-        .api
+pub async fn delete_meal(me: Me, Path(meal_id): Path<String>) -> Answer<StatusCode> {
+    let meta = me.meta("delete_meal")?;
+    me.api
         .nutrition
-        .delete_meal(
-            &meta(&caller, &headers, "delete_meal")?,
-            &id::<MealId>(&meal_id)?,
-        )
+        .delete_meal(&meta, &id::<MealId>(&meal_id)?)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -196,36 +165,23 @@ pub struct MealsQuery {
 }
 
 /// The meals of one day, in the order they were logged: one query per page.
-#[utoipa::path(
-    get,
-    path = "/v1/me/meals",
-    tag = "nutrition",
-    security(("bearer" = [])),
-    params(MealsQuery, responses::IfNoneMatch),
-    responses(
-        (status = 200, description = "A page of the day's meals.", body = Page<MealView>,
-         headers(("ETag" = String, description = "The representation's tag."))),
-        (status = 304, response = responses::NotModified),
-        responses::QueryErrors,
-    ),
+#[read(
+    path = "/v1/me/meals", tag = "nutrition", params(MealsQuery),
+    ok = "A page of the day's meals.", body = Page<MealView>, errors(responses::QueryErrors),
 )]
-pub async fn meals_on(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-    ApiQuery(query): ApiQuery<MealsQuery>,
-) -> Result<Response, ApiError> {
+pub async fn meals_on(me: Me, ApiQuery(query): ApiQuery<MealsQuery>) -> Answer {
+    let date = day("date", &query.date)?;
     let page = PageRequest {
         limit: query.limit,
         cursor: query.cursor,
     };
-    let meals = state
-        .api
-        .reads
-        .history
-        .meals_on(&caller.user, day("date", &query.date)?, &page)
-        .await?;
-    viewed(&headers, &meals)
+    me.view(
+        &me.api
+            .reads
+            .history
+            .meals_on(me.user(), date, &page)
+            .await?,
+    )
 }
 
 /// A range of days, both included.
@@ -242,34 +198,11 @@ pub struct Range {
 }
 
 /// Daily nutrition summaries, each the sum of its day's meals: one query.
-#[utoipa::path(
-    get,
-    path = "/v1/me/nutrition/daily",
-    tag = "nutrition",
-    security(("bearer" = [])),
-    params(Range, responses::IfNoneMatch),
-    responses(
-        (status = 200, description = "The days with meals.", body = DailyNutritionView,
-         headers(("ETag" = String, description = "The representation's tag."))),
-        (status = 304, response = responses::NotModified),
-        responses::QueryErrors,
-    ),
+#[read(
+    path = "/v1/me/nutrition/daily", tag = "nutrition", params(Range),
+    ok = "The days with meals.", body = DailyNutritionView, errors(responses::QueryErrors),
 )]
-pub async fn daily_nutrition(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-    ApiQuery(range): ApiQuery<Range>,
-) -> Result<Response, ApiError> {
-    let days = state
-        .api
-        .reads
-        .nutrition
-        .daily(
-            &caller.user,
-            day("from", &range.from)?,
-            day("to", &range.to)?,
-        )
-        .await?;
-    viewed(&headers, &days)
+pub async fn daily_nutrition(me: Me, ApiQuery(range): ApiQuery<Range>) -> Answer {
+    let (from, to) = (day("from", &range.from)?, day("to", &range.to)?);
+    me.view(&me.api.reads.nutrition.daily(me.user(), from, to).await?)
 }

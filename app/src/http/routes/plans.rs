@@ -3,17 +3,15 @@
 //! ended early). A planned thing is named in paths by its day and its id, the way it is
 //! stored, so every operation on it is one keyed read or write.
 
-use super::{ApiError, created, id, timezone};
-use crate::http::auth::AuthUser;
-use crate::http::etag::viewed;
-use crate::http::extract::{ApiJson, ApiQuery, meta};
+use super::{Answer, created, id};
+use crate::http::callers::Me;
+use crate::http::extract::{ApiJson, ApiQuery};
 use crate::http::formats::{Quantity, TimezoneName, Whole};
 use crate::http::responses;
 use crate::http::routes::activity::HistoryQuery;
 use crate::http::state::AppState;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
+use axum::extract::Path;
+use axum::http::StatusCode;
 use axum::routing::{delete, post};
 use axum::{Json, Router};
 use commands::activity::StartTrainingBlock;
@@ -26,6 +24,7 @@ use readmodels::views::{
     MealView, Page, ScheduledMealView, TrainingBlockListed, TrainingBlockView,
 };
 use serde::Deserialize;
+use vitals_api_macros::{read, write};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -71,13 +70,8 @@ pub struct ScheduleBody {
 }
 
 /// Schedules a meal for a day.
-#[utoipa::path(
-    post,
-    path = "/v1/me/scheduled-meals",
-    tag = "plans",
-    security(("bearer" = [])),
-    params(responses::IdempotencyKey),
-    request_body = ScheduleBody,
+#[write(
+    post, path = "/v1/me/scheduled-meals", tag = "plans", body = ScheduleBody,
     responses(
         (status = 201, description = "Scheduled; `Location` lists its day's scheduled meals.", body = ScheduledMealView,
          headers(("Location" = String, description = "`/v1/me/scheduled-meals?from={day}&to={day}`"))),
@@ -85,23 +79,14 @@ pub struct ScheduleBody {
         responses::JsonWriteErrors,
     ),
 )]
-pub async fn schedule_meal(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-    ApiJson(body): ApiJson<ScheduleBody>,
-) -> Result<Response, ApiError> {
+pub async fn schedule_meal(me: Me, ApiJson(body): ApiJson<ScheduleBody>) -> Answer {
     let input = ScheduleMeal {
         day: body.day,
         name: body.name,
         recipe_id: body.recipe_id,
     };
-    let scheduled = state
-        .api
-        .nutrition
-        .schedule_meal(&meta(&caller, &headers, "schedule_meal")?, input)
-        .await?
-        .value;
+    let meta = me.meta("schedule_meal")?;
+    let scheduled = me.api.nutrition.schedule_meal(&meta, input).await?.value;
     let day = scheduled.day;
     created(
         format!("/v1/me/scheduled-meals?from={day}&to={day}"),
@@ -110,45 +95,22 @@ pub async fn schedule_meal(
 }
 
 /// Meals scheduled over a range of days, by day: one query per page.
-#[utoipa::path(
-    get,
-    path = "/v1/me/scheduled-meals",
-    tag = "plans",
-    security(("bearer" = [])),
-    params(HistoryQuery, responses::IfNoneMatch),
-    responses(
-        (status = 200, description = "A page of scheduled meals.", body = Page<ScheduledMealView>,
-         headers(("ETag" = String, description = "The representation's tag."))),
-        (status = 304, response = responses::NotModified),
-        responses::QueryErrors,
-    ),
+#[read(
+    path = "/v1/me/scheduled-meals", tag = "plans", params(HistoryQuery),
+    ok = "A page of scheduled meals.", body = Page<ScheduledMealView>, errors(responses::QueryErrors),
 )]
-pub async fn scheduled_meals(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-    ApiQuery(query): ApiQuery<HistoryQuery>,
-) -> Result<Response, ApiError> {
+pub async fn scheduled_meals(me: Me, ApiQuery(query): ApiQuery<HistoryQuery>) -> Answer {
     let (range, page) = query.parse()?;
-    let meals = state
-        .api
-        .reads
-        .scheduled_meals
-        .between(&caller.user, range, &page)
-        .await?;
-    viewed(&headers, &meals)
+    let scheduled = &me.api.reads.scheduled_meals;
+    me.view(&scheduled.between(me.user(), range, &page).await?)
 }
 
 /// Takes a scheduled meal off the plan without eating it.
-#[utoipa::path(
-    delete,
-    path = "/v1/me/scheduled-meals/{day}/{id}",
-    tag = "plans",
-    security(("bearer" = [])),
+#[write(
+    delete, path = "/v1/me/scheduled-meals/{day}/{id}", tag = "plans",
     params(
         ("day" = String, Path, description = "The day it is scheduled for."),
         ("id" = String, Path, description = "The scheduled meal's id."),
-        responses::IdempotencyKey,
     ),
     responses(
         (status = 204, description = "Removed (or, for a retried `Idempotency-Key`, already)."),
@@ -158,19 +120,14 @@ pub async fn scheduled_meals(
     ),
 )]
 pub async fn remove_scheduled_meal(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
+    me: Me,
     Path((day, scheduled)): Path<(String, String)>,
-) -> Result<StatusCode, ApiError> {
-    state
-        .api
-        .nutrition
-        .remove_scheduled_meal(
-            &meta(&caller, &headers, "remove_scheduled_meal")?,
-            id::<Day>(&day)?,
-            &id::<ScheduledMealId>(&scheduled)?,
-        )
+) -> Answer<StatusCode> {
+    let meta = me.meta("remove_scheduled_meal")?;
+    let (day, scheduled) = (id::<Day>(&day)?, id::<ScheduledMealId>(&scheduled)?);
+    let nutrition = &me.api.nutrition;
+    nutrition
+        .remove_scheduled_meal(&meta, day, &scheduled)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -210,17 +167,12 @@ pub struct EatenBody {
 
 /// Logs a scheduled meal as eaten: the meal is logged and leaves the plan in one
 /// transaction, so its day counts it once.
-#[utoipa::path(
-    post,
-    path = "/v1/me/scheduled-meals/{day}/{id}/eaten",
-    tag = "plans",
-    security(("bearer" = [])),
+#[write(
+    post, path = "/v1/me/scheduled-meals/{day}/{id}/eaten", tag = "plans", body = EatenBody,
     params(
         ("day" = String, Path, description = "The day it is scheduled for."),
         ("id" = String, Path, description = "The scheduled meal's id."),
-        responses::IdempotencyKey,
     ),
-    request_body = EatenBody,
     responses(
         (status = 201, description = "Logged as a meal; it is no longer scheduled.", body = MealView,
          headers(("Location" = String, description = "`/v1/me/meals/{id}`"))),
@@ -229,17 +181,15 @@ pub struct EatenBody {
     ),
 )]
 pub async fn eat_scheduled_meal(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
+    me: Me,
     Path((day, scheduled)): Path<(String, String)>,
     ApiJson(body): ApiJson<EatenBody>,
-) -> Result<Response, ApiError> {
+) -> Answer {
     let input = EatScheduledMeal {
         day: id::<Day>(&day)?,
         scheduled_meal_id: id::<ScheduledMealId>(&scheduled)?,
         eaten_at: body.eaten_at,
-        timezone: timezone(body.timezone, &caller),
+        timezone: me.timezone(body.timezone),
         nutrients: body.nutrients.map(|n| Nutrients {
             calories: n.calories.0,
             protein_g: n.protein_g.0,
@@ -247,10 +197,11 @@ pub async fn eat_scheduled_meal(
             fat_g: n.fat_g.0,
         }),
     };
-    let meal = state
+    let meta = me.meta("eat_scheduled_meal")?;
+    let meal = me
         .api
         .nutrition
-        .eat_scheduled_meal(&meta(&caller, &headers, "eat_scheduled_meal")?, input)
+        .eat_scheduled_meal(&meta, input)
         .await?
         .value;
     created(
@@ -280,37 +231,23 @@ pub struct BlockBody {
 }
 
 /// Starts a training block.
-#[utoipa::path(
-    post,
-    path = "/v1/me/training-blocks",
-    tag = "plans",
-    security(("bearer" = [])),
-    params(responses::IdempotencyKey),
-    request_body = BlockBody,
+#[write(
+    post, path = "/v1/me/training-blocks", tag = "plans", body = BlockBody,
     responses(
         (status = 201, description = "Started; `Location` is the block running today.", body = TrainingBlockView,
          headers(("Location" = String, description = "`/v1/me/training-block/current`"))),
         responses::JsonWriteErrors,
     ),
 )]
-pub async fn start_training_block(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-    ApiJson(body): ApiJson<BlockBody>,
-) -> Result<Response, ApiError> {
+pub async fn start_training_block(me: Me, ApiJson(body): ApiJson<BlockBody>) -> Answer {
     let input = StartTrainingBlock {
         start_day: body.start_day,
         weeks: body.weeks.within("weeks", 52)?,
         focus: body.focus,
     };
-    let started = state
-        .api
-        .activity
-        .start_training_block(&meta(&caller, &headers, "start_training_block")?, input)
-        .await?
-        .value;
-    let view = TrainingBlockListed::of(started, None).block;
+    let meta = me.meta("start_training_block")?;
+    let started = me.api.activity.start_training_block(&meta, input).await?;
+    let view = TrainingBlockListed::of(started.value, None).block;
     created("/v1/me/training-block/current".to_owned(), &view)
 }
 
@@ -328,36 +265,16 @@ pub struct BlocksQuery {
 }
 
 /// Every training block, the latest start first: one query per page.
-#[utoipa::path(
-    get,
-    path = "/v1/me/training-blocks",
-    tag = "plans",
-    security(("bearer" = [])),
-    params(BlocksQuery, responses::IfNoneMatch),
-    responses(
-        (status = 200, description = "A page of training blocks.", body = Page<TrainingBlockListed>,
-         headers(("ETag" = String, description = "The representation's tag."))),
-        (status = 304, response = responses::NotModified),
-        responses::QueryErrors,
-    ),
+#[read(
+    path = "/v1/me/training-blocks", tag = "plans", params(BlocksQuery),
+    ok = "A page of training blocks.", body = Page<TrainingBlockListed>, errors(responses::QueryErrors),
 )]
-pub async fn training_blocks(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-    ApiQuery(query): ApiQuery<BlocksQuery>,
-) -> Result<Response, ApiError> {
+pub async fn training_blocks(me: Me, ApiQuery(query): ApiQuery<BlocksQuery>) -> Answer {
     let page = PageRequest {
         limit: query.limit,
         cursor: query.cursor,
     };
-    let blocks = state
-        .api
-        .reads
-        .training_blocks
-        .list(&caller.user, &page)
-        .await?;
-    viewed(&headers, &blocks)
+    me.view(&me.api.reads.training_blocks.list(me.user(), &page).await?)
 }
 
 /// A training block's early end.
@@ -370,17 +287,12 @@ pub struct EndBody {
 }
 
 /// Ends a training block before its planned last day.
-#[utoipa::path(
-    post,
-    path = "/v1/me/training-blocks/{start_day}/{id}/end",
-    tag = "plans",
-    security(("bearer" = [])),
+#[write(
+    post, path = "/v1/me/training-blocks/{start_day}/{id}/end", tag = "plans", body = EndBody,
     params(
         ("start_day" = String, Path, description = "The block's first day."),
         ("id" = String, Path, description = "The block's id."),
-        responses::IdempotencyKey,
     ),
-    request_body = EndBody,
     responses(
         (status = 200, description = "Ended.", body = TrainingBlockListed),
         (status = 404, response = responses::NotFound),
@@ -389,21 +301,18 @@ pub struct EndBody {
     ),
 )]
 pub async fn end_training_block(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
+    me: Me,
     Path((start_day, block)): Path<(String, String)>,
     ApiJson(body): ApiJson<EndBody>,
-) -> Result<Json<TrainingBlockListed>, ApiError> {
+) -> Answer<Json<TrainingBlockListed>> {
     let start_day = id::<Day>(&start_day)?;
     let block = id::<TrainingBlockId>(&block)?;
-    let meta = meta(&caller, &headers, "end_training_block")?;
-    let ended = state
+    let meta = me.meta("end_training_block")?;
+    let ended = me
         .api
         .activity
-        .end_training_block(&meta, start_day, &block, body.ended_on)
-        .await?
-        .value;
+        .end_training_block(&meta, start_day, &block, body.ended_on);
+    let ended = ended.await?.value;
     let listed = TrainingBlockListed::of(ended.block, Some(ended.ended_on));
     Ok(Json(listed))
 }

@@ -1,22 +1,20 @@
 //! The caller's account under `/v1/me`: the profile, the password, the account's
 //! deletion.
 
-use super::ApiError;
-use crate::http::auth::AuthUser;
-use crate::http::etag::viewed;
-use crate::http::extract::{ApiJson, meta};
+use super::{Answer, ApiError};
+use crate::http::callers::Me;
+use crate::http::extract::ApiJson;
 use crate::http::formats::TimezoneName;
 use crate::http::responses;
 use crate::http::state::AppState;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
+use axum::http::StatusCode;
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use commands::identity::UpdateProfile;
 use events_schema::events::identity::{ProfileState, Units};
 use readmodels::views::ProfileView;
 use serde::Deserialize;
+use vitals_api_macros::{read, write};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -35,32 +33,12 @@ fn view(state: ProfileState) -> ProfileView {
 }
 
 /// The caller's profile.
-#[utoipa::path(
-    get,
-    path = "/v1/me/profile",
-    tag = "profile",
-    security(("bearer" = [])),
-    params(responses::IfNoneMatch),
-    responses(
-        (status = 200, description = "The profile. Right after registering it may not be projected yet: 404.",
-         body = ProfileView, headers(("ETag" = String, description = "The representation's tag."))),
-        (status = 304, response = responses::NotModified),
-        responses::ReadErrors,
-    ),
+#[read(
+    path = "/v1/me/profile", tag = "profile",
+    ok = "The profile. Right after registering it may not be projected yet: 404.", body = ProfileView, errors(responses::ReadErrors),
 )]
-pub async fn get_profile(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let profile = state
-        .api
-        .reads
-        .dashboard
-        .profile(&caller.user)
-        .await?
-        .ok_or_else(ApiError::not_found)?;
-    viewed(&headers, &profile)
+pub async fn get_profile(me: Me) -> Answer {
+    me.found(me.api.reads.dashboard.profile(me.user()).await?)
 }
 
 /// `PATCH /v1/me/profile`: only the fields present change.
@@ -85,13 +63,8 @@ pub struct ProfilePatch {
 }
 
 /// Changes the fields present in the body.
-#[utoipa::path(
-    patch,
-    path = "/v1/me/profile",
-    tag = "profile",
-    security(("bearer" = [])),
-    params(responses::IdempotencyKey),
-    request_body = ProfilePatch,
+#[write(
+    patch, path = "/v1/me/profile", tag = "profile", body = ProfilePatch,
     responses(
         (status = 200, description = "The profile after the change.", body = ProfileView),
         (status = 404, response = responses::NotFound),
@@ -99,17 +72,15 @@ pub struct ProfilePatch {
     ),
 )]
 pub async fn patch_profile(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
+    me: Me,
     ApiJson(body): ApiJson<ProfilePatch>,
-) -> Result<Json<ProfileView>, ApiError> {
+) -> Answer<Json<ProfileView>> {
     // An email change and the other fields are two commands (the email moves its
     // reservation), each with its own scope of the request's Idempotency-Key, so a retry
     // replays both. Every field is checked before either writes: a bad timezone must not
     // leave the email changed behind a 422.
-    let email_meta = meta(&caller, &headers, "patch_profile.email")?;
-    let meta = meta(&caller, &headers, "patch_profile")?;
+    let email_meta = me.meta("patch_profile.email")?;
+    let meta = me.meta("patch_profile")?;
     let rest = UpdateProfile {
         display_name: body.display_name,
         timezone: body.timezone,
@@ -118,19 +89,13 @@ pub async fn patch_profile(
     rest.check()?;
     let mut profile = None;
     if let Some(email) = &body.email {
-        profile = Some(
-            state
-                .api
-                .identity
-                .change_email(&email_meta, email)
-                .await?
-                .value,
-        );
+        let changed = me.api.identity.change_email(&email_meta, email).await?;
+        profile = Some(changed.value);
     }
     let changes_more =
         rest.display_name.is_some() || rest.timezone.is_some() || rest.units.is_some();
     if changes_more || profile.is_none() {
-        profile = Some(state.api.identity.update_profile(&meta, rest).await?.value);
+        profile = Some(me.api.identity.update_profile(&meta, rest).await?.value);
     }
     let profile = profile.ok_or_else(|| ApiError::internal("no profile after a change"))?;
     Ok(Json(view(profile)))
@@ -161,27 +126,12 @@ pub struct PasswordChange {
         responses::JsonWriteErrors,
     ),
 )]
-pub async fn change_password(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: axum::http::HeaderMap,
-    ApiJson(body): ApiJson<PasswordChange>,
-) -> Result<StatusCode, ApiError> {
-    let api = &state.api;
-    api.limits
-        .password_check(&api.identity, &caller.user)
-        .await?;
-    let mut meta = commands::CommandMeta::new(caller.user.clone());
-    meta.correlation_id = crate::http::request_log::request_id(&headers);
-    state
-        .api
-        .identity
-        .change_password(
-            &meta,
-            body.current_password.expose(),
-            body.new_password.expose(),
-        )
-        .await?;
+pub async fn change_password(me: Me, ApiJson(body): ApiJson<PasswordChange>) -> Answer<StatusCode> {
+    let api = &me.api;
+    api.limits.password_check(&api.identity, me.user()).await?;
+    let (current, new) = (body.current_password.expose(), body.new_password.expose());
+    let meta = me.unkeyed_meta();
+    api.identity.change_password(&meta, current, new).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -189,12 +139,8 @@ pub async fn change_password(
 ///
 /// Every context then drains the user's data; from now on this account's tokens read
 /// and write nothing (`401 account_deleted`) and sign-in is refused.
-#[utoipa::path(
-    delete,
-    path = "/v1/me",
-    tag = "profile",
-    security(("bearer" = [])),
-    params(responses::IdempotencyKey),
+#[write(
+    delete, path = "/v1/me", tag = "profile",
     responses(
         (status = 202, description = "Deletion requested; it completes asynchronously."),
         (status = 400, response = responses::BadHeader),
@@ -203,12 +149,8 @@ pub async fn change_password(
         responses::ReadErrors,
     ),
 )]
-pub async fn delete_me(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-) -> Result<StatusCode, ApiError> {
-    let meta = meta(&caller, &headers, "delete_account")?;
-    state.api.identity.request_deletion(&meta).await?;
+pub async fn delete_me(me: Me) -> Answer<StatusCode> {
+    let meta = me.meta("delete_account")?;
+    me.api.identity.request_deletion(&meta).await?;
     Ok(StatusCode::ACCEPTED)
 }

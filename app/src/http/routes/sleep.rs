@@ -1,23 +1,20 @@
 //! Sleep under `/v1/me`: record a session, the sleep history.
 
 use super::activity::HistoryQuery;
-use super::{ApiError, created, timezone};
-use crate::http::auth::AuthUser;
-use crate::http::etag::viewed;
-use crate::http::extract::{ApiJson, ApiQuery, meta};
+use super::{Answer, ApiError, created};
+use crate::http::callers::Me;
+use crate::http::extract::{ApiJson, ApiQuery};
 use crate::http::formats::{TimezoneName, Whole};
 use crate::http::responses;
 use crate::http::state::AppState;
 use axum::Router;
-use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::Response;
 use axum::routing::get;
 use commands::sleep::RecordSleep;
 use events_schema::events::sleep::{SleepSession, SleepStages};
 use events_schema::time::Timestamp;
 use readmodels::views::{Page, SleepView};
 use serde::Deserialize;
+use vitals_api_macros::{read, write};
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/v1/me/sleep", get(sleep_history).post(record_sleep))
@@ -82,27 +79,17 @@ impl StagesBody {
 }
 
 /// Records a sleep session entered in the app.
-#[utoipa::path(
-    post,
-    path = "/v1/me/sleep",
-    tag = "sleep",
-    security(("bearer" = [])),
-    params(responses::IdempotencyKey),
-    request_body = SleepBody,
+#[write(
+    post, path = "/v1/me/sleep", tag = "sleep", body = SleepBody,
     responses(
         (status = 201, description = "Recorded; `Location` lists its night's sessions.", body = SleepView,
          headers(("Location" = String, description = "`/v1/me/sleep?from={night}&to={night}`"))),
         responses::JsonWriteErrors,
     ),
 )]
-pub async fn record_sleep(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-    ApiJson(body): ApiJson<SleepBody>,
-) -> Result<Response, ApiError> {
+pub async fn record_sleep(me: Me, ApiJson(body): ApiJson<SleepBody>) -> Answer {
     let input = RecordSleep {
-        timezone: timezone(body.timezone, &caller),
+        timezone: me.timezone(body.timezone),
         start: body.start,
         end: body.end,
         score: body.score.within("score", 100)?,
@@ -112,44 +99,18 @@ pub async fn record_sleep(
             .transpose()?
             .unwrap_or_default(),
     };
-    let session = state
-        .api
-        .sleep
-        .record_sleep(&meta(&caller, &headers, "record_sleep")?, input)
-        .await?
-        .value;
-    created(
-        format!("/v1/me/sleep?from={0}&to={0}", session.night),
-        &view(session),
-    )
+    let meta = me.meta("record_sleep")?;
+    let session = me.api.sleep.record_sleep(&meta, input).await?.value;
+    let location = format!("/v1/me/sleep?from={0}&to={0}", session.night);
+    created(location, &view(session))
 }
 
 /// Sleep sessions of a range of nights, newest first: one query per page.
-#[utoipa::path(
-    get,
-    path = "/v1/me/sleep",
-    tag = "sleep",
-    security(("bearer" = [])),
-    params(HistoryQuery, responses::IfNoneMatch),
-    responses(
-        (status = 200, description = "A page of sessions.", body = Page<SleepView>,
-         headers(("ETag" = String, description = "The representation's tag."))),
-        (status = 304, response = responses::NotModified),
-        responses::QueryErrors,
-    ),
+#[read(
+    path = "/v1/me/sleep", tag = "sleep", params(HistoryQuery),
+    ok = "A page of sessions.", body = Page<SleepView>, errors(responses::QueryErrors),
 )]
-pub async fn sleep_history(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    headers: HeaderMap,
-    ApiQuery(query): ApiQuery<HistoryQuery>,
-) -> Result<Response, ApiError> {
+pub async fn sleep_history(me: Me, ApiQuery(query): ApiQuery<HistoryQuery>) -> Answer {
     let (range, page) = query.parse()?;
-    let found = state
-        .api
-        .reads
-        .history
-        .sleep(&caller.user, range, &page)
-        .await?;
-    viewed(&headers, &found)
+    me.view(&me.api.reads.history.sleep(me.user(), range, &page).await?)
 }
