@@ -2,7 +2,7 @@
 //! blocks. Items: `WORKOUT#<date>#<id>`, `EXTERNAL#<provider>#<external-id>`,
 //! `TRAINING_BLOCK#<start-date>#<id>`.
 
-use crate::external_sync::{self, Written};
+use crate::external_sync;
 use crate::idempotency::{self, Committed};
 use crate::items::{from_item, to_item};
 use crate::meta::{CommandMeta, Outcome};
@@ -14,7 +14,7 @@ use events_schema::events::activity::{
     TrainingBlockEnded, TrainingBlockStarted, Workout, WorkoutRecorded, WorkoutUpdated,
 };
 use events_schema::events::integrations::ProviderWorkout;
-use events_schema::ids::{ExternalId, ProviderName, TrainingBlockId, WorkoutId};
+use events_schema::ids::{ProviderName, TrainingBlockId, WorkoutId};
 use events_schema::keys::SortKey;
 use events_schema::time::{Day, Timestamp};
 use infra::store::{CancelReason, Condition, Item, Key, Update};
@@ -115,11 +115,29 @@ fn workout(id: WorkoutId, valid: &ValidWorkout, source: Source, version: u64) ->
     }
 }
 
-fn workout_key(pk: &str, w: &Workout) -> Key {
-    Key::new(
-        pk,
-        SortKey::Workout(w.day, w.workout_id.clone()).to_string(),
-    )
+impl external_sync::Synced for Workout {
+    type Recorded = WorkoutRecorded;
+    type Updated = WorkoutUpdated;
+    fn began(&self) -> Timestamp {
+        self.started_at
+    }
+    fn day(&self) -> Day {
+        self.day
+    }
+    fn sort_key(&self) -> SortKey {
+        SortKey::Workout(self.day, self.workout_id.clone())
+    }
+    fn recorded(&self) -> WorkoutRecorded {
+        WorkoutRecorded {
+            workout: self.clone(),
+        }
+    }
+    fn updated(&self, moved_from: Option<Day>) -> WorkoutUpdated {
+        WorkoutUpdated {
+            workout: self.clone(),
+            previous_day: moved_from,
+        }
+    }
 }
 
 /// The activity context's commands: workouts (entered or synced) and training blocks.
@@ -133,10 +151,7 @@ impl ActivityCommands {
         input: RecordWorkout,
     ) -> Result<Outcome<Workout>, CommandError> {
         let w = new_workout(self.clock.now(), &input, WorkoutId::generate())?;
-        let item = to_item(&workout_key(&meta.user_pk(), &w), &w)?;
-        let recorded = WorkoutRecorded { workout: w.clone() };
-        self.create(meta, item, (w.started_at, &recorded), &input, w)
-            .await
+        self.record_entered(meta, w, &input).await
     }
 
     /// Syncs a workout from a wearable. A retry returns the original id and writes
@@ -157,27 +172,10 @@ impl ActivityCommands {
             input.distance_m,
             input.calories,
         )?;
-        let _writer = self.writers.user(&meta.user).await;
-        let pk = meta.user_pk();
-        let build = |id, source: &Source, version, previous_sk: Option<&str>| {
-            let w = workout(id, &valid, source.clone(), version);
-            let event = external_sync::version_event(
-                meta,
-                &self.clock,
-                w.started_at,
-                version,
-                || WorkoutRecorded { workout: w.clone() },
-                || WorkoutUpdated {
-                    workout: w.clone(),
-                    previous_day: external_sync::moved_from(previous_sk, w.day),
-                },
-            )?;
-            Ok(Written {
-                item: to_item(&workout_key(&pk, &w), &w)?,
-                event,
-            })
-        };
-        external_sync::sync_delivered(&self.table, meta, provider, timezone, input, build).await
+        self.sync_entity(meta, provider, timezone, input, |id, source, version| {
+            workout(id, &valid, source, version)
+        })
+        .await
     }
 
     pub async fn start_training_block(
@@ -236,24 +234,8 @@ impl ActivityCommands {
     }
 }
 
-/// A wearable's workout, versioned by [`external_sync::sync_delivered`].
-impl external_sync::Delivered for ProviderWorkout {
-    fn external_id(&self) -> &ExternalId {
-        &self.external_id
-    }
-    fn began(&self) -> Timestamp {
-        self.started_at
-    }
-    fn revision(&self) -> Option<Timestamp> {
-        self.updated_at
-    }
-    fn content(&self) -> Self {
-        Self {
-            updated_at: None,
-            ..self.clone()
-        }
-    }
-}
+// A wearable's workout, versioned by `sync_workout`.
+external_sync::delivered!(ProviderWorkout, began: started_at);
 
 /// The workout `input` records under `id`, told apart from now: its day in the user's
 /// timezone, a lower-case sport, version 1 of an entered workout; an invalid-field error

@@ -105,10 +105,10 @@ impl EnvironmentCommands {
         Self { table, provider }
     }
 
+    /// The reading cached under `(pk, sk)` for `hour`, or else `fetch`ed and cached.
     async fn cached<T, F>(
         &self,
-        pk: PartitionKey,
-        sk: SortKey,
+        (pk, sk): (PartitionKey, SortKey),
         hour: Hour,
         fetch: F,
     ) -> Result<T, CommandError>
@@ -131,28 +131,18 @@ impl EnvironmentCommands {
 
     /// The weather in `cell` at `at`, from the cache or the provider.
     pub async fn weather(&self, cell: &str, at: DateTime<Utc>) -> Result<Weather, CommandError> {
-        let cell = geohash(cell)?;
-        let hour = Hour::containing(at);
-        self.cached(
-            PartitionKey::Weather(cell.clone(), hour),
-            SortKey::Weather,
-            hour,
-            self.provider.weather(&cell, hour),
-        )
-        .await
+        let (cell, hour) = (geohash(cell)?, Hour::containing(at));
+        let keys = (PartitionKey::Weather(cell.clone(), hour), SortKey::Weather);
+        self.cached(keys, hour, self.provider.weather(&cell, hour))
+            .await
     }
 
     /// The air quality in `cell` at `at`, from the cache or the provider.
     pub async fn air(&self, cell: &str, at: DateTime<Utc>) -> Result<AirQuality, CommandError> {
-        let cell = geohash(cell)?;
-        let hour = Hour::containing(at);
-        self.cached(
-            PartitionKey::Air(cell.clone(), hour),
-            SortKey::Air,
-            hour,
-            self.provider.air(&cell, hour),
-        )
-        .await
+        let (cell, hour) = (geohash(cell)?, Hour::containing(at));
+        let keys = (PartitionKey::Air(cell.clone(), hour), SortKey::Air);
+        self.cached(keys, hour, self.provider.air(&cell, hour))
+            .await
     }
 }
 

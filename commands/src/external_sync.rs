@@ -11,10 +11,11 @@
 //! entity, guarded by the pointer's version; a newer one with the same content only
 //! records its revision.
 //!
-//! The entry is [`sync_delivered`]: a [`Delivered`] record (a wearable's workout or
-//! night) and how to write a version of it.
+//! The entry is [`Handlers::sync_entity`]: a [`Delivered`] record (a wearable's workout
+//! or night) and the [`Synced`] entity a version of it writes.
 
 use crate::CommandError;
+use crate::handlers::Handlers;
 use crate::idempotency::{self, Committed};
 use crate::items::{from_item, to_item};
 use crate::meta::{CommandMeta, Outcome};
@@ -25,9 +26,10 @@ use events_schema::envelope::{EventEnvelope, EventPayload};
 use events_schema::events::Source;
 use events_schema::ids::{ExternalId, ProviderName};
 use events_schema::keys::SortKey;
-use events_schema::time::{Clock, Timestamp};
+use events_schema::time::{Clock, Day, Timestamp};
 use infra::store::{CancelReason, Condition, Item, Key, Update};
 use infra::table::{Action, ContextTable, Table};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -77,7 +79,7 @@ impl Delivery {
 }
 
 /// What a sync writes for the entity: its item (keys included) and its event.
-pub struct Written {
+struct Written {
     pub item: Item,
     pub event: EventEnvelope,
 }
@@ -101,11 +103,114 @@ pub trait Delivered: Serialize + Clone {
     fn content(&self) -> Self;
 }
 
+/// Implements [`Delivered`] for a provider's record type: its `external_id` field is the
+/// provider's id, its `updated_at` field the revision, and the field named by `began`
+/// when it began.
+macro_rules! delivered {
+    ($record:ty, began: $began:ident) => {
+        impl $crate::external_sync::Delivered for $record {
+            fn external_id(&self) -> &events_schema::ids::ExternalId {
+                &self.external_id
+            }
+            fn began(&self) -> events_schema::time::Timestamp {
+                self.$began
+            }
+            fn revision(&self) -> Option<events_schema::time::Timestamp> {
+                self.updated_at
+            }
+            fn content(&self) -> Self {
+                Self {
+                    updated_at: None,
+                    ..self.clone()
+                }
+            }
+        }
+    };
+}
+pub(crate) use delivered;
+
+/// An entity kept as versions of a wearable's record, or entered in the app as version
+/// 1 (a workout, a sleep session): where it is filed and what its versions publish.
+pub(crate) trait Synced: Serialize + DeserializeOwned + Clone {
+    /// The event of version 1.
+    type Recorded: EventPayload;
+    /// The event of a later version.
+    type Updated: EventPayload;
+    /// When it began: when its events occurred.
+    fn began(&self) -> Timestamp;
+    /// The day it is filed under (part of its sort key).
+    fn day(&self) -> Day;
+    /// The sort key of its item in the user's partition.
+    fn sort_key(&self) -> SortKey;
+    /// Its event as version 1.
+    fn recorded(&self) -> Self::Recorded;
+    /// Its event as a later version; `moved_from` is the day it was filed under before,
+    /// if this version moved it off that day.
+    fn updated(&self, moved_from: Option<Day>) -> Self::Updated;
+}
+
+/// The item of `entity` in the partition `pk`.
+fn synced_item<E: Synced>(pk: &str, entity: &E) -> Result<Item, CommandError> {
+    to_item(&Key::new(pk, entity.sort_key().to_string()), entity)
+}
+
+impl<C: ContextTable> Handlers<C> {
+    /// Records an entity entered in the app (version 1): its item and its first event,
+    /// through [`Handlers::create`], answered with the entity.
+    pub(crate) async fn record_entered<E: Synced>(
+        &self,
+        meta: &CommandMeta,
+        entity: E,
+        input: &impl Serialize,
+    ) -> Result<Outcome<E>, CommandError> {
+        let item = synced_item(&meta.user_pk(), &entity)?;
+        let recorded = entity.recorded();
+        self.create(meta, item, (entity.began(), &recorded), input, entity)
+            .await
+    }
+
+    /// Syncs a wearable's record under the user's writer ([`sync_delivered`]):
+    /// `version(id, source, version)` is the entity a version of it writes, filed by its
+    /// sort key and published as recorded (version 1) or updated.
+    pub(crate) async fn sync_entity<D, E, Id>(
+        &self,
+        meta: &CommandMeta,
+        provider: &ProviderName,
+        timezone: &str,
+        input: &D,
+        version: impl Fn(Id, Source, u64) -> E,
+    ) -> Result<Outcome<Id>, CommandError>
+    where
+        D: Delivered,
+        E: Synced,
+        Id: FromStr + Display,
+    {
+        let _writer = self.writers.user(&meta.user).await;
+        let pk = meta.user_pk();
+        let build = |id, source: &Source, number, previous_sk: Option<&str>| {
+            let entity = version(id, source.clone(), number);
+            let event = version_event(
+                meta,
+                &self.clock,
+                entity.began(),
+                number,
+                || entity.recorded(),
+                || entity.updated(moved_from(previous_sk, entity.day())),
+            )?;
+            Ok(Written {
+                item: synced_item(&pk, &entity)?,
+                event,
+            })
+        };
+        sync_delivered(&self.table, meta, provider, timezone, input, build).await
+    }
+}
+
 /// Syncs one delivered record of a wearable, in the user's `timezone` (part of what a
 /// version is: the same record in another timezone may fall on another day).
 /// `build(entity_id, source, version, previous_sk)` makes the item and event of a
 /// version, as in [`sync`].
-pub async fn sync_delivered<C, Id, D>(
+async fn sync_delivered<C, Id, D>(
     table: &Table<C>,
     meta: &CommandMeta,
     provider: &ProviderName,
@@ -140,7 +245,7 @@ where
 }
 
 /// The event of an entity's `version`: `first` creates it (version 1), `next` changes it.
-pub fn version_event<A: EventPayload, B: EventPayload>(
+fn version_event<A: EventPayload, B: EventPayload>(
     meta: &CommandMeta,
     clock: &Clock,
     occurred_at: Timestamp,
@@ -443,10 +548,7 @@ async fn pointer_after<C: ContextTable>(
 
 /// The day an entity was filed under before (from its previous sort key), if an update
 /// moved it off that day.
-pub fn moved_from(
-    previous_sk: Option<&str>,
-    day: events_schema::time::Day,
-) -> Option<events_schema::time::Day> {
+fn moved_from(previous_sk: Option<&str>, day: Day) -> Option<Day> {
     match previous_sk.and_then(|sk| sk.parse::<SortKey>().ok()) {
         Some(SortKey::Workout(previous, _) | SortKey::Sleep(previous, _)) if previous != day => {
             Some(previous)

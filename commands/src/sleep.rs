@@ -1,17 +1,15 @@
 //! Sleep: sessions entered in the app or synced from a wearable by external id.
 //! Items: `SLEEP#<date>#<id>`, `EXTERNAL#<provider>#<external-id>`.
 
-use crate::external_sync::{self, Written};
-use crate::items::to_item;
+use crate::external_sync;
 use crate::meta::{CommandMeta, Outcome};
 use crate::{CommandError, validate};
 use events_schema::events::Source;
 use events_schema::events::integrations::ProviderSleep;
 use events_schema::events::sleep::{SleepRecorded, SleepSession, SleepStages, SleepUpdated};
-use events_schema::ids::{ExternalId, ProviderName, SleepId};
+use events_schema::ids::{ProviderName, SleepId};
 use events_schema::keys::SortKey;
 use events_schema::time::{Day, Timestamp};
-use infra::store::Key;
 use infra::table::contexts::Sleep;
 use serde::{Deserialize, Serialize};
 
@@ -110,8 +108,29 @@ fn new_session(
     Ok(session(id, &valid, Source::Manual, 1))
 }
 
-fn sleep_key(pk: &str, s: &SleepSession) -> Key {
-    Key::new(pk, SortKey::Sleep(s.night, s.sleep_id.clone()).to_string())
+impl external_sync::Synced for SleepSession {
+    type Recorded = SleepRecorded;
+    type Updated = SleepUpdated;
+    fn began(&self) -> Timestamp {
+        self.start
+    }
+    fn day(&self) -> Day {
+        self.night
+    }
+    fn sort_key(&self) -> SortKey {
+        SortKey::Sleep(self.night, self.sleep_id.clone())
+    }
+    fn recorded(&self) -> SleepRecorded {
+        SleepRecorded {
+            session: self.clone(),
+        }
+    }
+    fn updated(&self, moved_from: Option<Day>) -> SleepUpdated {
+        SleepUpdated {
+            session: self.clone(),
+            previous_night: moved_from,
+        }
+    }
 }
 
 /// The sleep context's commands: nights entered in the app or synced from a wearable.
@@ -124,10 +143,7 @@ impl SleepCommands {
         input: RecordSleep,
     ) -> Result<Outcome<SleepSession>, CommandError> {
         let s = new_session(self.clock.now(), &input, SleepId::generate())?;
-        let item = to_item(&sleep_key(&meta.user_pk(), &s), &s)?;
-        let recorded = SleepRecorded { session: s.clone() };
-        self.create(meta, item, (s.start, &recorded), &input, s)
-            .await
+        self.record_entered(meta, s, &input).await
     }
 
     /// Syncs a session from a wearable, idempotent by external id like workouts.
@@ -146,48 +162,15 @@ impl SleepCommands {
             input.score,
             input.stages,
         )?;
-        let _writer = self.writers.user(&meta.user).await;
-        let pk = meta.user_pk();
-        let build = |id, source: &Source, version, previous_sk: Option<&str>| {
-            let s = session(id, &valid, source.clone(), version);
-            let event = external_sync::version_event(
-                meta,
-                &self.clock,
-                s.start,
-                version,
-                || SleepRecorded { session: s.clone() },
-                || SleepUpdated {
-                    session: s.clone(),
-                    previous_night: external_sync::moved_from(previous_sk, s.night),
-                },
-            )?;
-            Ok(Written {
-                item: to_item(&sleep_key(&pk, &s), &s)?,
-                event,
-            })
-        };
-        external_sync::sync_delivered(&self.table, meta, provider, timezone, input, build).await
+        self.sync_entity(meta, provider, timezone, input, |id, source, version| {
+            session(id, &valid, source, version)
+        })
+        .await
     }
 }
 
-/// A wearable's night, versioned by [`external_sync::sync_delivered`].
-impl external_sync::Delivered for ProviderSleep {
-    fn external_id(&self) -> &ExternalId {
-        &self.external_id
-    }
-    fn began(&self) -> Timestamp {
-        self.start
-    }
-    fn revision(&self) -> Option<Timestamp> {
-        self.updated_at
-    }
-    fn content(&self) -> Self {
-        Self {
-            updated_at: None,
-            ..self.clone()
-        }
-    }
-}
+// A wearable's night, versioned by `sync_sleep`.
+external_sync::delivered!(ProviderSleep, began: start);
 
 #[cfg(test)]
 mod tests {
