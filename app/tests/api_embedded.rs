@@ -13,19 +13,24 @@ use std::time::Duration;
 /// How long the in-process projections may take.
 const CONVERGE_WITHIN: Duration = Duration::from_secs(30);
 
-/// The mobile app's walk on one server: named cases, in order, each saying its name
-/// when it fails.
-#[test]
-fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
-    let dir = tempfile::tempdir().expect("temporary directory");
+/// `vitals serve` on a store in `dir`, with the test's JWT and webhook secrets.
+fn serve_in(dir: &tempfile::TempDir) -> support::Server {
     let data_dir = dir.path().join("data");
-    let server = support::start_with_env(
+    support::start_with_env(
         &["--data-dir", data_dir.to_str().expect("utf-8")],
         &[
             ("VITALS_JWT_SECRET", "test-jwt-secret"),
             ("VITALS_WEBHOOK_SECRET", "test-hook-secret"),
         ],
-    );
+    )
+}
+
+/// The mobile app's walk on one server: named cases, in order, each saying its name
+/// when it fails.
+#[test]
+fn the_mobile_app_flow_converges_and_other_users_see_nothing() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let server = serve_in(&dir);
     let address = server.address.clone();
     let walk = Walk {
         ana: register(&address, "ana@example.com"),
@@ -274,11 +279,7 @@ fn errors_have_their_documented_shapes(walk: &Walk) {
 #[test]
 fn a_profile_patch_with_an_email_is_all_or_nothing_and_replays() {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let data_dir = dir.path().join("data");
-    let server = support::start_with_env(
-        &["--data-dir", data_dir.to_str().expect("utf-8")],
-        &[("VITALS_JWT_SECRET", "test-jwt-secret")],
-    );
+    let server = serve_in(&dir);
     let ana = register(&server.address, "ana@example.com");
     let key = [("Idempotency-Key", "profile-1")];
 

@@ -18,13 +18,13 @@ use infra::embedded::EmbeddedStore;
 use infra::feed::embedded::EmbeddedFeed;
 use infra::table::Table;
 use projectors::pipeline::Pipeline;
+use projectors::replay::Mode;
 use rust_decimal::Decimal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use support::Case;
 use vitals::http::api::Api;
-use vitals::http::auth::{Auth, Verifier};
 
 fn at(day: u32, hour: u32) -> Timestamp {
     Timestamp::parse(&format!("2026-11-{day:02}T{hour:02}:15:00.000Z")).expect("time")
@@ -142,12 +142,7 @@ impl World {
 async fn deletion_mid_burst_leaves_nothing_even_after_a_replay() {
     let (embedded, _dir) = vitals_tests::pipeline::open();
     let pipeline = vitals_tests::pipeline::start(&embedded);
-    let api = support::api(
-        embedded.clone(),
-        Auth::new(b"secret", Verifier::Local),
-        "hook",
-        1000,
-    );
+    let api = support::api(embedded.clone(), 1000);
     let world = World {
         embedded,
         pipeline,
@@ -299,14 +294,10 @@ async fn nothing_of_the_user_is_left(world: &World, user: &UserId, bystander: &U
 async fn a_replay_brings_nothing_back(world: &World, user: &UserId) {
     let _case = Case("a replay brings nothing back");
     let store = &world.store();
-    let replayed = projectors::replay::replay(
-        store.clone(),
-        &projectors::registry::projections(store.clone()),
-        None,
-        &projectors::replay::Quiet,
-    )
-    .await
-    .expect("replay");
+    let batch = projectors::replay::BATCH_EVENTS;
+    let replayed = vitals_tests::pipeline::replay_all(store.clone(), batch, Mode::Incremental)
+        .await
+        .expect("replay");
     assert!(
         replayed.events > 20,
         "the replay read the bystander's events"

@@ -16,7 +16,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use support::Case;
 use tower::ServiceExt as _;
-use vitals::http::auth::{Auth, Verifier};
 use vitals::http::{AppState, app, openapi};
 
 const REGENERATE: &str = "VITALS_WRITE_OPENAPI=1 cargo test -p vitals --test openapi_drift";
@@ -202,15 +201,7 @@ async fn every_documented_operation_is_routed_and_no_other_method_is() {
 
 #[tokio::test]
 async fn the_router_serves_the_document() {
-    let (router, _dir) = support::router();
-    let response = router
-        .oneshot(
-            Request::get("/openapi.json")
-                .body(Body::empty())
-                .expect("request"),
-        )
-        .await
-        .expect("infallible");
+    let response = support::get_in_process("/openapi.json").await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(
         response.headers()["content-type"].to_str().ok(),
@@ -695,12 +686,7 @@ impl Walk {
         let pipeline = Arc::new(vitals_tests::pipeline::start(&embedded));
         let store: Arc<dyn infra::Store> = embedded;
         let shared = store.clone();
-        let api = support::api(
-            store.clone(),
-            Auth::new(b"test-secret", Verifier::Local),
-            "hook-secret",
-            10000,
-        );
+        let api = support::api(store.clone(), 10000);
         let client = Client {
             router: app(AppState {
                 store,
@@ -902,7 +888,7 @@ async fn a_wearable(walk: &Walk, ana: &Ana) {
     for _ in 0..2 {
         let bytes = delivery.to_string().into_bytes();
         let now = chrono::Utc::now().timestamp();
-        let signature = commands::integrations::sign(b"hook-secret", now, &bytes);
+        let signature = commands::integrations::sign(support::WEBHOOK_SECRET, now, &bytes);
         client
             .expect(
                 Call::new("post", "/v1/integrations/{provider}/webhook")

@@ -319,7 +319,7 @@ fn one_request_id_leads_from_the_request_to_every_row_on_the_embedded_shape() {
     assert_eq!(families(&text), every_family(), "{text}");
     for (name, _) in consumers_of_meals() {
         assert!(
-            processed(&text, name) >= 1,
+            support::processed_events(&text, name) >= 1,
             "{name} counted the meal: {text}"
         );
     }
@@ -396,7 +396,7 @@ fn the_workers_report_every_family_and_lag_in_time(work_metrics: &str) -> String
             "{name}: {text}"
         );
         assert!(
-            processed(&text, name) >= 1,
+            support::processed_events(&text, name) >= 1,
             "{name} counted the meal: {text}"
         );
     }
@@ -452,14 +452,4 @@ fn every_family() -> BTreeSet<String> {
         .iter()
         .map(|(name, _)| (*name).to_owned())
         .collect()
-}
-
-/// The events a subscription has applied, as its counter says.
-fn processed(text: &str, subscription: &str) -> u64 {
-    let series =
-        format!("vitals_projector_events_processed_total{{subscription=\"{subscription}\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&series))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
 }

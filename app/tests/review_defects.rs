@@ -124,12 +124,7 @@ fn a_wearable_identity_belongs_to_one_account_at_a_time() {
 fn processed(address: &str, subscription: &str) -> u64 {
     let (status, _, text) = support::exchange(address, "GET", "/metrics", &[], None);
     assert_eq!(status, 200);
-    let prefix =
-        format!("vitals_projector_events_processed_total{{subscription=\"{subscription}\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
+    support::processed_events(&text, subscription)
 }
 
 /// Defect 9: a goal created after its day's facts was evaluated on the UTC day of its

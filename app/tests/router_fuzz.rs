@@ -9,7 +9,6 @@ use axum::http::Request;
 use proptest::prelude::*;
 use std::sync::{Arc, OnceLock};
 use tower::ServiceExt as _;
-use vitals::http::auth::{Auth, Verifier};
 use vitals::http::{AppState, app};
 use vitals_tests::fuzz::{self, Fixture};
 
@@ -23,11 +22,10 @@ fn fixture() -> &'static Fixture<Router> {
     static FIXTURE: OnceLock<Fixture<Router>> = OnceLock::new();
     fuzz::fixture(&FIXTURE, |store| {
         let store: Arc<dyn infra::Store> = store;
-        let auth = Auth::new(b"fuzz-secret", Verifier::Local);
-        let token = auth
+        let token = support::local_auth()
             .issue(&events_schema::ids::UserId::generate(), Some("UTC"))
             .expect("token");
-        let api = support::api(store.clone(), auth, "hook", 100000);
+        let api = support::api(store.clone(), 100000);
         let state = AppState {
             store,
             pipeline: None,

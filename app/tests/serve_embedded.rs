@@ -3,9 +3,7 @@
 
 mod support;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
-use tower::ServiceExt as _;
+use axum::http::StatusCode;
 
 #[test]
 fn serve_answers_healthz_with_backend_and_version_and_stops_on_sigterm() {
@@ -46,14 +44,6 @@ fn serve_answers_healthz_with_backend_and_version_and_stops_on_sigterm() {
 
 #[tokio::test]
 async fn router_healthz_without_a_socket() {
-    let (router, _dir) = support::router();
-    let response = router
-        .oneshot(
-            Request::get("/healthz")
-                .body(Body::empty())
-                .expect("request"),
-        )
-        .await
-        .expect("response");
+    let response = support::get_in_process("/healthz").await;
     assert_eq!(response.status(), StatusCode::OK);
 }

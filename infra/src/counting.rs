@@ -84,10 +84,7 @@ impl CountingStore {
 
     /// The capacity units billed so far, and starts again from zero.
     pub fn take_capacity(&self) -> Capacity {
-        self.capacity
-            .lock()
-            .map(|mut c| std::mem::take(&mut *c))
-            .unwrap_or_default()
+        taken(&self.capacity)
     }
 
     fn bill(&self, units: Capacity) {
@@ -134,10 +131,7 @@ impl CountingStore {
 
     /// Reads per table since creation or the last `take_tables`, and starts again.
     pub fn take_tables(&self) -> std::collections::BTreeMap<Context, usize> {
-        self.reads_by_table
-            .lock()
-            .map(|mut t| std::mem::take(&mut *t))
-            .unwrap_or_default()
+        taken(&self.reads_by_table)
     }
 
     fn read_of(&self, table: Context) {
@@ -177,6 +171,14 @@ fn action_kind(action: &TransactAction) -> ActionKind {
         TransactAction::Delete { .. } => ActionKind::Delete,
         TransactAction::ConditionCheck { .. } => ActionKind::Check,
     }
+}
+
+/// What `tally` holds, leaving it empty (a poisoned lock has nothing to give).
+fn taken<T: Default>(tally: &std::sync::Mutex<T>) -> T {
+    tally
+        .lock()
+        .map(|mut t| std::mem::take(&mut *t))
+        .unwrap_or_default()
 }
 
 fn bump(counter: &AtomicUsize) {

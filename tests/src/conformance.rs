@@ -75,6 +75,14 @@ pub fn plain_put(table: Context, item: Item) -> TransactAction {
     }
 }
 
+/// A transaction's put of the goals' progress row number `i` of partition `pk`.
+fn progress_put(pk: &str, i: usize) -> TransactAction {
+    plain_put(
+        Context::Goals,
+        item(json!({"pk": pk, "sk": format!("PROGRESS#g#{i:03}")})),
+    )
+}
+
 /// Puts each of `items` into `table`, without a condition.
 pub async fn put_all(store: &dyn Store, table: Context, items: Vec<Item>) {
     for item in items {
@@ -607,12 +615,7 @@ pub async fn transaction_reports_a_failed_condition_check(store: Shared) {
 
 pub async fn transaction_limits_are_enforced(store: Shared) {
     let pk = fresh_pk();
-    let put = |i: usize| {
-        plain_put(
-            Context::Goals,
-            item(json!({"pk": pk, "sk": format!("PROGRESS#g#{i:04}")})),
-        )
-    };
+    let put = |i: usize| progress_put(&pk, i);
     expect_validation(
         store.transact((0..101).map(put).collect()).await,
         "101 actions",
@@ -1073,14 +1076,7 @@ pub async fn drain_leaves_nothing_in_table_or_index(store: Shared) {
     let pk = fresh_pk();
     let neighbour = fresh_pk();
     let now = now_epoch_seconds();
-    let mut actions: Vec<TransactAction> = (0..60)
-        .map(|i| {
-            plain_put(
-                Context::Goals,
-                item(json!({"pk": pk, "sk": format!("PROGRESS#g#{i:03}")})),
-            )
-        })
-        .collect();
+    let mut actions: Vec<TransactAction> = (0..60).map(|i| progress_put(&pk, i)).collect();
     actions.push(plain_put(Context::Goals, goal(&pk, "g1", Some("active"))));
     actions.push(plain_put(
         Context::Goals,
@@ -1118,14 +1114,7 @@ pub async fn drain_leaves_nothing_in_table_or_index(store: Shared) {
 
 pub async fn scan_reads_every_item_of_table_and_index_once(store: Shared) {
     let pk = fresh_pk();
-    let mut actions: Vec<TransactAction> = (0..23)
-        .map(|i| {
-            plain_put(
-                Context::Goals,
-                item(json!({"pk": pk, "sk": format!("PROGRESS#g#{i:03}")})),
-            )
-        })
-        .collect();
+    let mut actions: Vec<TransactAction> = (0..23).map(|i| progress_put(&pk, i)).collect();
     for g in ["g1", "g2", "g3"] {
         actions.push(plain_put(Context::Goals, goal(&pk, g, Some("active"))));
     }
@@ -1153,32 +1142,19 @@ pub async fn scan_reads_every_item_of_table_and_index_once(store: Shared) {
         "only index members"
     );
 
+    let first_page = async |index: Option<&str>, limit: usize| {
+        let scan = Scan {
+            index: index.map(str::to_owned),
+            limit: Some(limit),
+            cursor: None,
+        };
+        store.scan(Context::Goals, &scan).await
+    };
     expect_validation(
-        store
-            .scan(
-                Context::Goals,
-                &Scan {
-                    index: Some("no-such-index".into()),
-                    limit: Some(5),
-                    cursor: None,
-                },
-            )
-            .await,
+        first_page(Some("no-such-index"), 5).await,
         "an unknown index",
     );
-    expect_validation(
-        store
-            .scan(
-                Context::Goals,
-                &Scan {
-                    index: None,
-                    limit: Some(0),
-                    cursor: None,
-                },
-            )
-            .await,
-        "a zero limit",
-    );
+    expect_validation(first_page(None, 0).await, "a zero limit");
 }
 
 pub async fn concurrent_version_guarded_writers_lose_no_update(store: Shared) {

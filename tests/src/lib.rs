@@ -14,7 +14,8 @@
 //! - [`history_pages`]: the history screens paged through two years of data.
 //! - [`pipeline`]: the in-process pipeline on a fresh embedded store, and waits on what
 //!   its workers project.
-//! - [`nightly`]: the nightly readiness job on a clock the test controls.
+//! - [`nightly`]: the nightly readiness job on a clock the test controls;
+//!   [`nightly_suite!`] expands it per backend.
 //! - [`corpus`]: the scenario that writes the stored-event corpus.
 //! - [`snapshot`]: every item of a store, for whole-store comparisons.
 //! - [`regressions`]: the defects a review found, each as a specification that must hold
@@ -193,6 +194,20 @@ macro_rules! conformance_tests {
                 $crate::conformance::$name(backend.store.clone()).await;
             }
         )*
+    };
+}
+
+/// Expands to one test per specification of the nightly readiness job ([`nightly`]),
+/// each on a fresh backend from `$make`.
+#[macro_export]
+macro_rules! nightly_suite {
+    ($make:path) => {
+        $crate::spec_tests!($make, $crate::nightly;
+            scores_active_users_once_their_day_has_ended,
+            goes_on_from_where_a_stopped_run_left_the_day,
+            keeps_no_erased_users_place_in_a_checkpoint,
+            scores_activity_recorded_after_the_day_was_finished,
+        );
     };
 }
 

@@ -4,7 +4,6 @@
 //! a run stopped by its budget leaves the rest of the day to the next run, which goes on
 //! from where it stopped.
 
-use crate::backends::TestBackend;
 use crate::commands::World;
 use crate::model::capture::capturing;
 use crate::model::deliver::{Delivery, deliver};
@@ -19,6 +18,7 @@ use infra::store::{Cursor, IndexQuery, Key};
 use infra::table::{Table, contexts::Insights as Insights_};
 use projectors::nightly::{self, Budget, DayRun, score_day};
 use readmodels::insights::Insights;
+use readmodels::views::ReadinessView;
 use std::sync::Arc;
 
 fn at(raw: &str) -> Timestamp {
@@ -29,8 +29,8 @@ fn day(raw: &str) -> Day {
     Day::parse(raw).expect("day")
 }
 
-pub async fn check(backend: TestBackend) {
-    let capture = Arc::new(capturing(backend.store.clone()));
+pub async fn scores_active_users_once_their_day_has_ended(store: Arc<dyn Store>) {
+    let capture = Arc::new(capturing(store));
     let shared: Arc<dyn Store> = capture.clone();
     let clock = Clock::manual(at("2026-03-10T21:00:00.000Z"));
     // Ana sleeps the night of the 10th in Auckland (UTC+13) and runs on the 10th;
@@ -96,34 +96,20 @@ pub async fn check(backend: TestBackend) {
     // The evening of the 10th (UTC): the 10th has not ended everywhere yet.
     let scored = tick(clock.now()).await;
     assert!(scored.iter().all(|(d, _)| *d < tenth), "{scored:?}");
-    assert_eq!(
-        insights
-            .readiness(&ana.meta.user, tenth)
-            .await
-            .expect("read"),
-        None
-    );
+    assert_eq!(readiness(&insights, &ana, tenth).await, None);
 
     // Noon UTC on the 11th: the 10th has ended in UTC-12 too. It is scored, once.
     let scored = tick(at("2026-03-11T12:00:00.000Z")).await;
     assert_eq!(scored, vec![(tenth, 1)], "only Ana was active on the 10th");
-    let score = insights
-        .readiness(&ana.meta.user, tenth)
+    let score = readiness(&insights, &ana, tenth)
         .await
-        .expect("read")
         .expect("Ana is scored");
     assert_eq!(score.day, tenth);
     // One run of 60 min (of 7 x 30) and one night of 480 min (of 7 x 480), each half
     // of the score: 60*50/210 + 480*50/3360 = 14 + 7; two days with data (the 8th, its
     // only meal deleted, has none).
     assert_eq!((score.score, score.days_with_data), (21, 2), "{score:?}");
-    assert_eq!(
-        insights
-            .readiness(&ben.meta.user, tenth)
-            .await
-            .expect("read"),
-        None
-    );
+    assert_eq!(readiness(&insights, &ben, tenth).await, None);
     let again = tick(at("2026-03-11T18:00:00.000Z")).await;
     assert!(again.is_empty(), "a day is scored once: {again:?}");
 
@@ -131,16 +117,23 @@ pub async fn check(backend: TestBackend) {
     let scored = tick(at("2026-03-13T12:00:00.000Z")).await;
     let days: Vec<Day> = scored.iter().map(|(d, _)| *d).collect();
     assert_eq!(days, vec![day("2026-03-11"), day("2026-03-12")]);
-    drop(backend);
+}
+
+/// `user`'s readiness score of `day`, if the job has scored it.
+async fn readiness(insights: &Insights, user: &World, day: Day) -> Option<ReadinessView> {
+    insights
+        .readiness(&user.meta.user, day)
+        .await
+        .expect("read")
 }
 
 /// `n` users who each ate on `raw_day` (UTC), their markers projected.
 async fn active_users(
-    backend: &TestBackend,
+    store: Arc<dyn Store>,
     raw_day: &str,
     n: usize,
 ) -> (Vec<World>, Table<Insights_>) {
-    let capture = Arc::new(capturing(backend.store.clone()));
+    let capture = Arc::new(capturing(store));
     let shared: Arc<dyn Store> = capture.clone();
     let clock = Clock::manual(at(&format!("{raw_day}T21:00:00.000Z")));
     let mut users = Vec::new();
@@ -168,10 +161,10 @@ fn one_user_a_page(pages: Option<usize>) -> Budget {
 /// Three users active on one day; a run with a budget of one page of one user scores
 /// one and stops; the next goes on from there and scores the other two (not three);
 /// then the day is finished and a third run does nothing.
-pub async fn resumes(backend: TestBackend) {
-    // Other days than `check`'s (and each other's): on DynamoDB the tests of a process
+pub async fn goes_on_from_where_a_stopped_run_left_the_day(store: Arc<dyn Store>) {
+    // Other days than `scores_active_users_once_their_day_has_ended`'s (and each other's): on DynamoDB the tests of a process
     // share the tables, and the job's checkpoints are per day, not per user.
-    let (users, table) = active_users(&backend, "2026-05-20", 3).await;
+    let (users, table) = active_users(store, "2026-05-20", 3).await;
     let twentieth = day("2026-05-20");
 
     let first = score_day(&table, twentieth, &mut one_user_a_page(Some(1))).await;
@@ -197,11 +190,10 @@ pub async fn resumes(backend: TestBackend) {
 
     let insights = Insights::new(table);
     for user in &users {
-        let score = insights.readiness(&user.meta.user, twentieth).await;
-        let score = score.expect("read").expect("every user is scored");
+        let score = readiness(&insights, user, twentieth).await;
+        let score = score.expect("every user is scored");
         assert_eq!(score.days_with_data, 1, "{score:?}");
     }
-    drop(backend);
 }
 
 /// The user a day's checkpoint names (its cursor is the last key a page read), if any.
@@ -227,8 +219,8 @@ async fn named_in_checkpoint(table: &Table<Insights_>, day: Day) -> Option<UserI
 /// cursor (the next run goes through the day from its first user); and a run whose last
 /// user of a page is being erased (tombstone written, not yet drained) leaves no cursor
 /// naming them either.
-pub async fn forgets_an_erased_users_place(backend: TestBackend) {
-    let (users, table) = active_users(&backend, "2026-07-14", 3).await;
+pub async fn keeps_no_erased_users_place_in_a_checkpoint(store: Arc<dyn Store>) {
+    let (users, table) = active_users(store, "2026-07-14", 3).await;
     let fourteenth = day("2026-07-14");
     let at = at("2026-07-15T12:00:00.000Z");
 
@@ -279,15 +271,14 @@ pub async fn forgets_an_erased_users_place(backend: TestBackend) {
         .filter(|u| !erased.contains(&&u.meta.user))
         .collect();
     assert_eq!(kept.len(), 1);
-    drop(backend);
 }
 
 /// Activity recorded after the job finished its day counts: a user whose first meal of
 /// the day is logged late gets a score, a user already scored is scored again from the
 /// workout they record late, and a late change scores no other day of its week on which
 /// the user was not active.
-pub async fn scores_late_activity(backend: TestBackend) {
-    let capture = Arc::new(capturing(backend.store.clone()));
+pub async fn scores_activity_recorded_after_the_day_was_finished(store: Arc<dyn Store>) {
+    let capture = Arc::new(capturing(store));
     let shared: Arc<dyn Store> = capture.clone();
     let clock = Clock::manual(at("2026-08-12T21:00:00.000Z"));
     let (ana, ben) = (
@@ -308,12 +299,10 @@ pub async fn scores_late_activity(backend: TestBackend) {
         assert!(run.expect("run").is_some_and(|r| r.finished));
     }
     let insights = Insights::new(table);
-    let readiness = |user: &World, day: Day| {
-        let (insights, user) = (&insights, user.meta.user.clone());
-        async move { insights.readiness(&user, day).await.expect("read") }
-    };
-    let before = readiness(&ana, tenth).await.expect("Ana is scored");
-    assert_eq!(readiness(&ben, tenth).await, None);
+    let before = readiness(&insights, &ana, tenth)
+        .await
+        .expect("Ana is scored");
+    assert_eq!(readiness(&insights, &ben, tenth).await, None);
 
     // Late: Ben's first meal of the 10th, Ana's run of the 10th.
     ben.log_meal(meal("2026-08-10T19:00:00.000Z")).await;
@@ -332,14 +321,17 @@ pub async fn scores_late_activity(backend: TestBackend) {
         .expect("run");
     deliver_all().await;
 
-    let ben_scored = readiness(&ben, tenth).await.expect("Ben is scored late");
+    let ben_scored = readiness(&insights, &ben, tenth)
+        .await
+        .expect("Ben is scored late");
     assert_eq!(ben_scored.days_with_data, 1, "{ben_scored:?}");
-    let after = readiness(&ana, tenth).await.expect("Ana is scored");
+    let after = readiness(&insights, &ana, tenth)
+        .await
+        .expect("Ana is scored");
     assert!(after.score > before.score, "{before:?} then {after:?}");
     assert_eq!(
-        readiness(&ben, eleventh).await,
+        readiness(&insights, &ben, eleventh).await,
         None,
         "Ben was not active on the 11th"
     );
-    drop(backend);
 }

@@ -10,6 +10,7 @@ use infra::feed::embedded::EmbeddedFeed;
 use infra::store::{Item, Key};
 use projectors::Projector;
 use projectors::pipeline::Pipeline;
+use projectors::replay::{Mode, Quiet, Replayed};
 use projectors::runtime::Handler;
 use serde_json::Value;
 use std::sync::Arc;
@@ -25,6 +26,18 @@ pub fn open() -> (Arc<EmbeddedStore>, tempfile::TempDir) {
         Arc::new(EmbeddedStore::open(dir.path()).expect("store")),
         dir,
     )
+}
+
+/// Replays every user's events through every subscription into `store`, as
+/// `vitals replay` does but quietly and in batches of `batch_events` (small ones make
+/// a user's rows folded in one batch be read back by the next).
+pub async fn replay_all(
+    store: Arc<dyn Store>,
+    batch_events: usize,
+    mode: Mode,
+) -> Result<Replayed, infra::StoreError> {
+    let subscriptions = projectors::registry::projections(store.clone());
+    projectors::replay::replay_with(store, &subscriptions, None, &Quiet, batch_events, mode).await
 }
 
 /// Every subscription's worker on `store`, fed by its change log.

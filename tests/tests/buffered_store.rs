@@ -208,28 +208,24 @@ async fn random_histories_flush_to_what_direct_writes_leave() {
 async fn unbuffered_tables_pass_through_and_mixed_transactions_are_refused() {
     let (_dir, base) = seeded(7).await;
     let buffered = Buffered::new(base.clone(), [Context::Dashboard]);
+    // Whether the base store itself (not the buffered view) holds `key` in `table`.
+    let in_base =
+        async |table: Context, key: &Key| base.get(table, key, true).await.expect("get").is_some();
+    // Puts `key` in `table` through the buffered view.
+    let put = async |table: Context, key: &Key| {
+        let item = key.to_item();
+        buffered.put(table, item, None).await.expect("put");
+    };
     let goal = Key::new("USER#a", "GOAL#1");
-    buffered
-        .put(Context::Goals, goal.to_item(), None)
-        .await
-        .expect("put");
+    put(Context::Goals, &goal).await;
     assert!(
-        base.get(Context::Goals, &goal, true)
-            .await
-            .expect("get")
-            .is_some(),
+        in_base(Context::Goals, &goal).await,
         "an unbuffered table is written at once"
     );
     let row = Key::new("USER#a", "DAILY#9");
-    buffered
-        .put(Context::Dashboard, row.to_item(), None)
-        .await
-        .expect("put");
+    put(Context::Dashboard, &row).await;
     assert!(
-        base.get(Context::Dashboard, &row, true)
-            .await
-            .expect("get")
-            .is_none(),
+        !in_base(Context::Dashboard, &row).await,
         "a buffered write waits for the flush"
     );
     let mixed = vec![
@@ -249,17 +245,7 @@ async fn unbuffered_tables_pass_through_and_mixed_transactions_are_refused() {
         Err(StoreError::Validation(_))
     ));
     assert_eq!(buffered.flush().await.expect("flush"), 1);
-    assert!(
-        base.get(Context::Dashboard, &row, true)
-            .await
-            .expect("get")
-            .is_some()
-    );
-    assert!(
-        base.get(Context::Goals, &goal, true)
-            .await
-            .expect("get")
-            .is_some()
-    );
+    assert!(in_base(Context::Dashboard, &row).await);
+    assert!(in_base(Context::Goals, &goal).await);
     base.close();
 }

@@ -33,13 +33,7 @@ async fn change_log_holds_every_committed_change_with_both_images() {
         .await
         .expect("update");
     // A failed condition and a cancelled transaction add nothing to the log.
-    let failed = put_if_absent(
-        &store,
-        Context::Goals,
-        item(json!({"pk": pk, "sk": "GOAL#g1"})),
-    )
-    .await;
-    assert!(matches!(failed, Err(StoreError::ConditionFailed { .. })));
+    refused_again(&store, &pk, "GOAL#g1").await;
     let cancelled = store
         .transact(vec![
             plain_put(Context::Goals, item(json!({"pk": pk, "sk": "EVT#1"}))),
@@ -248,13 +242,7 @@ async fn the_writer_counts_its_requests_commits_and_time() {
         put_key(&store, Context::Goals, &pk, &format!("GOAL#{n}")).await;
     }
     // A request refused by its condition is still a request the writer answered.
-    let refused = put_if_absent(
-        &store,
-        Context::Goals,
-        item(json!({"pk": pk, "sk": "GOAL#0"})),
-    )
-    .await;
-    assert!(matches!(refused, Err(StoreError::ConditionFailed { .. })));
+    refused_again(&store, &pk, "GOAL#0").await;
     let done = store.writer_totals().since(&start);
     // One after the other, each request is a commit of its own; the refused one wrote
     // no item.
@@ -302,4 +290,14 @@ async fn the_writer_counts_its_requests_commits_and_time() {
         .expect("transaction");
     let done = store.writer_totals().since(&before);
     assert_eq!((done.requests, done.items), (1, 2));
+}
+
+/// Puts the goal `sk` of `pk` if absent, where it is present: the store must refuse it.
+async fn refused_again(store: &EmbeddedStore, pk: &str, sk: &str) {
+    let again = item(json!({"pk": pk, "sk": sk}));
+    let refused = put_if_absent(store, Context::Goals, again).await;
+    assert!(
+        matches!(refused, Err(StoreError::ConditionFailed { .. })),
+        "{refused:?}"
+    );
 }

@@ -13,12 +13,13 @@ use infra::embedded::EmbeddedStore;
 use infra::feed::embedded::EmbeddedFeed;
 use infra::store::{Item, TransactAction};
 use projectors::pipeline::Pipeline;
-use projectors::replay::Mode;
+use projectors::replay::{BATCH_EVENTS, Mode};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vitals_tests::backends::dynamodb_endpoint;
+use vitals_tests::pipeline::replay_all;
 use vitals_tests::snapshot::{Snapshot, snapshot};
 use vitals_tests::workload;
 
@@ -82,18 +83,10 @@ async fn rebuild_matches_live(replica: Arc<dyn Store>, users: usize, mode: Mode)
         Arc::new(EmbeddedFeed::new(live.clone())),
         projectors::registry::all(live_store.clone()),
     );
-    let replayed = projectors::replay::replay_with(
-        replica.clone(),
-        &projectors::registry::projections(replica.clone()),
-        None,
-        &projectors::replay::Quiet,
-        // Small batches: a user's events span several, so rows folded in one batch are
-        // read back by the next.
-        512,
-        mode,
-    )
-    .await
-    .expect("replay");
+    // Small batches: a user's events span several.
+    let replayed = replay_all(replica.clone(), 512, mode)
+        .await
+        .expect("replay");
     assert_eq!(replayed.rejected, 0);
     eprintln!("replay done: {:?}", started.elapsed());
     let deadline = Instant::now() + Duration::from_secs(180);
@@ -220,24 +213,12 @@ async fn an_interrupted_replay_resumes_where_it_stopped() {
     let subscriptions = projectors::registry::projections(interrupted.clone());
     let first_run = interrupt(&interrupted, subscriptions, 2).await;
     // ...then run again: it resumes from its checkpoint instead of starting over.
-    let resumed = projectors::replay::replay_with(
-        interrupted.clone(),
-        &projectors::registry::projections(interrupted.clone()),
-        None,
-        &projectors::replay::Quiet,
-        50,
-        projectors::replay::Mode::Incremental,
-    )
-    .await
-    .expect("resumed replay");
-    let full = projectors::replay::replay(
-        whole.clone(),
-        &projectors::registry::projections(whole.clone()),
-        None,
-        &projectors::replay::Quiet,
-    )
-    .await
-    .expect("whole replay");
+    let resumed = replay_all(interrupted.clone(), 50, Mode::Incremental)
+        .await
+        .expect("resumed replay");
+    let full = replay_all(whole.clone(), BATCH_EVENTS, Mode::Incremental)
+        .await
+        .expect("whole replay");
     assert!(
         first_run > 0,
         "the first run applied events before it was stopped"

@@ -420,6 +420,18 @@ pub fn projector_lags(address: &str) -> (String, Vec<String>) {
     (metrics, lags)
 }
 
+/// The events a subscription has applied, as its counter on the `/metrics` page
+/// `metrics` says (0 before its first).
+pub fn processed_events(metrics: &str, subscription: &str) -> u64 {
+    let series =
+        format!("vitals_projector_events_processed_total{{subscription=\"{subscription}\"}} ");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(&series))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 /// Runs `vitals <args> <store args>`; its stdout, trimmed. Fails on a non-zero exit.
 pub fn vitals(args: &[&str], store: &[&str]) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_vitals"))
@@ -438,17 +450,23 @@ pub fn vitals(args: &[&str], store: &[&str]) -> String {
         .to_owned()
 }
 
-/// The HTTP API in-process on `store`, with the login and sign-up limits out of the
-/// way and `user_per_second` requests a second per user.
-pub fn api(
-    store: Arc<dyn infra::Store>,
-    auth: Auth,
-    webhook_secret: &str,
-    user_per_second: u32,
-) -> Arc<Api> {
+/// The webhook secret of the sandbox provider of an in-process [`api`].
+pub const WEBHOOK_SECRET: &[u8] = b"hook-secret";
+
+/// The token issuer and verifier of an in-process [`api`] (every one made holds the
+/// same secret, so one's tokens pass another).
+pub fn local_auth() -> Auth {
+    Auth::new(b"test-secret", Verifier::Local)
+}
+
+/// The HTTP API in-process on `store` ([`local_auth`], [`WEBHOOK_SECRET`]), with the
+/// login and sign-up limits out of the way and `user_per_second` requests a second per
+/// user.
+pub fn api(store: Arc<dyn infra::Store>, user_per_second: u32) -> Arc<Api> {
+    let webhook_secret = std::str::from_utf8(WEBHOOK_SECRET).expect("utf-8 secret");
     Arc::new(Api::new(
         store,
-        auth,
+        local_auth(),
         Providers::sandbox(webhook_secret),
         Limits::new(LimitSettings {
             user_per_second,
@@ -465,14 +483,24 @@ pub fn api(
 pub fn router() -> (axum::Router, tempfile::TempDir) {
     let (embedded, dir) = vitals_tests::pipeline::open();
     let store: Arc<dyn infra::Store> = embedded;
-    let auth = Auth::new(b"test-secret", Verifier::Local);
-    let api = api(store.clone(), auth, "webhook-secret", 50);
+    let api = api(store.clone(), 50);
     let state = AppState {
         store,
         pipeline: None,
         api,
     };
     (app(state), dir)
+}
+
+/// `GET path` of a fresh [`router`] in process, without a token.
+pub async fn get_in_process(path: &str) -> axum::response::Response {
+    use tower::ServiceExt as _;
+    let (router, _dir) = router();
+    let request = axum::http::Request::get(path).body(axum::body::Body::empty());
+    router
+        .oneshot(request.expect("request"))
+        .await
+        .expect("infallible")
 }
 
 /// Names the case of a long black-box walk that was running when it fails: hold one

@@ -43,9 +43,7 @@ pub struct EmbeddedStore {
 
 impl std::fmt::Debug for EmbeddedStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EmbeddedStore")
-            .field("path", &self.path)
-            .finish()
+        write!(f, "EmbeddedStore({})", self.path.display())
     }
 }
 

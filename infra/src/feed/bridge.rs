@@ -69,9 +69,7 @@ pub struct StreamBridge {
 
 impl std::fmt::Debug for StreamBridge {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StreamBridge")
-            .field("prefix", &self.prefix)
-            .finish_non_exhaustive()
+        write!(f, "StreamBridge({})", self.prefix)
     }
 }
 

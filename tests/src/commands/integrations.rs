@@ -70,35 +70,17 @@ pub async fn oauth_connect_uses_a_single_use_state(store: Arc<dyn Store>) {
     );
 
     let pu = provider_user();
+    let code = SandboxProvider::code_for(&pu, &started.authorize_url);
     let user = world
-        .integrations
-        .complete_connect(
-            &world.meta,
-            "sandbox",
-            &started.state,
-            &SandboxProvider::code_for(&pu, &started.authorize_url),
-        )
+        .complete_connect(&started.state, &code)
         .await
         .expect("completes")
         .value;
     assert_eq!(user, world.meta.user);
-    let again = world
-        .integrations
-        .complete_connect(
-            &world.meta,
-            "sandbox",
-            &started.state,
-            &SandboxProvider::code_for(&provider_user(), &started.authorize_url),
-        )
-        .await;
+    let other_code = SandboxProvider::code_for(&provider_user(), &started.authorize_url);
+    let again = world.complete_connect(&started.state, &other_code).await;
     assert_invalid(again, "state");
-    assert_invalid(
-        world
-            .integrations
-            .complete_connect(&world.meta, "sandbox", "feedface", "code-x")
-            .await,
-        "state",
-    );
+    assert_invalid(world.complete_connect("feedface", "code-x").await, "state");
     let connection = world
         .items(Context::Integrations, "CONNECTION#sandbox")
         .await;
@@ -131,18 +113,8 @@ pub async fn an_expired_state_cannot_complete(store: Arc<dyn Store>) {
         )
         .await
         .expect("put");
-    assert_invalid(
-        world
-            .integrations
-            .complete_connect(
-                &world.meta,
-                "sandbox",
-                &state,
-                &SandboxProvider::code_for(&provider_user(), ""),
-            )
-            .await,
-        "state",
-    );
+    let code = SandboxProvider::code_for(&provider_user(), "");
+    assert_invalid(world.complete_connect(&state, &code).await, "state");
     assert!(
         world
             .items(Context::Integrations, "CONNECTION#")
@@ -159,16 +131,10 @@ pub async fn a_connect_completes_only_for_the_account_that_started_it(store: Arc
     let other = World::new(store.clone());
     let started = starter.start_connect().await;
     let code = SandboxProvider::code_for(&provider_user(), &started.authorize_url);
-    let by_other = other
-        .integrations
-        .complete_connect(&other.meta, "sandbox", &started.state, &code)
-        .await;
+    let by_other = other.complete_connect(&started.state, &code).await;
     assert_invalid(by_other, "state");
     nothing_connected([&starter, &other]).await;
-    let by_starter = starter
-        .integrations
-        .complete_connect(&starter.meta, "sandbox", &started.state, &code)
-        .await;
+    let by_starter = starter.complete_connect(&started.state, &code).await;
     assert_eq!(value(by_starter), starter.meta.user);
 }
 
@@ -191,16 +157,10 @@ pub async fn a_code_issued_for_another_connect_completes_nothing(store: Arc<dyn 
     let victims = victim.start_connect().await;
     let code = SandboxProvider::code_for(&provider_user(), &victims.authorize_url);
     let readers = reader.start_connect().await;
-    let by_reader = reader
-        .integrations
-        .complete_connect(&reader.meta, "sandbox", &readers.state, &code)
-        .await;
+    let by_reader = reader.complete_connect(&readers.state, &code).await;
     assert_invalid(by_reader, "code");
     nothing_connected([&victim, &reader]).await;
-    let by_victim = victim
-        .integrations
-        .complete_connect(&victim.meta, "sandbox", &victims.state, &code)
-        .await;
+    let by_victim = victim.complete_connect(&victims.state, &code).await;
     assert_eq!(value(by_victim), victim.meta.user);
 }
 
@@ -235,21 +195,17 @@ pub async fn a_connect_and_a_webhook_cancelled_as_a_conflict_go_through_on_the_n
     assert_eq!(starting.store.counts().transactions, 2);
     let pu = provider_user();
     let code = SandboxProvider::code_for(&pu, &started.value.authorize_url);
-    let completed = starting
-        .integrations
-        .complete_connect(&starting.meta, "sandbox", &started.value.state, &code)
-        .await;
+    let completed = starting.complete_connect(&started.value.state, &code).await;
     completed.expect("completes");
 
     let receiving = World::new(ConflictOnce::on(store)).as_user(starting.meta.user.clone());
     let body = webhook_body(&pu, "d-9", run_w1());
     let received = receiving.receive_signed(&body, now_epoch_seconds()).await;
     assert!(!received.expect("received on the second attempt").replayed);
-    assert_eq!(receiving.store.counts().transactions, 2);
-    assert_eq!(
-        starting.event_types(Context::Integrations).await,
-        vec!["ProviderConnected", "WearableWorkoutReceived"]
-    );
+    let events = ["ProviderConnected", "WearableWorkoutReceived"];
+    receiving
+        .assert_second_attempt_and_events(Context::Integrations, &events)
+        .await;
 }
 
 /// A disconnect, and an OAuth callback, whose transaction is cancelled as a conflict
@@ -265,19 +221,15 @@ pub async fn a_disconnect_cancelled_as_a_conflict_commits_on_the_next_attempt(
         .disconnect(&leaving.meta, "sandbox")
         .await;
     assert!(!left.expect("disconnected on the second attempt").replayed);
-    assert_eq!(leaving.store.counts().transactions, 2);
-    assert_eq!(
-        world.event_types(Context::Integrations).await,
-        vec!["ProviderConnected", "ProviderDisconnected"]
-    );
+    let events = ["ProviderConnected", "ProviderDisconnected"];
+    leaving
+        .assert_second_attempt_and_events(Context::Integrations, &events)
+        .await;
     // The OAuth callback reads a conflict the same way.
     let started = world.start_connect().await;
     let completing = World::new(ConflictOnce::on(store)).as_user(world.meta.user.clone());
     let code = SandboxProvider::code_for(&provider_user(), &started.authorize_url);
-    let completed = completing
-        .integrations
-        .complete_connect(&completing.meta, "sandbox", &started.state, &code)
-        .await;
+    let completed = completing.complete_connect(&started.state, &code).await;
     let connected = completed.expect("connected on the second attempt");
     assert_eq!(connected.value, world.meta.user);
     assert_eq!(completing.store.counts().transactions, 2);

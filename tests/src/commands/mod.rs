@@ -124,6 +124,14 @@ impl World {
         assert_eq!(self.event_types(table).await, vec![event_type]);
     }
 
+    /// Asserts the user's command went through on its second transaction (`self` is a
+    /// world on [`ConflictOnce`](crate::faults::ConflictOnce), its first cancelled as a
+    /// conflict) and that the table's outbox then holds `event_types`, oldest first.
+    pub async fn assert_second_attempt_and_events(&self, table: Context, event_types: &[&str]) {
+        assert_eq!(self.store.counts().transactions, 2);
+        assert_eq!(self.event_types(table).await, event_types);
+    }
+
     /// How many items of the user's partition in a context's table have a sort key
     /// starting with `prefix`.
     pub async fn count(&self, table: Context, prefix: &str) -> usize {
@@ -197,19 +205,24 @@ impl World {
         value(self.integrations.start_connect(&self.meta, "sandbox").await)
     }
 
+    /// Completes, as the user, a connect to the sandbox provider with `state` and `code`.
+    pub async fn complete_connect(
+        &self,
+        state: &str,
+        code: &str,
+    ) -> Result<Outcome<UserId>, CommandError> {
+        self.integrations
+            .complete_connect(&self.meta, "sandbox", state, code)
+            .await
+    }
+
     /// The whole OAuth round trip to the sandbox provider as `provider_user`; the user
     /// the callback connected, or why it refused.
     pub async fn connect_as(&self, provider_user: &str) -> Result<UserId, CommandError> {
         let started = self.start_connect().await;
-        self.integrations
-            .complete_connect(
-                &self.meta,
-                "sandbox",
-                &started.state,
-                &SandboxProvider::code_for(provider_user, &started.authorize_url),
-            )
-            .await
-            .map(|o| o.value)
+        let code = SandboxProvider::code_for(provider_user, &started.authorize_url);
+        let connected = self.complete_connect(&started.state, &code).await;
+        connected.map(|o| o.value)
     }
 
     /// Receives `body` as a sandbox webhook signed with the test secret at `at` (epoch
