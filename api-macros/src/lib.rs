@@ -137,8 +137,13 @@ fn expand(
         Ok(args) => format!("#[utoipa::path({})]", template(&args)),
         Err(message) => format!("::core::compile_error!({message:?});"),
     };
-    // The values were tokens already, so the whole parses again.
-    let mut out: TokenStream = attribute.parse().unwrap_or_default();
+    // The values were tokens already, so the whole parses again; were it not to, the
+    // item must not compile undocumented.
+    let unparsed = "::core::compile_error!(\"the expanded attribute does not parse\");";
+    let mut out: TokenStream = attribute
+        .parse()
+        .or_else(|_| unparsed.parse())
+        .unwrap_or_default();
     out.extend(item);
     out
 }

@@ -80,8 +80,8 @@ impl Delivery {
 
 /// What a sync writes for the entity: its item (keys included) and its event.
 struct Written {
-    pub item: Item,
-    pub event: EventEnvelope,
+    item: Item,
+    event: EventEnvelope,
 }
 
 /// A fingerprint of the provider's fields, to tell a retry from a change.

@@ -162,8 +162,9 @@ fn one_user_a_page(pages: Option<usize>) -> Budget {
 /// one and stops; the next goes on from there and scores the other two (not three);
 /// then the day is finished and a third run does nothing.
 pub async fn goes_on_from_where_a_stopped_run_left_the_day(store: Arc<dyn Store>) {
-    // Other days than `scores_active_users_once_their_day_has_ended`'s (and each other's): on DynamoDB the tests of a process
-    // share the tables, and the job's checkpoints are per day, not per user.
+    // Other days than `scores_active_users_once_their_day_has_ended`'s (and each
+    // other's): on DynamoDB the tests of a process share the tables, and the job's
+    // checkpoints are per day, not per user.
     let (users, table) = active_users(store, "2026-05-20", 3).await;
     let twentieth = day("2026-05-20");
 

@@ -277,18 +277,9 @@ async fn a_single_subscriptions_interrupted_replay_does_not_steer_a_replay_of_al
 
     // Then every subscription, on that store and on a copy that never saw the above.
     for store in [&steered, &whole] {
-        let subscriptions = projectors::registry::projections(store.clone());
-        let quiet = &projectors::replay::Quiet;
-        projectors::replay::replay_with(
-            store.clone(),
-            &subscriptions,
-            None,
-            quiet,
-            50,
-            incremental,
-        )
-        .await
-        .expect("replay of all");
+        replay_all(store.clone(), 50, incremental)
+            .await
+            .expect("replay of all");
     }
     let (a, b) = (
         comparable(snapshot(&*steered).await),

@@ -133,13 +133,9 @@ impl HistoryQuery {
 )]
 pub async fn workouts(me: Me, ApiQuery(query): ApiQuery<HistoryQuery>) -> Answer {
     let (range, page) = query.parse()?;
-    me.view(
-        &me.api
-            .reads
-            .history
-            .workouts(me.user(), range, &page)
-            .await?,
-    )
+    let history = &me.api.reads.history;
+    let workouts = history.workouts(me.user(), range, &page).await?;
+    me.view(&workouts)
 }
 
 /// The most recent workout: one query.
@@ -158,11 +154,7 @@ pub async fn latest_workout(me: Me) -> Answer {
 )]
 pub async fn current_training_block(me: Me) -> Answer {
     let today = me.caller.today();
-    let reads = &me.api.reads;
-    me.found(
-        reads
-            .activity
-            .current_training_block(me.user(), today)
-            .await?,
-    )
+    let activity = &me.api.reads.activity;
+    let block = activity.current_training_block(me.user(), today).await?;
+    me.found(block)
 }

@@ -106,8 +106,8 @@ pub async fn list_goals(me: Me, ApiQuery(filter): ApiQuery<GoalFilter>) -> Answe
         limit: filter.limit,
         cursor: filter.cursor,
     };
-    let found = me.api.reads.goals.with_status(me.user(), status, &page);
-    let found = found.await?;
+    let goals = &me.api.reads.goals;
+    let found = goals.with_status(me.user(), status, &page).await?;
     let list = GoalList {
         goals: found.items,
         next_cursor: found.next_cursor,
@@ -149,8 +149,12 @@ pub async fn patch_goal(
 ) -> Answer<Json<GoalView>> {
     let meta = me.meta("change_goal_status")?;
     let goal_id = id::<GoalId>(&goal_id)?;
-    let goal = me.api.goals.change_status(&meta, &goal_id, body.status);
-    Ok(Json(GoalView::of(goal.await?.value, None)))
+    let changed = me
+        .api
+        .goals
+        .change_status(&meta, &goal_id, body.status)
+        .await?;
+    Ok(Json(GoalView::of(changed.value, None)))
 }
 
 /// Which page of progress.

@@ -175,13 +175,9 @@ pub async fn meals_on(me: Me, ApiQuery(query): ApiQuery<MealsQuery>) -> Answer {
         limit: query.limit,
         cursor: query.cursor,
     };
-    me.view(
-        &me.api
-            .reads
-            .history
-            .meals_on(me.user(), date, &page)
-            .await?,
-    )
+    let history = &me.api.reads.history;
+    let meals = history.meals_on(me.user(), date, &page).await?;
+    me.view(&meals)
 }
 
 /// A range of days, both included.
