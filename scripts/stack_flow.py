@@ -443,7 +443,11 @@ def main():
     before = stack.run_vitals("admin", "residue", user, "--backend", "dynamodb")
     if before.returncode == 0 or "nothing left" in before.stdout:
         fail(f"vitals admin residue finds nothing of a live account: {before.stdout} {before.stderr}")
-    status, reply = api.call("DELETE", "/v1/me")
+    # It takes her password: a wrong one (a stolen token's guess) deletes nothing.
+    status, reply = api.call("DELETE", "/v1/me", {"current_password": "a guess at it"})
+    if status != 403 or (reply or {}).get("error", {}).get("code") != "wrong_password":
+        fail(f"DELETE /v1/me with a wrong password: {status} {reply}")
+    status, reply = api.call("DELETE", "/v1/me", {"current_password": password})
     if status != 202:
         fail(f"DELETE /v1/me: {status} {reply}")
     started = time.monotonic()

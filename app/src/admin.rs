@@ -10,6 +10,7 @@ use infra::dlq::{DeadLetterQueue, SqsDlq, TableDlq};
 use infra::table::Table;
 use projectors::nightly::{Budget, DayRun};
 use projectors::runtime::{Redriven, redrive as redrive_letters};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Applies a subscription's dead letters again, from its table or its SQS queue.
@@ -43,12 +44,12 @@ pub async fn nightly_readiness(
     budget: Budget,
 ) -> anyhow::Result<Vec<DayRun>> {
     let table = Table::new(store);
+    let now = events_schema::time::Timestamp::now();
     let Some(date) = date else {
-        let now = events_schema::time::Timestamp::now();
         return Ok(projectors::nightly::run(&table, now, budget).await?);
     };
     let day = Day::parse(date).context("--date must be YYYY-MM-DD")?;
-    let scored = projectors::nightly::rescore_day(&table, day).await?;
+    let scored = projectors::nightly::rescore_day(&table, day, now).await?;
     let finished = true;
     Ok(vec![DayRun {
         day,
@@ -245,23 +246,80 @@ pub struct FailuresRedriven {
     pub expired: Vec<String>,
     /// Messages that are not batch descriptions, left in the queue.
     pub unreadable: usize,
+    /// Batches whose last record was not reached within the pages a batch is read in
+    /// (the shard answered empty while behind), left in the queue for a later pass:
+    /// `shard start..end` of each.
+    pub incomplete: Vec<String>,
 }
 
 /// Seconds a message being redriven stays hidden from other readers.
 const REDRIVE_VISIBILITY_S: i32 = 120;
 
+/// What tells a message apart across receives: its id (a receipt handle changes with
+/// every receive), or else its body's digest and the body itself.
+fn message_identity(message: &aws_sdk_sqs::types::Message) -> String {
+    match message.message_id() {
+        Some(id) => format!("id:{id}"),
+        None => format!(
+            "body:{}:{}",
+            message.md5_of_body().unwrap_or_default(),
+            message.body().unwrap_or_default()
+        ),
+    }
+}
+
+/// What `vitals redrive-failures` talks to: the tables the records are applied to, the
+/// on-failure queues and the streams.
+#[derive(Clone)]
+pub struct FailureClients {
+    pub store: Arc<dyn Store>,
+    pub sqs: aws_sdk_sqs::Client,
+    pub kinesis: aws_sdk_kinesis::Client,
+    pub table_prefix: String,
+}
+
+impl std::fmt::Debug for FailureClients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FailureClients")
+            .field("table_prefix", &self.table_prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FailureClients {
+    /// The clients of the AWS configuration `aws` names.
+    pub async fn of(aws: &crate::cli::AwsArgs) -> Self {
+        let config = storage::aws_config(aws).await;
+        Self {
+            store: Arc::new(storage::dynamodb_on(&config, aws)),
+            sqs: aws_sdk_sqs::Client::new(&config),
+            kinesis: aws_sdk_kinesis::Client::new(&config),
+            table_prefix: aws.table_prefix.clone(),
+        }
+    }
+}
+
 /// Reads `source`'s on-failure queue, fetches each described batch back from its Kinesis
-/// shard and applies its records through the stream consumer's own code.
+/// shard and applies its records through the stream consumer's own code. One pass: every
+/// message is handled at most once (one that reappears is hidden again, not handled
+/// twice), and the queue is taken for read through only when a long poll finds nothing
+/// more (see [`infra::dlq::read_on`]).
 pub async fn redrive_failures(
     aws: &crate::cli::AwsArgs,
     source: events_schema::Context,
 ) -> anyhow::Result<FailuresRedriven> {
-    let config = storage::aws_config(aws).await;
-    let store: Arc<dyn Store> = Arc::new(storage::dynamodb_on(&config, aws));
-    let handlers = projectors::registry::stream_handlers(store, source);
-    let sqs = aws_sdk_sqs::Client::new(&config);
-    let kinesis = aws_sdk_kinesis::Client::new(&config);
-    let queue = failure_queue(&aws.table_prefix, source);
+    redrive_failures_with(&FailureClients::of(aws).await, source).await
+}
+
+/// [`redrive_failures`] through `clients`.
+pub async fn redrive_failures_with(
+    clients: &FailureClients,
+    source: events_schema::Context,
+) -> anyhow::Result<FailuresRedriven> {
+    let handlers = projectors::registry::stream_handlers(clients.store.clone(), source);
+    let (sqs, kinesis) = (&clients.sqs, &clients.kinesis);
+    let table_prefix = clients.table_prefix.as_str();
+    let queue = failure_queue(table_prefix, source);
     let url = sqs
         .get_queue_url()
         .queue_name(&queue)
@@ -271,20 +329,31 @@ pub async fn redrive_failures(
         .queue_url
         .with_context(|| format!("no URL for the queue {queue}"))?;
     let mut outcome = FailuresRedriven::default();
+    // The messages this pass has received: one it left in the queue (unreadable, expired,
+    // not read to its end) reappears once its visibility timeout has passed, and is not
+    // handled again, so the pass ends.
+    let mut seen = HashSet::new();
     loop {
-        let received = sqs
-            .receive_message()
-            .queue_url(&url)
-            .max_number_of_messages(10)
-            .visibility_timeout(REDRIVE_VISIBILITY_S)
-            .send()
+        let messages = infra::dlq::read_on(sqs, &url, 10, REDRIVE_VISIBILITY_S)
             .await
             .context("reading the on-failure queue")?;
-        let messages = received.messages.unwrap_or_default();
         if messages.is_empty() {
             return Ok(outcome);
         }
         for message in messages {
+            let handle = message.receipt_handle().unwrap_or_default();
+            if !seen.insert(message_identity(&message)) {
+                // Hidden again for as long as a pass keeps what it received: the reads
+                // that follow find what this pass has not seen yet.
+                sqs.change_message_visibility()
+                    .queue_url(&url)
+                    .receipt_handle(handle)
+                    .visibility_timeout(REDRIVE_VISIBILITY_S)
+                    .send()
+                    .await
+                    .context("hiding a message already handled in this pass")?;
+                continue;
+            }
             let batch = match infra::feed::failures::parse(message.body().unwrap_or_default()) {
                 Ok(batch) => batch,
                 Err(error) => {
@@ -293,12 +362,18 @@ pub async fn redrive_failures(
                     continue;
                 }
             };
-            let fetched = infra::feed::failures::fetch(&kinesis, &batch, &aws.table_prefix).await?;
+            let described = format!(
+                "{} {}..{}",
+                batch.shard_id, batch.start_sequence_number, batch.end_sequence_number
+            );
+            let fetched = infra::feed::failures::fetch(kinesis, &batch, table_prefix).await?;
+            if fetched.incomplete {
+                // Read again, whole, by a later pass.
+                outcome.incomplete.push(described);
+                continue;
+            }
             if fetched.expired {
-                outcome.expired.push(format!(
-                    "{} {}..{}",
-                    batch.shard_id, batch.start_sequence_number, batch.end_sequence_number
-                ));
+                outcome.expired.push(described);
             }
             for (_, record) in &fetched.records {
                 let Ok(record) = record else { continue };
@@ -313,7 +388,7 @@ pub async fn redrive_failures(
             if !fetched.expired {
                 sqs.delete_message()
                     .queue_url(&url)
-                    .receipt_handle(message.receipt_handle().unwrap_or_default())
+                    .receipt_handle(handle)
                     .send()
                     .await
                     .context("deleting a redriven batch's message")?;

@@ -260,6 +260,26 @@ pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, env = "VITALS_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
+    /// Longest a client may take to send a request's headers, from the connection's
+    /// acceptance (or the first byte of a request on a kept-alive connection); then the
+    /// connection is closed. `10s`, `500ms`, `2m`.
+    #[arg(long, env = "VITALS_HEADER_TIMEOUT", default_value = "10s",
+          value_parser = timeout)]
+    pub header_timeout: std::time::Duration,
+    /// Longest a client may take to send a request's body, from the end of its headers;
+    /// then it is answered `408` and the connection closed.
+    #[arg(long, env = "VITALS_BODY_TIMEOUT", default_value = "30s",
+          value_parser = timeout)]
+    pub body_timeout: std::time::Duration,
+    /// Longest a kept-alive connection may wait for its next request.
+    #[arg(long, env = "VITALS_IDLE_TIMEOUT", default_value = "75s",
+          value_parser = timeout)]
+    pub idle_timeout: std::time::Duration,
+    /// Connections served at once; more wait to be accepted until one closes (the open
+    /// files limit, `ulimit -n`, must allow them).
+    #[arg(long, env = "VITALS_MAX_CONNECTIONS", default_value_t = 1024,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]
@@ -270,8 +290,9 @@ pub struct ServeArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ApiArgs {
     /// Secret signing the bearer tokens this server issues, and deriving the key of the
-    /// connects' PKCE verifiers; a random one (tokens and connects in flight end with the
-    /// process) when absent.
+    /// connects' PKCE verifiers: at least 32 bytes (an empty or shorter one stops the
+    /// start). When absent, a random 32-byte key (tokens and connects in flight end with
+    /// the process).
     #[arg(long, env = "VITALS_JWT_SECRET", hide_env_values = true)]
     pub jwt_secret: Option<String>,
     /// Accept tokens of an external identity provider instead: a JWKS document (JSON
@@ -284,14 +305,13 @@ pub struct ApiArgs {
     /// The `aud` claim external tokens must carry.
     #[arg(long, env = "VITALS_JWT_AUDIENCE")]
     pub jwt_audience: Option<String>,
-    /// Secret the sandbox provider signs webhooks with.
-    #[arg(
-        long,
-        env = "VITALS_WEBHOOK_SECRET",
-        hide_env_values = true,
-        default_value = "sandbox-webhook-secret"
-    )]
-    pub webhook_secret: String,
+    /// Secret the sandbox provider signs its webhooks with: at least 32 bytes (an empty
+    /// or shorter one stops the start). No default: required with `--backend dynamodb`
+    /// and by `api-lambda`; when absent on the embedded store (a local sandbox), webhooks
+    /// are refused (checked against a random secret of the process), as a warning says
+    /// at start.
+    #[arg(long, env = "VITALS_WEBHOOK_SECRET", hide_env_values = true)]
+    pub webhook_secret: Option<String>,
     /// Where the OAuth callback redirects (an absolute URL without a fragment), with
     /// `provider`, `state` and `code` added to the query: the app, which completes the
     /// connect signed in.
@@ -315,6 +335,21 @@ pub struct ApiArgs {
     /// address.
     #[arg(long, env = "VITALS_OPERATIONS_RATE_LIMIT", default_value_t = 50)]
     pub operations_rate_limit: u32,
+}
+
+/// A timeout as the command line gives it: `10s`, `500ms`, `2m` (humantime's forms), or
+/// whole seconds (`10`, as an environment variable often says it); more than zero.
+fn timeout(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let duration = match text.parse::<u64>() {
+        Ok(seconds) => std::time::Duration::from_secs(seconds),
+        Err(_) => humantime::parse_duration(text)
+            .map_err(|e| format!("{text:?} is not a duration such as 10s, 500ms or 2m: {e}"))?,
+    };
+    if duration.is_zero() {
+        return Err("a timeout is longer than zero".to_owned());
+    }
+    Ok(duration)
 }
 
 /// An absolute URL (a scheme, then `:`) that fits in a `Location` header, without a
@@ -381,6 +416,27 @@ pub fn api_args_from_env() -> anyhow::Result<ApiArgs> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn timeouts_are_read_with_their_unit() {
+        use std::time::Duration;
+        assert_eq!(super::timeout("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(super::timeout("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(super::timeout("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(super::timeout("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(super::timeout("1.5s"), Ok(Duration::from_millis(1500)));
+        for refused in [
+            "0s",
+            "0",
+            "",
+            "s",
+            "-1s",
+            "10 parsecs",
+            "99999999999999999999999s",
+        ] {
+            assert!(super::timeout(refused).is_err(), "{refused:?}");
+        }
+    }
+
     use super::return_url;
 
     #[test]

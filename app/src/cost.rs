@@ -227,7 +227,7 @@ struct Model {
     token: Option<String>,
 }
 
-const WEBHOOK_SECRET: &str = "cost-model-webhook-secret";
+const WEBHOOK_SECRET: &str = "cost-model-webhook-secret-32-bytes-or-more";
 
 impl Model {
     fn new(dir: &std::path::Path) -> anyhow::Result<Self> {
@@ -235,8 +235,8 @@ impl Model {
         let counting = Arc::new(CountingStore::new(log.clone()));
         let store: Arc<dyn Store> = counting.clone();
         let mut args: ApiArgs = crate::cli::api_args_from_env()?;
-        args.jwt_secret = Some("cost-model-signing-key".into());
-        args.webhook_secret = WEBHOOK_SECRET.into();
+        args.jwt_secret = Some("cost-model-signing-key-32-bytes-or-more".into());
+        args.webhook_secret = Some(WEBHOOK_SECRET.into());
         let api = crate::setup::api(store.clone(), &args)?;
         let handlers = Context::ALL
             .into_iter()

@@ -7,8 +7,10 @@
 //! - `nightly`: the readiness job, on an EventBridge schedule.
 //!
 //! Inside Lambda nothing falls back to a default: an embedded backend, a missing or
-//! unknown role, source or secret stops the start with a message naming the variable
-//! (Lambda reports it as an init error), never a random key or a sandbox secret.
+//! unknown role, source or secret, or a secret shorter than 32 bytes
+//! ([`crate::setup::MIN_SECRET_BYTES`], as `serve` refuses), stops the start with a
+//! message naming the variable and never the secret's value (Lambda reports it as an
+//! init error), never a random key or a sandbox secret.
 
 use crate::cli::AwsArgs;
 use crate::storage;
@@ -117,7 +119,7 @@ pub async fn run() -> anyhow::Result<()> {
             args.jwt_secret =
                 Some(secret(&secrets, &jwt_secret_arn, "VITALS_JWT_SECRET_ARN").await?);
             args.webhook_secret =
-                secret(&secrets, &webhook_secret_arn, "VITALS_WEBHOOK_SECRET_ARN").await?;
+                Some(secret(&secrets, &webhook_secret_arn, "VITALS_WEBHOOK_SECRET_ARN").await?);
             let storage = storage::Storage {
                 store: store.clone(),
                 embedded: None,
@@ -203,7 +205,7 @@ fn nightly_deadline<T>(event: &LambdaEvent<T>) -> std::time::Instant {
     std::time::Instant::now() + left.saturating_sub(NIGHTLY_MARGIN)
 }
 
-/// A secret's value; an empty or missing one is an error naming `variable`.
+/// A secret's value; a missing, empty or short one is an error naming `variable`.
 async fn secret(
     client: &aws_sdk_secretsmanager::Client,
     arn: &str,
@@ -215,11 +217,17 @@ async fn secret(
         .send()
         .await
         .with_context(|| format!("reading the secret {variable} names"))?;
-    value
-        .secret_string()
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .with_context(|| format!("the secret {variable} names is empty"))
+    usable(value.secret_string(), variable)
+}
+
+/// A fetched secret's string, refused when it has none or one shorter than
+/// [`crate::setup::MIN_SECRET_BYTES`] (an empty one included): the error names
+/// `variable`, never the value.
+fn usable(value: Option<&str>, variable: &str) -> anyhow::Result<String> {
+    let what = format!("the secret {variable} names");
+    let value = value.with_context(|| format!("{what} has no string value"))?;
+    crate::setup::check_secret(value, &what)?;
+    Ok(value.to_owned())
 }
 
 #[cfg(test)]
@@ -281,6 +289,34 @@ mod tests {
         assert_eq!(stream.aws.table_prefix, "vitals-");
         let nightly = configure(&env(&with(&[("VITALS_ROLE", "nightly")]))).expect("nightly");
         assert_eq!(nightly.role, Role::Nightly);
+    }
+
+    #[test]
+    fn a_fetched_secret_shorter_than_32_bytes_is_refused() {
+        let (short, minimum) = (
+            "a-31-byte-secret-nobody-reads!!",
+            "a-32-byte-secret-for-this-test-0",
+        );
+        for (value, problem) in [
+            (None, "no string value"),
+            (Some(""), "is empty"),
+            (Some(short), "shorter than 32 bytes"),
+        ] {
+            let error = usable(value, "VITALS_JWT_SECRET_ARN")
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(
+                error.contains("VITALS_JWT_SECRET_ARN"),
+                "{value:?}: {error}"
+            );
+            assert!(error.contains(problem), "{value:?}: {error}");
+            assert!(!error.contains(short), "the value is not shown: {error}");
+        }
+        assert_eq!(
+            usable(Some(minimum), "VITALS_WEBHOOK_SECRET_ARN").expect("32 bytes"),
+            minimum
+        );
     }
 
     #[test]

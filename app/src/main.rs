@@ -86,14 +86,26 @@ async fn main() -> anyhow::Result<()> {
 
 /// `vitals serve`: the HTTP API and, on the embedded store, the projectors.
 async fn serve(args: &vitals::cli::ServeArgs) -> anyhow::Result<()> {
+    // The secrets first: a refused one stops the start before anything is opened or
+    // bound (the error names its variable; main exits non-zero).
+    let shape = vitals::setup::Shape::serving(args.store.backend);
+    let secrets = vitals::setup::Secrets::from_args(&args.api, shape)?;
     let storage = storage::open(&args.store).await?.logged();
+    let api = vitals::setup::api_with(storage.store.clone(), &args.api, secrets)?;
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     let address = listener.local_addr()?;
     tracing::info!(backend = storage.store.backend(), %address, "vitals serving");
     // The address on stdout, so scripts and tests can find a port-0 server.
     println!("listening on http://{address}");
-    let api = vitals::setup::api(storage.store.clone(), &args.api)?;
-    server::run(listener, storage, api, server::shutdown_signal()).await
+    // Built here, not by the server from `ServeArgs`: the command line depends on the
+    // server (its timeout parser), never the other way round.
+    let limits = server::ConnectionLimits {
+        header_timeout: args.header_timeout,
+        body_timeout: args.body_timeout,
+        idle_timeout: args.idle_timeout,
+        max_connections: args.max_connections,
+    };
+    server::run_with(listener, storage, api, limits, server::shutdown_signal()).await
 }
 
 /// `vitals migrate`: copies the embedded store to DynamoDB and checks the copy.
@@ -151,6 +163,12 @@ async fn redrive_failures(source: &str, aws: &vitals::cli::AwsArgs) -> anyhow::R
             "expired: {batch} is no longer retained by the stream (left in the queue); \
              rebuild the affected read models with `vitals replay NAME --user ID` \
              (or `vitals replay all`), then delete the message"
+        );
+    }
+    for batch in &outcome.incomplete {
+        println!(
+            "incomplete: {batch} could not be read to its end (the shard stayed behind); \
+             left in the queue for the next run"
         );
     }
     Ok(())

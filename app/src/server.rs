@@ -1,6 +1,13 @@
 //! Serving: bind, serve the router until the shutdown future resolves (in-flight
 //! requests finish first). On the embedded store it also runs every projector worker,
 //! the TTL purge and the trimming of processed change records in-process.
+//!
+//! Connections are served over HTTP/1.1 with limits a hostile network cannot outlast
+//! ([`ConnectionLimits`]): a request's headers must arrive within the header timeout
+//! (a slowloris holding partial requests is closed), its body within the body timeout
+//! (else `408`), a kept-alive connection may wait the idle timeout for its next request,
+//! and at most so many connections are served at once: more wait in the listen backlog
+//! until one closes, which the timeouts see to.
 
 use crate::http::{self, AppState};
 use crate::storage::Storage;
@@ -13,6 +20,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
+mod connections;
+pub use connections::ConnectionLimits;
+pub(crate) use connections::serve as serve_connections;
+
 /// How often `vitals serve` (embedded) looks for days to score readiness for: a tick
 /// that finds every ended day finished costs a read of each day's checkpoint.
 const NIGHTLY_CHECK_EVERY: Duration = Duration::from_secs(600);
@@ -21,11 +32,29 @@ const NIGHTLY_CHECK_EVERY: Duration = Duration::from_secs(600);
 const PURGE_EVERY: Duration = Duration::from_secs(60);
 const PURGE_BATCH: usize = 1000;
 
-/// Serves on `listener` until `shutdown` resolves.
+/// Serves on `listener` until `shutdown` resolves, with the default connection limits.
 pub async fn run(
     listener: TcpListener,
     storage: Storage,
     api: Arc<crate::http::api::Api>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    run_with(
+        listener,
+        storage,
+        api,
+        ConnectionLimits::default(),
+        shutdown,
+    )
+    .await
+}
+
+/// Serves on `listener` until `shutdown` resolves, within `limits`.
+pub async fn run_with(
+    listener: TcpListener,
+    storage: Storage,
+    api: Arc<crate::http::api::Api>,
+    limits: ConnectionLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let subscriptions = registry::all(storage.store.clone());
@@ -50,13 +79,7 @@ pub async fn run(
         pipeline: pipeline.clone(),
         api,
     });
-    // The peer address of each connection reaches the handlers, for per-address limits.
-    let served = axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await;
+    connections::serve(listener, app, limits, shutdown).await;
     if let Some(purger) = purger {
         purger.abort();
     }
@@ -76,7 +99,6 @@ pub async fn run(
         }
         embedded.close();
     }
-    served?;
     Ok(())
 }
 

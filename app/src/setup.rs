@@ -1,7 +1,15 @@
 //! Builds the HTTP API's handlers and authentication from the command line, the same
 //! way for `vitals serve` and `vitals api-lambda`.
+//!
+//! Its secrets are checked first ([`Secrets::from_args`]), before anything is opened or
+//! served: a token signing key or webhook secret shorter than [`MIN_SECRET_BYTES`] (an
+//! empty one included) stops the start with an error naming its variable, never its
+//! value. Nothing defaults to a value anyone could know: an absent signing key is 32
+//! random bytes of the process; an absent webhook secret is refused on a shared store
+//! ([`Shape::Deployed`]), and on the embedded one ([`Shape::Sandbox`]) is a random one
+//! nobody holds, so webhooks are refused, as a warning says at start.
 
-use crate::cli::ApiArgs;
+use crate::cli::{ApiArgs, Backend};
 use crate::http::api::Api;
 use crate::http::auth::{Auth, Verifier};
 use crate::http::limits::Limits;
@@ -9,32 +17,137 @@ use anyhow::Context as _;
 use commands::integrations::{Providers, VerifierKey};
 use infra::Store;
 use jsonwebtoken::jwk::JwkSet;
+use rand::RngCore as _;
 use std::sync::Arc;
 
+/// The fewest bytes a secret of the API may have: 256 bits, the size of HS256's key and
+/// of HMAC-SHA256's output (the token signatures and webhook signatures it makes).
+pub const MIN_SECRET_BYTES: usize = 32;
+
+/// What an absent webhook secret means where the API runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// `vitals serve` on the embedded store: a local, self-hosted sandbox. Without
+    /// `VITALS_WEBHOOK_SECRET`, webhooks are checked against a random secret of the
+    /// process (so refused), and a warning says so at start.
+    Sandbox,
+    /// A shared store (`--backend dynamodb`) or a deployed function (`api-lambda`): the
+    /// webhook secret is required.
+    Deployed,
+}
+
+impl Shape {
+    /// The shape of `vitals serve` on `backend`.
+    pub fn serving(backend: Backend) -> Self {
+        match backend {
+            Backend::Embedded => Self::Sandbox,
+            Backend::Dynamodb => Self::Deployed,
+        }
+    }
+}
+
+/// The API's secrets, checked: each at least [`MIN_SECRET_BYTES`] long.
+pub struct Secrets {
+    signing: Vec<u8>,
+    webhook: String,
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secrets(..)")
+    }
+}
+
+impl Secrets {
+    /// The secrets `args` give, checked; an absent one as [`Shape`] says.
+    pub fn from_args(args: &ApiArgs, shape: Shape) -> anyhow::Result<Self> {
+        const JWT: &str = "VITALS_JWT_SECRET (--jwt-secret)";
+        const WEBHOOK: &str = "VITALS_WEBHOOK_SECRET (--webhook-secret)";
+        // Every refusal before any warning about an absent secret.
+        if let Some(secret) = &args.jwt_secret {
+            check_secret(secret, JWT)?;
+        }
+        if let Some(secret) = &args.webhook_secret {
+            check_secret(secret, WEBHOOK)?;
+        }
+        anyhow::ensure!(
+            args.webhook_secret.is_some() || shape == Shape::Sandbox,
+            "{WEBHOOK} is not set: on a shared store (--backend dynamodb) and in api-lambda \
+             the webhook secret is required, at least {MIN_SECRET_BYTES} bytes; only the \
+             embedded store runs without one"
+        );
+        let signing = match &args.jwt_secret {
+            Some(secret) => secret.as_bytes().to_vec(),
+            None => {
+                tracing::warn!(
+                    "no VITALS_JWT_SECRET: tokens are signed with a random key and end with \
+                     this process"
+                );
+                random_secret().to_vec()
+            }
+        };
+        let webhook = match &args.webhook_secret {
+            Some(secret) => secret.clone(),
+            None => {
+                tracing::warn!(
+                    "no VITALS_WEBHOOK_SECRET: sandbox webhooks are refused (checked against a \
+                     random secret of this process); set VITALS_WEBHOOK_SECRET, at least \
+                     {MIN_SECRET_BYTES} bytes, to accept them. Only the embedded store runs \
+                     without one: --backend dynamodb and api-lambda refuse to start"
+                );
+                hex::encode(random_secret())
+            }
+        };
+        Ok(Self { signing, webhook })
+    }
+}
+
+/// Refuses a secret shorter than [`MIN_SECRET_BYTES`] (an empty one included), with an
+/// error naming `what` (the variable it came from) and never the value.
+pub fn check_secret(secret: &str, what: &str) -> anyhow::Result<()> {
+    if secret.is_empty() {
+        anyhow::bail!(
+            "{what} is empty: a secret needs at least {MIN_SECRET_BYTES} bytes (for example \
+             `openssl rand -hex 32`)"
+        );
+    }
+    anyhow::ensure!(
+        secret.len() >= MIN_SECRET_BYTES,
+        "{what} is shorter than {MIN_SECRET_BYTES} bytes, the least a secret needs (for \
+         example `openssl rand -hex 32`)"
+    );
+    Ok(())
+}
+
+/// [`MIN_SECRET_BYTES`] random bytes from the operating system's generator.
+pub fn random_secret() -> [u8; MIN_SECRET_BYTES] {
+    let mut bytes = [0; MIN_SECRET_BYTES];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    bytes
+}
+
+/// The API of a deployed shape ([`Shape::Deployed`]: `api-lambda`, a function, a tool),
+/// its secrets checked first.
 pub fn api(store: Arc<dyn Store>, args: &ApiArgs) -> anyhow::Result<Arc<Api>> {
-    let signing_secret = signing_secret(args);
-    let auth = Auth::new(&signing_secret, verifier(args)?);
+    api_with(store, args, Secrets::from_args(args, Shape::Deployed)?)
+}
+
+/// The API on `store` with `secrets`, checked already.
+pub fn api_with(
+    store: Arc<dyn Store>,
+    args: &ApiArgs,
+    secrets: Secrets,
+) -> anyhow::Result<Arc<Api>> {
+    let auth = Auth::new(&secrets.signing, verifier(args)?);
     // Connects' PKCE verifiers are derived from the same secret (under a label of their
     // own): every process of a deployment holds it, so any of them completes a connect
     // another started, and no verifier is stored.
-    let providers = Providers::sandbox(&args.webhook_secret)
-        .with_verifier_key(VerifierKey::derived_from(&signing_secret));
+    let providers = Providers::sandbox(&secrets.webhook)
+        .with_verifier_key(VerifierKey::derived_from(&secrets.signing));
     let limits = Limits::new(args.limits());
     let mut api = Api::new(store, auth, providers, limits);
     api.connect_return = args.connect_return_url.clone();
     Ok(Arc::new(api))
-}
-
-fn signing_secret(args: &ApiArgs) -> Vec<u8> {
-    args.jwt_secret
-        .clone()
-        .map(String::into_bytes)
-        .unwrap_or_else(|| {
-            tracing::warn!(
-                "no VITALS_JWT_SECRET: tokens are signed with a random key and end with this process"
-            );
-            ulid::Ulid::new().to_string().into_bytes()
-        })
 }
 
 fn verifier(args: &ApiArgs) -> anyhow::Result<Verifier> {
@@ -62,4 +175,83 @@ fn verifier(args: &ApiArgs) -> anyhow::Result<Verifier> {
         issuer,
         audience,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHORT: &str = "a-31-byte-secret-nobody-reads!!";
+    const MINIMUM: &str = "a-32-byte-secret-for-this-test-0";
+
+    fn args(jwt: Option<&str>, webhook: Option<&str>) -> ApiArgs {
+        let mut args = crate::cli::api_args_from_env().expect("the API's defaults parse");
+        args.jwt_secret = jwt.map(str::to_owned);
+        args.webhook_secret = webhook.map(str::to_owned);
+        args
+    }
+
+    fn refusal(jwt: Option<&str>, webhook: Option<&str>, shape: Shape) -> String {
+        Secrets::from_args(&args(jwt, webhook), shape)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_fallback_key_is_32_random_bytes() {
+        let (one, two) = (random_secret(), random_secret());
+        assert_eq!(one.len(), 32);
+        assert_ne!(one, two, "two fallbacks differ");
+        assert_ne!(one, [0; 32]);
+        let a = Secrets::from_args(&args(None, None), Shape::Sandbox).expect("sandbox");
+        let b = Secrets::from_args(&args(None, None), Shape::Sandbox).expect("sandbox");
+        assert_eq!(a.signing.len(), MIN_SECRET_BYTES);
+        assert_ne!(a.signing, b.signing);
+        assert_eq!(
+            a.webhook.len(),
+            2 * MIN_SECRET_BYTES,
+            "hex of 32 random bytes"
+        );
+        assert_ne!(a.webhook, b.webhook);
+        assert_ne!(a.webhook, "sandbox-webhook-secret");
+    }
+
+    #[test]
+    fn an_empty_or_short_secret_is_refused_by_its_name_everywhere() {
+        for shape in [Shape::Sandbox, Shape::Deployed] {
+            for bad in ["", SHORT] {
+                let error = refusal(Some(bad), Some(MINIMUM), shape);
+                assert!(error.contains("VITALS_JWT_SECRET"), "{shape:?} {error}");
+                assert!(error.contains("32 bytes"), "{error}");
+                assert!(
+                    bad.is_empty() || !error.contains(bad),
+                    "the value is not shown"
+                );
+                let error = refusal(Some(MINIMUM), Some(bad), shape);
+                assert!(error.contains("VITALS_WEBHOOK_SECRET"), "{shape:?} {error}");
+                assert!(
+                    bad.is_empty() || !error.contains(bad),
+                    "the value is not shown"
+                );
+            }
+            let secrets =
+                Secrets::from_args(&args(Some(MINIMUM), Some(MINIMUM)), shape).expect("32 bytes");
+            assert_eq!(secrets.signing, MINIMUM.as_bytes());
+            assert_eq!(secrets.webhook, MINIMUM);
+        }
+        assert_eq!(SHORT.len(), 31);
+        assert_eq!(MINIMUM.len(), 32);
+    }
+
+    #[test]
+    fn a_shared_store_has_no_default_webhook_secret() {
+        assert_eq!(Shape::serving(Backend::Dynamodb), Shape::Deployed);
+        assert_eq!(Shape::serving(Backend::Embedded), Shape::Sandbox);
+        let error = refusal(Some(MINIMUM), None, Shape::Deployed);
+        assert!(error.contains("VITALS_WEBHOOK_SECRET"), "{error}");
+        assert!(error.contains("not set"), "{error}");
+        let error = refusal(None, None, Shape::Deployed);
+        assert!(error.contains("VITALS_WEBHOOK_SECRET"), "{error}");
+    }
 }

@@ -148,12 +148,15 @@ async fn serve_metrics(
     let shutdown = async move {
         let _ = stopped.wait_for(|stop| *stop).await;
     };
-    if let Err(error) = axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
-    {
-        tracing::error!(%error, "the metrics listener failed");
-    }
+    // The same connection handling as `vitals serve`'s (header, body and idle
+    // timeouts, a cap on connections): a scrape port is no less exposed.
+    crate::server::serve_connections(
+        listener,
+        router,
+        crate::server::ConnectionLimits::default(),
+        shutdown,
+    )
+    .await;
 }
 
 pub async fn lambda(subscription: &str, aws: &AwsArgs) -> anyhow::Result<()> {

@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Both `vitals serve` runs sign tokens with this, so tokens outlive the first one.
-const JWT_SECRET: &str = "admin-cli-test-jwt-secret";
+const JWT_SECRET: &str = "admin-cli-test-jwt-secret-32-bytes-or-more";
 /// How long the in-process projectors may take.
 const CONVERGE_WITHIN: Duration = Duration::from_secs(60);
 const DAY: &str = "2026-03-01";
@@ -187,7 +187,8 @@ fn two_users_with_meals_converged(ana: &Client, bob: &Client) {
 /// Bob's dashboard is untouched; returns it.
 fn ana_deletes_her_account(address: &str, ana: &Client, bob: &Client) -> Value {
     let _case = Case("ana deletes her account");
-    let (status, reply) = ana.call("DELETE", "/v1/me", None, &[]);
+    let proof = json!({"current_password": "correct horse battery"});
+    let (status, reply) = ana.call("DELETE", "/v1/me", Some(proof), &[]);
     assert_eq!(status, 202, "{reply}");
     let newcomer = register_once_free(address, "ana@example.com", CONVERGE_WITHIN);
     assert_ne!(newcomer.user_id, ana.user_id, "a new account, not Ana's");
@@ -362,7 +363,8 @@ fn a_registration_retried_after_the_erasure_is_a_new_account_and_leaves_nothing(
     let (status, reply) = signup("signup-1");
     assert_eq!(status, 201, "{reply}");
     let eve = Client::signed_in(&address, &reply);
-    let (status, reply) = eve.call("DELETE", "/v1/me", None, &[]);
+    let proof = json!({"current_password": "correct horse battery"});
+    let (status, reply) = eve.call("DELETE", "/v1/me", Some(proof), &[]);
     assert_eq!(status, 202, "{reply}");
     // Her profile is drained last: login stops saying `account_deleted` then.
     let deadline = Instant::now() + CONVERGE_WITHIN;

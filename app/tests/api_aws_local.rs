@@ -30,7 +30,10 @@ fn the_mobile_app_flow_converges_through_kinesis_and_other_users_see_nothing() {
     tables.bootstrap(forwarding());
     let mut worker = Worker::spawn(&[&tables.args()[..], forwarding()].concat());
     let store = tables.store_args();
-    let server = support::start_with_env(&store, &[("VITALS_JWT_SECRET", "test-jwt-secret")]);
+    let server = support::start_with_env(
+        &store,
+        &[("VITALS_JWT_SECRET", "test-jwt-secret-32-bytes-or-more")],
+    );
     let address = server.address.clone();
     let (status, health) = support::request(&address, "GET", "/healthz");
     assert_eq!(status, 200, "{health}");
@@ -136,7 +139,8 @@ fn bob_sees_nothing_of_anas(walk: &Walk, meal_id: &str) {
 fn ana_deletes_her_account(walk: &Walk) {
     let _case = Case("ana deletes her account");
     let (address, ana) = (&walk.address, &walk.ana);
-    let (status, reply) = ana.call("DELETE", "/v1/me", None, &[]);
+    let proof = json!({"current_password": "correct horse battery"});
+    let (status, reply) = ana.call("DELETE", "/v1/me", Some(proof), &[]);
     assert_eq!(status, 202, "{reply}");
     let login = json!({"email": "ana@example.com", "password": "correct horse battery"});
     let (status, reply) =

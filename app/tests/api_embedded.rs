@@ -19,8 +19,8 @@ fn serve_in(dir: &tempfile::TempDir) -> support::Server {
     support::start_with_env(
         &["--data-dir", data_dir.to_str().expect("utf-8")],
         &[
-            ("VITALS_JWT_SECRET", "test-jwt-secret"),
-            ("VITALS_WEBHOOK_SECRET", "test-hook-secret"),
+            ("VITALS_JWT_SECRET", "test-jwt-secret-32-bytes-or-more"),
+            ("VITALS_WEBHOOK_SECRET", "test-hook-secret-32-bytes-or-more"),
         ],
     )
 }
@@ -119,7 +119,8 @@ fn a_wearable_delivering_twice(walk: &Walk) {
         body["delivery_id"] = json!(delivery);
         let bytes = body.to_string().into_bytes();
         let now = chrono::Utc::now().timestamp();
-        let signature = commands::integrations::sign(b"test-hook-secret", now, &bytes);
+        let signature =
+            commands::integrations::sign(b"test-hook-secret-32-bytes-or-more", now, &bytes);
         let now = now.to_string();
         let (status, reply) = support::send(
             address,
@@ -284,7 +285,8 @@ fn a_profile_patch_with_an_email_is_all_or_nothing_and_replays() {
     let key = [("Idempotency-Key", "profile-1")];
 
     // A bad timezone next to a new email: 422 and nothing changed.
-    let bad = json!({"email": "ana.new@example.com", "timezone": "Mars/Olympus"});
+    let bad = json!({"email": "ana.new@example.com", "timezone": "Mars/Olympus",
+                     "current_password": "correct horse battery"});
     let (status, reply) = ana.call("PATCH", "/v1/me/profile", Some(bad), &[]);
     assert_eq!(status, 422, "{reply}");
     // (Sign-in reads the command side, the email's reservation: no projection lag.)
@@ -298,8 +300,8 @@ fn a_profile_patch_with_an_email_is_all_or_nothing_and_replays() {
     assert_eq!(login("ana@example.com"), 200);
 
     // Both at once, with a key: both change, and a retry replays the same answer.
-    let both =
-        json!({"email": "ana.new@example.com", "display_name": "Ana B", "units": "imperial"});
+    let both = json!({"email": "ana.new@example.com", "display_name": "Ana B",
+                      "units": "imperial", "current_password": "correct horse battery"});
     let (status, first) = ana.call("PATCH", "/v1/me/profile", Some(both.clone()), &key);
     assert_eq!(status, 200, "{first}");
     assert_eq!(
@@ -310,9 +312,15 @@ fn a_profile_patch_with_an_email_is_all_or_nothing_and_replays() {
             &json!("imperial")
         )
     );
+    // The email change ended every token issued before it: Ana signs in again, with the
+    // new email, and retries (the key is hers, whichever her token).
+    let body = json!({"email": "ana.new@example.com", "password": "correct horse battery"});
+    let (status, reply) =
+        Client::anonymous(&server.address).call("POST", "/v1/auth/login", Some(body), &[]);
+    assert_eq!(status, 200, "{reply}");
+    let ana = Client::signed_in(&server.address, &reply);
     let (status, again) = ana.call("PATCH", "/v1/me/profile", Some(both), &key);
     assert_eq!((status, &again), (200, &first));
-    assert_eq!(login("ana.new@example.com"), 200);
     // The profile read is a projection: it converges on the answer.
     ana.eventually("/v1/me/profile", CONVERGE_WITHIN, |p| p == &first);
     server.stop();

@@ -463,6 +463,14 @@ fn no_secret_is_in_the_template() {
                         .is_none(),
                     "{secret} is generated, never written in the template"
                 );
+                // The function refuses a secret shorter than 32 bytes at start.
+                let generated = &resources(&template)[secret]["Properties"]["GenerateSecretString"];
+                assert!(
+                    generated["PasswordLength"]
+                        .as_u64()
+                        .is_some_and(|length| length >= 32),
+                    "{secret} is generated at least 32 characters long: {generated}"
+                );
             }
         }
     }

@@ -176,7 +176,7 @@ async fn the_erasure_removes_it(
     let _case = Case("the erasure removes it");
     let registered = &meta.user;
     identity
-        .request_deletion(meta)
+        .request_deletion(meta, "correct horse battery")
         .await
         .expect("deletion requested");
     let identity_table = Table::<infra::table::contexts::Identity>::new(store.clone());

@@ -224,7 +224,7 @@ async fn deletion_mid_burst(world: &World, user: &UserId) {
     })
     .await;
     api.identity
-        .request_deletion(&meta)
+        .request_deletion(&meta, "correct horse battery")
         .await
         .expect("deletion requested");
     assert!(

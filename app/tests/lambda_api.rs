@@ -93,11 +93,11 @@ async fn api_gateway_events_reach_the_router_and_come_back_as_responses() {
         },
     };
     let api_args = ApiArgs {
-        jwt_secret: Some("lambda-test-secret".into()),
+        jwt_secret: Some("lambda-test-signing-secret-32-bytes-or-more".into()),
         jwks_file: None,
         jwt_issuer: None,
         jwt_audience: None,
-        webhook_secret: "hook".into(),
+        webhook_secret: Some("lambda-test-webhook-secret-32-bytes-or-more".into()),
         connect_return_url: "vitals://integrations/callback".into(),
         rate_limit: 100,
         auth_rate_limit: 100,

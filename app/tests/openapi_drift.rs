@@ -462,6 +462,7 @@ fn storage_attribute(name: &str) -> bool {
             | "password_hash"
             | "secret_hash"
             | "latest_session"
+            | "credential_generation"
             | "current_period_rank"
             | "progress_rev"
     ) || name.ends_with("_version")
@@ -666,7 +667,7 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
     catalog_plans_and_environment(&walk, &ana).await;
     readiness(&walk, &ana).await;
     errors(&walk, &ana).await;
-    sessions(&walk, &ana).await;
+    let ana = sessions(&walk, &ana).await;
     leaving(&walk, &ana).await;
     every_operation_was_walked(&walk);
 }
@@ -1213,6 +1214,7 @@ async fn readiness(walk: &Walk, ana: &Ana) {
         projectors::nightly::rescore_day(
             &infra::table::Table::new(shared.clone()),
             events_schema::time::Day::parse(&today).expect("day"),
+            events_schema::time::Timestamp::now(),
         )
         .await
         .expect("the nightly job");
@@ -1361,9 +1363,11 @@ async fn errors(walk: &Walk, ana: &Ana) {
     }
 }
 
-/// Sessions: a refresh token works once; logout ends a session; a password change ends
-/// them all; a provider disconnected.
-async fn sessions(walk: &Walk, ana: &Ana) {
+/// Sessions: a refresh token works once; logout ends a session; a provider
+/// disconnected; a password change ends them all, and the access tokens issued before;
+/// an email change takes the current password (a wrong one refused) and ends them too.
+/// Ana, signed in again with the new email and password.
+async fn sessions(walk: &Walk, ana: &Ana) -> Ana {
     let _case = Case("sessions");
     let (client, token) = (&walk.client, ana.token.as_str());
     let sign_in = || {
@@ -1389,15 +1393,6 @@ async fn sessions(walk: &Walk, ana: &Ana) {
             StatusCode::NO_CONTENT,
         )
         .await;
-    let change = json!({"current_password": "correct horse battery", "new_password": "a brand new passphrase"});
-    client
-        .expect(
-            Call::new("post", "/v1/me/password")
-                .token(token)
-                .json(change),
-            StatusCode::NO_CONTENT,
-        )
-        .await;
     client
         .expect(
             Call::new("post", "/v1/integrations/{provider}/disconnect")
@@ -1406,17 +1401,58 @@ async fn sessions(walk: &Walk, ana: &Ana) {
             StatusCode::NO_CONTENT,
         )
         .await;
+    let change = json!({"current_password": "correct horse battery", "new_password": NEW_PASSWORD});
+    client
+        .expect(
+            Call::new("post", "/v1/me/password")
+                .token(token)
+                .json(change),
+            StatusCode::NO_CONTENT,
+        )
+        .await;
+    // Every access token issued before ends with it.
+    let profile = Call::new("get", "/v1/me/profile").token(token);
+    client.expect(profile, StatusCode::UNAUTHORIZED).await;
+    let signed_in = |email: &str| {
+        let login = json!({"email": email, "password": NEW_PASSWORD});
+        let call = Call::new("post", "/v1/auth/login").json(login);
+        client.expect(call, StatusCode::OK)
+    };
+    let token = signed_in("ana@example.com").await.string("access_token");
+    let move_to = |password: &str| {
+        let body = json!({"email": "ana.b@example.com", "current_password": password});
+        Call::new("patch", "/v1/me/profile")
+            .token(&token)
+            .json(body)
+    };
+    let guess = move_to("a guess at the password");
+    client.expect(guess, StatusCode::FORBIDDEN).await;
+    client.expect(move_to(NEW_PASSWORD), StatusCode::OK).await;
+    let profile = Call::new("get", "/v1/me/profile").token(&token);
+    client.expect(profile, StatusCode::UNAUTHORIZED).await;
+    let token = signed_in("ana.b@example.com").await.string("access_token");
+    Ana {
+        token,
+        user: ana.user.clone(),
+    }
 }
 
-/// Leaving: the account's deletion is accepted; the projectors stop.
+/// Ana's password after the sessions case changed it.
+const NEW_PASSWORD: &str = "a brand new passphrase";
+
+/// Leaving: the account's deletion takes the current password (a wrong one refused),
+/// and is accepted; the projectors stop.
 async fn leaving(walk: &Walk, ana: &Ana) {
     let _case = Case("leaving");
     let (client, token) = (&walk.client, ana.token.as_str());
+    let delete = |password: &str| {
+        let body = json!({"current_password": password});
+        Call::new("delete", "/v1/me").token(token).json(body)
+    };
+    let guess = delete("a guess at the password");
+    client.expect(guess, StatusCode::FORBIDDEN).await;
     client
-        .expect(
-            Call::new("delete", "/v1/me").token(token),
-            StatusCode::ACCEPTED,
-        )
+        .expect(delete(NEW_PASSWORD), StatusCode::ACCEPTED)
         .await;
     walk.pipeline.stop().await;
 }

@@ -5,20 +5,34 @@
 //! subscription of the stream projects them, the poison record is dead-lettered, the
 //! message goes; a batch the stream no longer holds is reported and kept, and a message
 //! that is no batch description is left alone rather than stopping the redrive.
+//!
+//! A pass reads the whole queue once and ends (issue 35, defect 9): a short poll's empty
+//! answer is not the end of the queue, a message that reappears (its visibility timeout
+//! outlasted by a long pass) is not handled again, and a shard read while it stays
+//! behind is read at most five times a second and given up after a bounded number of
+//! pages.
 
 mod support;
 
 use aws_sdk_kinesis::primitives::Blob;
+use aws_sdk_sqs::config::interceptors::{
+    BeforeDeserializationInterceptorContextMut, BeforeTransmitInterceptorContextMut,
+};
+use aws_sdk_sqs::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_sqs::error::BoxError;
 use events_schema::Context;
 use infra::Store;
 use infra::dynamodb::DynamoStore;
 use infra::store::Key;
 use serde_json::{Value, json};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::Case;
 use support::aws_local::Tables;
-use vitals::admin::{failure_queue, redrive_failures};
+use vitals::admin::{
+    FailureClients, FailuresRedriven, failure_queue, redrive_failures, redrive_failures_with,
+};
 
 /// The recorded batch (`tests/fixtures/lambda/kinesis_nutrition_batch.json`: three meal
 /// events, a state item, another application's record, the second event a poison),
@@ -266,5 +280,238 @@ async fn only_the_redriven_message_leaves_the_queue(setup: &Setup) {
     assert_eq!(
         left, 2,
         "the unreadable and the expired messages stay; the redriven one is gone"
+    );
+}
+
+/// SQS as a pass over a queue may meet it. `miss_first_short_poll`: the first
+/// short-polled receive (no `WaitTimeSeconds`) is answered empty, as a short poll that
+/// asked only some of SQS's servers may be, and leaves what it did receive visible.
+/// `reappear_at_once`: every receive leaves what it received visible again at once, as
+/// a pass longer than the visibility timeout sees it.
+#[derive(Debug, Clone, Default)]
+struct Sqs {
+    miss_first_short_poll: bool,
+    reappear_at_once: bool,
+    missed: Arc<AtomicBool>,
+    missing: Arc<AtomicBool>,
+    receives: Arc<AtomicUsize>,
+}
+
+impl Intercept for Sqs {
+    fn name(&self) -> &'static str {
+        "Sqs"
+    }
+
+    fn modify_before_signing(
+        &self,
+        context: &mut BeforeTransmitInterceptorContextMut<'_>,
+        _components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let request = context.request_mut();
+        let target = request.headers().get("x-amz-target").unwrap_or_default();
+        if !target.ends_with(".ReceiveMessage") {
+            return Ok(());
+        }
+        self.receives.fetch_add(1, Ordering::SeqCst);
+        let mut body: Value = request
+            .body()
+            .bytes()
+            .and_then(|b| serde_json::from_slice(b).ok())
+            .unwrap_or_default();
+        let short_poll = body["WaitTimeSeconds"].as_i64().unwrap_or(0) == 0;
+        let miss =
+            self.miss_first_short_poll && short_poll && !self.missed.swap(true, Ordering::SeqCst);
+        self.missing.store(miss, Ordering::SeqCst);
+        if miss || self.reappear_at_once {
+            body["VisibilityTimeout"] = json!(0);
+            let body = body.to_string();
+            request
+                .headers_mut()
+                .insert("content-length", body.len().to_string());
+            *request.body_mut() = body.into();
+        }
+        Ok(())
+    }
+
+    fn modify_before_deserialization(
+        &self,
+        context: &mut BeforeDeserializationInterceptorContextMut<'_>,
+        _components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if self.missing.swap(false, Ordering::SeqCst) {
+            *context.response_mut().body_mut() = String::from("{}").into();
+        }
+        Ok(())
+    }
+}
+
+/// The redrive's clients for `setup`, its SQS client intercepted by `sqs`.
+async fn clients_with(setup: &Setup, sqs: Sqs) -> FailureClients {
+    let config = infra::aws_client::load(&setup.tables.settings()).await;
+    let sqs = aws_sdk_sqs::config::Builder::from(&config)
+        .interceptor(sqs)
+        .build();
+    FailureClients {
+        store: setup.store.clone(),
+        sqs: aws_sdk_sqs::Client::from_conf(sqs),
+        kinesis: setup.kinesis.clone(),
+        table_prefix: setup.tables.prefix.clone(),
+    }
+}
+
+/// A pass of the redrive through `sqs`, over the queue [`lambdas_failure_messages_are_queued`]
+/// fills; it must end within a generous time.
+async fn one_pass(sqs: Sqs) -> (FailuresRedriven, usize) {
+    let setup = a_stream_and_its_failure_queue().await;
+    lambdas_failure_messages_are_queued(&setup).await;
+    let clients = clients_with(&setup, sqs.clone()).await;
+    let pass = redrive_failures_with(&clients, Context::Nutrition);
+    let outcome = tokio::time::timeout(Duration::from_secs(30), pass).await;
+    let receives = sqs.receives.load(Ordering::SeqCst);
+    let outcome = outcome
+        .unwrap_or_else(|_| panic!("the pass did not end in 30 s ({receives} receives)"))
+        .expect("redrive");
+    (outcome, receives)
+}
+
+/// Every message was handled, once: the batch applied, the unreadable and the expired
+/// one counted.
+fn assert_each_message_handled_once(outcome: &FailuresRedriven) {
+    assert_eq!(outcome.batches, 1, "{outcome:?}");
+    assert_eq!(outcome.records, 4, "{outcome:?}");
+    assert_eq!(outcome.unreadable, 1, "{outcome:?}");
+    assert_eq!(outcome.expired.len(), 1, "{outcome:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_polls_empty_answer_does_not_end_the_pass() {
+    let (outcome, receives) = one_pass(Sqs {
+        miss_first_short_poll: true,
+        ..Sqs::default()
+    })
+    .await;
+    eprintln!("{receives} receives: {outcome:?}");
+    assert_each_message_handled_once(&outcome);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_that_reappear_are_handled_once_and_the_pass_ends() {
+    let (outcome, receives) = one_pass(Sqs {
+        reappear_at_once: true,
+        ..Sqs::default()
+    })
+    .await;
+    eprintln!("{receives} receives: {outcome:?}");
+    assert_each_message_handled_once(&outcome);
+}
+
+/// Kinesis answering every `GetRecords` of a client with no record, still behind the
+/// tip of the shard (as a read far behind may be, page after page); the instant of each
+/// call.
+#[derive(Debug, Clone, Default)]
+struct AlwaysBehind {
+    iterator: Arc<Mutex<Option<String>>>,
+    calls: Arc<Mutex<Vec<Instant>>>,
+}
+
+impl aws_sdk_kinesis::config::Intercept for AlwaysBehind {
+    fn name(&self) -> &'static str {
+        "AlwaysBehind"
+    }
+
+    fn modify_before_signing(
+        &self,
+        context: &mut aws_sdk_kinesis::config::interceptors::BeforeTransmitInterceptorContextMut<
+            '_,
+        >,
+        _components: &aws_sdk_kinesis::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_kinesis::config::ConfigBag,
+    ) -> Result<(), aws_sdk_kinesis::error::BoxError> {
+        let request = context.request_mut();
+        let target = request.headers().get("x-amz-target").unwrap_or_default();
+        if target.ends_with(".GetRecords") {
+            let body: Value = request
+                .body()
+                .bytes()
+                .and_then(|b| serde_json::from_slice(b).ok())
+                .unwrap_or_default();
+            let iterator = body["ShardIterator"].as_str().map(str::to_owned);
+            *self.iterator.lock().expect("iterator") = iterator;
+            self.calls.lock().expect("calls").push(Instant::now());
+        }
+        Ok(())
+    }
+
+    fn modify_before_deserialization(
+        &self,
+        context: &mut aws_sdk_kinesis::config::interceptors::BeforeDeserializationInterceptorContextMut<'_>,
+        _components: &aws_sdk_kinesis::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_kinesis::config::ConfigBag,
+    ) -> Result<(), aws_sdk_kinesis::error::BoxError> {
+        if let Some(iterator) = self.iterator.lock().expect("iterator").take() {
+            let behind = json!({
+                "Records": [],
+                "MillisBehindLatest": 3_600_000,
+                "NextShardIterator": iterator,
+            });
+            *context.response_mut().body_mut() = behind.to_string().into();
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_read_while_behind_is_paced_and_given_up() {
+    let setup = a_stream_and_its_failure_queue().await;
+    let put = setup
+        .kinesis
+        .put_record()
+        .stream_name(&setup.stream)
+        .partition_key("USER#U1")
+        .data(Blob::new(b"{}".to_vec()))
+        .send()
+        .await
+        .expect("record put");
+    let body = on_failure_message(
+        &setup.stream_arn,
+        put.shard_id(),
+        put.sequence_number(),
+        put.sequence_number(),
+    );
+    let batch = infra::feed::failures::parse(&body).expect("a batch");
+    let behind = AlwaysBehind::default();
+    let config = infra::aws_client::load(&setup.tables.settings()).await;
+    let kinesis = aws_sdk_kinesis::config::Builder::from(&config)
+        .interceptor(behind.clone())
+        .build();
+    let kinesis = aws_sdk_kinesis::Client::from_conf(kinesis);
+    let fetch = infra::feed::failures::fetch(&kinesis, &batch, &setup.tables.prefix);
+    let fetched = tokio::time::timeout(Duration::from_secs(30), fetch).await;
+    let calls = behind.calls.lock().expect("calls").clone();
+    let fetched = fetched
+        .unwrap_or_else(|_| panic!("the read did not end in 30 s ({} GetRecords)", calls.len()))
+        .expect("fetch");
+    eprintln!("{} GetRecords: {fetched:?}", calls.len());
+    assert!(
+        fetched.incomplete,
+        "given up, not taken for the end: {fetched:?}"
+    );
+    assert!(!fetched.expired, "nothing says it is gone: {fetched:?}");
+    assert!(fetched.records.is_empty());
+    assert!(
+        calls.len() <= infra::feed::failures::MAX_PAGES,
+        "{} GetRecords",
+        calls.len()
+    );
+    let shortest = calls
+        .windows(2)
+        .map(|pair| pair[1] - pair[0])
+        .min()
+        .expect("more than one call");
+    assert!(
+        shortest >= Duration::from_millis(200),
+        "at most five reads a second per shard: {shortest:?} between two"
     );
 }

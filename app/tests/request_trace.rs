@@ -337,7 +337,8 @@ fn one_request_id_leads_from_the_request_to_every_row_on_the_aws_local_shape() {
         vitals_work_says_where_its_metrics_are(&tables.args(), dir.path());
     let (serve_log, serve_stderr) = log_file(dir.path(), "serve.log");
     let mut env = JSON_LOGS.to_vec();
-    env.push(("VITALS_JWT_SECRET", "test-jwt-secret"));
+    env.push(("VITALS_JWT_SECRET", "test-jwt-secret-32-bytes-or-more"));
+    env.push(("VITALS_WEBHOOK_SECRET", support::WEBHOOK_SECRET_TEXT));
     let server = support::start_logging_to(&tables.store_args(), &env, serve_stderr);
     follow_one_meal(&server.address, &[serve_log, work_log]);
     let text = the_workers_report_every_family_and_lag_in_time(&work_metrics);

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use support::{Client, Server, registration};
 
 const CONVERGE_WITHIN: Duration = Duration::from_secs(30);
-const HOOK_SECRET: &str = "test-hook-secret";
+const HOOK_SECRET: &str = "test-hook-secret-32-bytes-or-more";
 
 /// Rate limits high enough that only the tests about limits meet them.
 const GENEROUS: [(&str, &str); 3] = [
@@ -25,7 +25,7 @@ const GENEROUS: [(&str, &str); 3] = [
 fn serve(dir: &tempfile::TempDir, extra: &[(&str, &str)]) -> Server {
     let data_dir = dir.path().join("data");
     let mut env = vec![
-        ("VITALS_JWT_SECRET", "test-jwt-secret"),
+        ("VITALS_JWT_SECRET", "test-jwt-secret-32-bytes-or-more"),
         ("VITALS_WEBHOOK_SECRET", HOOK_SECRET),
     ];
     env.extend_from_slice(extra);
@@ -430,7 +430,8 @@ fn a_deleted_accounts_token_reads_nothing() {
     );
     assert_eq!(status, 201);
     ana.eventually("/v1/me/profile", CONVERGE_WITHIN, |_| true);
-    let (status, _) = ana.call("DELETE", "/v1/me", None, &[]);
+    let proof = json!({"current_password": "correct horse battery"});
+    let (status, _) = ana.call("DELETE", "/v1/me", Some(proof), &[]);
     assert_eq!(status, 202);
     let routes = [
         ("GET", "/v1/me/profile"),

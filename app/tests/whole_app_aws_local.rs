@@ -19,7 +19,10 @@ fn a_phone_uses_the_whole_app_on_aws_local() {
     tables.bootstrap(&[]);
     let _worker = Worker::spawn(&tables.args());
     let store = tables.store_args();
-    let server = support::start_with_env(&store, &[("VITALS_JWT_SECRET", "test-jwt-secret")]);
+    let server = support::start_with_env(
+        &store,
+        &[("VITALS_JWT_SECRET", "test-jwt-secret-32-bytes-or-more")],
+    );
     let (recipe, plan) = curate(&store);
     let ana = register(&server.address, "ana@example.com");
     let bob = register(&server.address, "bob@example.com");

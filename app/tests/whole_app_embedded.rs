@@ -29,7 +29,7 @@ fn a_phone_uses_the_whole_app() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let data_dir = dir.path().join("data");
     let store = ["--data-dir", data_dir.to_str().expect("utf-8")];
-    let env = [("VITALS_JWT_SECRET", "test-jwt-secret")];
+    let env = [("VITALS_JWT_SECRET", "test-jwt-secret-32-bytes-or-more")];
     // The embedded store is one process's: the operator curates before serving.
     let (recipe, plan) = curate(&store);
     let server = support::start_with_env(&store, &env);

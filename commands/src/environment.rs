@@ -1,7 +1,9 @@
 //! Environment: weather and air-quality readings cached per geohash cell and hour, with
-//! a TTL of about an hour past the hour they describe (a cache, not user data), behind a
-//! provider trait with a deterministic sandbox provider. Items: `WEATHER#<cell>#<hour>`,
-//! `AIR#<cell>#<hour>`. Nothing here publishes events.
+//! a TTL of about an hour past the hour they describe and at least an hour from when they
+//! were fetched, by the handlers' clock (a cache, not user data; a past hour's reading is
+//! final and cached like any other), behind a provider trait with a deterministic sandbox
+//! provider. Items: `WEATHER#<cell>#<hour>`, `AIR#<cell>#<hour>`. Nothing here publishes
+//! events.
 
 use crate::CommandError;
 use crate::items::{from_item, to_item};
@@ -9,7 +11,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use events_schema::ids::Geohash;
 use events_schema::keys::{PartitionKey, SortKey};
-use events_schema::time::Hour;
+use events_schema::time::{Clock, Hour};
 use infra::store::Key;
 use infra::table::{Table, contexts::Environment};
 use serde::{Deserialize, Serialize};
@@ -64,15 +66,23 @@ impl EnvironmentProvider for SandboxEnvironment {
     }
 }
 
-/// Readings stay cached for an hour after the hour they describe.
+/// Readings stay cached for an hour after the hour they describe, and at least that
+/// long counted from when they were fetched.
 const CACHE_SECONDS_AFTER_HOUR: i64 = 3600;
 
-/// When a reading of `hour` cached at `now` (epoch seconds) expires: an hour after the
-/// hour, and never later than that counted from now, so a reading asked for a far
-/// future hour does not stay for ever.
+/// When a reading of `hour` cached at `now` (epoch seconds, by the handlers' clock)
+/// expires: an hour after the hour, but never sooner than an hour from now (a past
+/// hour's reading is final, so it is kept as long as a fresh one rather than written
+/// already expired) and never later than two hours from now, so a reading asked for a
+/// far future hour does not stay for ever.
 fn cache_expiry(hour: Hour, now: i64) -> i64 {
-    let after_the_hour = hour.start().timestamp() + 3600 + CACHE_SECONDS_AFTER_HOUR;
-    after_the_hour.min(now.saturating_add(3600 + CACHE_SECONDS_AFTER_HOUR))
+    let after_the_hour = hour
+        .start()
+        .timestamp()
+        .saturating_add(3600 + CACHE_SECONDS_AFTER_HOUR);
+    let soonest = now.saturating_add(CACHE_SECONDS_AFTER_HOUR);
+    let latest = now.saturating_add(3600 + CACHE_SECONDS_AFTER_HOUR);
+    after_the_hour.clamp(soonest, latest)
 }
 
 /// A geohash: 1 to 12 characters of the geohash base32 alphabet.
@@ -91,6 +101,8 @@ pub fn geohash(raw: &str) -> Result<Geohash, CommandError> {
 pub struct EnvironmentCommands {
     table: Table<Environment>,
     provider: Arc<dyn EnvironmentProvider>,
+    /// Tells "now" when a reading's expiry is decided.
+    clock: Clock,
 }
 
 impl std::fmt::Debug for EnvironmentCommands {
@@ -102,7 +114,16 @@ impl std::fmt::Debug for EnvironmentCommands {
 
 impl EnvironmentCommands {
     pub fn new(table: Table<Environment>, provider: Arc<dyn EnvironmentProvider>) -> Self {
-        Self { table, provider }
+        Self {
+            table,
+            provider,
+            clock: Clock::System,
+        }
+    }
+
+    /// The same cache, telling time by `clock` (the handlers' clock).
+    pub fn with_clock(self, clock: Clock) -> Self {
+        Self { clock, ..self }
     }
 
     /// The reading cached under `(pk, sk)` for `hour`, or else `fetch`ed and cached.
@@ -122,7 +143,7 @@ impl EnvironmentCommands {
         }
         let reading = fetch.await?;
         let mut item = to_item(&key, &reading)?;
-        let expires_at = cache_expiry(hour, infra::store::now_epoch_seconds());
+        let expires_at = cache_expiry(hour, self.clock.now().datetime().timestamp());
         item.insert("expires_at".into(), expires_at.into());
         // Concurrent misses write the same deterministic-per-hour row; last one wins.
         self.table.put(item, None).await?;
@@ -156,7 +177,7 @@ mod tests {
     }
 
     #[test]
-    fn a_cached_reading_expires_an_hour_after_its_hour_and_never_later_from_now() {
+    fn a_cached_reading_expires_an_hour_after_its_hour_at_least_an_hour_from_now() {
         let now = hour("2026-03-02T08:30:00.000Z").start().timestamp() + 1800;
         // Given the hour now: cached until an hour after it ends;
         let current = hour("2026-03-02T08:30:00.000Z");
@@ -164,9 +185,12 @@ mod tests {
             cache_expiry(current, now),
             current.start().timestamp() + 7200
         );
-        // a past hour: until an hour after it ended (the store's TTL sweeps it);
+        // a past hour, final: an hour from now (not already expired, so it is cached),
         let past = hour("2026-03-01T08:00:00.000Z");
-        assert_eq!(cache_expiry(past, now), past.start().timestamp() + 7200);
+        assert_eq!(cache_expiry(past, now), now + 3600);
+        // as is the hour that ended half an hour ago;
+        let last = hour("2026-03-02T07:00:00.000Z");
+        assert_eq!(cache_expiry(last, now), now + 3600);
         // a far future hour (asked for by anyone): two hours from now at most.
         let far = hour("9000-01-01T00:00:00.000Z");
         assert_eq!(cache_expiry(far, now), now + 7200);

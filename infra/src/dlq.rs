@@ -248,6 +248,45 @@ fn sqs_error(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(format!("SQS: {e}"))
 }
 
+/// Receives up to `max` (at most 10) messages of a queue, each hidden from other
+/// receivers for `visibility_s` seconds, waiting up to `wait_s` seconds for one (0: a
+/// short poll, which may answer empty while the queue holds messages).
+async fn receive(
+    client: &aws_sdk_sqs::Client,
+    url: &str,
+    max: i32,
+    visibility_s: i32,
+    wait_s: i32,
+) -> Result<Vec<aws_sdk_sqs::types::Message>, StoreError> {
+    let received = client
+        .receive_message()
+        .queue_url(url)
+        .max_number_of_messages(max)
+        .visibility_timeout(visibility_s)
+        .wait_time_seconds(wait_s)
+        .send()
+        .await
+        .map_err(|e| sqs_error(aws_sdk_sqs::error::DisplayErrorContext(&e)))?;
+    Ok(received.messages.unwrap_or_default())
+}
+
+/// The next messages of a queue being read through (a sweep, a listing, a redrive of
+/// on-failure messages): a short poll, and when that answers empty a long poll of
+/// [`CONFIRM_EMPTY_WAIT_S`]; none only when the long poll agrees the queue has no more
+/// visible. Each message received is hidden from other receivers for `visibility_s`.
+pub async fn read_on(
+    client: &aws_sdk_sqs::Client,
+    url: &str,
+    max: i32,
+    visibility_s: i32,
+) -> Result<Vec<aws_sdk_sqs::types::Message>, StoreError> {
+    let messages = receive(client, url, max, visibility_s, 0).await?;
+    if !messages.is_empty() {
+        return Ok(messages);
+    }
+    receive(client, url, max, visibility_s, CONFIRM_EMPTY_WAIT_S).await
+}
+
 impl SqsDlq {
     pub fn new(client: aws_sdk_sqs::Client, prefix: &str) -> Self {
         Self {
@@ -273,43 +312,14 @@ impl SqsDlq {
         created.queue_url.ok_or_else(|| sqs_error("no queue URL"))
     }
 
-    /// Receives up to `max` (at most 10) messages of a queue, each hidden from other
-    /// receivers for `visibility_s` seconds, waiting up to `wait_s` seconds for one
-    /// (0: a short poll, which may answer empty while the queue holds messages).
-    async fn receive(
-        &self,
-        url: &str,
-        max: i32,
-        visibility_s: i32,
-        wait_s: i32,
-    ) -> Result<Vec<aws_sdk_sqs::types::Message>, StoreError> {
-        let received = self
-            .client
-            .receive_message()
-            .queue_url(url)
-            .max_number_of_messages(max)
-            .visibility_timeout(visibility_s)
-            .wait_time_seconds(wait_s)
-            .send()
-            .await
-            .map_err(|e| sqs_error(aws_sdk_sqs::error::DisplayErrorContext(&e)))?;
-        Ok(received.messages.unwrap_or_default())
-    }
-
-    /// The next messages of a queue being read through (see [`Self::receive`]); none
-    /// only when a long poll agrees the queue has no more visible.
+    /// The next messages of a queue being read through (see [`read_on`]).
     async fn read_on(
         &self,
         url: &str,
         max: i32,
         visibility_s: i32,
     ) -> Result<Vec<aws_sdk_sqs::types::Message>, StoreError> {
-        let messages = self.receive(url, max, visibility_s, 0).await?;
-        if !messages.is_empty() {
-            return Ok(messages);
-        }
-        self.receive(url, max, visibility_s, CONFIRM_EMPTY_WAIT_S)
-            .await
+        read_on(&self.client, url, max, visibility_s).await
     }
 
     /// Reads every message of a subscription's queue once (each is hidden while the

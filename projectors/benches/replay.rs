@@ -346,7 +346,9 @@ async fn erasure_bench(days: usize) -> anyhow::Result<()> {
     );
 
     let requested = Instant::now();
-    identity.request_deletion(&meta).await?;
+    identity
+        .request_deletion(&meta, "correct horse battery")
+        .await?;
     let identity_table = Table::new(shared.clone());
     while !projectors::erasure::is_complete(&identity_table, &user).await? {
         anyhow::ensure!(

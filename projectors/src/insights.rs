@@ -12,7 +12,7 @@ use crate::rows::{Entry, Moved, live_entries, merge_entry, merge_moved, object};
 use async_trait::async_trait;
 use events_schema::envelope::EventEnvelope;
 use events_schema::keys::SortKey;
-use events_schema::time::Day;
+use events_schema::time::{Clock, Day};
 use infra::store::{Item, Key};
 use infra::table::{Table, contexts};
 use serde_json::{Value, json};
@@ -52,7 +52,8 @@ fn marker_row(pk: &str, day: Day) -> (Key, impl Fn(&serde_json::Map<String, Valu
 }
 
 /// Markers from nutrition: the meals of each day changed.
-pub struct InsightsFromNutrition(pub Table<contexts::Insights>);
+/// The clock tells which days the nightly job may have finished.
+pub struct InsightsFromNutrition(pub Table<contexts::Insights>, pub Clock);
 
 #[async_trait]
 impl Projector for InsightsFromNutrition {
@@ -68,13 +69,14 @@ impl Projector for InsightsFromNutrition {
             merge_entry(&self.0, &key, entry, derive).await?;
         }
         let changed: Vec<Day> = days.iter().map(|d| d.day).collect();
-        rescore_late(&self.0, &pk, &changed).await?;
+        rescore_late(&self.0, &pk, &changed, self.1.now()).await?;
         Ok(())
     }
 }
 
 /// Markers from activity: one entry per workout (moved workouts leave their old day).
-pub struct InsightsFromActivity(pub Table<contexts::Insights>);
+/// The clock tells which days the nightly job may have finished.
+pub struct InsightsFromActivity(pub Table<contexts::Insights>, pub Clock);
 
 #[async_trait]
 impl Projector for InsightsFromActivity {
@@ -93,13 +95,14 @@ impl Projector for InsightsFromActivity {
             from: previous_day,
         };
         let changed = merge_moved(&self.0, member, |day| marker_row(&pk, day)).await?;
-        rescore_late(&self.0, &pk, &changed).await?;
+        rescore_late(&self.0, &pk, &changed, self.1.now()).await?;
         Ok(())
     }
 }
 
 /// Markers from sleep: one entry per session, on its night.
-pub struct InsightsFromSleep(pub Table<contexts::Insights>);
+/// The clock tells which days the nightly job may have finished.
+pub struct InsightsFromSleep(pub Table<contexts::Insights>, pub Clock);
 
 #[async_trait]
 impl Projector for InsightsFromSleep {
@@ -118,7 +121,7 @@ impl Projector for InsightsFromSleep {
             from: previous,
         };
         let changed = merge_moved(&self.0, member, |night| marker_row(&pk, night)).await?;
-        rescore_late(&self.0, &pk, &changed).await?;
+        rescore_late(&self.0, &pk, &changed, self.1.now()).await?;
         Ok(())
     }
 }

@@ -153,9 +153,13 @@ pub async fn score_day(
 
 /// Scores every user active on `day` from the first, whatever earlier runs did (an
 /// operator's rerun of a day); returns how many. A day that has not ended everywhere
-/// yet is scored without checkpoints: the job scores it again once it has ended.
-pub async fn rescore_day(table: &Table<contexts::Insights>, day: Day) -> Result<usize, StoreError> {
-    let ended = day <= last_ended_day(Timestamp::now());
+/// at `now` is scored without checkpoints: the job scores it again once it has ended.
+pub async fn rescore_day(
+    table: &Table<contexts::Insights>,
+    day: Day,
+    now: Timestamp,
+) -> Result<usize, StoreError> {
+    let ended = day <= last_ended_day(now);
     let run = score_from(table, day, None, &mut Budget::unbounded(), ended).await?;
     Ok(run.scored)
 }
@@ -222,11 +226,12 @@ pub async fn rescore_late(
     table: &Table<contexts::Insights>,
     pk: &str,
     changed: &[Day],
+    now: Timestamp,
 ) -> Result<(), StoreError> {
     // Only a day that has ended everywhere is ever finished (the job scores no other,
     // `rescore_day` keeps no checkpoint of one), so a change of days after the last
     // ended one (today's meal) cannot concern a finished day: no query.
-    let last_ended = last_ended_day(Timestamp::now());
+    let last_ended = last_ended_day(now);
     if changed.iter().all(|day| *day > last_ended) {
         return Ok(());
     }

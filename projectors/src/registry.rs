@@ -15,6 +15,7 @@ use crate::wearables::{ActivityFromIntegrations, SleepFromIntegrations};
 use commands::activity::ActivityCommands;
 use commands::sleep::SleepCommands;
 use events_schema::Context;
+use events_schema::time::Clock;
 use infra::dlq::DeadLetterStore;
 use infra::store::{Condition, IndexQuery, Item, Key, Page, Query, Scan, TransactAction, Update};
 use infra::table::{ContextTable, Table};
@@ -24,15 +25,30 @@ use std::sync::Arc;
 /// Every subscription of a pipeline that keeps dead letters in the subscribers' tables
 /// (the embedded shape): see [`all_with`].
 pub fn all(store: Arc<dyn Store>) -> Vec<Arc<dyn Projector>> {
+    all_on(store, &Clock::System)
+}
+
+/// [`all`], its subscriptions telling time by `clock`: a wearable's record is checked
+/// against it, and a marker changed for a day the nightly job may have finished is
+/// told apart by it. A test or simulation on a manual clock projects in its own time.
+pub fn all_on(store: Arc<dyn Store>, clock: &Clock) -> Vec<Arc<dyn Projector>> {
     let dead_letters = DeadLetterStore::Tables(store.clone());
-    all_with(store, &dead_letters)
+    subscriptions(store, &dead_letters, clock)
 }
 
 /// Every subscription a pipeline runs: the projections (guarded against erased users)
 /// and the erasure subscriptions, whose erasers clear the user's letters from
 /// `dead_letters`, wherever the pipeline keeps them.
 pub fn all_with(store: Arc<dyn Store>, dead_letters: &DeadLetterStore) -> Vec<Arc<dyn Projector>> {
-    let projections = projections(store.clone());
+    subscriptions(store, dead_letters, &Clock::System)
+}
+
+fn subscriptions(
+    store: Arc<dyn Store>,
+    dead_letters: &DeadLetterStore,
+    clock: &Clock,
+) -> Vec<Arc<dyn Projector>> {
+    let projections = projections_on(store.clone(), clock);
     let mut subscriptions = projections.clone();
     subscriptions.extend(erasure(store, dead_letters, &projections));
     subscriptions
@@ -55,7 +71,12 @@ pub fn stream_handlers(store: Arc<dyn Store>, source: Context) -> Vec<crate::run
 /// The read-model projections only (what `vitals replay` rebuilds), each guarded so an
 /// erased user's events write nothing.
 pub fn projections(store: Arc<dyn Store>) -> Vec<Arc<dyn Projector>> {
-    unguarded(store.clone())
+    projections_on(store, &Clock::System)
+}
+
+/// [`projections`], telling time by `clock` (see [`all_on`]).
+pub fn projections_on(store: Arc<dyn Store>, clock: &Clock) -> Vec<Arc<dyn Projector>> {
+    unguarded(store.clone(), clock)
         .into_iter()
         .map(|p| Arc::new(Guarded::new(p, store.clone())) as Arc<dyn Projector>)
         .collect()
@@ -105,7 +126,7 @@ fn eraser<C: ContextTable + 'static>(
     ))
 }
 
-fn unguarded(store: Arc<dyn Store>) -> Vec<Arc<dyn Projector>> {
+fn unguarded(store: Arc<dyn Store>, clock: &Clock) -> Vec<Arc<dyn Projector>> {
     let dashboard = DashboardRows::new(Table::new(store.clone()));
     let goals = GoalRows::new(Table::new(store.clone()));
     vec![
@@ -121,15 +142,21 @@ fn unguarded(store: Arc<dyn Store>) -> Vec<Arc<dyn Projector>> {
         Arc::new(GoalsFromGoals(goals)),
         Arc::new(ActivityFromNutrition(Table::new(store.clone()))),
         Arc::new(NutritionFromActivity(Table::new(store.clone()))),
-        Arc::new(ActivityFromIntegrations(ActivityCommands::new(Table::new(
-            store.clone(),
-        )))),
-        Arc::new(SleepFromIntegrations(SleepCommands::new(Table::new(
-            store.clone(),
-        )))),
-        Arc::new(InsightsFromNutrition(Table::new(store.clone()))),
-        Arc::new(InsightsFromActivity(Table::new(store.clone()))),
-        Arc::new(InsightsFromSleep(Table::new(store))),
+        Arc::new(ActivityFromIntegrations(
+            ActivityCommands::new(Table::new(store.clone())).with_clock(clock.clone()),
+        )),
+        Arc::new(SleepFromIntegrations(
+            SleepCommands::new(Table::new(store.clone())).with_clock(clock.clone()),
+        )),
+        Arc::new(InsightsFromNutrition(
+            Table::new(store.clone()),
+            clock.clone(),
+        )),
+        Arc::new(InsightsFromActivity(
+            Table::new(store.clone()),
+            clock.clone(),
+        )),
+        Arc::new(InsightsFromSleep(Table::new(store), clock.clone())),
     ]
 }
 

@@ -26,6 +26,7 @@ use events_schema::Context;
 use events_schema::envelope::{EventEnvelope, is_outbox_item, outbox_event};
 use events_schema::ids::UserId;
 use events_schema::keys::{PartitionKey, prefix};
+use events_schema::time::Clock;
 use infra::buffered::Buffered;
 use infra::store::{Cursor, Item, Key, Page, Query, Scan, SortKeyCondition};
 use infra::{Store, StoreError};
@@ -114,6 +115,30 @@ pub async fn replay_with(
     batch_events: usize,
     mode: Mode,
 ) -> Result<Replayed, StoreError> {
+    let clock = Clock::System;
+    replay_on(
+        store,
+        subscriptions,
+        user,
+        progress,
+        batch_events,
+        mode,
+        &clock,
+    )
+    .await
+}
+
+/// [`replay_with`], a rebuild's projections telling time by `clock` (the one
+/// `subscriptions` were made with: see `registry::projections_on`).
+pub async fn replay_on(
+    store: Arc<dyn Store>,
+    subscriptions: &[Arc<dyn Projector>],
+    user: Option<&UserId>,
+    progress: &dyn Progress,
+    batch_events: usize,
+    mode: Mode,
+    clock: &Clock,
+) -> Result<Replayed, StoreError> {
     let batch_events = batch_events.max(1);
     // Per source, the subscriptions that publish into the source's own table
     // (goals-from-goals) run first, in a pass of their own, so the events they publish
@@ -136,6 +161,7 @@ pub async fn replay_with(
             user: user.cloned(),
             page_size: PAGE.min(batch_events),
             mode,
+            clock: clock.clone(),
         })
         .collect();
     let mut total = 0;
@@ -260,6 +286,7 @@ struct Run {
     user: Option<UserId>,
     page_size: usize,
     mode: Mode,
+    clock: Clock,
 }
 
 impl Run {
@@ -286,10 +313,11 @@ impl Run {
                 ));
                 // The same subscriptions, bound to the buffered view.
                 let names: Vec<&str> = self.group.iter().map(|s| s.name()).collect();
-                let bound: Vec<Arc<dyn Projector>> = crate::registry::projections(buffered.clone())
-                    .into_iter()
-                    .filter(|s| names.contains(&s.name()))
-                    .collect();
+                let bound: Vec<Arc<dyn Projector>> =
+                    crate::registry::projections_on(buffered.clone(), &self.clock)
+                        .into_iter()
+                        .filter(|s| names.contains(&s.name()))
+                        .collect();
                 if bound.len() != self.group.len() {
                     return Err(StoreError::Validation(format!(
                         "a rebuild runs the registry's projections only, not {names:?}"

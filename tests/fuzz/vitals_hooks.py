@@ -11,7 +11,7 @@ Two hooks:
 - `filter_failure`: drops only "schema-valid request rejected" failures (ST202) whose 422
   `validation` answer names a field whose rule JSON Schema cannot state (RULES below,
   per operation): a cursor the server never gave out, `to` before `from`, a time more
-  than a day ahead. Every other failure stands.
+  than a day ahead, an email change without the current password. Every other failure stands.
 """
 
 import itertools
@@ -56,6 +56,7 @@ RULES = {
     },
     "POST /v1/me/goals": {"target": "whole for counted kinds; depends on `kind`"},
     "POST /v1/me/password": {"current_password": "must be the account's password"},
+    "PATCH /v1/me/profile": {"current_password": "required with `email`"},
     "GET /v1/me/scheduled-meals": {**_ANY_PAGE, **_RANGE},
     "GET /v1/me/training-blocks": {**_ANY_PAGE},
     "GET /v1/catalog/recipes": {**_ANY_PAGE},

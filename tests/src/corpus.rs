@@ -30,7 +30,7 @@ use events_schema::events::integrations::{ProviderSleep, ProviderWorkout};
 use events_schema::events::nutrition::Nutrients;
 use events_schema::events::sleep::SleepStages;
 use events_schema::ids::{ExternalId, UserId};
-use events_schema::time::{Day, Timestamp};
+use events_schema::time::{Clock, Day, Timestamp};
 use infra::Store;
 use infra::store::{Item, now_epoch_seconds};
 use rust_decimal::Decimal;
@@ -56,11 +56,26 @@ pub struct Recorded {
 
 const HOUR: i64 = 3_600_000;
 
-/// `hours` before now (the handlers tell time by the system clock: webhook signatures
-/// are checked against it).
-fn ago(hours: i64) -> Timestamp {
-    let now = Timestamp::now();
+/// The instant the scenario runs at: a Wednesday mid-morning, so everything it records
+/// "hours ago" falls in the same ISO week as the goals it sets, whatever the wall clock
+/// says (run on a Monday morning by the system clock, a workout 28 hours back fell in
+/// the week before the goal's and no `GoalProgressed` was made). Webhook signatures are
+/// transport and keep to real time.
+pub const SCENARIO_AT: &str = "2026-03-11T09:30:00.000Z";
+
+fn scenario_clock() -> Clock {
+    Clock::manual(Timestamp::parse(SCENARIO_AT).expect("the scenario's instant"))
+}
+
+/// `hours` before the handlers' now.
+fn ago(world: &World, hours: i64) -> Timestamp {
+    let now = world.clock.now();
     Timestamp::from_millis(now.millis() - hours * HOUR).unwrap_or(now)
+}
+
+/// The handlers' today, in UTC.
+fn today(world: &World) -> Day {
+    Day::new(world.clock.now().datetime().date_naive())
 }
 
 fn meal(name: &str, eaten_at: Timestamp, protein: u32) -> MealInput {
@@ -106,7 +121,7 @@ async fn eat(world: &World) {
     let email = format!("keeper-{}@example.org", meta.user.as_str().to_lowercase());
     world
         .identity
-        .change_email(meta, &email)
+        .change_email(meta, &email, "correct horse battery")
         .await
         .expect("email");
     world
@@ -137,23 +152,23 @@ async fn eat(world: &World) {
     };
     n.curate_meal_plan(meta, plan).await.expect("plan");
     let breakfast = n
-        .log_meal(meta, meal("Porridge", ago(30), 18))
+        .log_meal(meta, meal("Porridge", ago(world, 30), 18))
         .await
         .expect("meal")
         .value;
     let lunch = n
-        .log_meal(meta, meal("Salad", ago(26), 22))
+        .log_meal(meta, meal("Salad", ago(world, 26), 22))
         .await
         .expect("meal")
         .value;
     // Edited onto the previous day: the event carries both days' totals.
     let edit = EditMeal {
         meal_id: breakfast.meal_id,
-        meal: meal("Porridge with nuts", ago(50), 24),
+        meal: meal("Porridge with nuts", ago(world, 50), 24),
     };
     n.edit_meal(meta, edit).await.expect("edit");
     n.delete_meal(meta, &lunch.meal_id).await.expect("delete");
-    let today = Day::new(chrono::Utc::now().date_naive());
+    let today = today(world);
     let planned = |name: &str| ScheduleMeal {
         day: today,
         name: name.into(),
@@ -167,7 +182,7 @@ async fn eat(world: &World) {
     let eaten = EatScheduledMeal {
         day: today,
         scheduled_meal_id: soup.scheduled_meal_id,
-        eaten_at: ago(1),
+        eaten_at: ago(world, 1),
         timezone: "Europe/Paris".into(),
         nutrients: None,
     };
@@ -188,7 +203,7 @@ async fn move_and_sleep(world: &World) {
     let meta = &world.meta;
     let run = RecordWorkout {
         sport: "run".into(),
-        started_at: ago(28),
+        started_at: ago(world, 28),
         timezone: "Europe/Paris".into(),
         duration_s: 2_400,
         distance_m: Some(6_200),
@@ -201,8 +216,8 @@ async fn move_and_sleep(world: &World) {
         .await
         .expect("workout");
     let night = RecordSleep {
-        start: ago(40),
-        end: ago(32),
+        start: ago(world, 40),
+        end: ago(world, 32),
         timezone: "Europe/Paris".into(),
         score: 81,
         stages: SleepStages {
@@ -214,7 +229,7 @@ async fn move_and_sleep(world: &World) {
     };
     world.sleep.record_sleep(meta, night).await.expect("sleep");
     let block = StartTrainingBlock {
-        start_day: Day::new(chrono::Utc::now().date_naive()),
+        start_day: today(world),
         weeks: 4,
         focus: "base building".into(),
     };
@@ -279,19 +294,19 @@ async fn sync_wearable(world: &World) {
         let workout = ProviderWorkout {
             external_id: ExternalId::parse("ride-1").expect("id"),
             sport: "ride".into(),
-            started_at: ago(20),
+            started_at: ago(world, 20),
             duration_s: 3_000 + 60 * revision as u32,
             distance_m: Some(25_000),
             calories: Some(600),
-            updated_at: Some(ago(10 - revision)),
+            updated_at: Some(ago(world, 10 - revision)),
         };
         let sleep = ProviderSleep {
             external_id: ExternalId::parse("night-1").expect("id"),
-            start: ago(16),
-            end: ago(9 - revision),
+            start: ago(world, 16),
+            end: ago(world, 9 - revision),
             score: 70 + revision as u8,
             stages: SleepStages::default(),
-            updated_at: Some(ago(10 - revision)),
+            updated_at: Some(ago(world, 10 - revision)),
         };
         let body = webhook(&pu, delivery, vec![workout], vec![sleep]);
         world
@@ -347,29 +362,38 @@ async fn registered(world: &World) -> CommandMeta {
 /// Runs the scenario on `store` (fresh), every subscription applying what is committed.
 pub async fn record(store: Arc<dyn Store>) -> Recorded {
     let capture = Arc::new(capturing(store));
-    let mut keeper = World::new(capture.clone());
+    let mut keeper = World::with_clock(capture.clone(), scenario_clock());
     keeper.meta = registered(&keeper).await;
     connect(&keeper).await;
     eat(&keeper).await;
     move_and_sleep(&keeper).await;
     sync_wearable(&keeper).await;
     let mut events = capture.observer().take();
-    events.extend(deliver(0, &capture, Delivery::InOrder, events.clone()).await);
+    events.extend(
+        deliver(
+            0,
+            &capture,
+            Delivery::InOrder,
+            events.clone(),
+            &keeper.clock,
+        )
+        .await,
+    );
     keeper
         .integrations
         .disconnect(&keeper.meta, "sandbox")
         .await
         .expect("disconnect");
-    let mut leaver = World::new(capture.clone());
+    let mut leaver = World::with_clock(capture.clone(), scenario_clock());
     leaver.meta = registered(&leaver).await;
     leaver
         .identity
-        .request_deletion(&leaver.meta)
+        .request_deletion(&leaver.meta, "correct horse battery")
         .await
         .expect("deletion");
     let more = capture.observer().take();
     events.extend(more.iter().cloned());
-    events.extend(deliver(0, &capture, Delivery::InOrder, more).await);
+    events.extend(deliver(0, &capture, Delivery::InOrder, more, &leaver.clock).await);
     let history = outbox_of(&*capture, &keeper.meta.user).await;
     Recorded { events, history }
 }

@@ -207,7 +207,7 @@ pub async fn check(backend: TestBackend, span: Span) -> usize {
     }
 
     let committed = capture.observer().take();
-    deliver(0, &capture, Delivery::InOrder, committed).await;
+    deliver(0, &capture, Delivery::InOrder, committed, &world.clock).await;
 
     let history = History::new(infra::table::Table::new(shared.clone()));
     let (history, user) = (&history, &user);

@@ -20,6 +20,8 @@
 //! - [`snapshot`]: every item of a store, for whole-store comparisons.
 //! - [`regressions`]: the defects a review found, each as a specification that must hold
 //!   on every backend; [`regressions_suite!`] expands them.
+//! - [`instants`]: nights across clock changes and weeks at either end of the world, on a
+//!   manual clock; [`instants_suite!`] expands them per backend.
 
 pub mod backends;
 pub mod commands;
@@ -29,6 +31,7 @@ pub mod faults;
 pub mod fixtures;
 pub mod fuzz;
 pub mod history_pages;
+pub mod instants;
 pub mod model;
 pub mod nightly;
 pub mod pipeline;
@@ -58,6 +61,8 @@ macro_rules! commands_suite {
             an_email_change_another_process_made_first_is_answered_as_a_replay,
             update_profile_publishes_once_per_change,
             deletion_request_refuses_login_and_publishes_once,
+            an_email_change_or_a_deletion_takes_the_current_password,
+            access_tokens_hold_until_the_credentials_change,
             a_credentials_tries_are_counted_by_every_process_together,
         );
         $crate::spec_tests!($make, $crate::commands::nutrition;
@@ -109,6 +114,9 @@ macro_rules! commands_suite {
             disconnect_removes_the_connection_once,
             a_connection_stored_before_versions_disconnects_and_reconnects,
             environment_readings_are_cached_per_cell_and_hour,
+        );
+        $crate::spec_tests!($make, $crate::commands::environment;
+            a_past_hour_is_asked_of_the_provider_once,
         );
         $crate::spec_tests!($make, $crate::commands::keyed;
             keyed_activity_and_goal_commands_met_by_a_conflict_commit_on_the_next_attempt,
@@ -212,6 +220,18 @@ macro_rules! nightly_suite {
 }
 
 /// Expands to one test per regression specification, each on a fresh backend from `$make`.
+/// Expands to one test per specification of [`instants`] (days, weeks and clock
+/// changes), each on a fresh backend from `$make`.
+#[macro_export]
+macro_rules! instants_suite {
+    ($make:path) => {
+        $crate::spec_tests!($make, $crate::instants;
+            a_night_across_a_clock_change_lasts_what_it_lasted,
+            a_weekly_goal_counts_the_users_own_iso_week,
+        );
+    };
+}
+
 #[macro_export]
 macro_rules! regressions_suite {
     ($make:path) => {

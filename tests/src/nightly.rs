@@ -78,7 +78,7 @@ pub async fn scores_active_users_once_their_day_has_ended(store: Arc<dyn Store>)
     let deleted = ana.nutrition.delete_meal(&ana.meta, &eaten).await;
     deleted.expect("the meal is deleted");
     let committed = capture.observer().take();
-    deliver(0, &capture, Delivery::InOrder, committed).await;
+    deliver(0, &capture, Delivery::InOrder, committed, &clock).await;
 
     let insights = Insights::new(Table::new(shared.clone()));
     let table = Table::new(shared.clone());
@@ -145,7 +145,7 @@ async fn active_users(
         users.push(user);
     }
     let committed = capture.observer().take();
-    deliver(0, &capture, Delivery::InOrder, committed).await;
+    deliver(0, &capture, Delivery::InOrder, committed, &clock).await;
     (users, Table::new(shared))
 }
 
@@ -290,7 +290,7 @@ pub async fn scores_activity_recorded_after_the_day_was_finished(store: Arc<dyn 
     ana.log_meal(meal("2026-08-10T08:00:00.000Z")).await;
     let deliver_all = || async {
         let committed = capture.observer().take();
-        deliver(0, &capture, Delivery::InOrder, committed).await;
+        deliver(0, &capture, Delivery::InOrder, committed, &clock).await;
     };
     deliver_all().await;
     let table = Table::new(shared.clone());

@@ -561,7 +561,7 @@ pub async fn a_sign_up_record_goes_with_the_email(store: Arc<dyn Store>) {
     let moved = format!("moved-{email}");
     world
         .identity
-        .change_email(&CommandMeta::new(user), &moved)
+        .change_email(&CommandMeta::new(user), &moved, "correct horse battery")
         .await
         .expect("email changed");
     assert!(

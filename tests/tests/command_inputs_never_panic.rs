@@ -176,7 +176,7 @@ proptest! {
             acceptable(w.identity.register(&w.meta, registration).await);
             acceptable(w.identity.login(&email, &password).await);
             acceptable(w.identity.update_profile(&w.meta, UpdateProfile { display_name: Some(name), timezone: Some(tz), units: None }).await);
-            acceptable(w.identity.change_email(&w.meta, &email).await);
+            acceptable(w.identity.change_email(&w.meta, &email, &password).await);
             acceptable(w.integrations.start_connect(&w.meta, &provider).await);
             acceptable(w.integrations.complete_connect(&w.meta, "sandbox", &state, &code).await);
             acceptable(w.integrations.receive_webhook("sandbox", &stamp, &signature, &body).await);

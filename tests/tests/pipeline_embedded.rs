@@ -313,7 +313,9 @@ async fn nightly_readiness_scores_the_users_active_that_day_through_the_index() 
 
     let counting = Arc::new(infra::counting::CountingStore::new(store.clone()));
     let table = Table::new(counting.clone() as Arc<dyn Store>);
-    let scored = projectors::nightly::rescore_day(&table, Day::parse("2026-03-04").expect("day"))
+    let day = Day::parse("2026-03-04").expect("day");
+    let now = events_schema::time::Timestamp::parse("2026-03-05T13:00:00.000Z").expect("now");
+    let scored = projectors::nightly::rescore_day(&table, day, now)
         .await
         .expect("job");
     assert_eq!(scored, 1, "only the user active that day");
@@ -338,13 +340,16 @@ async fn nightly_readiness_scores_the_users_active_that_day_through_the_index() 
 async fn a_goal_set_after_the_days_meals_starts_from_them() {
     let (store, _dir) = open();
     let pipeline = pipeline::start(&store);
-    let world = World::new(store.clone());
-    let rows = rows_of(&store, &world);
-    // Meals of today (the goal's current period, a UTC day), projected before the goal
-    // exists. At noon UTC: the meals' own timezone (Paris) puts them on the same day,
-    // which "now" does not do in the last hour or two of a UTC day.
-    let today = events_schema::time::Timestamp::now().to_string()[..10].to_owned();
+    // The handlers' clock shows one in the afternoon: the goal is set on the day of the
+    // meals (a UTC day, its current period), whatever the wall clock says.
+    let today = "2026-03-04".to_owned();
     let noon = format!("{today}T12:00:00.000Z");
+    let afternoon =
+        events_schema::time::Timestamp::parse(&format!("{today}T13:00:00.000Z")).expect("time");
+    let world = World::with_clock(store.clone(), events_schema::time::Clock::manual(afternoon));
+    let rows = rows_of(&store, &world);
+    // Meals of that day, projected before the goal exists. At noon UTC: the meals' own
+    // timezone (Paris) puts them on the same day.
     for (calories, protein) in [(400, 30), (600, 25)] {
         log(&world, &noon, calories, protein).await;
     }

@@ -70,7 +70,7 @@ pub async fn start_server(data_dir: &std::path::Path) -> anyhow::Result<InProces
         "--data-dir",
         data_dir,
         "--jwt-secret",
-        "bench-jwt-secret",
+        "bench-jwt-secret-32-bytes-or-more",
         // High enough that the limiter is never what is measured.
         "--rate-limit",
         "1000000",
@@ -89,7 +89,9 @@ pub async fn start_server(data_dir: &std::path::Path) -> anyhow::Result<InProces
         .context("the embedded backend has an embedded store")?;
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     let address = listener.local_addr()?;
-    let api = setup::api(storage.store.clone(), &args.api)?;
+    let shape = setup::Shape::serving(args.store.backend);
+    let secrets = setup::Secrets::from_args(&args.api, shape)?;
+    let api = setup::api_with(storage.store.clone(), &args.api, secrets)?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let served = tokio::spawn(server::run(listener, storage, api, async {
         let _ = stopped.await;

@@ -1,9 +1,10 @@
 //! Who a request comes from, as the handlers take them, each with the command and
 //! query handlers: [`Me`], the signed-in caller (the [`AuthUser`] extractor's checks:
-//! token, rate limit, account not being deleted) with the request's headers for a
-//! command's metadata (`Idempotency-Key`, request id) and a read's `If-None-Match`; and
-//! [`Guest`], a caller without a token, let through the per-address allowance of
-//! unauthenticated requests first, so that no such route can forget it.
+//! token, rate limit, account not being deleted, token not issued before the password or
+//! email last changed) with the request's headers for a command's metadata
+//! (`Idempotency-Key`, request id) and a read's `If-None-Match`; and [`Guest`], a caller
+//! without a token, let through the per-address allowance of unauthenticated requests
+//! first, so that no such route can forget it.
 
 use super::api::Api;
 use super::auth::AuthUser;

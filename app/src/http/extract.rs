@@ -207,8 +207,9 @@ impl<S: Send + Sync> FromRequest<S> for ApiBytes {
 }
 
 /// The caller, from the request's bearer token: 401 when it is missing, expired or
-/// forged, and for an account whose deletion was requested (`account_deleted`, from
-/// the request on); 429 over the user's rate limit.
+/// forged, issued before the account's password or email last changed, and for an
+/// account whose deletion was requested (`account_deleted`, from the request on); 429
+/// over the user's rate limit.
 impl FromRequestParts<AppState> for AuthUser {
     type Rejection = ApiError;
 
@@ -224,11 +225,11 @@ impl FromRequestParts<AppState> for AuthUser {
         let claims = state.api.auth.verify(token.trim())?;
         let user = UserId::parse(&claims.sub).map_err(|_| ApiError::unauthorized())?;
         state.api.limits.user(&claims.sub)?;
-        // A token outlives nothing: once the account's deletion is requested, it reads
-        // and writes nothing, whatever its expiry says.
-        if state.api.identity.is_deleted(&user).await? {
-            return Err(ApiError::from(commands::CommandError::AccountDeleted));
-        }
+        // A token outlives nothing: once the account's deletion is requested, or its
+        // password or email changed since the token was issued, it reads and writes
+        // nothing, whatever its expiry says.
+        let api = &state.api;
+        api.auth.still_holds(&api.identity, &user, &claims).await?;
         if let Some(seen) = parts.extensions.get::<super::request_log::Seen>() {
             seen.caller(&user);
         }

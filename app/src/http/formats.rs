@@ -24,13 +24,20 @@ impl Quantity {
         if text.is_empty() || text.len() > 64 {
             return None;
         }
+        // Scientific notation is held to the plain form's rules (rust_decimal's own
+        // reading of it rounds what does not fit: 1.00000000000000000000000000001e0
+        // would be 1): written out plainly first, then read exactly.
         let exact = if text.contains(['e', 'E']) {
-            Decimal::from_scientific(text).ok()
-        } else {
+            Decimal::from_str_exact(&plain_of_scientific(text)?).ok()
+        } else if is_plain_number(text) {
             Decimal::from_str_exact(text).ok()
+        } else {
+            // rust_decimal also reads "1_000" and "1.": no JSON number is written so.
+            None
         }?;
         // Whatever a client means by "+5" or "05", JSON has no such numbers.
-        let canonical_digits = text.trim_start_matches('-');
+        let mantissa = text.split_once(['e', 'E']).map_or(text, |(m, _)| m);
+        let canonical_digits = mantissa.trim_start_matches('-');
         if text.starts_with('+')
             || (canonical_digits.len() > 1
                 && canonical_digits.starts_with('0')
@@ -40,6 +47,74 @@ impl Quantity {
         }
         Some(Self(exact))
     }
+}
+
+/// A JSON number without an exponent: `-?digits(.digits)?` (the leading zeros are
+/// checked apart).
+fn is_plain_number(text: &str) -> bool {
+    let digits = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+    let unsigned = text.strip_prefix('-').unwrap_or(text);
+    match unsigned.split_once('.') {
+        Some((whole, fraction)) => digits(whole) && digits(fraction),
+        None => digits(unsigned),
+    }
+}
+
+/// The most integer digits and decimal places a stored quantity can have (rust_decimal:
+/// a 96-bit integer, at most 28 places).
+const MAX_INTEGER_DIGITS: i64 = 29;
+const MAX_SCALE: i64 = 28;
+
+/// The plain decimal text of a JSON number in scientific notation (`1.5e2`: `150`,
+/// `-25e-1`: `-2.5`), without the zeros that do not change its value, so that the exact
+/// reading of the plain form decides whether it can be stored. `None` when the text is
+/// not such a number, or its first significant digit lies beyond what can be stored.
+fn plain_of_scientific(text: &str) -> Option<String> {
+    let is_digits = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+    let (mantissa, exponent) = text.split_once(['e', 'E'])?;
+    let (negative, unsigned) = match mantissa.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, mantissa),
+    };
+    let (whole, fraction) = match unsigned.split_once('.') {
+        Some((whole, fraction)) if is_digits(fraction) => (whole, fraction),
+        Some(_) => return None,
+        None => (unsigned, ""),
+    };
+    if !is_digits(whole) {
+        return None;
+    }
+    let unsigned_exponent = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
+    if !is_digits(unsigned_exponent) {
+        return None;
+    }
+    // An exponent too long for an i64 is far beyond anything storable, unless the
+    // mantissa is zero: refused either way, as the plain form of such a zero is.
+    let exponent: i64 = exponent.parse().ok()?;
+    // The value is 0.<digits> x 10^point, with no leading or trailing zero in digits.
+    let digits = format!("{whole}{fraction}");
+    let leading = digits.len() - digits.trim_start_matches('0').len();
+    let digits = digits.trim_matches('0');
+    if digits.is_empty() {
+        return Some("0".to_owned());
+    }
+    let point = i64::try_from(whole.len())
+        .ok()?
+        .checked_sub(i64::try_from(leading).ok()?)?
+        .checked_add(exponent)?;
+    if !(-MAX_SCALE..=MAX_INTEGER_DIGITS).contains(&point) {
+        return None;
+    }
+    let sign = if negative { "-" } else { "" };
+    let shift = usize::try_from(point.unsigned_abs()).ok()?;
+    Some(if point <= 0 {
+        format!("{sign}0.{}{digits}", "0".repeat(shift))
+    } else if shift >= digits.len() {
+        format!("{sign}{digits}{}", "0".repeat(shift - digits.len()))
+    } else {
+        let (whole, fraction) = digits.split_at(shift);
+        format!("{sign}{whole}.{fraction}")
+    })
 }
 
 impl<'de> Deserialize<'de> for Quantity {
@@ -142,6 +217,27 @@ mod tests {
             (r#"{"calories": 0.1}"#, "0.1"),
             (r#"{"calories": 1e2}"#, "100"),
             (r#"{"calories": -3}"#, "-3"),
+            (r#"{"calories": 1.5e2}"#, "150"),
+            (r#"{"calories": 1.5E+2}"#, "150"),
+            (r#"{"calories": 15e-1}"#, "1.5"),
+            (r#"{"calories": -2.5e-3}"#, "-0.0025"),
+            (r#"{"calories": 0e5}"#, "0"),
+            (r#"{"calories": 0.001e3}"#, "1"),
+            (r#"{"calories": 1e-28}"#, "0.0000000000000000000000000001"),
+            (
+                r#"{"calories": 7.9228162514264337593543950335e28}"#,
+                "79228162514264337593543950335",
+            ),
+            (
+                r#"{"calories": 1.0000000000000000000000000001e0}"#,
+                "1.0000000000000000000000000001",
+            ),
+            (r#"{"calories": "2.5e1"}"#, "25"),
+            // Zeros that do not change the value do not count against the digits.
+            (
+                r#"{"calories": 1.0000000000000000000000000000000000e0}"#,
+                "1",
+            ),
         ] {
             assert_eq!(
                 read(json),
@@ -185,6 +281,27 @@ mod tests {
             r#"{"calories": "+5"}"#,
             r#"{"calories": "05"}"#,
             r#"{"calories": [1]}"#,
+            // Scientific notation is held to the plain form's limits: these would be
+            // 1 and 100 if rounded.
+            r#"{"calories": 1.00000000000000000000000000001e0}"#,
+            r#"{"calories": 99.99999999999999999999999999999e0}"#,
+            r#"{"calories": "1.00000000000000000000000000001e0"}"#,
+            r#"{"calories": 1e-29}"#,
+            r#"{"calories": 1e30}"#,
+            r#"{"calories": 1e999999999}"#,
+            r#"{"calories": 1e99999999999999999999}"#,
+            r#"{"calories": "05e1"}"#,
+            r#"{"calories": "1e"}"#,
+            r#"{"calories": "1.5e+"}"#,
+            r#"{"calories": "e5"}"#,
+            r#"{"calories": "1e2.5"}"#,
+            r#"{"calories": "1.e2"}"#,
+            r#"{"calories": ".5e2"}"#,
+            // rust_decimal reads these; no JSON number is written so.
+            r#"{"calories": "1_000"}"#,
+            r#"{"calories": "1."}"#,
+            r#"{"calories": ".5"}"#,
+            r#"{"calories": "-"}"#,
         ] {
             let refused = read(json).expect_err(json);
             assert!(

@@ -7,21 +7,27 @@
 //!   and one address spending the account's tries does not lock its owner out (a
 //!   password change checks the current password: per account too). The counts across
 //!   addresses are kept in the identity table ([`Tried`]), shared by every process: in
-//!   memory, N processes (Lambda execution environments) would allow N times them;
+//!   memory, N processes (Lambda execution environments) would allow N times them.
+//!   Once an account's tries from all addresses are spent, a sign-in from an address
+//!   that has not failed at it lately still has its password checked, on a small
+//!   allowance of its own ([`Limits::sign_in`]): guessers spending the tries do not lock
+//!   the owner out;
 //! - provider webhooks, per client address, with a higher allowance (providers send in
 //!   bursts from few addresses);
 //! - the operations routes (`/healthz`, `/metrics`, `/openapi.json`), per client
 //!   address: they answer without a token, and health and metrics read the store.
 //!
 //! The client address is the socket's peer, or behind API Gateway the `sourceIp` of the
-//! request context; an IPv6 address counts by its /64 (a host's usual allocation).
+//! request context; an IPv6 address counts by its /64 (a host's usual allocation), an
+//! IPv4-mapped one (a dual-stack listener's IPv4 peer) as its IPv4 address.
 //! Keyed state is pruned as it goes, so a flood of addresses does not grow memory
 //! without bound.
 
 use super::error::ApiError;
 use axum::extract::ConnectInfo;
 use axum::http::request::Parts;
-use commands::identity::{IdentityCommands, Tried};
+use commands::CommandError;
+use commands::identity::{IdentityCommands, SignedIn, Tried};
 use events_schema::ids::UserId;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
@@ -100,6 +106,9 @@ pub struct Limits {
     /// Tries a minute of one account's credential from every address and process
     /// together (counted in the store).
     account_everywhere: u32,
+    /// Sign-ins a minute of one account, once `account_everywhere` are spent, from
+    /// addresses that have not failed at it lately (counted in the store too).
+    account_afresh: u32,
     /// Password checks a minute of one user (counted in the store too).
     password_everywhere: u32,
     webhooks: Limiter<IpAddr>,
@@ -108,6 +117,10 @@ pub struct Limits {
 
 /// How many times an account's per-address allowance all addresses share.
 const ADDRESSES_SHARE: u32 = 10;
+
+/// The part of an account's per-address allowance left, once every address's tries are
+/// spent, to the addresses that have not failed at it lately (3 a minute by default).
+const AFRESH_PART: u32 = 3;
 
 impl std::fmt::Debug for Limits {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -125,6 +138,7 @@ impl Limits {
                 .account_per_minute
                 .saturating_mul(ADDRESSES_SHARE)
                 .max(1),
+            account_afresh: (settings.account_per_minute / AFRESH_PART).max(1),
             password_everywhere: settings.account_per_minute.max(1),
             webhooks: Limiter::new(Quota::per_second(non_zero(settings.webhook_per_second))),
             operations: Limiter::new(Quota::per_second(non_zero(settings.operations_per_second))),
@@ -140,22 +154,77 @@ impl Limits {
         self.per_address.check(&client.bucket())
     }
 
-    /// A sign-in or sign-up attempt for `email` (compared as the identity context
-    /// normalizes it) from `client`: this address's allowance first (in memory), then
-    /// every address's and process's together (in the store, through `identity`).
+    /// A sign-up attempt for `email` (compared as the identity context normalizes it)
+    /// from `client`: this address's allowance first (in memory), then every address's
+    /// and process's together (in the store, through `identity`).
     pub async fn account(
         &self,
         identity: &IdentityCommands,
         email: &str,
         client: ClientAddress,
     ) -> Result<(), ApiError> {
-        // An email is at most 254 characters: a longer key is no account's, and cut
-        // there it cannot make a limiter's keys grow with the request.
+        let email = self.this_address_allows(email, client)?;
+        let tried = identity.count_try(Tried::SignIn(&email), self.account_everywhere);
+        Ok(tried.await?)
+    }
+
+    /// `email` as the limits count it (normalized, cut at an email's 254 characters: a
+    /// longer key is no account's, and cut there it cannot make a limiter's keys grow
+    /// with the request), once this address's allowance for it (in memory) lets a try
+    /// through.
+    fn this_address_allows(&self, email: &str, client: ClientAddress) -> Result<String, ApiError> {
         let email: String = email.trim().to_lowercase().chars().take(254).collect();
         self.per_account
             .check(&format!("email:{email} from:{}", client.bucket()))?;
-        let tried = identity.count_try(Tried::SignIn(&email), self.account_everywhere);
-        Ok(tried.await?)
+        Ok(email)
+    }
+
+    /// A sign-in of `email` with `password` from `client`, limited as [`Limits::account`]
+    /// limits it, a wrong password counted against the address: the account signed in.
+    ///
+    /// When every address's tries together are spent, the account is under attack from
+    /// many addresses. Refusing every try then (as before) let strangers lock the owner
+    /// out for as long as they kept guessing: ten addresses sufficed. Counting only
+    /// failed tries would not do either: an allowance the guessers share with the owner
+    /// is theirs to spend. So the addresses are told apart by their record: one that has
+    /// failed at the account this minute or the last stays refused, and one that has not
+    /// (the owner's phone, likely) still has its password checked, on an allowance of
+    /// its own, a third of one address's a minute, counted by every process together.
+    /// Guessing stays slow: the guessers' addresses get nothing more, and each new one
+    /// gets one guess (then it has failed) out of those few a minute, shared with the
+    /// owner. A guesser with a new address for every try can still spend them, at a
+    /// handful of guesses a minute: telling the owner from that takes more than an
+    /// address (a known device, a second factor).
+    pub async fn sign_in(
+        &self,
+        identity: &IdentityCommands,
+        email: &str,
+        password: &str,
+        client: ClientAddress,
+    ) -> Result<SignedIn, ApiError> {
+        let key = self.this_address_allows(email, client)?;
+        let from = client.bucket();
+        match identity
+            .count_try(Tried::SignIn(&key), self.account_everywhere)
+            .await
+        {
+            Ok(()) => {}
+            Err(spent @ CommandError::TooManyTries { .. }) => {
+                if identity.has_failed(&key, from).await? {
+                    return Err(spent.into());
+                }
+                let afresh = Tried::SignInAfresh(&key);
+                identity.count_try(afresh, self.account_afresh).await?;
+            }
+            Err(other) => return Err(other.into()),
+        }
+        match identity.login(email, password).await {
+            Err(CommandError::InvalidCredentials) => {
+                identity.count_failure(&key, from).await?;
+                Err(CommandError::InvalidCredentials.into())
+            }
+            proved => Ok(proved?),
+        }
     }
 
     /// A password check on a signed-in account (changing the password proves the
@@ -207,9 +276,11 @@ impl ClientAddress {
 
     /// The address limits count by: an IPv4 address itself, an IPv6 address's /64 (one
     /// host is usually given a whole /64, so counting its addresses one by one would
-    /// let it take endless allowances).
+    /// let it take endless allowances). An IPv4-mapped address (`::ffff:a.b.c.d`, how a
+    /// dual-stack `[::]` listener sees an IPv4 peer) is its IPv4 address: as an IPv6
+    /// address its /64 would be every IPv4 client's at once.
     fn bucket(self) -> IpAddr {
-        match self.0 {
+        match self.0.to_canonical() {
             IpAddr::V4(v4) => IpAddr::V4(v4),
             IpAddr::V6(v6) => {
                 let prefix = u128::from(v6) & !u128::from(u64::MAX);
@@ -300,6 +371,33 @@ mod tests {
         assert!(same.is_err(), "the /64 has spent its allowance");
         // another /64 is another.
         assert!(limits.unauthenticated(at("2001:db8:1:3::1")).is_ok());
+    }
+
+    /// A dual-stack (`[::]`) listener sees an IPv4 peer as `::ffff:a.b.c.d`, whose /64 is
+    /// the same for every IPv4 address.
+    #[test]
+    fn an_ipv4_mapped_address_counts_as_its_ipv4_address() {
+        let at = |ip: &str| ClientAddress(ip.parse().expect("ip"));
+        assert_eq!(at("::ffff:10.0.0.1").bucket(), at("10.0.0.1").bucket());
+        assert_ne!(
+            at("::ffff:10.0.0.1").bucket(),
+            at("::ffff:10.0.0.2").bucket()
+        );
+        let limits = Limits::new(LimitSettings {
+            auth_per_minute: 1,
+            ..LimitSettings::default()
+        });
+        assert!(limits.unauthenticated(at("::ffff:192.0.2.1")).is_ok());
+        assert!(
+            limits.unauthenticated(at("192.0.2.1")).is_err(),
+            "the same address"
+        );
+        assert!(
+            limits.unauthenticated(at("::ffff:192.0.2.2")).is_ok(),
+            "another IPv4 address is another client"
+        );
+        // An IPv6 address is still counted by its /64.
+        assert_eq!(at("2001:db8::1").bucket(), at("2001:db8::2").bucket());
     }
 
     #[test]

@@ -128,7 +128,7 @@ pub struct BadQuery(pub ErrorBody);
 
 #[derive(ToResponse)]
 #[response(
-    description = "`unauthorized`: the bearer token is missing, malformed, expired or forged; `account_deleted`: the account's deletion was requested."
+    description = "`unauthorized`: the bearer token is missing, malformed, expired or forged, or was issued before the account's password or email last changed (sign in again); `account_deleted`: the account's deletion was requested."
 )]
 pub struct Unauthorized(pub ErrorBody);
 

@@ -35,10 +35,12 @@ const GENEROUS_LIMITS: [(&str, &str); 3] = [
     ("VITALS_RATE_LIMIT", "100000"),
 ];
 
-/// Like `start`, with environment variables (and generous rate limits unless `env` sets
-/// them).
+/// Like `start`, with environment variables (and generous rate limits and the webhook
+/// secret [`WEBHOOK_SECRET_TEXT`], which `--backend dynamodb` requires, unless `env`
+/// sets them).
 pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
     let mut all: Vec<(&str, &str)> = GENEROUS_LIMITS.to_vec();
+    all.push(("VITALS_WEBHOOK_SECRET", WEBHOOK_SECRET_TEXT));
     all.extend_from_slice(env);
     start_with_exact_env(args, &all)
 }
@@ -450,24 +452,26 @@ pub fn vitals(args: &[&str], store: &[&str]) -> String {
         .to_owned()
 }
 
-/// The webhook secret of the sandbox provider of an in-process [`api`].
-pub const WEBHOOK_SECRET: &[u8] = b"hook-secret";
+/// The webhook secret of the sandbox provider of an in-process [`api`], and of a server
+/// [`start_with_env`] starts: at least 32 bytes, as the binary requires.
+pub const WEBHOOK_SECRET_TEXT: &str = "test-hook-secret-32-bytes-or-more";
+/// [`WEBHOOK_SECRET_TEXT`], as the bytes signatures are made with.
+pub const WEBHOOK_SECRET: &[u8] = WEBHOOK_SECRET_TEXT.as_bytes();
 
 /// The token issuer and verifier of an in-process [`api`] (every one made holds the
 /// same secret, so one's tokens pass another).
 pub fn local_auth() -> Auth {
-    Auth::new(b"test-secret", Verifier::Local)
+    Auth::new(b"test-signing-secret-32-bytes-or-more", Verifier::Local)
 }
 
 /// The HTTP API in-process on `store` ([`local_auth`], [`WEBHOOK_SECRET`]), with the
 /// login and sign-up limits out of the way and `user_per_second` requests a second per
 /// user.
 pub fn api(store: Arc<dyn infra::Store>, user_per_second: u32) -> Arc<Api> {
-    let webhook_secret = std::str::from_utf8(WEBHOOK_SECRET).expect("utf-8 secret");
     Arc::new(Api::new(
         store,
         local_auth(),
-        Providers::sandbox(webhook_secret),
+        Providers::sandbox(WEBHOOK_SECRET_TEXT),
         Limits::new(LimitSettings {
             user_per_second,
             auth_per_minute: 100_000,

@@ -2,10 +2,16 @@
 //! signed-in sessions (`sessions`).
 //!
 //! Items: `USER#<id>/PROFILE` (with `email_pk` for the `by-email` index, the argon2
-//! password hash, status, version, the id of the session started last) and the
-//! reservation `EMAIL#<email>/EMAIL`, which commits together with the profile so two
-//! accounts can never share an email; and the tries at a credential this minute,
-//! `TRIES#<digest>#<minute>/TRIES` (`tries`), counted by every process together.
+//! password hash, status, version, the id of the session started last, the generation
+//! of the credentials that access tokens carry) and the reservation `EMAIL#<email>/EMAIL`,
+//! which commits together with the profile so two accounts can never share an email;
+//! and the tries at a credential this minute, `TRIES#<digest>#<minute>/TRIES` (`tries`),
+//! counted by every process together.
+//!
+//! What a stolen access token could do without the password, it cannot: an email change
+//! and a deletion request take the current password, and commit only while it is still
+//! the account's; a password or email change moves the credentials on a generation,
+//! which ends every access token issued before it (`sessions`).
 
 use crate::idempotency::{self, Committed};
 use crate::items::{from_item, to_item};
@@ -52,6 +58,20 @@ pub struct Profile {
     /// only while it is the one read, so no session started meanwhile outlives it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latest_session: Option<String>,
+    /// How many times the credentials changed (the password or the email): an access
+    /// token carries the generation it was issued at and holds only while it is still
+    /// this one, so a change ends every token issued before it, whatever second it was
+    /// issued in. Absent until the first change (0), then one more at each (an atomic
+    /// add, so two changes at once count two).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub credential_generation: u64,
+}
+
+/// The profile attribute of [`Profile::credential_generation`].
+pub(crate) const CREDENTIAL_GENERATION: &str = "credential_generation";
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Profile {
@@ -59,6 +79,12 @@ impl Profile {
     pub(crate) async fn has_password(&self, password: &str) -> Result<bool, CommandError> {
         let hash = self.password_hash.expose().to_owned();
         password::verify(password.to_owned(), hash).await
+    }
+
+    /// The condition that the profile still has the password it had when read (a change
+    /// proved with that password commits only while it is the account's).
+    fn still_has_password(&self) -> Condition {
+        Condition::AttributeEquals("password_hash".into(), json!(self.password_hash))
     }
 
     pub fn state(&self) -> ProfileState {
@@ -189,6 +215,7 @@ impl SignUp {
             status: AccountStatus::Active,
             version: 1,
             latest_session: None,
+            credential_generation: 0,
         };
         let actions = vec![
             Action::Put {
@@ -213,7 +240,7 @@ async fn dummy_hash() -> Result<&'static str, CommandError> {
 mod sessions;
 mod tries;
 
-pub use sessions::{RefreshToken, SESSION_DAYS, SignedIn};
+pub use sessions::{Access, RefreshToken, SESSION_DAYS, SignedIn};
 pub use tries::Tried;
 
 /// The identity context's commands: sign-up, sessions, profile, email, deletion.
@@ -346,17 +373,36 @@ impl IdentityCommands {
         self.record(&profile_key(user), "profile").await
     }
 
-    /// Moves the account to a new email: the old reservation is released and the new
-    /// one taken in the same transaction as the profile change.
+    /// `user`'s profile, read to make a change that `password`, the current password,
+    /// proves: `InvalidCredentials` when it is not the account's.
+    async fn proved_by(&self, user: &UserId, password: &str) -> Result<Profile, CommandError> {
+        let profile = self.profile(user).await?;
+        if !profile.has_password(password).await? {
+            return Err(CommandError::InvalidCredentials);
+        }
+        Ok(profile)
+    }
+
+    /// Moves the account to a new email, proved by the current password (a wrong one:
+    /// `InvalidCredentials`, nothing written): the old reservation is released and the
+    /// new one taken in the same transaction as the profile change, which ends every
+    /// session and every access token issued before it.
     pub async fn change_email(
         &self,
         meta: &CommandMeta,
         new_email: &str,
+        current_password: &str,
     ) -> Result<Outcome<ProfileState>, CommandError> {
         let new_email = validate::email("email", new_email)?;
         let _writer = self.writers.user(&meta.user).await;
+        let proved = self.proved_by(&meta.user, current_password).await?;
         optimistic::run!({
             let current = self.profile(&meta.user).await?;
+            if current.password_hash != proved.password_hash {
+                // The password changed since it was checked: the one given is not the
+                // account's any more.
+                return Err(CommandError::InvalidCredentials);
+            }
             if current.email == new_email {
                 return Ok(Attempt::Done(Outcome::replayed(current.state())));
             }
@@ -449,12 +495,21 @@ impl IdentityCommands {
         })
     }
 
-    /// Records the request to delete the account (the drain comes later). Login is
+    /// Records the request to delete the account (the drain comes later), proved by the
+    /// current password (a wrong one: `InvalidCredentials`, nothing written). Login is
     /// refused from now on; asking again publishes nothing new.
-    pub async fn request_deletion(&self, meta: &CommandMeta) -> Result<Outcome<()>, CommandError> {
+    pub async fn request_deletion(
+        &self,
+        meta: &CommandMeta,
+        current_password: &str,
+    ) -> Result<Outcome<()>, CommandError> {
         let _writer = self.writers.user(&meta.user).await;
+        let proved = self.proved_by(&meta.user, current_password).await?;
         optimistic::run!({
             let current = self.profile(&meta.user).await?;
+            if current.password_hash != proved.password_hash {
+                return Err(CommandError::InvalidCredentials);
+            }
             if current.status == AccountStatus::DeletionRequested {
                 return Ok(Attempt::Done(Outcome::replayed(())));
             }
@@ -492,16 +547,20 @@ fn erasure_tombstone(user: &UserId, now: Timestamp) -> infra::store::Item {
 }
 
 /// What asking to delete `current`'s account writes (event and sessions aside): the
-/// profile marked, if still at the version read, and identity's tombstone: from then
-/// on no command writes the user's identity items, and the erasure's progress is
-/// recorded there (no personal data, only which contexts are done).
+/// profile marked, if still at the version read and with the password read (the one the
+/// request was proved with), and identity's tombstone: from then on no command writes
+/// the user's identity items, and the erasure's progress is recorded there (no personal
+/// data, only which contexts are done).
 fn deletion_request(current: &Profile, now: Timestamp) -> (Action, Action) {
     let marked = Action::Update {
         key: profile_key(&current.user_id),
         update: Update::default()
             .set("status", json!(AccountStatus::DeletionRequested))
             .set("version", current.version + 1),
-        condition: Some(Condition::VersionEquals(current.version)),
+        condition: Some(Condition::All(vec![
+            Condition::VersionEquals(current.version),
+            current.still_has_password(),
+        ])),
     };
     let tombstone = Action::Put {
         item: erasure_tombstone(&current.user_id, now),
@@ -538,10 +597,11 @@ fn profile_update(
 }
 
 /// What moving `current`'s account to `next`'s email writes (sessions aside): the profile
-/// if still at the version read, the old email's reservation released if still this
-/// user's, the new one taken (the third action: its failure with the profile as read
-/// means the email is taken), the event, and the sign-up's request records under the
-/// old email deleted.
+/// if still at the version read and with the password read (the one the change was
+/// proved with), its credentials a generation on (every access token issued before
+/// ends), the old email's reservation released if still this user's, the new one taken
+/// (the third action: its failure with the profile as read means the email is taken),
+/// the event, and the sign-up's request records under the old email deleted.
 fn email_change(
     user: &UserId,
     current: &Profile,
@@ -555,11 +615,13 @@ fn email_change(
             update: Update::default()
                 .set("email", next.email.clone())
                 .set("email_pk", next.email.clone())
-                .set("version", next.version),
+                .set("version", next.version)
+                .add(CREDENTIAL_GENERATION, 1),
             // No session may start meanwhile: this ends every session read.
             condition: Some(Condition::All(vec![
                 Condition::VersionEquals(current.version),
                 sessions::latest_session_is(current),
+                current.still_has_password(),
             ])),
         },
         Action::Delete {
@@ -618,6 +680,7 @@ mod tests {
             status: AccountStatus::Active,
             version,
             latest_session: Some("S1".into()),
+            credential_generation: 0,
         }
     }
 
@@ -657,9 +720,14 @@ mod tests {
                 assert_eq!(update.set["email"], json!("ana@new.example"));
                 assert_eq!(update.set["email_pk"], json!("ana@new.example"));
                 assert_eq!(update.set["version"], json!(4));
-                // and no session started since the read (S1 the latest): it ends them;
+                // her credentials a generation on: every access token issued before ends;
+                assert_eq!(update.add, vec![(CREDENTIAL_GENERATION.to_owned(), 1)]);
+                // and no session started since the read (S1 the latest): it ends them; and
+                // the password is still the one she proved the change with.
                 let latest = Condition::AttributeEquals("latest_session".into(), json!("S1"));
-                let unchanged = Condition::All(vec![Condition::VersionEquals(3), latest]);
+                let proved =
+                    Condition::AttributeEquals("password_hash".into(), json!("argon2-hash"));
+                let unchanged = Condition::All(vec![Condition::VersionEquals(3), latest, proved]);
                 assert_eq!(condition, &Some(unchanged));
             }
             other => panic!("not an update: {other:?}"),
@@ -775,7 +843,8 @@ mod tests {
         // when she asks to delete her account,
         let now = Timestamp::now();
         let (marked, tombstone) = deletion_request(&current, now);
-        // then the profile is marked if still at version 2,
+        // then the profile is marked if still at version 2, with the password she proved
+        // the request with,
         match marked {
             Action::Update {
                 key,
@@ -788,7 +857,10 @@ mod tests {
                     json!(AccountStatus::DeletionRequested)
                 );
                 assert_eq!(update.set["version"], json!(3));
-                assert_eq!(condition, Some(Condition::VersionEquals(2)));
+                let proved =
+                    Condition::AttributeEquals("password_hash".into(), json!("argon2-hash"));
+                let unchanged = Condition::All(vec![Condition::VersionEquals(2), proved]);
+                assert_eq!(condition, Some(unchanged));
             }
             other => panic!("not an update: {other:?}"),
         }

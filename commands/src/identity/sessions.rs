@@ -10,10 +10,18 @@
 //! the sign-in checked ([`SignedIn`]), and marks the profile with its id: a change that
 //! ends every session commits only while the session it read last is still the latest,
 //! so none started meanwhile outlives it.
+//!
+//! Access tokens (the API's, short-lived) are issued on an [`Access`]: the account and
+//! the generation of its credentials (`Profile::credential_generation`) read by the
+//! sign-in or refresh that issues it. A password or email change moves the generation on
+//! in the same transaction that ends the sessions, and [`IdentityCommands::access_holds`]
+//! refuses a token of an earlier generation: a stolen access token stops working at the
+//! change, on every process. (A counter, not a time: a token issued in the same second
+//! as the change, before it or after, is told apart.)
 
-use super::{AccountStatus, IdentityCommands, Profile, profile_key};
+use super::{AccountStatus, CREDENTIAL_GENERATION, IdentityCommands, Profile, profile_key};
 use crate::idempotency;
-use crate::items::to_item;
+use crate::items::{from_item, to_item};
 use crate::optimistic::{self, Attempt};
 use crate::secret::Secret;
 use crate::{CommandError, password};
@@ -50,6 +58,27 @@ impl RefreshToken {
     }
 }
 
+/// What an access token is issued on: whose it is, their timezone (the token names it)
+/// and the generation of their credentials when the sign-in or refresh read them (the
+/// token carries it, and holds only while it is the account's: see
+/// [`IdentityCommands::access_holds`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    pub user: UserId,
+    pub timezone: String,
+    pub generation: u64,
+}
+
+impl Access {
+    fn of(profile: &Profile) -> Self {
+        Self {
+            user: profile.user_id.clone(),
+            timezone: profile.timezone.clone(),
+            generation: profile.credential_generation,
+        }
+    }
+}
+
 /// Who signed in (or signed up), and the credentials they proved: a session starts on
 /// them only while they are still the account's, so a sign-in that checked a password
 /// (or an email) changed before its session commits is refused.
@@ -62,6 +91,8 @@ pub struct SignedIn {
     /// The email it was checked against: not a secret, but personal data, which logs
     /// name by user id only (see `Debug`).
     email: String,
+    /// What its access token is issued on (the generation of the credentials checked).
+    access: Access,
 }
 
 impl std::fmt::Debug for SignedIn {
@@ -77,17 +108,35 @@ impl SignedIn {
             user: profile.user_id.clone(),
             password_hash: profile.password_hash.clone(),
             email: profile.email.clone(),
+            access: Access::of(profile),
         }
     }
 
+    /// What the sign-in's access token is issued on: it holds until the credentials
+    /// checked change (once its session started: a change before refuses the session).
+    pub fn access(&self) -> &Access {
+        &self.access
+    }
+
     /// The condition on the profile for a session to start: the account is active and
-    /// still has the credentials it was signed in with.
+    /// still has the credentials it was signed in with, at the generation read (an
+    /// email changed and changed back is a change).
     fn still_holds(&self) -> Condition {
         Condition::All(vec![
             active(),
             Condition::AttributeEquals("password_hash".into(), json!(self.password_hash.expose())),
             Condition::AttributeEquals("email".into(), json!(self.email)),
+            generation_is(self.access.generation),
         ])
+    }
+}
+
+/// The condition that the profile's credentials are at `generation` (absent before the
+/// first change: see [`Profile::credential_generation`]).
+fn generation_is(generation: u64) -> Condition {
+    match generation {
+        0 => Condition::AttributeNotExists(CREDENTIAL_GENERATION.into()),
+        n => Condition::AttributeEquals(CREDENTIAL_GENERATION.into(), json!(n)),
     }
 }
 
@@ -281,12 +330,16 @@ fn rotation_cancelled(reasons: &[CancelReason]) -> RotationCancelled {
 }
 
 /// Changing `read`'s password to `new_hash`: only if nobody changed it meanwhile and no
-/// session started since the read, and every one of its `sessions` ends with it.
+/// session started since the read, its credentials a generation on (every access token
+/// issued before ends), and every one of its `sessions` ends with it.
 fn password_change(read: &Profile, new_hash: String, sessions: Vec<Key>) -> Vec<Action> {
     let unchanged = Condition::AttributeEquals("password_hash".into(), json!(read.password_hash));
+    let update = Update::default()
+        .set("password_hash", new_hash)
+        .add(CREDENTIAL_GENERATION, 1);
     let mut actions = vec![Action::Update {
         key: profile_key(&read.user_id),
-        update: Update::default().set("password_hash", new_hash),
+        update,
         condition: Some(Condition::All(vec![unchanged, latest_session_is(read)])),
     }];
     actions.extend(sessions.into_iter().map(session_end));
@@ -325,13 +378,22 @@ impl IdentityCommands {
         })
     }
 
-    /// Exchanges a refresh token for the user and the session's next refresh token. A
-    /// token that is not the session's current one ends the session.
+    /// Exchanges a refresh token for what the next access token is issued on and the
+    /// session's next refresh token. A token that is not the session's current one ends
+    /// the session.
     pub async fn refresh_session(
         &self,
         token: &str,
-    ) -> Result<(UserId, RefreshToken), CommandError> {
+    ) -> Result<(Access, RefreshToken), CommandError> {
         let presented = Presented::parse(token)?;
+        // The credentials' generation is read before the rotation: a change that ends
+        // this session commits either before the rotation (which then finds the session
+        // gone) or after it, and then after this read, so the token issued on it ends
+        // with the change.
+        let access = match self.table.get(&profile_key(&presented.user), true).await? {
+            Some(profile) => Access::of(&from_item::<Profile>(profile)?),
+            None => return Err(refused()),
+        };
         let key = session_key(&presented.user, &presented.session);
         let stored = self
             .table
@@ -356,7 +418,7 @@ impl IdentityCommands {
             let reasons = match self.table.transact(actions.clone()).await {
                 Ok(()) => {
                     let next = RefreshToken(format!("{user}.{}.{secret}", presented.session));
-                    return Ok(Attempt::Done((user.clone(), next)));
+                    return Ok(Attempt::Done((access.clone(), next)));
                 }
                 Err(StoreError::TransactionCanceled { reasons }) => reasons,
                 Err(e) => return Err(e.into()),
@@ -373,6 +435,30 @@ impl IdentityCommands {
                 RotationCancelled::Unexpected => Err(idempotency::unexpected(&reasons)),
             }
         })
+    }
+
+    /// Whether an access token of `user` issued at `generation` of their credentials
+    /// still holds: `AccountDeleted` once the account's deletion is requested, false once
+    /// a password or email change moved the credentials past `generation`. One strongly
+    /// consistent `GetItem` of the profile, which answers both (its status is set in the
+    /// same transaction as the erasure tombstone); the tombstone is read too only when
+    /// there is no profile (an erased account). Nothing is cached: a token refused here is
+    /// refused by every process from the change on.
+    ///
+    /// A user with neither profile nor tombstone never had an account here (tests mint
+    /// such tokens): nothing to revoke, the token holds.
+    pub async fn access_holds(&self, user: &UserId, generation: u64) -> Result<bool, CommandError> {
+        let Some(item) = self.table.get(&profile_key(user), true).await? else {
+            if self.is_deleted(user).await? {
+                return Err(CommandError::AccountDeleted);
+            }
+            return Ok(true);
+        };
+        let profile: Profile = from_item(item)?;
+        if profile.status != AccountStatus::Active {
+            return Err(CommandError::AccountDeleted);
+        }
+        Ok(profile.credential_generation == generation)
     }
 
     /// Ends the session of a refresh token (logout); ending an ended one changes nothing.
@@ -473,6 +559,7 @@ mod tests {
             status: AccountStatus::Active,
             version: 2,
             latest_session: latest_session.map(str::to_owned),
+            credential_generation: 0,
         }
     }
 
@@ -554,12 +641,26 @@ mod tests {
             update: Update::default().set("latest_session", session.to_string()),
             condition: Some(condition),
         };
-        let held = Condition::All(vec![
-            Condition::AttributeEquals("status".into(), json!("active")),
-            Condition::AttributeEquals("password_hash".into(), json!("argon2-hash")),
-            Condition::AttributeEquals("email".into(), json!("ana@example.com")),
-        ]);
-        assert_eq!(actions[1], latest(held));
+        let held = |generation: Condition| {
+            Condition::All(vec![
+                Condition::AttributeEquals("status".into(), json!("active")),
+                Condition::AttributeEquals("password_hash".into(), json!("argon2-hash")),
+                Condition::AttributeEquals("email".into(), json!("ana@example.com")),
+                generation,
+            ])
+        };
+        let first = Condition::AttributeNotExists(CREDENTIAL_GENERATION.into());
+        assert_eq!(actions[1], latest(held(first)));
+        // Once the credentials changed (twice, say), at the generation the sign-in read.
+        let changed = Profile {
+            credential_generation: 2,
+            ..profile(&user, "argon2-hash", None)
+        };
+        let signed_in = SignedIn::proved(&changed);
+        assert_eq!(signed_in.access().generation, 2);
+        let actions = starting(&signed_in, &session, &secret, now, 1_000, vec![]);
+        let second = Condition::AttributeEquals(CREDENTIAL_GENERATION.into(), json!(2));
+        assert_eq!(actions.expect("actions")[1], latest(held(second)));
     }
 
     #[test]
@@ -625,9 +726,12 @@ mod tests {
         let read = profile(&user, "old-hash", Some("S1"));
         let actions = password_change(&read, "new-hash".into(), open.clone());
         let old = Condition::AttributeEquals("password_hash".into(), json!("old-hash"));
+        // its credentials a generation on, which ends every access token issued before;
         let change = |latest: Condition| Action::Update {
             key: profile_key(&user),
-            update: Update::default().set("password_hash", "new-hash"),
+            update: Update::default()
+                .set("password_hash", "new-hash")
+                .add(CREDENTIAL_GENERATION, 1),
             condition: Some(Condition::All(vec![old.clone(), latest])),
         };
         let s1 = Condition::AttributeEquals("latest_session".into(), json!("S1"));

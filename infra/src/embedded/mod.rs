@@ -1,10 +1,12 @@
 //! The embedded backend: one redb file in a data directory, durable commits (fsync
 //! before a write is acknowledged), secondary indexes and a change log kept in the same
 //! commit as the items. Reads run on redb's MVCC snapshots in parallel with the writer.
+//! The directory and the file are their owner's only (see [`private`]).
 
 mod apply;
 mod changelog;
 mod layout;
+mod private;
 mod read;
 mod writer;
 
@@ -51,13 +53,10 @@ impl EmbeddedStore {
     /// Opens (creating if needed) the store in `data_dir`. Fails with a clear error if
     /// another process has it open.
     pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(data_dir).map_err(|e| {
-            StoreError::Backend(format!(
-                "cannot create data directory {}: {e}",
-                data_dir.display()
-            ))
-        })?;
+        private::create_dir(data_dir)?;
         let path = data_dir.join(FILE_NAME);
+        // Created (or tightened) owner-only before redb opens it: it holds everything.
+        private::create_file(&path)?;
         let db = Database::create(&path).map_err(|e| match e {
             redb::DatabaseError::DatabaseAlreadyOpen => StoreError::Backend(format!(
                 "{} is already open in another process",

@@ -2,7 +2,8 @@
 //! Lambda's event source mapping puts in the queue only a description of it
 //! (`KinesisBatchInfo`: stream, shard, first and last sequence numbers), never the
 //! records. This reads those descriptions and fetches the records back from Kinesis,
-//! while the stream still retains them, so they can be applied again.
+//! while the stream still retains them, so they can be applied again: at most five
+//! reads a second on the shard, and a bounded number of them per batch.
 
 use super::{FeedRecord, stream_record};
 use crate::store::StoreError;
@@ -51,7 +52,20 @@ pub struct Fetched {
     pub records: Vec<(String, Result<FeedRecord, String>)>,
     /// The first records (or all of them) are no longer retained by the stream.
     pub expired: bool,
+    /// The read stopped after [`MAX_PAGES`] pages before reaching the batch's last
+    /// record.
+    pub incomplete: bool,
 }
+
+/// The most `GetRecords` pages one batch is read in: a failed batch holds at most
+/// 10,000 records (ten full pages); the rest allows for pages a shard answers empty while
+/// the read is behind its tip. Past this the batch is left for a later pass.
+pub const MAX_PAGES: usize = 50;
+
+/// The least time from one `GetRecords` answer to the next call on the shard: Kinesis
+/// serves five reads a second per shard, shared by every reader of it (the stream's own
+/// consumer included), so a read that is behind must not spin.
+pub const READ_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Records read per `GetRecords` call.
 const PAGE: i32 = 1_000;
@@ -84,12 +98,30 @@ pub async fn fetch(
             return Ok(Fetched {
                 records: Vec::new(),
                 expired: true,
+                incomplete: false,
             });
         }
         Err(e) => return Err(StoreError::Backend(DisplayErrorContext(&e).to_string())),
     };
     let mut fetched = Fetched::default();
+    let mut pages = 0;
+    let mut answered: Option<tokio::time::Instant> = None;
     while let Some(current) = iterator.take() {
+        if pages == MAX_PAGES {
+            tracing::warn!(
+                shard = %batch.shard_id,
+                start = %batch.start_sequence_number,
+                end = %batch.end_sequence_number,
+                pages,
+                "the batch's last record was not reached; left for a later pass"
+            );
+            fetched.incomplete = true;
+            break;
+        }
+        if let Some(answered) = answered {
+            tokio::time::sleep_until(answered + READ_INTERVAL).await;
+        }
+        pages += 1;
         let page = kinesis
             .get_records()
             .shard_iterator(current)
@@ -97,6 +129,7 @@ pub async fn fetch(
             .send()
             .await
             .map_err(|e| StoreError::Backend(DisplayErrorContext(&e).to_string()))?;
+        answered = Some(tokio::time::Instant::now());
         let records = page.records();
         for record in records {
             let sequence = record.sequence_number().to_owned();
@@ -119,7 +152,7 @@ pub async fn fetch(
         }
         iterator = page.next_shard_iterator().map(str::to_owned);
     }
-    if fetched.records.is_empty() {
+    if fetched.records.is_empty() && !fetched.incomplete {
         fetched.expired = true;
     }
     Ok(fetched)

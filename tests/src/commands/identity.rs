@@ -24,7 +24,7 @@ pub(super) fn registration(email: &str) -> Register {
 }
 
 /// The sample password of every registration here.
-const PASSWORD: &str = "correct horse battery";
+pub(super) const PASSWORD: &str = "correct horse battery";
 
 /// Registers `email` with the sample details (as the world's meta, without a key).
 async fn register(world: &World, email: &str) -> Result<Outcome<UserId>, CommandError> {
@@ -167,8 +167,8 @@ pub async fn sessions_cancelled_as_a_conflict_go_through_on_the_next_attempt(
     let token = started.expect("started on the second attempt");
     let refreshing = World::new(ConflictOnce::on(store.clone()));
     let refreshed = refreshing.identity.refresh_session(token.expose()).await;
-    let (owner, next) = refreshed.expect("refreshed on the second attempt");
-    assert_eq!(owner, user);
+    let (access, next) = refreshed.expect("refreshed on the second attempt");
+    assert_eq!(access.user, user);
     assert_ne!(next.expose(), token.expose());
     let changing = World::new(ConflictOnce::on(store)).as_user(user.clone());
     let new_password = "a new horse battery";
@@ -259,13 +259,30 @@ pub async fn a_sign_in_whose_credentials_changed_before_its_session_is_refused(
     // checked against the email, which then changes:
     let proved = me.identity.login(&email, "a new horse battery").await;
     let proved = proved.expect("signs in with the new password");
-    let moved = me.identity.change_email(&me.meta, &unique_email()).await;
-    moved.expect("the email changes");
+    let (new_password, new_email) = ("a new horse battery", unique_email());
+    let moved = me.identity.change_email(&me.meta, &new_email, new_password);
+    moved.await.expect("the email changes");
     let refused = me.identity.start_session(&proved).await;
     assert!(
         matches!(refused, Err(CommandError::InvalidCredentials)),
         "{refused:?}"
     );
+    // checked against the email, which then changes and changes back: the credentials
+    // are as checked, but a generation on (two), and tokens of the one checked are
+    // refused: no session starts on it either.
+    let profile = me.identity.profile(&user).await.expect("profile");
+    let proved = me.identity.login(&profile.email, new_password).await;
+    let proved = proved.expect("signs in with the email as it is");
+    for email in [unique_email(), profile.email.clone()] {
+        let moved = me.identity.change_email(&me.meta, &email, new_password);
+        moved.await.expect("the email changes");
+    }
+    let refused = me.identity.start_session(&proved).await;
+    assert!(
+        matches!(refused, Err(CommandError::InvalidCredentials)),
+        "{refused:?}"
+    );
+    assert!(sessions().await.is_empty(), "no session was written");
 }
 
 /// A change that ends every session (`change`, held at the store at its profile write,
@@ -313,8 +330,9 @@ pub async fn a_session_started_while_the_password_or_email_changes_ends_with_the
     .await;
     let at_email = |row: &Row<'_>| writes_sort_key(row, "PROFILE", "email");
     a_session_started_meanwhile_ends_with(&store, at_email, |world, meta| async move {
-        let moved = world.identity.change_email(&meta, &unique_email()).await;
-        moved.map(|_| ())
+        let new_email = unique_email();
+        let moved = world.identity.change_email(&meta, &new_email, PASSWORD);
+        moved.await.map(|_| ())
     })
     .await;
 }
@@ -339,7 +357,10 @@ pub async fn profile_changes_cancelled_as_a_conflict_commit_on_the_next_attempt(
     updated.expect("updated on the second attempt");
     let moving = conflicted();
     let new_email = unique_email();
-    let moved = moving.identity.change_email(&moving.meta, &new_email).await;
+    let moving_email = moving
+        .identity
+        .change_email(&moving.meta, &new_email, PASSWORD);
+    let moved = moving_email.await;
     moved.expect("moved on the second attempt");
     assert_eq!(profiles_of(&*store, &new_email).await, 1);
     let transactions = |w: &World| w.store.counts().transactions;
@@ -433,7 +454,7 @@ pub async fn change_email_moves_the_reservation(store: Arc<dyn Store>) {
     let meta = commands::CommandMeta::new(user.clone());
     let changed = world
         .identity
-        .change_email(&meta, &new)
+        .change_email(&meta, &new, PASSWORD)
         .await
         .expect("changes");
     assert_eq!(changed.value.email, new);
@@ -454,7 +475,7 @@ pub async fn change_email_to_a_taken_email_changes_nothing(store: Arc<dyn Store>
     let user = value(register(&world, &mine).await);
     value(register(&world, &theirs).await);
     let meta = commands::CommandMeta::new(user.clone());
-    let result = world.identity.change_email(&meta, &theirs).await;
+    let result = world.identity.change_email(&meta, &theirs, PASSWORD).await;
     assert!(
         matches!(result, Err(CommandError::EmailTaken)),
         "{result:?}"
@@ -481,12 +502,18 @@ pub async fn an_email_change_another_process_made_first_is_answered_as_a_replay(
     let (held_user, held_email) = (user.clone(), new_email.clone());
     let held = Held::start(&store, at_profile, move |world| async move {
         let meta = commands::CommandMeta::new(held_user);
-        world.identity.change_email(&meta, &held_email).await
+        world
+            .identity
+            .change_email(&meta, &held_email, PASSWORD)
+            .await
     })
     .await;
     // Meanwhile another process moves the account to the same email: it lands first.
     let other = World::in_another_process(store.clone()).as_user(user.clone());
-    let moved = meanwhile(other.identity.change_email(&other.meta, &new_email)).await;
+    let moving = other
+        .identity
+        .change_email(&other.meta, &new_email, PASSWORD);
+    let moved = meanwhile(moving).await;
     assert!(matches!(&moved, Ok(o) if !o.replayed), "{moved:?}");
     let held_world = held.world.clone();
     let answered = held.release().await;
@@ -564,7 +591,7 @@ pub async fn deletion_request_refuses_login_and_publishes_once(store: Arc<dyn St
     assert!(
         !world
             .identity
-            .request_deletion(&world.meta)
+            .request_deletion(&world.meta, PASSWORD)
             .await
             .expect("requested")
             .replayed
@@ -572,7 +599,7 @@ pub async fn deletion_request_refuses_login_and_publishes_once(store: Arc<dyn St
     assert!(
         world
             .identity
-            .request_deletion(&world.meta)
+            .request_deletion(&world.meta, PASSWORD)
             .await
             .expect("again")
             .replayed
@@ -586,6 +613,120 @@ pub async fn deletion_request_refuses_login_and_publishes_once(store: Arc<dyn St
         world.event_types(Context::Identity).await,
         vec!["UserRegistered", "AccountDeletionRequested"]
     );
+}
+
+/// A stolen access token proves nothing: an email change or a deletion request with a
+/// wrong current password is `InvalidCredentials` and writes nothing (the account keeps
+/// its email, signs in with it, and is not being deleted); with the right one each goes
+/// through.
+pub async fn an_email_change_or_a_deletion_takes_the_current_password(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let email = unique_email();
+    let user = value(register(&world, &email).await);
+    let me = World::new(store).as_user(user.clone());
+    let guess = "a guess at the password";
+    let elsewhere = unique_email();
+    let moved = me.identity.change_email(&me.meta, &elsewhere, guess).await;
+    assert!(
+        matches!(moved, Err(CommandError::InvalidCredentials)),
+        "{moved:?}"
+    );
+    let deleted = me.identity.request_deletion(&me.meta, guess).await;
+    assert!(
+        matches!(deleted, Err(CommandError::InvalidCredentials)),
+        "{deleted:?}"
+    );
+    assert_eq!(me.store.counts().writes(), 0, "nothing written");
+    assert_eq!(login(&me, &email).await.expect("still signs in"), user);
+    assert!(!me.identity.is_deleted(&user).await.expect("read"));
+    assert_eq!(
+        me.event_types(Context::Identity).await,
+        vec!["UserRegistered"]
+    );
+    // With the right one: moved, then deleted.
+    let new_email = unique_email();
+    let moved = me.identity.change_email(&me.meta, &new_email, PASSWORD);
+    assert_eq!(moved.await.expect("moves").value.email, new_email);
+    let deleted = me.identity.request_deletion(&me.meta, PASSWORD).await;
+    deleted.expect("requested");
+    assert!(me.identity.is_deleted(&user).await.expect("read"));
+    assert_eq!(
+        me.event_types(Context::Identity).await,
+        vec!["UserRegistered", "EmailChanged", "AccountDeletionRequested"]
+    );
+}
+
+/// Whether another process honours `user`'s access token of `generation`.
+async fn honoured(other: &World, user: &UserId, generation: u64) -> bool {
+    let holds = other.identity.access_holds(user, generation).await;
+    holds.expect("an active account")
+}
+
+/// An access token holds while the credentials are at the generation it was issued at:
+/// a sign-in reads the generation, a password change and an email change each move it
+/// on (the tokens issued before are refused from then on, by another process too), a
+/// refresh issues at the generation as it is, and a deletion request refuses every
+/// token. A user who never had an account here has nothing to revoke.
+pub async fn access_tokens_hold_until_the_credentials_change(store: Arc<dyn Store>) {
+    let world = World::new(store.clone());
+    let email = unique_email();
+    let user = value(register(&world, &email).await);
+    let me = world.as_user(user.clone());
+    let other = World::in_another_process(store);
+    let first = me.identity.login(&email, PASSWORD).await.expect("signs in");
+    assert_eq!(first.access().generation, 0);
+    let session = me.identity.start_session(&first).await.expect("session");
+    assert!(honoured(&other, &user, 0).await);
+    // A password change: the first generation's tokens end, its sessions too.
+    let new_password = "a new horse battery";
+    let changed = me
+        .identity
+        .change_password(&me.meta, PASSWORD, new_password);
+    changed.await.expect("changed");
+    assert!(
+        !honoured(&other, &user, 0).await,
+        "issued before the change"
+    );
+    let refreshed = me.identity.refresh_session(session.expose()).await;
+    assert!(
+        matches!(refreshed, Err(CommandError::InvalidSession)),
+        "{refreshed:?}"
+    );
+    let second = me.identity.login(&email, new_password).await;
+    let second = second.expect("signs in with the new password");
+    assert_eq!(second.access().generation, 1);
+    assert!(honoured(&other, &user, 1).await, "issued after the change");
+    // An email change: the second generation's tokens end.
+    let new_email = unique_email();
+    let moved = me.identity.change_email(&me.meta, &new_email, new_password);
+    moved.await.expect("moved");
+    assert!(!honoured(&other, &user, 1).await);
+    assert!(honoured(&other, &user, 2).await);
+    // A refresh issues at the generation as it is.
+    let third = me.identity.login(&new_email, new_password).await;
+    let third = third.expect("signs in");
+    let session = me.identity.start_session(&third).await.expect("session");
+    let (access, _) = other
+        .identity
+        .refresh_session(session.expose())
+        .await
+        .expect("refreshed");
+    let expected = commands::identity::Access {
+        user: user.clone(),
+        timezone: "Europe/Paris".into(),
+        generation: 2,
+    };
+    assert_eq!(access, expected);
+    // A deletion request: no token holds.
+    let deleted = me.identity.request_deletion(&me.meta, new_password).await;
+    deleted.expect("requested");
+    let refused = other.identity.access_holds(&user, 2).await;
+    assert!(
+        matches!(refused, Err(CommandError::AccountDeleted)),
+        "{refused:?}"
+    );
+    let stranger = other.identity.access_holds(&UserId::generate(), 0).await;
+    assert!(stranger.expect("nothing to revoke"));
 }
 
 /// A credential's tries are counted by every process together (each Lambda execution

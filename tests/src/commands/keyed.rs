@@ -9,7 +9,7 @@
 //! takes a key for; the erasure check's runs a command down each way of settling a
 //! cancellation.
 
-use super::identity::registration;
+use super::identity::{PASSWORD, registration};
 use super::{World, value};
 use crate::faults::{ConflictOnce, writes_sort_key};
 use crate::snapshot::snapshot;
@@ -237,7 +237,7 @@ pub async fn keyed_account_and_connection_changes_met_by_a_conflict_commit_on_th
     let new_email = email("ana.b").to_lowercase();
     commits_after_a_conflict_at_its_record("change an email", &store, &user, |w, meta| {
         let new_email = new_email.clone();
-        async move { w.identity.change_email(&meta, &new_email).await }
+        async move { w.identity.change_email(&meta, &new_email, PASSWORD).await }
     })
     .await;
 
@@ -268,7 +268,7 @@ pub async fn keyed_account_and_connection_changes_met_by_a_conflict_commit_on_th
         "delete the account",
         &store,
         &user,
-        |w, meta| async move { w.identity.request_deletion(&meta).await },
+        |w, meta| async move { w.identity.request_deletion(&meta, PASSWORD).await },
     )
     .await;
 }
@@ -328,7 +328,7 @@ pub async fn commands_whose_erasure_check_met_a_conflict_commit_on_the_next_atte
 
     let w = conflicted_at_the_erasure_check(&store, &user);
     let new_email = format!("ana.b-{}@example.com", user.as_str()).to_lowercase();
-    let moved = w.identity.change_email(&w.meta, &new_email).await;
+    let moved = w.identity.change_email(&w.meta, &new_email, PASSWORD).await;
     let moved = committed_after_the_conflict("change an email", &w, moved);
     assert_eq!(moved.email, new_email);
 }

@@ -3,6 +3,7 @@
 //! items, events or typed error it must produce.
 
 pub mod activity_sleep;
+pub mod environment;
 pub mod goals;
 pub mod identity;
 pub mod integrations;
@@ -35,8 +36,9 @@ use infra::store::{Item, Key, Query, SortKeyCondition};
 use infra::table::{ContextTable, Table};
 use std::sync::Arc;
 
-/// The webhook secret of the sandbox provider in tests.
-pub const WEBHOOK_SECRET: &str = "test-webhook-secret";
+/// The webhook secret of the sandbox provider in tests (at least 32 bytes, as the
+/// binary requires of its secrets).
+pub const WEBHOOK_SECRET: &str = "test-webhook-secret-32-bytes-or-more";
 
 /// Every context's command handlers over one (counting) store, and a fresh user.
 pub struct World {
@@ -49,6 +51,8 @@ pub struct World {
     pub goals: GoalCommands,
     pub integrations: IntegrationCommands,
     pub environment: EnvironmentCommands,
+    /// The clock every handler of this world tells time by.
+    pub clock: Clock,
 }
 
 impl World {
@@ -72,8 +76,9 @@ impl World {
         let store = Arc::new(CountingStore::new(store));
         let shared: Arc<dyn Store> = store.clone();
         // One server secret for every world, as every process of a deployment holds it.
-        let providers = Providers::sandbox(WEBHOOK_SECRET)
-            .with_verifier_key(VerifierKey::derived_from(b"test server secret"));
+        let providers = Providers::sandbox(WEBHOOK_SECRET).with_verifier_key(
+            VerifierKey::derived_from(b"test-server-secret-32-bytes-or-more"),
+        );
         Self {
             meta: CommandMeta::new(UserId::generate()),
             identity: context_handlers(&shared, &clock, &writers),
@@ -86,8 +91,10 @@ impl World {
             environment: EnvironmentCommands::new(
                 Table::new(shared.clone()),
                 Arc::new(SandboxEnvironment),
-            ),
+            )
+            .with_clock(clock.clone()),
             store,
+            clock,
         }
     }
 

@@ -7,6 +7,7 @@
 use super::capture::CapturingStore;
 use events_schema::Context;
 use events_schema::envelope::EventEnvelope;
+use events_schema::time::Clock;
 use infra::Store;
 use projectors::Projector;
 use rand::SeedableRng;
@@ -73,17 +74,19 @@ async fn apply(seed: u64, subscriptions: &[Arc<dyn Projector>], event: &EventEnv
 }
 
 /// Delivers `first` (the events the history committed) and then whatever the
-/// subscriptions commit, round after round, in the order `delivery` says; returns the
-/// events the subscriptions committed.
+/// subscriptions commit, round after round, in the order `delivery` says, every
+/// subscription telling time by `clock` (the one the history's commands ran on);
+/// returns the events the subscriptions committed.
 pub async fn deliver(
     seed: u64,
     capture: &Arc<CapturingStore>,
     delivery: Delivery,
     first: Vec<EventEnvelope>,
+    clock: &Clock,
 ) -> Vec<EventEnvelope> {
     let mut published = Vec::new();
     let store: Arc<dyn Store> = capture.clone();
-    let subscriptions = projectors::registry::all(store.clone());
+    let subscriptions = projectors::registry::all_on(store.clone(), clock);
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
     let mut round = first;
     if matches!(delivery, Delivery::Replay | Delivery::Rebuild) {
@@ -91,14 +94,15 @@ pub async fn deliver(
             Delivery::Rebuild => projectors::replay::Mode::Rebuild,
             _ => projectors::replay::Mode::Incremental,
         };
-        projectors::replay::replay_with(
+        projectors::replay::replay_on(
             store,
-            &projectors::registry::projections(capture.clone()),
+            &projectors::registry::projections_on(capture.clone(), clock),
             None,
             &projectors::replay::Quiet,
             // Small batches, so a user's rows folded in one are read back by the next.
             16,
             mode,
+            clock,
         )
         .await
         .unwrap_or_else(|e| panic!("seed {seed}: replay: {e}"));

@@ -94,10 +94,10 @@ fn expected<T>(seed: u64, what: &str, result: Result<T, CommandError>) -> Option
     }
 }
 
-/// Runs `history` on `store` (commands only: nothing is projected); returns each
-/// user's run.
-pub async fn run(history: &History, store: Arc<dyn Store>, start: Timestamp) -> Vec<UserRun> {
-    let clock = Clock::manual(start);
+/// Runs `history` on `store` (commands only: nothing is projected) on `clock`, which
+/// shows the history's start and is advanced as its steps pass; returns each user's run.
+pub async fn run(history: &History, store: Arc<dyn Store>, clock: &Clock) -> Vec<UserRun> {
+    let start = clock.now();
     let seed = history.seed;
     let mut runners = Vec::new();
     for (n, tz) in history.timezones.iter().enumerate() {
@@ -144,7 +144,7 @@ pub async fn run(history: &History, store: Arc<dyn Store>, start: Timestamp) -> 
                 seed,
                 &what,
                 &step.op,
-                &clock,
+                clock,
                 &history.provider[step.user].records,
                 (n, start),
             )
@@ -263,7 +263,8 @@ impl Runner {
             Op::ChangeGoal { goal, status } => self.change_goal(&call, goal, status).await,
             Op::ChangeTimezone { tz } => self.change_timezone(&call, tz).await,
             Op::DeleteAccount => {
-                call.expected(self.world.identity.request_deletion(&call.meta).await);
+                let (identity, password) = (&self.world.identity, "correct horse battery");
+                call.expected(identity.request_deletion(&call.meta, password).await);
                 self.run.erased = true;
             }
         }

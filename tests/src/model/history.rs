@@ -7,14 +7,24 @@ use events_schema::events::goals::{GoalKind, GoalStatus};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-/// Timezones far enough apart that a user's day is often not the UTC day.
-pub const TIMEZONES: [&str; 5] = [
+/// Timezones far enough apart that a user's day is often not the UTC day: the first and
+/// the last to start a day (UTC+14, UTC-12), a half-hour offset, and two that change
+/// their clocks on different dates (Europe/Paris, America/New_York).
+pub const TIMEZONES: [&str; 7] = [
     "UTC",
     "Pacific/Kiritimati",
-    "Pacific/Pago_Pago",
+    "Etc/GMT+12",
     "Asia/Kolkata",
     "America/New_York",
+    "Europe/Paris",
+    "Pacific/Pago_Pago",
 ];
+
+/// Minutes of the UTC day where some user's day, or clock, changes: midnight in UTC,
+/// UTC+14 (10:00), UTC-12 (12:00), Kolkata (18:30), Paris (23:00 in winter, 22:00 in
+/// summer), New York (05:00, 04:00); Paris changes its clocks at 01:00 UTC, New York
+/// at 07:00 (spring) and 06:00 (autumn).
+const EDGES: [i64; 11] = [0, 600, 720, 1110, 1380, 1320, 300, 240, 60, 420, 360];
 
 const KINDS: [GoalKind; 5] = [
     GoalKind::WeeklyWorkoutCount,
@@ -142,17 +152,22 @@ pub struct History {
     pub steps: Vec<Step>,
 }
 
-/// Mostly today or the last days (what a goal set recently counts), sometimes weeks back.
+/// Mostly today or the last days (what a goal set recently counts), sometimes weeks back;
+/// at any minute, or (a third of the time) within twenty minutes of an edge where some
+/// user's day or clock changes.
 fn when(rng: &mut StdRng) -> When {
     let days_ago = match rng.gen_range(0..100) {
         0..=59 => 0,
         60..=84 => rng.gen_range(1..=2),
         _ => rng.gen_range(3..=12),
     };
-    When {
-        days_ago,
-        minute: rng.gen_range(0..24 * 60),
-    }
+    let minute = if rng.gen_bool(0.35) {
+        let edge = EDGES[rng.gen_range(0..EDGES.len())];
+        (edge + rng.gen_range(-20..=20)).rem_euclid(24 * 60)
+    } else {
+        rng.gen_range(0..24 * 60)
+    };
+    When { days_ago, minute }
 }
 
 fn synced(rng: &mut StdRng, workout: bool) -> Synced {

@@ -15,7 +15,7 @@ use axum::response::IntoResponse;
 use axum::routing::post;
 use axum::{Json, Router};
 use commands::CommandMeta;
-use commands::identity::{RefreshToken, Register};
+use commands::identity::{Access, RefreshToken, Register};
 use commands::secret::Secret;
 use events_schema::events::identity::Units;
 use events_schema::ids::UserId;
@@ -46,26 +46,15 @@ pub struct TokenReply {
     pub refresh_token: String,
 }
 
-/// The reply that signs `user` in to `session`, its access token naming the profile's
-/// timezone (none if the profile cannot be read: the token is still good, its days UTC).
-async fn signed_in(api: &Api, user: UserId, session: RefreshToken) -> Answer<TokenReply> {
-    let profile = api.identity.profile(&user).await.ok();
-    let timezone = profile.map(|p| p.timezone);
-    reply(api, user, timezone.as_deref(), session)
-}
-
-fn reply(
-    api: &Api,
-    user: UserId,
-    timezone: Option<&str>,
-    refresh: RefreshToken,
-) -> Answer<TokenReply> {
+/// The reply that signs in to a session (`refresh`), its access token issued on `access`
+/// (naming the profile's timezone, and holding until the credentials read change).
+fn reply(api: &Api, access: &Access, refresh: RefreshToken) -> Answer<TokenReply> {
     Ok(TokenReply {
-        access_token: api.auth.issue(&user, timezone)?,
+        access_token: api.auth.issue_for(access)?,
         token_type: "Bearer",
         expires_in: crate::http::auth::TOKEN_SECONDS,
         refresh_token: refresh.expose().to_owned(),
-        user_id: user,
+        user_id: access.user.clone(),
     })
 }
 
@@ -130,7 +119,6 @@ pub async fn register(
         .await?;
     // The account does not exist yet; the command assigns the user id.
     let meta = of_request(CommandMeta::new(UserId::generate()), &headers, "register")?;
-    let timezone = body.timezone.clone();
     let input = Register {
         email: body.email,
         password: body.password,
@@ -140,7 +128,7 @@ pub async fn register(
     };
     let signed_up = api.identity.sign_up(&meta, input).await?.value;
     let session = api.identity.start_session(&signed_up).await?;
-    let reply = reply(api, signed_up.user, Some(&timezone), session)?;
+    let reply = reply(api, signed_up.access(), session)?;
     Ok((
         StatusCode::CREATED,
         [(axum::http::header::LOCATION, "/v1/me/profile")],
@@ -176,13 +164,12 @@ pub struct Login {
 pub async fn login(guest: Guest, ApiJson(body): ApiJson<Login>) -> Answer<Json<TokenReply>> {
     let api = &guest.api;
     let limits = &api.limits;
-    limits
-        .account(&api.identity, &body.email, guest.client)
-        .await?;
     let password = body.password.expose();
-    let proved = api.identity.login(&body.email, password).await?;
+    let proved = limits
+        .sign_in(&api.identity, &body.email, password, guest.client)
+        .await?;
     let session = api.identity.start_session(&proved).await?;
-    Ok(Json(signed_in(api, proved.user, session).await?))
+    Ok(Json(reply(api, proved.access(), session)?))
 }
 
 /// A refresh token, to exchange or to end.
@@ -213,10 +200,10 @@ pub async fn refresh(
     ApiJson(body): ApiJson<RefreshBody>,
 ) -> Answer<Json<TokenReply>> {
     let identity = &guest.api.identity;
-    let (user, next) = identity
+    let (access, next) = identity
         .refresh_session(body.refresh_token.expose())
         .await?;
-    Ok(Json(signed_in(&guest.api, user, next).await?))
+    Ok(Json(reply(&guest.api, &access, next)?))
 }
 
 /// Ends the session of a refresh token (the access tokens already issued run out within

@@ -1,8 +1,12 @@
 //! The caller's account under `/v1/me`: the profile, the password, the account's
-//! deletion.
+//! deletion. What would lock the owner out (a new email, a new password, the account's
+//! deletion) takes the current password, not the access token alone, each check a try
+//! at the password counted as a sign-in's are; a wrong one is `403 wrong_password` (a
+//! new password's, `422` naming `current_password`, as it always was).
 
 use super::{Answer, ApiError};
 use crate::http::callers::Me;
+use crate::http::error::ErrorBody;
 use crate::http::extract::ApiJson;
 use crate::http::formats::TimezoneName;
 use crate::http::responses;
@@ -10,7 +14,9 @@ use crate::http::state::AppState;
 use axum::http::StatusCode;
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
+use commands::CommandError;
 use commands::identity::UpdateProfile;
+use commands::secret::Secret;
 use events_schema::events::identity::{ProfileState, Units};
 use readmodels::views::ProfileView;
 use serde::Deserialize;
@@ -56,18 +62,42 @@ pub struct ProfilePatch {
     #[schema(value_type = Option<TimezoneName>)]
     pub timezone: Option<String>,
     pub units: Option<Units>,
-    /// A new email: unique across accounts; every session ends with the change (sign in
-    /// again with it).
+    /// A new email: unique across accounts; every session and every access token issued
+    /// before ends with the change, this one too (sign in again with the new email).
+    /// Takes `current_password`.
     #[schema(max_length = 254, format = Email)]
     pub email: Option<String>,
+    /// The account's current password: required with `email` (a wrong one is `403
+    /// wrong_password`, and a try at the password); not looked at otherwise.
+    #[schema(value_type = Option<String>, format = Password)]
+    pub current_password: Option<Secret>,
+}
+
+/// The answer to a change the current password must prove: a wrong one is `403
+/// wrong_password` (the token is good, the proof is not: not a 401, after which an app
+/// would refresh its token and sign out).
+fn proved(error: CommandError) -> ApiError {
+    match error {
+        CommandError::InvalidCredentials => ApiError::new(
+            StatusCode::FORBIDDEN,
+            "wrong_password",
+            "current_password: is not the account's password",
+        ),
+        other => other.into(),
+    }
 }
 
 /// Changes the fields present in the body.
+///
+/// A new email takes the current password, and ends every session and every access
+/// token issued before it, the caller's too: sign in again with the new email.
 #[write(
     patch, path = "/v1/me/profile", tag = "profile", body = ProfilePatch,
     responses(
         (status = 200, description = "The profile after the change.", body = ProfileView),
+        (status = 403, description = "`wrong_password`: with `email`, `current_password` is not the account's password; nothing changed.", body = ErrorBody),
         (status = 404, response = responses::NotFound),
+        (status = 503, response = responses::Busy),
         responses::JsonWriteErrors,
     ),
 )]
@@ -89,8 +119,18 @@ pub async fn patch_profile(
     rest.check()?;
     let mut profile = None;
     if let Some(email) = &body.email {
-        let changed = me.api.identity.change_email(&email_meta, email).await?;
-        profile = Some(changed.value);
+        let Some(password) = &body.current_password else {
+            return Err(ApiError::validation(
+                "current_password",
+                "is required to change the email",
+            ));
+        };
+        let api = &me.api;
+        api.limits.password_check(&api.identity, me.user()).await?;
+        let changing = api
+            .identity
+            .change_email(&email_meta, email, password.expose());
+        profile = Some(changing.await.map_err(proved)?.value);
     }
     let changes_more =
         rest.display_name.is_some() || rest.timezone.is_some() || rest.units.is_some();
@@ -112,7 +152,8 @@ pub struct PasswordChange {
     pub new_password: commands::secret::Secret,
 }
 
-/// Changes the password; every session (refresh token) ends with it.
+/// Changes the password; every session (refresh token) and every access token issued
+/// before ends with it, the caller's too: sign in again with the new password.
 #[utoipa::path(
     post,
     path = "/v1/me/password",
@@ -120,7 +161,7 @@ pub struct PasswordChange {
     security(("bearer" = [])),
     request_body = PasswordChange,
     responses(
-        (status = 204, description = "Changed; sign in again on other devices."),
+        (status = 204, description = "Changed; sign in again, on this device too."),
         (status = 404, response = responses::NotFound),
         (status = 503, response = responses::Busy),
         responses::JsonWriteErrors,
@@ -135,22 +176,35 @@ pub async fn change_password(me: Me, ApiJson(body): ApiJson<PasswordChange>) -> 
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Requests the deletion of the caller's account.
+/// `DELETE /v1/me`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AccountDeletion {
+    /// The account's current password: an access token alone cannot delete the account.
+    #[schema(value_type = String, format = Password)]
+    pub current_password: Secret,
+}
+
+/// Requests the deletion of the caller's account, proved by the current password.
 ///
 /// Every context then drains the user's data; from now on this account's tokens read
 /// and write nothing (`401 account_deleted`) and sign-in is refused.
 #[write(
-    delete, path = "/v1/me", tag = "profile",
+    delete, path = "/v1/me", tag = "profile", body = AccountDeletion,
     responses(
         (status = 202, description = "Deletion requested; it completes asynchronously."),
-        (status = 400, response = responses::BadHeader),
-        (status = 409, response = responses::Conflict),
-        (status = 422, response = responses::Unprocessable),
-        responses::ReadErrors,
+        (status = 403, description = "`wrong_password`: `current_password` is not the account's password; nothing changed.", body = ErrorBody),
+        (status = 404, response = responses::NotFound),
+        (status = 503, response = responses::Busy),
+        responses::JsonWriteErrors,
     ),
 )]
-pub async fn delete_me(me: Me) -> Answer<StatusCode> {
+pub async fn delete_me(me: Me, ApiJson(body): ApiJson<AccountDeletion>) -> Answer<StatusCode> {
     let meta = me.meta("delete_account")?;
-    me.api.identity.request_deletion(&meta).await?;
+    let api = &me.api;
+    api.limits.password_check(&api.identity, me.user()).await?;
+    let password = body.current_password.expose();
+    let requested = api.identity.request_deletion(&meta, password).await;
+    requested.map_err(proved)?;
     Ok(StatusCode::ACCEPTED)
 }
