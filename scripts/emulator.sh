@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Local AWS wire-protocol emulator for tests (DynamoDB, DynamoDB Streams, Kinesis, ...).
 #
-#   scripts/emulator.sh start [ministack|moto]   # prints ONLY the endpoint URL on stdout
-#   scripts/emulator.sh stop  [ministack|moto]
-#   scripts/emulator.sh status [ministack|moto]  # prints the URL if running, exit 1 if not
+#   scripts/emulator.sh start [ministack|ministack-iam|moto]   # prints ONLY the endpoint URL on stdout
+#   scripts/emulator.sh stop  [ministack|ministack-iam|moto]
+#   scripts/emulator.sh status [ministack|ministack-iam|moto]  # prints the URL if running, exit 1 if not
 #
 # Installs the pinned emulator from PyPI into a project-local venv
-# (.emulator/venv-<name>), runs it on a free loopback port, logs to
+# (.emulator/venv-<package>), runs it on a free loopback port, logs to
 # .emulator/<name>.log, pid in .emulator/<name>.pid, URL in .emulator/<name>.url.
+#
+# ministack-iam is a second ministack instance (same pinned package and venv as
+# ministack) that enforces IAM (AUTH=true): the Lambda functions it runs call it with
+# their execution role's credentials and are held to the role's policies, while the
+# `test` access key stays root. It also sets VITALS_AWS_CALL_LOG=1, which reaches every
+# function it runs, so each one logs its AWS calls (target vitals::aws_call) for
+# scripts/iam_check.py. scripts/stack-test runs the stack on it.
 # Nothing is downloaded from anywhere but PyPI (via pip). All diagnostics go to stderr.
 #
 # Env knobs: EMULATOR_PYTHON (default python3), EMULATOR_START_TIMEOUT (default 60 s).
@@ -26,7 +33,7 @@ die() { log "error: $*"; exit 1; }
 
 usage() {
   cat >&2 <<'EOF'
-usage: scripts/emulator.sh start|stop|status [ministack|moto]
+usage: scripts/emulator.sh start|stop|status [ministack|ministack-iam|moto]
   start   install (if needed) and start the emulator; prints the endpoint URL on stdout
   stop    stop the emulator (and its children) started by 'start'
   status  print the endpoint URL if the emulator is running (exit 1 otherwise)
@@ -38,12 +45,13 @@ cmd="${1:-}"
 name="${2:-ministack}"
 [[ -n "$cmd" ]] || usage
 case "$name" in
-  ministack) req="$MINISTACK_REQ"; dist="ministack"; version="${MINISTACK_REQ#*==}" ;;
+  ministack|ministack-iam) req="$MINISTACK_REQ"; dist="ministack"; version="${MINISTACK_REQ#*==}" ;;
   moto)      req="$MOTO_REQ";      dist="moto";      version="${MOTO_REQ#*==}" ;;
   *) log "unknown emulator '$name'"; usage ;;
 esac
 
-venv="$STATE_DIR/venv-$name"
+# The two ministack instances share one venv (the same pinned package).
+venv="$STATE_DIR/venv-$dist"
 pid_file="$STATE_DIR/$name.pid"
 url_file="$STATE_DIR/$name.url"
 log_file="$STATE_DIR/$name.log"
@@ -56,16 +64,28 @@ emu_env=(
   AWS_DEFAULT_REGION=us-east-1
   AWS_REGION=us-east-1
   PYTHONUNBUFFERED=1
+  EMULATOR_INSTANCE="$name"   # lets is_running tell the instances of one venv apart
 )
 
 alive() { kill -0 "$1" 2>/dev/null; }
 
-# True if the pid is alive AND is one of ours (its command line runs from our venv),
-# so a stale pid file whose pid was reused never makes us signal a stranger.
+# True if the pid is alive AND is one of ours (its command line runs from our venv, and
+# its EMULATOR_INSTANCE, when it has one, is this name), so a stale pid file whose pid
+# was reused never makes us signal a stranger or the other instance of the same venv.
+# (Instances started before EMULATOR_INSTANCE existed have none; only ministack can be one.)
 is_running() { # pid
   [[ -n "${1:-}" ]] && kill -0 "$1" 2>/dev/null || return 1
   if [[ -r "/proc/$1/cmdline" ]]; then
     tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF "$venv/" || return 1
+  fi
+  if [[ -r "/proc/$1/environ" ]]; then
+    local instance
+    instance="$(tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | sed -n 's/^EMULATOR_INSTANCE=//p' || true)"
+    if [[ -n "$instance" ]]; then
+      [[ "$instance" == "$name" ]] || return 1
+    else
+      [[ "$name" != ministack-iam ]] || return 1
+    fi
   fi
 }
 
@@ -96,13 +116,18 @@ s.close()'
 
 health_path() {
   case "$name" in
-    ministack) echo "/_ministack/health" ;;
+    ministack|ministack-iam) echo "/_ministack/health" ;;
     moto)      echo "/moto-api/" ;;
   esac
 }
 
 ensure_venv() {
   local have=""
+  # Both ministack instances install into the same venv: one install at a time.
+  if command -v flock >/dev/null 2>&1; then
+    exec 8>"$venv.lock"
+    flock -w 600 8 || die "timed out waiting for $venv.lock"
+  fi
   if [[ -x "$venv/bin/python" ]]; then
     have="$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('$dist'))" 2>/dev/null || true)"
   fi
@@ -170,11 +195,16 @@ do_start() {
   url="http://127.0.0.1:$port"
   local -a run_env=("${emu_env[@]}") run_cmd
   case "$name" in
-    ministack)
+    ministack|ministack-iam)
       # AWS_ENDPOINT_URL: ministack hands it to the Lambda functions it runs as local
       # processes, so a deployed stack's functions (scripts/stack-test) call this emulator.
       run_env+=(BIND_HOST=127.0.0.1 GATEWAY_PORT="$port" IOT_MTLS_ENABLED=0 SFTP_ENABLED=0
                 MINISTACK_REGION=us-east-1 PERSIST_STATE=0 AWS_ENDPOINT_URL="$url")
+      if [[ "$name" == ministack-iam ]]; then
+        # IAM enforced; every function it runs logs its AWS calls (its environment
+        # reaches the functions' processes).
+        run_env+=(AUTH=true VITALS_AWS_CALL_LOG=1)
+      fi
       run_cmd=("$venv/bin/ministack")
       ;;
     moto)
@@ -189,7 +219,7 @@ do_start() {
   local launcher=()
   command -v setsid >/dev/null 2>&1 && launcher=(setsid)
   (cd "$STATE_DIR" && exec "${launcher[@]}" env -u AWS_PROFILE -u AWS_SESSION_TOKEN "${run_env[@]}" "${run_cmd[@]}" \
-      >>"$log_file" 2>&1 </dev/null 9>&-) &
+      >>"$log_file" 2>&1 </dev/null 8>&- 9>&-) &
   pid=$!
   printf '%s\n' "$pid" >"$pid_file"
 

@@ -104,6 +104,8 @@ class Stack:
         self.sqs = boto3.client("sqs")
         self.awslambda = boto3.client("lambda")
         self.logs = boto3.client("logs")
+        self.iam = boto3.client("iam")
+        self.secrets = boto3.client("secretsmanager")
         self.template = json.load(open("deploy/template.json"))
 
     def physical(self, logical):
@@ -163,7 +165,56 @@ class Stack:
                         TableName=table,
                         PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True})
                     filled.add("PointInTimeRecoverySpecification (UpdateContinuousBackups)")
+        filled |= self.secret_refs_as_arns()
         say("emulator gaps filled by API calls: " + (", ".join(sorted(filled)) or "none"))
+
+    def secret_refs_as_arns(self):
+        """`Ref` of an AWS::SecretsManager::Secret is its ARN on AWS; the emulator's
+        CloudFormation gives its name. Where the template says `Ref` to a secret (the roles'
+        OwnSecrets statements, the functions' VITALS_*_SECRET_ARN), the deployed name is
+        replaced by the ARN, as AWS would have deployed it: with IAM enforced (ministack-iam),
+        a policy naming the secret by name allows nothing (the request's resource is the ARN)."""
+        secrets = [logical for logical, resource in self.template["Resources"].items()
+                   if resource["Type"] == "AWS::SecretsManager::Secret"]
+        arns = {}
+        for logical in secrets:
+            physical = self.physical(logical)
+            if not physical.startswith("arn:"):
+                arns[physical] = self.secrets.describe_secret(SecretId=physical)["ARN"]
+        if not arns:
+            return set()
+        filled = set()
+
+        def with_arns(value):
+            if isinstance(value, str):
+                return arns.get(value, value)
+            if isinstance(value, list):
+                return [with_arns(v) for v in value]
+            if isinstance(value, dict):
+                return {k: with_arns(v) for k, v in value.items()}
+            return value
+
+        for logical, resource in self.template["Resources"].items():
+            if resource["Type"] == "AWS::IAM::Role":
+                role = self.physical(logical)
+                for name in self.iam.list_role_policies(RoleName=role)["PolicyNames"]:
+                    document = self.iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
+                    if isinstance(document, str):
+                        document = json.loads(document)
+                    fixed = with_arns(document)
+                    if fixed != document:
+                        self.iam.put_role_policy(RoleName=role, PolicyName=name,
+                                                 PolicyDocument=json.dumps(fixed))
+                        filled.add("Ref of a secret as its ARN in role policies (PutRolePolicy)")
+            elif resource["Type"] == "AWS::Lambda::Function":
+                function = self.physical(logical)
+                variables = self.awslambda.get_function_configuration(FunctionName=function)[
+                    "Environment"]["Variables"]
+                if with_arns(variables) != variables:
+                    self.set_function_env(function, lambda env: env.update(with_arns(dict(env))))
+                    filled.add("Ref of a secret as its ARN in function environments "
+                               "(UpdateFunctionConfiguration)")
+        return filled
 
     def log_messages(self, function):
         """What a function has logged so far (its CloudWatch Logs group)."""

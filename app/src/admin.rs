@@ -27,7 +27,7 @@ pub async fn redrive(
         DlqKind::Sqs => {
             let config = storage::aws_config(&args.aws).await;
             Box::new(SqsDlq::new(
-                aws_sdk_sqs::Client::new(&config),
+                infra::aws_client::sqs(&config),
                 &args.aws.table_prefix,
             ))
         }
@@ -206,7 +206,7 @@ pub async fn residue(args: &StoreArgs, user: &str, dlq: DlqKind) -> anyhow::Resu
         DlqKind::Table => Vec::new(),
         DlqKind::Sqs => {
             let config = storage::aws_config(&args.aws).await;
-            let queues = SqsDlq::new(aws_sdk_sqs::Client::new(&config), &args.aws.table_prefix);
+            let queues = SqsDlq::new(infra::aws_client::sqs(&config), &args.aws.table_prefix);
             let subscriptions = projectors::registry::all(storage.store.clone());
             let names: Vec<&str> = subscriptions.iter().map(|s| s.name()).collect();
             crate::residue::find_in_queues(&queues, &names, &user).await?
@@ -292,8 +292,8 @@ impl FailureClients {
         let config = storage::aws_config(aws).await;
         Self {
             store: Arc::new(storage::dynamodb_on(&config, aws)),
-            sqs: aws_sdk_sqs::Client::new(&config),
-            kinesis: aws_sdk_kinesis::Client::new(&config),
+            sqs: infra::aws_client::sqs(&config),
+            kinesis: infra::aws_client::kinesis(&config),
             table_prefix: aws.table_prefix.clone(),
         }
     }

@@ -114,7 +114,7 @@ pub async fn run() -> anyhow::Result<()> {
             jwt_secret_arn,
             webhook_secret_arn,
         } => {
-            let secrets = aws_sdk_secretsmanager::Client::new(&config);
+            let secrets = infra::aws_client::secrets_manager(&config);
             let mut args = crate::cli::api_args_from_env()?;
             args.jwt_secret =
                 Some(secret(&secrets, &jwt_secret_arn, "VITALS_JWT_SECRET_ARN").await?);

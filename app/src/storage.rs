@@ -28,7 +28,7 @@ pub async fn dynamodb(args: &AwsArgs) -> DynamoStore {
 
 /// The DynamoDB backend on an SDK configuration already loaded.
 pub fn dynamodb_on(config: &aws_config::SdkConfig, args: &AwsArgs) -> DynamoStore {
-    DynamoStore::from_client(aws_sdk_dynamodb::Client::new(config), &args.table_prefix)
+    DynamoStore::from_client(infra::aws_client::dynamodb(config), &args.table_prefix)
 }
 
 pub async fn open(args: &StoreArgs) -> anyhow::Result<Storage> {

@@ -22,7 +22,7 @@ pub async fn bootstrap(args: &BootstrapArgs) -> anyhow::Result<()> {
         println!("{what}\t{}", table.name);
     }
     if args.kinesis {
-        let kinesis = aws_sdk_kinesis::Client::new(&config);
+        let kinesis = infra::aws_client::kinesis(&config);
         for stream in provision(
             store.client(),
             &kinesis,
@@ -35,7 +35,7 @@ pub async fn bootstrap(args: &BootstrapArgs) -> anyhow::Result<()> {
         }
     }
     if args.dlq_queues {
-        let dlq = SqsDlq::new(aws_sdk_sqs::Client::new(&config), &args.aws.table_prefix);
+        let dlq = SqsDlq::new(infra::aws_client::sqs(&config), &args.aws.table_prefix);
         for projector in projectors::registry::all(Arc::new(store.clone())) {
             dlq.provision(projector.name()).await?;
             println!("queue\t{}", dlq.queue_name(projector.name()));
@@ -56,7 +56,7 @@ pub fn start_with_store(
     dlq: DlqKind,
 ) -> (Pipeline, Arc<dyn Store>) {
     let store = storage::logged(Arc::new(storage::dynamodb_on(config, aws)));
-    let kinesis = aws_sdk_kinesis::Client::new(config);
+    let kinesis = infra::aws_client::kinesis(config);
     let dead_letters = dead_letters(config, aws, dlq, &store);
     let prefix = aws.table_prefix.clone();
     let feed_store = store.clone();
@@ -86,7 +86,7 @@ pub fn dead_letters(
 ) -> DeadLetterStore {
     match dlq {
         DlqKind::Sqs => DeadLetterStore::Sqs(SqsDlq::new(
-            aws_sdk_sqs::Client::new(config),
+            infra::aws_client::sqs(config),
             &aws.table_prefix,
         )),
         DlqKind::Table => DeadLetterStore::Tables(store.clone()),

@@ -439,6 +439,58 @@ fn the_api_and_the_nightly_job_hold_no_stream_and_write_no_projection_but_their_
     );
 }
 
+/// Every role that writes a table may also empty partitions of it: the partition drain
+/// (account deletion, the erased-user sweep of every consumer, the nightly job) deletes
+/// in `BatchWriteItem` pages.
+#[test]
+fn every_role_that_writes_a_table_may_batch_write_it() {
+    let template = template();
+    let mut roles = 0;
+    for (id, _) in of_type(&template, "AWS::IAM::Role") {
+        let statements = statements(&template, id);
+        let Some(writes) = statement(&statements, "WriteTables") else {
+            continue;
+        };
+        roles += 1;
+        let actions = writes["Action"].as_array().cloned().unwrap_or_default();
+        assert!(
+            actions.contains(&json!("dynamodb:BatchWriteItem")),
+            "{id} may BatchWriteItem the tables it writes: {actions:?}"
+        );
+    }
+    assert!(
+        roles > 2,
+        "the consumers, the API and the nightly job write"
+    );
+}
+
+/// `/healthz` describes the identity table; only the API serves it.
+#[test]
+fn the_api_may_describe_the_identity_table_and_no_other_role_any() {
+    let template = template();
+    let identity = json!({"Fn::GetAtt": [table_id(Context::Identity), "Arn"]});
+    for (id, _) in of_type(&template, "AWS::IAM::Role") {
+        let describing: Vec<Value> = statements(&template, id)
+            .into_iter()
+            .filter(|s| {
+                s["Action"]
+                    .as_array()
+                    .is_some_and(|a| a.contains(&json!("dynamodb:DescribeTable")))
+            })
+            .collect();
+        if id == "ApiFunctionRole" {
+            assert_eq!(describing.len(), 1, "{id}: {describing:?}");
+            assert_eq!(describing[0]["Action"], json!(["dynamodb:DescribeTable"]));
+            assert_eq!(describing[0]["Resource"], identity);
+        } else {
+            assert!(
+                describing.is_empty(),
+                "{id} describes no table: {describing:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn no_secret_is_in_the_template() {
     let template = template();

@@ -84,7 +84,7 @@ async fn erasure_removes_the_users_sqs_dead_letters() {
     let mut worker = Worker::spawn(&tables.args());
 
     let config = infra::aws_client::load(&tables.settings()).await;
-    let sqs = aws_sdk_sqs::Client::new(&config);
+    let sqs = infra::aws_client::sqs(&config);
     let store = tables.store().await;
     let identity = IdentityCommands::new(Table::new(store.clone()));
     let registered = identity

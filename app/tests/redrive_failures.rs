@@ -135,8 +135,8 @@ async fn a_stream_and_its_failure_queue() -> Setup {
     let store = DynamoStore::connect(&settings, &tables.prefix).await;
     store.bootstrap().await.expect("tables");
     let config = infra::aws_client::load(&settings).await;
-    let kinesis = aws_sdk_kinesis::Client::new(&config);
-    let sqs = aws_sdk_sqs::Client::new(&config);
+    let kinesis = infra::aws_client::kinesis(&config);
+    let sqs = infra::aws_client::sqs(&config);
     let stream = format!("{}nutrition-changes", tables.prefix);
     kinesis
         .create_stream()

@@ -83,7 +83,7 @@ async fn letters_survive_whole_in_sqs_and_redrive_applies_them() {
     };
     let prefix = format!("q{}-", UserId::generate().as_str().to_lowercase());
     let config = infra::aws_client::load(&settings).await;
-    let dlq = SqsDlq::new(aws_sdk_sqs::Client::new(&config), &prefix);
+    let dlq = SqsDlq::new(infra::aws_client::sqs(&config), &prefix);
     dlq.provision("dashboard-from-nutrition")
         .await
         .expect("queue");

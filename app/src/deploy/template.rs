@@ -246,7 +246,9 @@ fn role(id: &str, suffix: &str, mut statements: Vec<Value>) -> Value {
 }
 
 /// The DynamoDB actions a function needs on what it reads and what it writes (every
-/// index of those tables with them).
+/// index of those tables with them). A table written may also be batch-written: the
+/// partition drain (account deletion, the erased-user sweep, the nightly job) deletes in
+/// `BatchWriteItem` pages.
 pub fn dynamodb_statements(reads: &BTreeSet<Context>, writes: &BTreeSet<Context>) -> Vec<Value> {
     let resources = |tables: &BTreeSet<Context>| -> Vec<Value> {
         tables
@@ -269,7 +271,8 @@ pub fn dynamodb_statements(reads: &BTreeSet<Context>, writes: &BTreeSet<Context>
         statements.push(json!({
             "Sid": "WriteTables",
             "Effect": "Allow",
-            "Action": ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
+            "Action": ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+                       "dynamodb:BatchWriteItem"],
             "Resource": resources(writes)
         }));
     }
@@ -481,6 +484,13 @@ fn api_resources() -> Map<String, Value> {
     let reads: BTreeSet<Context> = Context::ALL.into_iter().collect();
     let writes: BTreeSet<Context> = API_WRITES.into_iter().collect();
     let mut statements = dynamodb_statements(&reads, &writes);
+    // `/healthz` describes the identity table.
+    statements.push(json!({
+        "Sid": "DescribeIdentity",
+        "Effect": "Allow",
+        "Action": ["dynamodb:DescribeTable"],
+        "Resource": {"Fn::GetAtt": [table_id(Context::Identity), "Arn"]}
+    }));
     statements.push(secret_statement());
     resources.insert(format!("{id}Role"), role(id, "api", statements));
     resources.insert(

@@ -87,7 +87,7 @@ impl DynamoStore {
     /// Connects with the given settings; tables are named `<prefix><context>`.
     pub async fn connect(settings: &AwsSettings, prefix: &str) -> Self {
         let config = aws_client::load(settings).await;
-        Self::from_client(Client::new(&config), prefix)
+        Self::from_client(aws_client::dynamodb(&config), prefix)
     }
 
     pub fn from_client(client: Client, prefix: &str) -> Self {

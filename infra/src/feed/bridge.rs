@@ -76,9 +76,9 @@ impl std::fmt::Debug for StreamBridge {
 impl StreamBridge {
     pub fn new(config: &aws_config::SdkConfig, prefix: &str) -> Self {
         Self {
-            dynamodb: aws_sdk_dynamodb::Client::new(config),
-            streams: aws_sdk_dynamodbstreams::Client::new(config),
-            kinesis: aws_sdk_kinesis::Client::new(config),
+            dynamodb: crate::aws_client::dynamodb(config),
+            streams: crate::aws_client::dynamodb_streams(config),
+            kinesis: crate::aws_client::kinesis(config),
             prefix: prefix.to_owned(),
             positions: Mutex::new(HashMap::new()),
         }

@@ -124,6 +124,7 @@ pub async fn fetch(
         pages += 1;
         let page = kinesis
             .get_records()
+            .stream_arn(&batch.stream_arn)
             .shard_iterator(current)
             .limit(PAGE)
             .send()
