@@ -192,6 +192,9 @@ pub enum Deploy {
     /// Prints the CloudFormation template of the whole stack (committed as
     /// `deploy/template.json`).
     Template,
+    /// Prints the access matrix: what each function's role may do on every table,
+    /// stream, queue, secret and log group (committed as `docs/access-matrix.md`).
+    Matrix,
 }
 
 #[derive(Debug, Subcommand)]

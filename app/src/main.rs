@@ -33,6 +33,12 @@ async fn main() -> anyhow::Result<()> {
             print!("{}", vitals::deploy::template_text());
             Ok(())
         }
+        Command::Deploy {
+            what: Deploy::Matrix,
+        } => {
+            print!("{}", vitals::deploy::matrix_text());
+            Ok(())
+        }
         Command::Redrive {
             subscription,
             store,

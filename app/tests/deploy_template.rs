@@ -9,7 +9,8 @@
 //! - every role is least privilege: a consumer writes only its subscriptions' tables,
 //!   reads only its own stream, sends only to its own queue; no secret is in the template.
 //!
-//! After changing the registry, a table or the generator, regenerate the template with
+//! After changing the registry, a table or the generator, regenerate the template (and
+//! `docs/access-matrix.md`, what `vitals deploy matrix` prints) with
 //! `VITALS_WRITE_TEMPLATE=1 cargo test -p vitals --test deploy_template`. cfn-lint checks
 //! it in `scripts/test-all` (scripts/lint-template).
 
@@ -58,6 +59,31 @@ fn the_committed_template_is_the_generated_one() {
     assert!(
         committed == generated,
         "deploy/template.json differs from the generated stack; regenerate with {REGENERATE}"
+    );
+}
+
+fn committed_matrix_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/access-matrix.md")
+}
+
+/// `docs/access-matrix.md` is what `vitals deploy matrix` prints, every resource of every
+/// role resolved to the logical resource it names.
+#[test]
+fn the_committed_access_matrix_is_the_generated_one() {
+    let generated = vitals::deploy::matrix_text();
+    assert!(
+        !generated.contains("unresolved"),
+        "every role's resource resolves to a logical resource:\n{generated}"
+    );
+    if std::env::var_os("VITALS_WRITE_TEMPLATE").is_some() {
+        std::fs::write(committed_matrix_path(), &generated).expect("access matrix written");
+        return;
+    }
+    let committed = std::fs::read_to_string(committed_matrix_path()).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "docs/access-matrix.md differs from the generated matrix; regenerate with \
+         `cargo run -p vitals -- deploy matrix > docs/access-matrix.md` (or {REGENERATE})"
     );
 }
 

@@ -5,7 +5,10 @@
 //! - [`plan`]: what runs where: published tables, one consumer per stream and what it
 //!   fans out to, what each function reads and writes (and why one consumer per stream).
 //! - [`template`]: the CloudFormation JSON rendered from the plan.
+//! - [`matrix`]: the access matrix read back from the template's roles (`vitals deploy
+//!   matrix`, committed as `docs/access-matrix.md`).
 
+pub mod matrix;
 pub mod plan;
 pub mod template;
 
@@ -16,4 +19,9 @@ pub fn template_text() -> String {
         "{}\n",
         serde_json::to_string_pretty(&template).unwrap_or_default()
     )
+}
+
+/// The access matrix of the stack's roles, as committed (`docs/access-matrix.md`).
+pub fn matrix_text() -> String {
+    matrix::document(&template::render(&plan::plan()))
 }
