@@ -14,7 +14,6 @@
 mod support;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -43,16 +42,8 @@ fn serve(dir: &tempfile::TempDir, listen: &str, env: &[(&str, &str)]) -> (Server
         .stderr(Stdio::inherit())
         .spawn()
         .expect("vitals starts");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("address line");
-    let address = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
+    let address = support::served_address(&mut child)
+        .unwrap_or_else(|line| panic!("unexpected first line {line:?}"));
     let port = address
         .parse::<SocketAddr>()
         .unwrap_or_else(|_| panic!("not an address: {address:?}"))

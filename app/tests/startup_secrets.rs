@@ -265,15 +265,8 @@ fn serve_on_the_embedded_store_with_no_secrets_starts_and_refuses_webhooks() {
     let args = serve_embedded(dir.path());
     let mut child = vitals(&as_strs(&args), &[]);
     let stderr = collect_stderr(&mut child);
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("piped stdout"))
-        .read_line(&mut line)
-        .expect("address line");
-    let address = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("no secrets at all still serves; first line {line:?}"))
-        .to_owned();
+    let address = support::served_address(&mut child)
+        .unwrap_or_else(|line| panic!("no secrets at all still serves; first line {line:?}"));
     let (status, _) = support::request(&address, "GET", "/healthz");
     assert_eq!(status, 200);
     // A delivery signed with the old public default puts nothing in anyone's history.

@@ -62,17 +62,23 @@ pub fn start_logging_to(args: &[&str], env: &[(&str, &str)], stderr: Stdio) -> S
         .stderr(stderr)
         .spawn()
         .expect("vitals starts");
+    let address =
+        served_address(&mut child).unwrap_or_else(|line| panic!("unexpected first line {line:?}"));
+    Server { child, address }
+}
+
+/// The address a `vitals serve` child (its standard output piped) says it listens on,
+/// in its first line (`listening on http://ADDR`); or the line it printed instead.
+pub fn served_address(child: &mut std::process::Child) -> Result<String, String> {
     let stdout = child.stdout.take().expect("piped stdout");
     let mut line = String::new();
     BufReader::new(stdout)
         .read_line(&mut line)
         .expect("address line");
-    let address = line
-        .trim()
+    line.trim()
         .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
-    Server { child, address }
+        .map(str::to_owned)
+        .ok_or(line)
 }
 
 /// Sends one request with headers and an optional body; returns (status, body).
