@@ -414,23 +414,12 @@ def self_test(record, role, action):
         return {f["name"] for f in record["functions"] if matches_role(f, r) and (f["name"], a) in targets}
 
     if not holders(role, action):
-        # The requested action was never allowed (denied as deployed, or not exercised):
-        # removing it would show nothing. Take the role's (else any role's) most used allowed action.
-        used = Counter()
-        for f in record["functions"]:
-            for call in f["calls"]:
-                for actions, _ in checks_of(call, record["region"], record["account"], record.get("secrets", {})):
-                    for a in actions:
-                        if (f["name"], a) in targets:
-                            used[(f["role_logical"] or f["role_name"], a, matches_role(f, role))] += 1
-        if not used:
-            say("self-test FAILED: no recorded call was allowed, so removing an action can show nothing "
-                "(is the call log missing?)")
-            return 1
-        (new_role, new_action, _), _ = max(used.items(), key=lambda item: (item[0][2], item[1]))
-        say(f"self-test: no call of {action} by {role} was allowed as deployed (denied by the template "
-            f"itself, or not exercised); removing {new_action} from {new_role} instead")
-        role, action = new_role, new_action
+        # The requested action was never allowed (denied as deployed, or the path that
+        # makes the call was not exercised): removing it shows nothing, so the self-test
+        # would prove nothing. That is a failure, never a quiet switch to another action.
+        say(f"self-test FAILED: no call of {action} by {role} was allowed as deployed (denied by "
+            f"the template itself, or the flow did not exercise it): removing it can show nothing")
+        return 1
     say(f"self-test: evaluating the {sum(len(f['calls']) for f in record['functions'])} recorded calls "
         f"again with {action} removed from {role} (offline)")
     stats, mutated, _ = evaluate_record(record, policies_without(role, action))

@@ -352,6 +352,10 @@ fn timeout(text: &str) -> Result<std::time::Duration, String> {
     if duration.is_zero() {
         return Err("a timeout is longer than zero".to_owned());
     }
+    // A bound keeps a deadline (an Instant plus the timeout) from overflowing.
+    if duration > std::time::Duration::from_secs(24 * 3600) {
+        return Err(format!("{text:?}: a timeout is at most a day"));
+    }
     Ok(duration)
 }
 
@@ -434,6 +438,8 @@ mod tests {
             "s",
             "-1s",
             "10 parsecs",
+            "18446744073709551615",
+            "25h",
             "99999999999999999999999s",
         ] {
             assert!(super::timeout(refused).is_err(), "{refused:?}");

@@ -4,10 +4,11 @@
 //! Its secrets are checked first ([`Secrets::from_args`]), before anything is opened or
 //! served: a token signing key or webhook secret shorter than [`MIN_SECRET_BYTES`] (an
 //! empty one included) stops the start with an error naming its variable, never its
-//! value. Nothing defaults to a value anyone could know: an absent signing key is 32
-//! random bytes of the process; an absent webhook secret is refused on a shared store
-//! ([`Shape::Deployed`]), and on the embedded one ([`Shape::Sandbox`]) is a random one
-//! nobody holds, so webhooks are refused, as a warning says at start.
+//! value. Nothing defaults to a value anyone could know: on a shared store or in a
+//! function ([`Shape::Deployed`]) both secrets are required; on the embedded store
+//! ([`Shape::Sandbox`]) an absent signing key is 32 random bytes of the process, and an
+//! absent webhook secret a random one nobody holds, so webhooks are refused, as a warning
+//! says at start.
 
 use crate::cli::{ApiArgs, Backend};
 use crate::http::api::Api;
@@ -70,6 +71,15 @@ impl Secrets {
         if let Some(secret) = &args.webhook_secret {
             check_secret(secret, WEBHOOK)?;
         }
+        // Every process of a deployed shape must sign and verify with one key (and derive
+        // one PKCE verifier key from it): a random key per process would refuse the tokens
+        // and the connects another process issued.
+        anyhow::ensure!(
+            args.jwt_secret.is_some() || shape == Shape::Sandbox,
+            "{JWT} is not set: on a shared store (--backend dynamodb) and in api-lambda \
+             every process must hold the same signing key, at least {MIN_SECRET_BYTES} \
+             bytes; only the embedded store runs without one"
+        );
         anyhow::ensure!(
             args.webhook_secret.is_some() || shape == Shape::Sandbox,
             "{WEBHOOK} is not set: on a shared store (--backend dynamodb) and in api-lambda \
@@ -245,13 +255,17 @@ mod tests {
     }
 
     #[test]
-    fn a_shared_store_has_no_default_webhook_secret() {
+    fn a_shared_store_has_no_default_secret() {
         assert_eq!(Shape::serving(Backend::Dynamodb), Shape::Deployed);
         assert_eq!(Shape::serving(Backend::Embedded), Shape::Sandbox);
         let error = refusal(Some(MINIMUM), None, Shape::Deployed);
         assert!(error.contains("VITALS_WEBHOOK_SECRET"), "{error}");
         assert!(error.contains("not set"), "{error}");
-        let error = refusal(None, None, Shape::Deployed);
-        assert!(error.contains("VITALS_WEBHOOK_SECRET"), "{error}");
+        // Every process of a deployment must verify the tokens another signed.
+        let error = refusal(None, Some(MINIMUM), Shape::Deployed);
+        assert!(error.contains("VITALS_JWT_SECRET"), "{error}");
+        assert!(error.contains("not set"), "{error}");
+        assert!(!refusal(None, None, Shape::Deployed).is_empty());
+        assert!(refusal(None, None, Shape::Sandbox).is_empty());
     }
 }

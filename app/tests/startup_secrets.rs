@@ -171,6 +171,13 @@ fn serve_on_dynamodb_refuses_a_missing_or_short_webhook_secret() {
         NOWHERE,
     ];
     let jwt = ("VITALS_JWT_SECRET", MINIMUM);
+    // Every process of a shared store must verify the tokens another signed.
+    assert_refused(
+        "dynamodb, no jwt secret",
+        start(&dynamodb, &[("VITALS_WEBHOOK_SECRET", MINIMUM)]),
+        "VITALS_JWT_SECRET",
+        "",
+    );
     assert_refused(
         "dynamodb, no webhook secret",
         start(&dynamodb, &[jwt]),

@@ -276,6 +276,19 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The canary of `scripts/test-at-instants`: run under libfaketime with
+    /// `VITALS_EXPECT_WALL_CLOCK_DAY` set, the system clock shows that day (UTC), so the
+    /// faked instant is the one the suites run at. Without the variable there is nothing
+    /// to expect, and the script counts a run that did not say "1 passed" as failed.
+    #[test]
+    fn the_wall_clock_shows_the_day_a_run_expects() {
+        let Ok(expected) = std::env::var("VITALS_EXPECT_WALL_CLOCK_DAY") else {
+            return;
+        };
+        let today = Clock::System.now().datetime().date_naive().to_string();
+        assert_eq!(today, expected, "the wall clock is not on the expected day");
+    }
+
     #[test]
     fn day_round_trips_and_rejects_loose_forms() {
         let day = Day::parse("2026-03-09").expect("valid day");

@@ -35,11 +35,15 @@ const GENEROUS_LIMITS: [(&str, &str); 3] = [
     ("VITALS_RATE_LIMIT", "100000"),
 ];
 
-/// Like `start`, with environment variables (and generous rate limits and the webhook
-/// secret [`WEBHOOK_SECRET_TEXT`], which `--backend dynamodb` requires, unless `env`
-/// sets them).
+/// The token signing secret of the servers tests start, unless they set their own.
+pub const JWT_SECRET_TEXT: &str = "test-jwt-secret-of-the-support-servers-0123456789";
+
+/// Like `start`, with environment variables (and generous rate limits, the signing
+/// secret [`JWT_SECRET_TEXT`] and the webhook secret [`WEBHOOK_SECRET_TEXT`], which
+/// `--backend dynamodb` requires, unless `env` sets them).
 pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
     let mut all: Vec<(&str, &str)> = GENEROUS_LIMITS.to_vec();
+    all.push(("VITALS_JWT_SECRET", JWT_SECRET_TEXT));
     all.push(("VITALS_WEBHOOK_SECRET", WEBHOOK_SECRET_TEXT));
     all.extend_from_slice(env);
     start_with_exact_env(args, &all)
