@@ -562,3 +562,180 @@ async fn a_password_guessed_from_ten_addresses_does_not_lock_its_owner_out() {
     }
     panic!("every attack straddled a minute");
 }
+
+/// How many `GET /openapi.json` (about 200 KB each) are pipelined: more than the
+/// server's socket takes at once (on loopback, its send buffer grows to about 4 MB at
+/// once), so its writes wait on the client.
+const PIPELINED: usize = 32;
+
+/// [`PIPELINED`] `GET /openapi.json` sent at once on a connection from `source` whose
+/// receive buffer is `receive_buffer` bytes.
+async fn openapi_requests(source: Ipv4Addr, port: u16, receive_buffer: u32) -> TcpStream {
+    let socket = TcpSocket::new_v4().expect("a socket");
+    socket
+        .set_recv_buffer_size(receive_buffer)
+        .expect("sets the receive buffer");
+    socket
+        .bind(SocketAddr::from((source, 0)))
+        .expect("binds the client's address");
+    let mut stream = socket
+        .connect(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
+        .await
+        .expect("connects");
+    let request = "GET /openapi.json HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    stream
+        .write_all(request.repeat(PIPELINED).as_bytes())
+        .await
+        .expect("writes");
+    stream
+}
+
+/// A client that stops reading: its responses cannot go, and a request pipelined behind
+/// one that cannot go was handled but never answered, untimed, so the connection held
+/// its slot for ever and the server's shutdown waited for it for ever. With one slot
+/// and writes allowed to stall for 1 s (the body timeout), the slot is freed within the
+/// write timeout and a margin, the connection is closed before all its responses have
+/// gone, and the server, held by another such client, stops on SIGTERM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_loses_its_connection() {
+    let write_timeout = Duration::from_secs(1);
+    let margin = Duration::from_secs(4);
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let (mut server, port) = serve(
+        &dir,
+        "127.0.0.1:0",
+        &[
+            ("VITALS_BODY_TIMEOUT", "1s"),
+            ("VITALS_MAX_CONNECTIONS", "1"),
+            ("VITALS_OPERATIONS_RATE_LIMIT", "1000"),
+        ],
+    );
+    // One request first, so the server is surely accepting.
+    let (status, _) = call_from(client(1), port, "GET", "/healthz", None).await;
+    assert_eq!(status, 200);
+
+    // The only slot is taken by a client that never reads ...
+    let mut stalled = openapi_requests(client(2), port, 4096).await;
+    let sent = Instant::now();
+    // ... and is freed once its writes have stalled for the write timeout.
+    let mut waiting = connect_from(client(3), port).await;
+    let request = "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    waiting.write_all(request.as_bytes()).await.expect("writes");
+    let mut response = Vec::new();
+    let within = write_timeout + margin;
+    tokio::time::timeout(within, waiting.read_to_end(&mut response))
+        .await
+        .unwrap_or_else(|_| {
+            panic!("the slot of a client that stopped reading was not freed within {within:?}")
+        })
+        .expect("reads the response");
+    let freed_after = sent.elapsed();
+    let (status, _, body) = parse_response(&response);
+    assert_eq!(status, 200, "{body}");
+    eprintln!("the slot freed {freed_after:?} after the requests were sent");
+    assert!(
+        freed_after >= write_timeout - Duration::from_millis(200),
+        "freed before the write timeout: {freed_after:?}"
+    );
+
+    // The server closed the stalled connection: reading now, the client gets what was on
+    // its way, then the end, before all the responses have come whole.
+    let mut received = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stalled.read_to_end(&mut received))
+        .await
+        .expect("the stalled connection ends once read")
+        .ok();
+    let (status, headers, _) = parse_response(&received);
+    assert_eq!(status, 200);
+    let length: usize = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .expect("a Content-Length");
+    eprintln!(
+        "the stalled connection got {} bytes of {PIPELINED} {length}-byte responses",
+        received.len()
+    );
+    assert!(
+        received.len() < PIPELINED * length,
+        "every response went: the connection was not cut"
+    );
+
+    // Another such client holds the slot; the server still stops on SIGTERM.
+    let _held = openapi_requests(client(4), port, 4096).await;
+    let stopped = tokio::task::spawn_blocking(move || {
+        let stopped = support::terminate(
+            &mut server.child,
+            write_timeout + margin,
+            Duration::from_millis(20),
+        );
+        (stopped, server)
+    });
+    let (stopped, _server) = stopped.await.expect("the stopping task");
+    let status = stopped.expect("the server stops on SIGTERM within the write timeout");
+    assert!(status.success(), "{status}");
+}
+
+/// A slow client that keeps reading is never cut: [`PIPELINED`] `GET /openapi.json`,
+/// read at most 64 KB every 20 ms (through a 64 KB receive buffer), come whole, though
+/// the server's writes wait on the reader again and again and the whole takes longer
+/// than the 1 s they may stall. (Slower reads would not do on loopback: the server's
+/// socket wakes its writer only once about a third of its 4 MB send buffer has gone.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_reader_gets_whole_responses() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let (_server, port) = serve(
+        &dir,
+        "127.0.0.1:0",
+        &[
+            ("VITALS_BODY_TIMEOUT", "1s"),
+            ("VITALS_OPERATIONS_RATE_LIMIT", "1000"),
+        ],
+    );
+    let mut stream = openapi_requests(client(1), port, 65536).await;
+    let started = Instant::now();
+    let mut received = Vec::new();
+    let mut buffer = vec![0u8; 65536];
+    let mut lengths = Vec::new();
+    let mut body_start = 0;
+    while lengths.len() < PIPELINED {
+        let n = tokio::time::timeout(ANSWER_WITHIN, stream.read(&mut buffer))
+            .await
+            .expect("more of the responses in time")
+            .expect("reads");
+        assert!(
+            n > 0,
+            "closed after {} bytes, {:?} in",
+            received.len(),
+            started.elapsed()
+        );
+        received.extend_from_slice(&buffer[..n]);
+        // Each whole response in turn: its head, then its Content-Length of body.
+        loop {
+            let rest = &received[body_start..];
+            let Some(head_end) = rest.windows(4).position(|w| w == b"\r\n\r\n") else {
+                break;
+            };
+            let (status, headers, _) = parse_response(&rest[..head_end + 4]);
+            assert_eq!(status, 200);
+            let length: usize = headers
+                .get("content-length")
+                .and_then(|v| v.parse().ok())
+                .expect("a Content-Length");
+            if rest.len() < head_end + 4 + length {
+                break;
+            }
+            let body = &rest[head_end + 4..head_end + 4 + length];
+            serde_json::from_slice::<serde_json::Value>(body).expect("a whole JSON document");
+            lengths.push(length);
+            body_start += head_end + 4 + length;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let took = started.elapsed();
+    let total: usize = lengths.iter().sum();
+    eprintln!("{PIPELINED} responses, {total} bytes of bodies, read in {took:?}");
+    assert!(
+        took > Duration::from_secs(1),
+        "read faster than the write timeout ({took:?}): the test proves nothing"
+    );
+}

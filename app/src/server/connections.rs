@@ -7,11 +7,21 @@
 //! - reading a request's head: from the connection's acceptance, or from the first byte
 //!   of a request on a kept-alive connection, until the end of the head (the header
 //!   timeout; the bytes read are seen through [`Watched`]);
-//! - handling the request: no limit on the handler, but its body must arrive within the
-//!   body timeout ([`Deadline`]), or the request is answered `408` and the connection
-//!   closed;
+//! - handling the request: its body must arrive within the body timeout ([`Deadline`]),
+//!   or the request is answered `408` and the connection closed; the handler itself is
+//!   only bounded, generously ([`HANDLER_SLACK`] beyond the body timeout), so one stuck
+//!   (in the store, say) cannot hold its slot for ever: past the bound the connection is
+//!   closed without an answer;
 //! - waiting for the next request once a response has gone (its body dropped, see
 //!   [`Answered`]): the idle timeout.
+//!
+//! Whatever the stage, a write the client does not take (its receive window shut: it
+//! stopped reading) may stall for at most the body timeout ([`Watched`] notes when
+//! writes stall and when they progress): a client that stops reading would otherwise
+//! hold its slot for ever, as would a request pipelined behind an unsent response (hyper
+//! does not write its response, nor drop its body, until the earlier one has gone). A
+//! slow client that keeps reading is never cut: each write that progresses restarts the
+//! clock.
 //!
 //! A connection holds one of `max_connections` slots until it closes; while none is
 //! free, no connection is accepted (the kernel's listen backlog keeps them), and the
@@ -52,6 +62,11 @@ pub struct ConnectionLimits {
     /// Connections served at once.
     pub max_connections: u32,
 }
+
+/// How long a handler may take beyond the body timeout (from the end of the request's
+/// head) before its connection is closed unanswered: not a limit any normal request
+/// comes near, only a bound, so a stuck handler cannot hold its slot for ever.
+const HANDLER_SLACK: Duration = Duration::from_secs(90);
 
 impl Default for ConnectionLimits {
     fn default() -> Self {
@@ -153,7 +168,7 @@ impl Connection {
         let service_stage = stage.clone();
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
             // The head is in: from here the handler, and the body's own deadline.
-            service_stage.set(Stage::Handling);
+            service_stage.set(Stage::Handling(Instant::now()));
             answer(app.clone(), peer, limits, service_stage.clone(), request)
         });
         let mut builder = hyper::server::conn::http1::Builder::new();
@@ -237,6 +252,8 @@ async fn answer(
     } else {
         response
     };
+    // The handler is done: from here only the writes are timed (while they stall).
+    stage.set(Stage::Responding);
     Ok(response.map(|body| Body::new(Answered { body, stage })))
 }
 
@@ -246,8 +263,11 @@ enum Stage {
     /// Waiting for a request's head, or reading it (since the acceptance, or the first
     /// byte after an idle wait).
     Head(Instant),
-    /// Handling a request (its body timed by [`Deadline`]).
-    Handling,
+    /// Handling a request since the end of its head (its body timed by [`Deadline`],
+    /// the handler bounded by [`HANDLER_SLACK`]).
+    Handling(Instant),
+    /// Sending the response the handler returned (timed only while writes stall).
+    Responding,
     /// Waiting for the next request since the last response went.
     Idle(Instant),
 }
@@ -255,7 +275,9 @@ enum Stage {
 /// A connection's stage, shared by its IO, its service and its task.
 struct Watch {
     stage: Mutex<Stage>,
-    /// Signalled on every change of stage (the task's deadline moves).
+    /// Since when writes have not progressed (the client does not read), if they stall.
+    stalled_since: Mutex<Option<Instant>>,
+    /// Signalled on every change of stage or stall (the task's deadline moves).
     changed: Notify,
 }
 
@@ -263,6 +285,7 @@ impl Watch {
     fn new() -> Self {
         Self {
             stage: Mutex::new(Stage::Head(Instant::now())),
+            stalled_since: Mutex::new(None),
             changed: Notify::new(),
         }
     }
@@ -282,17 +305,55 @@ impl Watch {
         }
     }
 
-    /// When the current stage has lasted too long.
+    /// A write could not go (the socket's send buffer is full): a stall starts, unless
+    /// one has.
+    fn write_stalled(&self) {
+        let mut stalled = self
+            .stalled_since
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if stalled.is_none() {
+            *stalled = Some(Instant::now());
+            drop(stalled);
+            self.changed.notify_one();
+        }
+    }
+
+    /// A write went (some bytes at least): no stall.
+    fn wrote(&self) {
+        let mut stalled = self
+            .stalled_since
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if stalled.take().is_some() {
+            drop(stalled);
+            self.changed.notify_one();
+        }
+    }
+
+    /// When the current stage has lasted too long, or writes have stalled too long
+    /// (whichever comes first).
     fn deadline(&self, limits: &ConnectionLimits) -> Option<Instant> {
-        match *self.stage.lock().unwrap_or_else(PoisonError::into_inner) {
+        let stage = match *self.stage.lock().unwrap_or_else(PoisonError::into_inner) {
             Stage::Head(since) => Some(since + limits.header_timeout),
-            Stage::Handling => None,
+            Stage::Handling(since) => Some(since + limits.body_timeout + HANDLER_SLACK),
+            Stage::Responding => None,
             Stage::Idle(since) => Some(since + limits.idle_timeout),
+        };
+        let stalled = *self
+            .stalled_since
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let stall = stalled.map(|since| since + limits.body_timeout);
+        match (stage, stall) {
+            (Some(stage), Some(stall)) => Some(stage.min(stall)),
+            (stage, stall) => stage.or(stall),
         }
     }
 }
 
-/// The connection's socket, telling its watch when bytes arrive.
+/// The connection's socket, telling its watch when bytes arrive, and when writes stall
+/// (`Pending`: the client's window is shut) or progress.
 struct Watched {
     stream: TcpStream,
     stage: Arc<Watch>,
@@ -314,13 +375,27 @@ impl AsyncRead for Watched {
     }
 }
 
+impl Watched {
+    /// Tells the watch how a write went: stalled, or progressed.
+    fn note(&self, written: &Poll<io::Result<usize>>) {
+        match written {
+            Poll::Pending => self.stage.write_stalled(),
+            Poll::Ready(Ok(n)) if *n > 0 => self.stage.wrote(),
+            Poll::Ready(_) => {}
+        }
+    }
+}
+
 impl AsyncWrite for Watched {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+        let this = self.get_mut();
+        let written = Pin::new(&mut this.stream).poll_write(cx, buf);
+        this.note(&written);
+        written
     }
 
     fn poll_write_vectored(
@@ -328,7 +403,10 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        let written = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
+        this.note(&written);
+        written
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -336,7 +414,14 @@ impl AsyncWrite for Watched {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+        let this = self.get_mut();
+        let flushed = Pin::new(&mut this.stream).poll_flush(cx);
+        // A flush that waits is a stall; one that is done is no progress of its own (a
+        // socket's always is), so only a write clears a stall.
+        if flushed.is_pending() {
+            this.stage.write_stalled();
+        }
+        flushed
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -439,15 +524,36 @@ mod tests {
             Some(head),
             "bytes of the same head"
         );
-        watch.set(Stage::Handling);
-        assert_eq!(watch.deadline(&limits), None, "a handler is not timed");
+        let handling = Instant::now();
+        watch.set(Stage::Handling(handling));
+        let bound = handling + limits.body_timeout + HANDLER_SLACK;
+        assert_eq!(watch.deadline(&limits), Some(bound), "a handler is bounded");
         watch.received();
-        assert_eq!(watch.deadline(&limits), None, "bytes of a body");
+        assert_eq!(watch.deadline(&limits), Some(bound), "bytes of a body");
+        watch.set(Stage::Responding);
+        assert_eq!(watch.deadline(&limits), None, "a response that goes");
         let idle = Instant::now();
         watch.set(Stage::Idle(idle));
         assert_eq!(watch.deadline(&limits), Some(idle + limits.idle_timeout));
         watch.received();
         let next = watch.deadline(&limits).expect("the next head is timed");
         assert!(next >= idle + limits.header_timeout && next < idle + limits.idle_timeout);
+    }
+
+    #[test]
+    fn a_stalled_write_is_timed_whatever_the_stage() {
+        let limits = ConnectionLimits::default();
+        let watch = Watch::new();
+        watch.set(Stage::Responding);
+        watch.write_stalled();
+        let stalled = watch.deadline(&limits).expect("a stall is timed");
+        assert!(stalled <= Instant::now() + limits.body_timeout);
+        watch.write_stalled();
+        assert_eq!(watch.deadline(&limits), Some(stalled), "the same stall");
+        watch.set(Stage::Idle(Instant::now()));
+        assert_eq!(watch.deadline(&limits), Some(stalled), "sooner than idle");
+        watch.set(Stage::Responding);
+        watch.wrote();
+        assert_eq!(watch.deadline(&limits), None, "a write that went");
     }
 }
