@@ -457,13 +457,16 @@ impl HttpBody for Deadline {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = self.get_mut();
-        if this.expiry.as_mut().poll(cx).is_ready() {
+        // What has arrived is taken first: a body that came in time is never refused
+        // because the handler read it late; only a body still awaited past the deadline.
+        let frame = Pin::new(&mut this.body)
+            .poll_frame(cx)
+            .map_err(axum::BoxError::from);
+        if frame.is_pending() && this.expiry.as_mut().poll(cx).is_ready() {
             this.late.store(true, Ordering::Relaxed);
             return Poll::Ready(Some(Err(Box::new(BodyTimedOut))));
         }
-        Pin::new(&mut this.body)
-            .poll_frame(cx)
-            .map_err(axum::BoxError::from)
+        frame
     }
 
     fn is_end_stream(&self) -> bool {
