@@ -69,21 +69,9 @@ async fn connect_from(source: Ipv4Addr, port: u16) -> TcpStream {
         .expect("connects")
 }
 
-/// A whole HTTP/1.1 response: (status, headers with lowercase names, body).
+/// A whole HTTP/1.1 response as read from a socket (see [`support::parse_response`]).
 fn parse_response(response: &[u8]) -> (u16, HashMap<String, String>, String) {
-    let response = String::from_utf8_lossy(response);
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status in {response:?}"));
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    (status, headers, body.to_owned())
+    support::parse_response(&String::from_utf8_lossy(response))
 }
 
 /// One request from `source` (`Connection: close`, a JSON body if any); (status, body).

@@ -15,17 +15,12 @@
 mod support;
 
 use aws_sdk_kinesis::primitives::Blob;
-use aws_sdk_sqs::config::interceptors::{
-    BeforeDeserializationInterceptorContextMut, BeforeTransmitInterceptorContextMut,
-};
-use aws_sdk_sqs::config::{ConfigBag, Intercept, RuntimeComponents};
-use aws_sdk_sqs::error::BoxError;
 use events_schema::Context;
 use infra::Store;
 use infra::dynamodb::DynamoStore;
 use infra::store::Key;
 use serde_json::{Value, json};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::Case;
@@ -33,6 +28,7 @@ use support::aws_local::Tables;
 use vitals::admin::{
     FailureClients, FailuresRedriven, failure_queue, redrive_failures, redrive_failures_with,
 };
+use vitals_tests::sqs_polls::SqsPolls;
 
 /// The recorded batch (`tests/fixtures/lambda/kinesis_nutrition_batch.json`: three meal
 /// events, a state item, another application's record, the second event a poison),
@@ -283,72 +279,8 @@ async fn only_the_redriven_message_leaves_the_queue(setup: &Setup) {
     );
 }
 
-/// SQS as a pass over a queue may meet it. `miss_first_short_poll`: the first
-/// short-polled receive (no `WaitTimeSeconds`) is answered empty, as a short poll that
-/// asked only some of SQS's servers may be, and leaves what it did receive visible.
-/// `reappear_at_once`: every receive leaves what it received visible again at once, as
-/// a pass longer than the visibility timeout sees it.
-#[derive(Debug, Clone, Default)]
-struct Sqs {
-    miss_first_short_poll: bool,
-    reappear_at_once: bool,
-    missed: Arc<AtomicBool>,
-    missing: Arc<AtomicBool>,
-    receives: Arc<AtomicUsize>,
-}
-
-impl Intercept for Sqs {
-    fn name(&self) -> &'static str {
-        "Sqs"
-    }
-
-    fn modify_before_signing(
-        &self,
-        context: &mut BeforeTransmitInterceptorContextMut<'_>,
-        _components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let request = context.request_mut();
-        let target = request.headers().get("x-amz-target").unwrap_or_default();
-        if !target.ends_with(".ReceiveMessage") {
-            return Ok(());
-        }
-        self.receives.fetch_add(1, Ordering::SeqCst);
-        let mut body: Value = request
-            .body()
-            .bytes()
-            .and_then(|b| serde_json::from_slice(b).ok())
-            .unwrap_or_default();
-        let short_poll = body["WaitTimeSeconds"].as_i64().unwrap_or(0) == 0;
-        let miss =
-            self.miss_first_short_poll && short_poll && !self.missed.swap(true, Ordering::SeqCst);
-        self.missing.store(miss, Ordering::SeqCst);
-        if miss || self.reappear_at_once {
-            body["VisibilityTimeout"] = json!(0);
-            let body = body.to_string();
-            request
-                .headers_mut()
-                .insert("content-length", body.len().to_string());
-            *request.body_mut() = body.into();
-        }
-        Ok(())
-    }
-
-    fn modify_before_deserialization(
-        &self,
-        context: &mut BeforeDeserializationInterceptorContextMut<'_>,
-        _components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        if self.missing.swap(false, Ordering::SeqCst) {
-            *context.response_mut().body_mut() = String::from("{}").into();
-        }
-        Ok(())
-    }
-}
-
 /// The redrive's clients for `setup`, its SQS client intercepted by `sqs`.
-async fn clients_with(setup: &Setup, sqs: Sqs) -> FailureClients {
+async fn clients_with(setup: &Setup, sqs: SqsPolls) -> FailureClients {
     let config = infra::aws_client::load(&setup.tables.settings()).await;
     let sqs = aws_sdk_sqs::config::Builder::from(&config)
         .interceptor(sqs)
@@ -363,7 +295,7 @@ async fn clients_with(setup: &Setup, sqs: Sqs) -> FailureClients {
 
 /// A pass of the redrive through `sqs`, over the queue [`lambdas_failure_messages_are_queued`]
 /// fills; it must end within a generous time.
-async fn one_pass(sqs: Sqs) -> (FailuresRedriven, usize) {
+async fn one_pass(sqs: SqsPolls) -> (FailuresRedriven, usize) {
     let setup = a_stream_and_its_failure_queue().await;
     lambdas_failure_messages_are_queued(&setup).await;
     let clients = clients_with(&setup, sqs.clone()).await;
@@ -387,22 +319,14 @@ fn assert_each_message_handled_once(outcome: &FailuresRedriven) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_polls_empty_answer_does_not_end_the_pass() {
-    let (outcome, receives) = one_pass(Sqs {
-        miss_first_short_poll: true,
-        ..Sqs::default()
-    })
-    .await;
+    let (outcome, receives) = one_pass(SqsPolls::missing_the_first_short_poll()).await;
     eprintln!("{receives} receives: {outcome:?}");
     assert_each_message_handled_once(&outcome);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn messages_that_reappear_are_handled_once_and_the_pass_ends() {
-    let (outcome, receives) = one_pass(Sqs {
-        reappear_at_once: true,
-        ..Sqs::default()
-    })
-    .await;
+    let (outcome, receives) = one_pass(SqsPolls::reappearing_at_once()).await;
     eprintln!("{receives} receives: {outcome:?}");
     assert_each_message_handled_once(&outcome);
 }

@@ -18,6 +18,8 @@
 //!   [`nightly_suite!`] expands it per backend.
 //! - [`corpus`]: the scenario that writes the stored-event corpus.
 //! - [`snapshot`]: every item of a store, for whole-store comparisons.
+//! - [`sqs_polls`]: SQS as a pass over a queue may meet it (a short poll answered empty,
+//!   messages reappearing at once), as an SDK interceptor.
 //! - [`regressions`]: the defects a review found, each as a specification that must hold
 //!   on every backend; [`regressions_suite!`] expands them.
 //! - [`instants`]: nights across clock changes and weeks at either end of the world, on a
@@ -37,6 +39,7 @@ pub mod nightly;
 pub mod pipeline;
 pub mod regressions;
 pub mod snapshot;
+pub mod sqs_polls;
 pub mod workload;
 
 /// Expands to one test per command specification, each on a fresh backend from `$make`.

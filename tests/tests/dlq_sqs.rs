@@ -3,11 +3,6 @@
 //! applies them on the DynamoDB backend and empties the queue, and an erasure's sweep
 //! is not fooled by a short poll's empty answer.
 
-use aws_sdk_sqs::config::interceptors::{
-    BeforeDeserializationInterceptorContextMut, BeforeTransmitInterceptorContextMut,
-};
-use aws_sdk_sqs::config::{ConfigBag, Intercept, RuntimeComponents};
-use aws_sdk_sqs::error::BoxError;
 use events_schema::Context;
 use events_schema::envelope::{EventEnvelope, OUTBOX_ATTR};
 use events_schema::events::nutrition::{DayTotals, Meal, MealLogged, Nutrients};
@@ -24,8 +19,8 @@ use projectors::dashboard::{DashboardFromNutrition, DashboardRows};
 use projectors::runtime::redrive;
 use rust_decimal::Decimal;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use vitals_tests::commands::row_of;
+use vitals_tests::sqs_polls::SqsPolls;
 
 fn letter(user: &UserId, n: u32) -> DeadLetter {
     let day = Day::parse("2026-03-01").expect("day");
@@ -139,62 +134,6 @@ async fn letters_survive_whole_in_sqs_and_redrive_applies_them() {
     );
 }
 
-/// SQS as its documentation describes a short poll (no `WaitTimeSeconds`): it asks some
-/// of the servers only, and may answer empty while the queue holds messages. Here the
-/// first short-polled receive is answered empty, and leaves what it did receive visible
-/// (its visibility timeout set to 0), as a poll of the other servers would have.
-#[derive(Debug, Default)]
-struct ShortPollsMissOnce {
-    missing: AtomicBool,
-    missed: AtomicBool,
-}
-
-impl Intercept for ShortPollsMissOnce {
-    fn name(&self) -> &'static str {
-        "ShortPollsMissOnce"
-    }
-
-    fn modify_before_signing(
-        &self,
-        context: &mut BeforeTransmitInterceptorContextMut<'_>,
-        _components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let request = context.request_mut();
-        let target = request.headers().get("x-amz-target").unwrap_or_default();
-        let mut body: serde_json::Value = request
-            .body()
-            .bytes()
-            .and_then(|b| serde_json::from_slice(b).ok())
-            .unwrap_or_default();
-        let short_poll = target.ends_with(".ReceiveMessage")
-            && body["WaitTimeSeconds"].as_i64().unwrap_or(0) == 0;
-        let miss = short_poll && !self.missed.swap(true, Ordering::SeqCst);
-        self.missing.store(miss, Ordering::SeqCst);
-        if miss {
-            body["VisibilityTimeout"] = serde_json::json!(0);
-            let body = body.to_string();
-            request
-                .headers_mut()
-                .insert("content-length", body.len().to_string());
-            *request.body_mut() = body.into();
-        }
-        Ok(())
-    }
-
-    fn modify_before_deserialization(
-        &self,
-        context: &mut BeforeDeserializationInterceptorContextMut<'_>,
-        _components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        if self.missing.swap(false, Ordering::SeqCst) {
-            *context.response_mut().body_mut() = String::from("{}").into();
-        }
-        Ok(())
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_erasures_sweep_finds_the_users_letter_whatever_one_poll_answers() {
     let settings = AwsSettings {
@@ -204,7 +143,7 @@ async fn an_erasures_sweep_finds_the_users_letter_whatever_one_poll_answers() {
     let prefix = format!("q{}-", UserId::generate().as_str().to_lowercase());
     let config = infra::aws_client::load(&settings).await;
     let sqs = aws_sdk_sqs::config::Builder::from(&config)
-        .interceptor(ShortPollsMissOnce::default())
+        .interceptor(SqsPolls::missing_the_first_short_poll())
         .build();
     let dlq = SqsDlq::new(aws_sdk_sqs::Client::from_conf(sqs), &prefix);
     let subscription = "dashboard-from-nutrition";

@@ -153,7 +153,7 @@ fn round_trip(
 }
 
 /// A whole HTTP/1.1 response: (status, headers with lowercase names, body).
-fn parse_response(response: &str) -> (u16, std::collections::HashMap<String, String>, String) {
+pub fn parse_response(response: &str) -> (u16, std::collections::HashMap<String, String>, String) {
     let (head, body) = response
         .split_once("\r\n\r\n")
         .map(|(h, b)| (h.to_owned(), b.to_owned()))
