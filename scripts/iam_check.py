@@ -19,7 +19,7 @@ function logs one line per AWS SDK operation (tracing target `vitals::aws_call`,
           so the check would prove nothing) and on any AccessDenied in a function's log;
   --deny ROLE ACTION
           evaluates as if ACTION were removed from ROLE (its logical id in the template,
-          e.g. IdentityConsumerRole, or its physical name): offline, on the recorded calls;
+          e.g. NutritionProjectorRole, or its physical name): offline, on the recorded calls;
   --template FILE
           evaluates the recorded calls against the role policies of another version of the
           template (e.g. `git show HEAD:deploy/template.json`), its Ref/Fn::GetAtt/Fn::Sub
@@ -553,7 +553,7 @@ def main():
     source.add_argument("--stack", help="record the calls of this stack's functions (with --record FILE)")
     source.add_argument("--replay", metavar="FILE", help="evaluate a recorded FILE again (offline)")
     parser.add_argument("--record", metavar="FILE", help="where --stack writes what it read")
-    parser.add_argument("--exercised", default="ApiFunction",
+    parser.add_argument("--exercised", default="QueryApi",
                         help="comma-separated logical ids of functions that must have logged calls")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--template", metavar="FILE",

@@ -11,9 +11,9 @@ Steps (each waits on a condition with a deadline, never a fixed sleep):
   3. register, log meals, the dashboard converges (projections by the consumers);
   4. a poison event (a MealLogged of a newer release) is dead-lettered by every
      subscription that consumes MealLogged, and meals logged after it still project;
-  5. an outage of the nutrition consumer (a release that cannot reach its store): the
+  5. an outage of the dashboard projector (a release that cannot reach its store): the
      batch is reported failed, its description goes to the on-failure queue, and
-     `vitals redrive-failures nutrition` brings the meal to the dashboard;
+     `vitals redrive-failures dashboard` brings the meal to the dashboard;
   6. the account is deleted and `vitals admin residue` finds nothing of it.
 Exit status 0 only when every step held.
 """
@@ -266,6 +266,12 @@ class Stack:
                 iterator = page.get("NextShardIterator")
 
 
+def projector_of(subscription):
+    """The logical id of the projector function running `subscription` (the one writing
+    its target's table: `dashboard-from-nutrition` runs in `DashboardProjector`)."""
+    return subscription.split("-from-")[0].capitalize() + "Projector"
+
+
 def subscriptions_consuming(event_type):
     """The subscriptions the events index (docs/events.md, drift-tested) says apply it."""
     for line in open("docs/events.md"):
@@ -295,7 +301,7 @@ def main():
     api_id = stack.output("HttpApiId")
     api = Api(f"{args.endpoint}/_aws/execute-api/{api_id}/$default")
 
-    # 2. The api function's cold start, then its warm latency, on the same route.
+    # 2. The query api function's cold start, then its warm latency, on the same route.
     started = time.monotonic()
     status, health = api.call("GET", "/healthz")
     cold_ms = (time.monotonic() - started) * 1000
@@ -307,9 +313,9 @@ def main():
         api.call("GET", "/healthz")
         warm.append((time.monotonic() - started) * 1000)
     warm.sort()
-    api_function = stack.physical("ApiFunction")
-    init = wait_for("the api function's init_ms in its log", lambda: stack.init_ms(api_function))
-    say(f"api function: cold start: init {init:.1f} ms (configuration, clients, both secrets "
+    query_api = stack.physical("QueryApi")
+    init = wait_for("the query api function's init_ms in its log", lambda: stack.init_ms(query_api))
+    say(f"query api function (GET /healthz's): cold start: init {init:.1f} ms (configuration, clients, both secrets "
         f"read), first request {cold_ms:.0f} ms; warm median {warm[4]:.0f} ms "
         f"(GET /healthz through API Gateway: {health})")
 
@@ -348,19 +354,39 @@ def main():
     wait_for("both meals on the dashboard", lambda: logged <= recent_meals())
     say(f"register, 2 meals: on the dashboard {(time.monotonic() - started) * 1000:.0f} ms after the first POST")
 
+    # Every context's API function, each under its own role (the IAM check below holds
+    # each to it): a workout, a night, a goal, the weather, a wearable's connect.
+    yesterday = datetime.date.fromisoformat(day)
+    for method, path, body, expected in [
+        ("POST", "/v1/me/workouts", {"sport": "run", "started_at": f"{day}T06:00:00.000Z",
+                                     "duration_s": 2400, "distance_m": 8000}, 201),
+        ("POST", "/v1/me/sleep", {"start": f"{(yesterday - datetime.timedelta(days=1)).isoformat()}T22:40:00.000Z",
+                                  "end": f"{day}T06:50:00.000Z", "score": 81}, 201),
+        ("POST", "/v1/me/goals", {"kind": "daily_protein_grams", "target": "100", "title": "Protein"}, 201),
+        ("GET", "/v1/me/environment?geohash=u09tv", None, 200),
+        ("POST", "/v1/integrations/sandbox/connect", None, 200),
+    ]:
+        headers = {"idempotency-key": new_ulid()} if body else None
+        status, reply = api.call(method, path, body, headers)
+        if status != expected:
+            fail(f"{method} {path}: {status} {reply} (expected {expected})")
+    say("a workout, a night, a goal, the weather and a wearable's connect, each through its "
+        "context's API function")
+
     # The first meal's request id, in the JSON lines of the api function (its access
-    # line) and of the nutrition consumer (each subscription's apply of the event).
+    # line) and of the projectors applying MealLogged (each subscription's apply of it).
     if not request_id:
         fail(f"no x-request-id in the answer to POST /v1/me/meals: {api.last_headers}")
     meal_consumers = subscriptions_consuming("MealLogged")
+    meal_projectors = sorted({projector_of(s) for s in meal_consumers})
 
     def lines_with(function):
         return [json.loads(m) for m in stack.log_messages(function)
                 if request_id in m and m.lstrip().startswith("{")]
 
     def followed():
-        access = [l for l in lines_with(api_function) if l.get("target") == "vitals::access"]
-        applied = sorted(span.get("subscription") for l in lines_with(stack.physical("NutritionConsumer"))
+        access = [l for l in lines_with(stack.physical("NutritionApi")) if l.get("target") == "vitals::access"]
+        applied = sorted(span.get("subscription") for p in meal_projectors for l in lines_with(stack.physical(p))
                          if l.get("fields", {}).get("message") == "event applied"
                          for span in l.get("spans", []) if span.get("correlation_id") == request_id
                          and span.get("subscription") in meal_consumers)
@@ -368,18 +394,18 @@ def main():
 
     access, applied = wait_for(f"request {request_id} in the functions' logs", followed)
 
-    # Each batch's metrics, as Embedded Metric Format lines of the consumer's log.
+    # Each batch's metrics, as Embedded Metric Format lines of the projectors' logs.
     def measured():
-        documents = [json.loads(m) for m in stack.log_messages(stack.physical("NutritionConsumer"))
+        documents = [json.loads(m) for p in meal_projectors for m in stack.log_messages(stack.physical(p))
                      if m.lstrip().startswith("{") and '"_aws"' in m]
         return {d.get("subscription") for d in documents
                 if d["_aws"].get("CloudWatchMetrics")} >= set(meal_consumers) and documents
 
-    documents = wait_for("EMF documents in the nutrition consumer's log", measured)
-    say(f"nutrition consumer: {len(documents)} EMF documents, e.g. "
+    documents = wait_for("EMF documents in the meal projectors' logs", measured)
+    say(f"{', '.join(meal_projectors)}: {len(documents)} EMF documents, e.g. "
         + json.dumps({k: v for k, v in documents[-1].items() if k != "_aws"}))
     say(f"request {request_id}: access line {access[0]['fields']}; applied by {', '.join(applied)} "
-        "in the nutrition consumer, under that correlation id")
+        f"in {', '.join(meal_projectors)}, under that correlation id")
 
     # The nightly job, as its EventBridge schedule invokes it (the emulator does not
     # wait for the hour): a Scheduled Event, answered with what it did for each ended
@@ -446,11 +472,11 @@ def main():
     say(f"poison MealLogged v99: dead-lettered once by each of {', '.join(consumers)}; "
         "the meal logged after it projected")
 
-    # 5. An outage of the nutrition consumer: a release that cannot reach its store.
-    consumer = stack.physical("NutritionConsumer")
+    # 5. An outage of the dashboard projector: a release that cannot reach its store.
+    consumer = stack.physical("DashboardProjector")
     stack.set_function_env(consumer, lambda env: env.update(VITALS_ENDPOINT_URL="http://127.0.0.1:9"))
     lost = log_meal("Pasta", 610, 19)
-    wait_for("the nutrition consumer to report the batch failed",
+    wait_for("the dashboard projector to report the batch failed",
              lambda: stack.log_has(consumer, "record neither applied nor dead-lettered"),
              within=180)
     if lost in recent_meals():
@@ -467,7 +493,7 @@ def main():
     shard, sequence = failed[0]
     # What Lambda sends to the on-failure destination once the retries are spent (the
     # emulator's Kinesis mappings have no on-failure destination: see the README).
-    queue = stack.sqs.get_queue_url(QueueName=stack.physical("NutritionConsumerFailures").rsplit("/", 1)[-1])
+    queue = stack.sqs.get_queue_url(QueueName=stack.physical("DashboardProjectorFailures").rsplit("/", 1)[-1])
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     stack.sqs.send_message(QueueUrl=queue["QueueUrl"], MessageBody=json.dumps({
         "requestContext": {"requestId": new_ulid(), "condition": "RetryAttemptsExhausted",
@@ -479,9 +505,9 @@ def main():
                              "endSequenceNumber": sequence, "approximateArrivalOfFirstRecord": now,
                              "approximateArrivalOfLastRecord": now, "batchSize": 1,
                              "streamArn": stream_arn}}))
-    redriven = stack.run_vitals("redrive-failures", "nutrition")
+    redriven = stack.run_vitals("redrive-failures", "dashboard")
     if redriven.returncode != 0 or "1 batches redriven (1 records)" not in redriven.stdout:
-        fail(f"vitals redrive-failures nutrition: {redriven.returncode} {redriven.stdout} {redriven.stderr}")
+        fail(f"vitals redrive-failures dashboard: {redriven.returncode} {redriven.stdout} {redriven.stderr}")
     if lost not in recent_meals():
         fail("the redriven meal is not on the dashboard")
     left = stack.sqs.get_queue_attributes(QueueUrl=queue["QueueUrl"], AttributeNames=["ApproximateNumberOfMessages"])

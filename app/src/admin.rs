@@ -229,9 +229,25 @@ pub async fn residue(args: &StoreArgs, user: &str, dlq: DlqKind) -> anyhow::Resu
     })
 }
 
-/// The on-failure queue of `source`'s stream consumer (see `deploy::template`).
-pub fn failure_queue(prefix: &str, source: events_schema::Context) -> String {
-    format!("{prefix}{source}-consumer-failures")
+/// Every subscription writing `target`'s table as a handler, its dead letters in that
+/// table: what the projector function writing it (and its redrive) applies a record
+/// with, through the handlers whose source is the record's table.
+pub fn projector_handlers(
+    store: Arc<dyn Store>,
+    target: events_schema::Context,
+) -> Vec<projectors::runtime::Handler> {
+    let dead_letters = infra::dlq::DeadLetterStore::Tables(store.clone());
+    projectors::registry::all_with(store, &dead_letters)
+        .into_iter()
+        .filter(|s| s.target() == target)
+        .map(|s| projectors::runtime::Handler::new(s, dead_letters.queue_for(target)))
+        .collect()
+}
+
+/// The on-failure queue of the projector function writing `target`'s table (see
+/// `deploy::template`): every mapping of that function fails over to it.
+pub fn failure_queue(prefix: &str, target: events_schema::Context) -> String {
+    format!("{prefix}{target}-projector-failures")
 }
 
 /// What `vitals redrive-failures` did.
@@ -239,7 +255,8 @@ pub fn failure_queue(prefix: &str, source: events_schema::Context) -> String {
 pub struct FailuresRedriven {
     /// Batches whose records were all fetched and applied (their messages deleted).
     pub batches: usize,
-    /// Records applied (to every subscription of the stream, or dead-lettered there).
+    /// Records applied (to every subscription of the projector on the record's stream, or
+    /// dead-lettered there).
     pub records: usize,
     /// Batches the stream no longer retains (in part or whole), left in the queue:
     /// `shard start..end` of each.
@@ -299,27 +316,28 @@ impl FailureClients {
     }
 }
 
-/// Reads `source`'s on-failure queue, fetches each described batch back from its Kinesis
-/// shard and applies its records through the stream consumer's own code. One pass: every
+/// Reads the on-failure queue of `target`'s projector function, fetches each described
+/// batch back from its Kinesis shard and applies its records through the function's own
+/// code (the subscriptions writing `target` of the stream the record came from). One pass: every
 /// message is handled at most once (one that reappears is hidden again, not handled
 /// twice), and the queue is taken for read through only when a long poll finds nothing
 /// more (see [`infra::dlq::read_on`]).
 pub async fn redrive_failures(
     aws: &crate::cli::AwsArgs,
-    source: events_schema::Context,
+    target: events_schema::Context,
 ) -> anyhow::Result<FailuresRedriven> {
-    redrive_failures_with(&FailureClients::of(aws).await, source).await
+    redrive_failures_with(&FailureClients::of(aws).await, target).await
 }
 
 /// [`redrive_failures`] through `clients`.
 pub async fn redrive_failures_with(
     clients: &FailureClients,
-    source: events_schema::Context,
+    target: events_schema::Context,
 ) -> anyhow::Result<FailuresRedriven> {
-    let handlers = projectors::registry::stream_handlers(clients.store.clone(), source);
+    let handlers = projector_handlers(clients.store.clone(), target);
     let (sqs, kinesis) = (&clients.sqs, &clients.kinesis);
     let table_prefix = clients.table_prefix.as_str();
-    let queue = failure_queue(table_prefix, source);
+    let queue = failure_queue(table_prefix, target);
     let url = sqs
         .get_queue_url()
         .queue_name(&queue)
@@ -377,13 +395,15 @@ pub async fn redrive_failures_with(
             }
             for (_, record) in &fetched.records {
                 let Ok(record) = record else { continue };
-                if record.table != source {
-                    continue;
-                }
-                for handler in &handlers {
+                let mine = handlers
+                    .iter()
+                    .filter(|h| h.projector().source() == record.table);
+                let mut applied = false;
+                for handler in mine {
                     handler.handle(record).await?;
+                    applied = true;
                 }
-                outcome.records += 1;
+                outcome.records += usize::from(applied);
             }
             if !fetched.expired {
                 sqs.delete_message()

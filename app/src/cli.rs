@@ -68,12 +68,12 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = DlqKind::Table)]
         dlq: DlqKind,
     },
-    /// Apply again the batches a stream consumer's on-failure queue describes (the
+    /// Apply again the batches a projector function's on-failure queue describes (the
     /// deployed shape): each is fetched back from its Kinesis shard while the stream
     /// retains it; an expired one is reported and left in the queue.
     RedriveFailures {
-        /// The stream's context, such as `nutrition`.
-        source: String,
+        /// The table the projector writes, such as `dashboard`.
+        target: String,
         #[command(flatten)]
         aws: AwsArgs,
     },

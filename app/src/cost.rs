@@ -9,8 +9,10 @@
 //! can override), and the stack's fixed monthly floor is read from the generated
 //! template. The output for the default workload is committed as `docs/cost.md`.
 //!
-//! Assumptions, stated in the output: one consumer invocation per outbox event (an upper
-//! bound: a mapping batches up to 100 records of many users into one invocation), a
+//! Assumptions, stated in the output: one projector invocation per outbox event and
+//! function it is delivered to (each projector function's mapping passes only the event
+//! types its subscriptions apply; an upper bound: a mapping batches up to 100 records of
+//! many users into one invocation), a
 //! Lambda duration per invocation, and Kinesis bytes of one KB per change-data-capture
 //! unit (an upper bound).
 
@@ -53,6 +55,8 @@ pub struct Prices {
     pub api_gateway_per_million_requests: f64,
     pub alarm_per_month: f64,
     pub secret_per_month: f64,
+    /// An enhanced fan-out consumer's charge per shard it reads, an hour.
+    pub kinesis_efo_per_consumer_shard_hour: f64,
 }
 
 impl Default for Prices {
@@ -72,6 +76,7 @@ impl Default for Prices {
             api_gateway_per_million_requests: 1.00,
             alarm_per_month: 0.10,
             secret_per_month: 0.40,
+            kinesis_efo_per_consumer_shard_hour: 0.015,
         }
     }
 }
@@ -88,7 +93,8 @@ pub struct Usage {
     pub writes: u64,
     pub transactions: u64,
     pub capacity: Capacity,
-    /// Stream consumer invocations (one per outbox event, an upper bound).
+    /// Projector invocations (one per outbox event and function it is delivered to, an
+    /// upper bound).
     pub consumer_invocations: u64,
 }
 
@@ -132,14 +138,18 @@ impl Stack {
             .cloned()
             .unwrap_or_default();
         let count = |kind: &str| resources.values().filter(|r| r["Type"] == kind).count();
-        let memory = |id: &str| {
-            resources[id]["Properties"]["MemorySize"]
-                .as_f64()
+        // The memory of the first function of `role` (all of a role have the same).
+        let memory = |role: &str| {
+            resources
+                .values()
+                .filter(|r| r["Type"] == "AWS::Lambda::Function")
+                .find(|r| r["Properties"]["Environment"]["Variables"]["VITALS_ROLE"] == role)
+                .and_then(|r| r["Properties"]["MemorySize"].as_f64())
                 .unwrap_or(0.0)
         };
         Self {
-            api_memory_mb: memory("ApiFunction"),
-            consumer_memory_mb: memory(&crate::deploy::template::consumer_id(Context::Nutrition)),
+            api_memory_mb: memory("api"),
+            consumer_memory_mb: memory("stream"),
             streams: count("AWS::Kinesis::Stream"),
             stream_shards: template["Parameters"]["StreamShards"]["Default"]
                 .as_u64()
@@ -223,6 +233,9 @@ struct Model {
     log: Arc<EmbeddedStore>,
     counting: Arc<CountingStore>,
     handlers: Vec<projectors::runtime::Handler>,
+    /// The deployed projector functions, whose mappings' filters decide which are
+    /// invoked for an event.
+    plan: crate::deploy::plan::Plan,
     applied_up_to: u64,
     token: Option<String>,
 }
@@ -251,6 +264,7 @@ impl Model {
             log,
             counting,
             handlers,
+            plan: crate::deploy::plan::plan(),
             applied_up_to: 0,
             token: None,
         })
@@ -292,7 +306,7 @@ impl Model {
     }
 
     /// Applies every change since the last call through the subscriptions of its
-    /// table; returns the outbox events among them.
+    /// table; returns the projector invocations the outbox events among them cause.
     async fn project(&mut self) -> anyhow::Result<u64> {
         let mut events = 0;
         loop {
@@ -303,8 +317,21 @@ impl Model {
             self.applied_up_to = last.seq;
             for change in changes {
                 let record = FeedRecord::from(change);
-                if record.sk.starts_with("EVT#") && record.new_image.is_some() {
-                    events += 1;
+                if let Some(image) = record
+                    .new_image
+                    .as_ref()
+                    .filter(|_| record.sk.starts_with("EVT#"))
+                {
+                    let event_type = image
+                        .get("event_type")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    events += self
+                        .plan
+                        .consumers
+                        .iter()
+                        .filter(|c| c.receives(record.table, event_type))
+                        .count() as u64;
                 }
                 for handler in &self.handlers {
                     if handler.projector().source() == record.table {
@@ -571,12 +598,12 @@ pub fn render(lines: &[Line], setup: &Usage, prices: &Prices, stack: &Stack) -> 
          `VITALS_WRITE_COST=1 cargo test -p vitals --test cost_doc` rewrites it). One \
          user-day runs through the real HTTP handlers, commands and projectors on a store \
          that prices each request as DynamoDB bills it on demand; each outbox event is \
-         applied by every subscription of its stream, as the deployed consumers do.\n\n",
+         applied by every subscription of its stream, as the deployed projector functions do.\n\n",
     );
     out.push_str(&format!(
-        "Assumptions: one consumer invocation per outbox event (an upper bound: a mapping \
-         batches up to 100 records), {} ms per Lambda invocation ({} MB api, {} MB \
-         consumers), one KB of Kinesis data per change-data-capture unit (an upper bound), \
+        "Assumptions: one projector invocation per outbox event and function it is delivered \
+         to (an upper bound: a mapping batches up to 100 records), {} ms per Lambda invocation ({} MB api, {} MB \
+         projectors), one KB of Kinesis data per change-data-capture unit (an upper bound), \
          {} days a month; the workload's day has ended everywhere, so each insights \
          projection also reads the readiness job's checkpoints (an upper bound: a change \
          to a day not yet ended skips that query).\n\n",
@@ -728,14 +755,65 @@ fn scale(usage: &Usage, factor: f64) -> Usage {
     }
 }
 
+/// Who reads each stream, and why that needs no enhanced fan-out.
+pub fn stream_readers(plan: &crate::deploy::plan::Plan, prices: &Prices, stack: &Stack) -> String {
+    use crate::deploy::plan::MAX_MAPPINGS_PER_STREAM;
+    let mut out = format!(
+        "\n## Who reads each stream\n\n\
+         Each projector function writes one table (its role may write no other) and has an \
+         event source mapping on each stream its subscriptions read. A mapping polls each \
+         shard about once a second, and a shard serves 5 `GetRecords` calls a second shared \
+         by every standard consumer: at most {MAX_MAPPINGS_PER_STREAM} mappings a stream \
+         leave one call for `vitals redrive-failures` and an operator.\n\n\
+         | stream | mappings (`GetRecords` calls a second a shard, of 5) | functions |\n|---|---:|---|\n"
+    );
+    let mut streams = 0;
+    for def in &plan.published {
+        let readers: Vec<String> = plan
+            .consumers
+            .iter()
+            .filter(|c| c.sources.iter().any(|s| s.context == def.context))
+            .map(|c| format!("`{}`", crate::deploy::template::consumer_id(c.target)))
+            .collect();
+        streams += 1;
+        out.push_str(&format!(
+            "| {} | {} | {} |\n",
+            def.context,
+            readers.len(),
+            readers.join(", ")
+        ));
+    }
+    let shards = f64::from(stack.stream_shards.max(1));
+    let efo_month = prices.kinesis_efo_per_consumer_shard_hour * shards * HOURS_PER_MONTH;
+    out.push_str(&format!(
+        "\nWhy account erasure is a chain. With an eraser per context on identity's \
+         `AccountDeletionRequested` and a completer on every context's `PartitionDrained`, \
+         grouping subscriptions by the table they write would put 7 mappings on the identity \
+         stream and 5 each on nutrition and activity: 5 over the limit. Those 5 as enhanced \
+         fan-out consumers (a dedicated 2 MB/s pushed to each) would cost ${:.3} per \
+         consumer-shard-hour, ${:.2} a month at {} shard{} a stream (${:.2} each) before \
+         a record is read, and the local emulator cannot provision them, so the stack run \
+         could not prove them. As a chain (each context's eraser starts on its \
+         predecessor's `PartitionDrained`, on a stream its table mostly reads already; \
+         `projectors::erasure::ERASURE_CHAIN`), the {streams} streams keep within the limit \
+         with standard consumers and the floor is unchanged; an erasure takes a few more \
+         seconds (one poll a link), which a deletion finished within minutes allows.\n",
+        prices.kinesis_efo_per_consumer_shard_hour,
+        5.0 * efo_month,
+        stack.stream_shards.max(1),
+        if stack.stream_shards > 1 { "s" } else { "" },
+        efo_month,
+    ));
+    out
+}
+
 /// `vitals cost`: the report for the default workload at `prices`.
 pub async fn report(prices: &Prices) -> anyhow::Result<String> {
     let (lines, setup) = user_day().await?;
-    let template = crate::deploy::template::render(&crate::deploy::plan::plan());
-    Ok(render(
-        &lines,
-        &setup,
-        prices,
-        &Stack::from_template(&template),
-    ))
+    let plan = crate::deploy::plan::plan();
+    let template = crate::deploy::template::render(&plan);
+    let stack = Stack::from_template(&template);
+    let mut out = render(&lines, &setup, prices, &stack);
+    out.push_str(&stream_readers(&plan, prices, &stack));
+    Ok(out)
 }

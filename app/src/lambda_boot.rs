@@ -2,8 +2,8 @@
 //! Lambda runtime with no arguments. `VITALS_ROLE` chooses what it runs:
 //! - `api`: the HTTP router behind API Gateway (`vitals api-lambda`'s), its token
 //!   signing key and webhook secret read from Secrets Manager at start;
-//! - `stream`: the consumer of `VITALS_SOURCE`'s stream, applying each record to every
-//!   subscription of it, dead letters in the subscribers' tables;
+//! - `stream`: the projector writing `VITALS_TARGET`'s table, applying each record of a
+//!   stream it reads to its subscriptions on that stream, dead letters in its table;
 //! - `nightly`: the readiness job, on an EventBridge schedule.
 //!
 //! Inside Lambda nothing falls back to a default: an embedded backend, a missing or
@@ -19,19 +19,23 @@ use aws_lambda_events::event::eventbridge::EventBridgeEvent;
 use aws_lambda_events::event::kinesis::KinesisEvent;
 use events_schema::Context;
 use infra::Store;
+use infra::feed::kinesis::stream_name;
 use lambda_runtime::{LambdaEvent, service_fn};
 use std::sync::Arc;
 
 /// What a function runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Role {
-    /// The HTTP API; the secrets' ARNs (Secrets Manager).
+    /// One function of the HTTP API (`VITALS_API_FUNCTION`, one of
+    /// `deploy::api_functions`, answering only its routes; every route when unset); the
+    /// secrets' ARNs (Secrets Manager).
     Api {
+        function: Option<String>,
         jwt_secret_arn: String,
         webhook_secret_arn: String,
     },
-    /// The consumer of one context's stream.
-    Stream { source: Context },
+    /// The projector writing one context's table, on every stream it reads.
+    Stream { target: Context },
     /// The nightly readiness job.
     Nightly,
 }
@@ -73,16 +77,17 @@ pub fn configure(env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Boot> {
     }
     let role = match required("VITALS_ROLE")?.as_str() {
         "api" => Role::Api {
+            function: env("VITALS_API_FUNCTION").filter(|v| !v.trim().is_empty()),
             jwt_secret_arn: required("VITALS_JWT_SECRET_ARN")?,
             webhook_secret_arn: required("VITALS_WEBHOOK_SECRET_ARN")?,
         },
         "stream" => {
-            let source = required("VITALS_SOURCE")?;
-            let source = Context::ALL
+            let target = required("VITALS_TARGET")?;
+            let target = Context::ALL
                 .into_iter()
-                .find(|c| c.to_string() == source)
-                .with_context(|| format!("VITALS_SOURCE {source:?} is not a context"))?;
-            Role::Stream { source }
+                .find(|c| c.to_string() == target)
+                .with_context(|| format!("VITALS_TARGET {target:?} is not a context"))?;
+            Role::Stream { target }
         }
         "nightly" => Role::Nightly,
         other => bail!("VITALS_ROLE {other:?} is not one of api, stream, nightly"),
@@ -111,6 +116,7 @@ pub async fn run() -> anyhow::Result<()> {
     let runtime_error = |e| anyhow::anyhow!("lambda runtime: {e}");
     match boot.role {
         Role::Api {
+            function,
             jwt_secret_arn,
             webhook_secret_arn,
         } => {
@@ -125,22 +131,35 @@ pub async fn run() -> anyhow::Result<()> {
                 embedded: None,
             };
             let api = crate::setup::api(store, &args)?;
+            let router = match &function {
+                Some(function) => crate::lambda_api::router_of(&storage, api, function)?,
+                None => crate::lambda_api::router(&storage, api),
+            };
             ready();
-            lambda_http::run(crate::lambda_api::router(&storage, api))
-                .await
-                .map_err(runtime_error)
+            lambda_http::run(router).await.map_err(runtime_error)
         }
-        Role::Stream { source } => {
-            let handlers = projectors::registry::stream_handlers(store, source);
+        Role::Stream { target } => {
+            let handlers = Arc::new(by_source(crate::admin::projector_handlers(store, target)));
             let prefix = boot.aws.table_prefix.clone();
-            let handlers = Arc::new(handlers);
             ready();
             lambda_runtime::run(service_fn(move |event: LambdaEvent<KinesisEvent>| {
                 let (handlers, prefix) = (handlers.clone(), prefix.clone());
                 async move {
+                    // A batch comes from one mapping: one stream, one source.
+                    let Some(first) = event.payload.records.first() else {
+                        return Ok(Default::default());
+                    };
+                    let arn = first.event_source_arn.clone().unwrap_or_default();
+                    let Some((source, mine)) = handlers.iter().find(|(source, _)| {
+                        arn.ends_with(&format!("/{}", stream_name(&prefix, **source)))
+                    }) else {
+                        return Err(lambda_runtime::Error::from(format!(
+                            "a batch of {arn:?}, a stream the {target} projector does not read"
+                        )));
+                    };
                     let (response, metrics) = projectors::lambda::fan_out_measured(
-                        &handlers,
-                        source,
+                        mine,
+                        *source,
                         &event.payload,
                         &prefix,
                     )
@@ -161,6 +180,20 @@ pub async fn run() -> anyhow::Result<()> {
             run_nightly(store).await
         }
     }
+}
+
+/// `handlers` grouped by the stream each applies records of.
+fn by_source(
+    handlers: Vec<projectors::runtime::Handler>,
+) -> std::collections::BTreeMap<Context, Vec<projectors::runtime::Handler>> {
+    let mut grouped = std::collections::BTreeMap::<Context, Vec<_>>::new();
+    for handler in handlers {
+        grouped
+            .entry(handler.projector().source())
+            .or_default()
+            .push(handler);
+    }
+    grouped
 }
 
 /// The nightly readiness job, one run per scheduled EventBridge event (hourly): it
@@ -271,19 +304,20 @@ mod tests {
         assert_eq!(
             api.role,
             Role::Api {
+                function: None,
                 jwt_secret_arn: "arn:jwt".into(),
                 webhook_secret_arn: "arn:webhook".into()
             }
         );
         let stream = configure(&env(&with(&[
             ("VITALS_ROLE", "stream"),
-            ("VITALS_SOURCE", "nutrition"),
+            ("VITALS_TARGET", "dashboard"),
         ])))
         .expect("stream");
         assert_eq!(
             stream.role,
             Role::Stream {
-                source: Context::Nutrition
+                target: Context::Dashboard
             }
         );
         assert_eq!(stream.aws.table_prefix, "vitals-");
@@ -335,11 +369,11 @@ mod tests {
             ]))
             .contains("VITALS_WEBHOOK_SECRET_ARN")
         );
-        assert!(error(&with(&[("VITALS_ROLE", "stream")])).contains("VITALS_SOURCE"));
+        assert!(error(&with(&[("VITALS_ROLE", "stream")])).contains("VITALS_TARGET"));
         assert!(
             error(&with(&[
                 ("VITALS_ROLE", "stream"),
-                ("VITALS_SOURCE", "billing")
+                ("VITALS_TARGET", "billing")
             ]))
             .contains("billing")
         );

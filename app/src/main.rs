@@ -53,7 +53,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Migrate { data_dir, aws } => migrate(&data_dir, &aws).await,
         Command::Cost { prices } => cost(prices.as_deref()).await,
-        Command::RedriveFailures { source, aws } => redrive_failures(&source, &aws).await,
+        Command::RedriveFailures { target, aws } => redrive_failures(&target, &aws).await,
         Command::Replay {
             projection,
             user,
@@ -152,16 +152,16 @@ async fn cost(prices: Option<&std::path::Path>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `vitals redrive-failures SOURCE`: the batches described in the source's on-failure
-/// queue, fetched back from the stream and applied.
-async fn redrive_failures(source: &str, aws: &vitals::cli::AwsArgs) -> anyhow::Result<()> {
+/// `vitals redrive-failures TARGET`: the batches described in the on-failure queue of
+/// the projector writing TARGET's table, fetched back from their streams and applied.
+async fn redrive_failures(target: &str, aws: &vitals::cli::AwsArgs) -> anyhow::Result<()> {
     let context = events_schema::Context::ALL
         .into_iter()
-        .find(|c| c.to_string() == source)
-        .ok_or_else(|| anyhow::anyhow!("{source:?} is not a context"))?;
+        .find(|c| c.to_string() == target)
+        .ok_or_else(|| anyhow::anyhow!("{target:?} is not a context"))?;
     let outcome = vitals::admin::redrive_failures(aws, context).await?;
     println!(
-        "{source}: {} batches redriven ({} records), {} unreadable messages left",
+        "{target}: {} batches redriven ({} records), {} unreadable messages left",
         outcome.batches, outcome.records, outcome.unreadable
     );
     for batch in &outcome.expired {

@@ -3,11 +3,14 @@
 //! truth rather than from the generator's plan:
 //! - its tables are the table definitions (keys, indexes, TTL, on-demand, recovery,
 //!   protection, encryption), and exactly the tables something consumes publish;
-//! - every subscription of the registry runs in exactly one stream consumer, on its
-//!   source's stream, through one mapping with partial batch failures, bisect, finite
-//!   retries and age, an on-failure queue of its own and the outbox filter;
-//! - every role is least privilege: a consumer writes only its subscriptions' tables,
-//!   reads only its own stream, sends only to its own queue; no secret is in the template.
+//! - every subscription of the registry runs in exactly one projector function (the one
+//!   writing its target), fed by a mapping on its source's stream with partial batch
+//!   failures, bisect, finite retries and age, the function's own on-failure queue and
+//!   an outbox filter passing the event types it applies; no stream has more mappings
+//!   than Kinesis' reads allow with one to spare;
+//! - every role is least privilege: a projector writes and reads only its own table,
+//!   reads only the streams it is fed by, sends only to its own queue; no secret is in
+//!   the template.
 //!
 //! After changing the registry, a table or the generator, regenerate the template (and
 //! `docs/access-matrix.md`, what `vitals deploy matrix` prints) with
@@ -22,7 +25,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use support::Case;
-use vitals::deploy::template::{consumer_id, outbox_filter, stream_id, table_id};
+use vitals::deploy::template::{consumer_id, stream_id, table_id};
 
 const REGENERATE: &str = "VITALS_WRITE_TEMPLATE=1 cargo test -p vitals --test deploy_template";
 
@@ -89,6 +92,22 @@ fn the_committed_access_matrix_is_the_generated_one() {
 
 /// Each table of the stack against its definition, then the streams: named cases, in
 /// order, each saying its name when it fails.
+/// The design's isolation, read back from the roles as the access matrix shows them: no
+/// function may write two context tables.
+#[test]
+fn no_function_may_write_two_context_tables() {
+    let accesses = vitals::deploy::matrix::accesses(&template());
+    assert!(accesses.len() > 3, "{accesses:?}");
+    for access in &accesses {
+        assert!(
+            access.writes().len() <= 1,
+            "{} may write {:?}",
+            access.function,
+            access.writes()
+        );
+    }
+}
+
 #[test]
 fn the_tables_are_the_table_definitions() {
     let template = template();
@@ -241,26 +260,56 @@ fn consumers(template: &Value) -> Vec<(String, Context)> {
         .into_iter()
         .filter(|(_, f)| f["Properties"]["Environment"]["Variables"]["VITALS_ROLE"] == "stream")
         .map(|(id, f)| {
-            let source = f["Properties"]["Environment"]["Variables"]["VITALS_SOURCE"]
+            let target = f["Properties"]["Environment"]["Variables"]["VITALS_TARGET"]
                 .as_str()
-                .expect("a consumer names its source");
-            let source = Context::ALL
+                .expect("a projector names the table it writes");
+            let target = Context::ALL
                 .into_iter()
-                .find(|c| c.to_string() == source)
+                .find(|c| c.to_string() == target)
                 .expect("a context");
-            (id.clone(), source)
+            (id.clone(), target)
         })
         .collect()
 }
 
+/// The mappings feeding function `id`.
+fn mappings_of<'a>(template: &'a Value, id: &str) -> Vec<(&'a String, &'a Value)> {
+    of_type(template, "AWS::Lambda::EventSourceMapping")
+        .into_iter()
+        .filter(|(_, m)| m["Properties"]["FunctionName"] == json!({"Ref": id}))
+        .collect()
+}
+
+/// The event types a mapping's filter passes (outbox items only).
+fn filtered_types(mapping: &Value) -> BTreeSet<String> {
+    let filters = &mapping["Properties"]["FilterCriteria"]["Filters"];
+    assert_eq!(filters.as_array().map(Vec::len), Some(1), "one filter");
+    let pattern: Value =
+        serde_json::from_str(filters[0]["Pattern"].as_str().expect("a pattern")).expect("JSON");
+    let record = &pattern["data"]["dynamodb"];
+    assert_eq!(
+        record["Keys"]["sk"]["S"],
+        json!([{"prefix": "EVT#"}]),
+        "outbox items only"
+    );
+    record["NewImage"]["event_type"]["S"]
+        .as_array()
+        .expect("event types")
+        .iter()
+        .map(|t| t.as_str().expect("a type").to_owned())
+        .collect()
+}
+
+/// Each subscription runs in the one projector writing its target, fed by a mapping on
+/// its source's stream that passes every event type it applies.
 #[test]
-fn every_subscription_runs_in_exactly_one_consumer_on_its_sources_stream() {
+fn every_subscription_runs_in_exactly_one_projector_on_its_sources_stream() {
     let template = template();
     let consumers = consumers(&template);
     for subscription in projectors::registry::described() {
         let running: Vec<_> = consumers
             .iter()
-            .filter(|(_, source)| *source == subscription.source())
+            .filter(|(_, target)| *target == subscription.target())
             .collect();
         assert_eq!(
             running.len(),
@@ -268,64 +317,99 @@ fn every_subscription_runs_in_exactly_one_consumer_on_its_sources_stream() {
             "{} runs in {running:?}",
             subscription.name()
         );
-    }
-    let mappings = of_type(&template, "AWS::Lambda::EventSourceMapping");
-    assert_eq!(mappings.len(), consumers.len(), "one mapping per consumer");
-    for (id, source) in &consumers {
-        assert_eq!(id, &consumer_id(*source));
-        let on_it: Vec<_> = mappings
-            .iter()
-            .filter(|(_, m)| m["Properties"]["FunctionName"] == json!({"Ref": id}))
+        let (id, _) = running[0];
+        let stream = json!({"Fn::GetAtt": [stream_id(subscription.source()), "Arn"]});
+        let on_source: Vec<_> = mappings_of(&template, id)
+            .into_iter()
+            .filter(|(_, m)| m["Properties"]["EventSourceArn"] == stream)
             .collect();
-        assert_eq!(on_it.len(), 1, "{id}: one mapping");
-        let m = &on_it[0].1["Properties"];
+        assert_eq!(on_source.len(), 1, "{id}: one mapping on {stream}");
+        let passed = filtered_types(on_source[0].1);
+        for event_type in subscription.consumes() {
+            assert!(
+                passed.contains(*event_type),
+                "{id}'s mapping drops {event_type}, which {} applies",
+                subscription.name()
+            );
+        }
+    }
+}
+
+/// Every mapping: partial batch failures, bisect, finite retries and age, the function's
+/// own on-failure queue (the one `vitals redrive-failures TARGET` reads); and no stream
+/// has more mappings than a shard's reads allow with one to spare.
+#[test]
+fn every_mapping_fails_over_to_its_projectors_own_queue_within_kinesis_limits() {
+    let template = template();
+    let consumers = consumers(&template);
+    let mappings = of_type(&template, "AWS::Lambda::EventSourceMapping");
+    let mut per_stream = std::collections::BTreeMap::<String, usize>::new();
+    for (id, target) in &consumers {
+        assert_eq!(id, &consumer_id(*target));
+        let mine = mappings_of(&template, id);
+        assert!(!mine.is_empty(), "{id} is fed");
+        let queue = format!("{id}Failures");
+        for (mapping_id, m) in mine {
+            let m = &m["Properties"];
+            *per_stream
+                .entry(m["EventSourceArn"]["Fn::GetAtt"][0].to_string())
+                .or_default() += 1;
+            assert_eq!(
+                m["FunctionResponseTypes"],
+                json!(["ReportBatchItemFailures"])
+            );
+            assert_eq!(m["BisectBatchOnFunctionError"], true);
+            let retries = m["MaximumRetryAttempts"].as_i64().expect("finite retries");
+            assert!(
+                (0..=10).contains(&retries),
+                "{mapping_id}: {retries} retries"
+            );
+            let age = m["MaximumRecordAgeInSeconds"].as_i64().expect("finite age");
+            assert!(
+                (60..=6 * 3600).contains(&age),
+                "{mapping_id}: age {age} s, within the stream's retention"
+            );
+            assert_eq!(
+                m["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"][0],
+                json!(queue),
+                "{mapping_id} fails over to its function's queue"
+            );
+            assert!(
+                m["BatchSize"]
+                    .as_i64()
+                    .is_some_and(|b| (1..=10_000).contains(&b))
+            );
+            assert!(
+                m["ParallelizationFactor"]
+                    .as_i64()
+                    .is_some_and(|p| (1..=10).contains(&p))
+            );
+        }
+        assert_eq!(resources(&template)[&queue]["Type"], "AWS::SQS::Queue");
         assert_eq!(
-            m["EventSourceArn"],
-            json!({"Fn::GetAtt": [stream_id(*source), "Arn"]})
-        );
-        assert_eq!(
-            m["FunctionResponseTypes"],
-            json!(["ReportBatchItemFailures"])
-        );
-        assert_eq!(m["BisectBatchOnFunctionError"], true);
-        let retries = m["MaximumRetryAttempts"].as_i64().expect("finite retries");
-        assert!((0..=10).contains(&retries), "{id}: {retries} retries");
-        let age = m["MaximumRecordAgeInSeconds"].as_i64().expect("finite age");
-        assert!(
-            (60..=6 * 3600).contains(&age),
-            "{id}: age {age} s, within the stream's retention"
-        );
-        assert_eq!(
-            m["FilterCriteria"],
-            json!({"Filters": [{"Pattern": outbox_filter()}]})
-        );
-        let queue = m["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"][0]
-            .as_str()
-            .expect("an on-failure queue");
-        assert_eq!(resources(&template)[queue]["Type"], "AWS::SQS::Queue");
-        assert_eq!(
-            resources(&template)[queue]["Properties"]["QueueName"],
-            json!({"Fn::Sub": vitals::admin::failure_queue("${Prefix}", *source)}),
+            resources(&template)[&queue]["Properties"]["QueueName"],
+            json!({"Fn::Sub": vitals::admin::failure_queue("${Prefix}", *target)}),
             "`vitals redrive-failures` finds {queue}"
         );
-        let queue_users = mappings
-            .iter()
-            .filter(|(_, other)| {
-                other["Properties"]["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"]
-                    [0]
-                    == queue
-            })
-            .count();
-        assert_eq!(queue_users, 1, "{queue} is {id}'s own");
+    }
+    let queue_users = mappings
+        .iter()
+        .filter(|(_, m)| {
+            let queue =
+                m["Properties"]["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"][0]
+                    .as_str()
+                    .unwrap_or_default();
+            let function = m["Properties"]["FunctionName"]["Ref"]
+                .as_str()
+                .unwrap_or("?");
+            queue != format!("{function}Failures")
+        })
+        .count();
+    assert_eq!(queue_users, 0, "every queue is one function's own");
+    for (stream, readers) in per_stream {
         assert!(
-            m["BatchSize"]
-                .as_i64()
-                .is_some_and(|b| (1..=10_000).contains(&b))
-        );
-        assert!(
-            m["ParallelizationFactor"]
-                .as_i64()
-                .is_some_and(|p| (1..=10).contains(&p))
+            readers <= vitals::deploy::plan::MAX_MAPPINGS_PER_STREAM,
+            "{stream} has {readers} mappings: a shard serves 5 GetRecords a second"
         );
     }
 }
@@ -378,11 +462,13 @@ fn ids(contexts: impl IntoIterator<Item = Context>) -> BTreeSet<String> {
     contexts.into_iter().map(table_id).collect()
 }
 
+/// A projector's role writes (and reads) exactly the one table its subscriptions write,
+/// reads only the streams it is fed by, and sends only to its own queue.
 #[test]
-fn every_consumer_role_holds_exactly_what_its_subscriptions_need() {
+fn every_projector_role_holds_exactly_what_its_subscriptions_need() {
     let template = template();
     let registry = projectors::registry::described();
-    for (id, source) in consumers(&template) {
+    for (id, target) in consumers(&template) {
         let role = format!("{id}Role");
         assert_eq!(
             resources(&template)[&id]["Properties"]["Role"],
@@ -390,27 +476,28 @@ fn every_consumer_role_holds_exactly_what_its_subscriptions_need() {
             "{id} has its own role"
         );
         let statements = statements(&template, &role);
-        let targets = ids(registry
-            .iter()
-            .filter(|s| s.source() == source)
-            .map(|s| s.target()));
         let writes = statement(&statements, "WriteTables").expect("writes");
         assert_eq!(
             tables_named(&writes),
-            targets,
-            "{id} writes its subscriptions' tables only"
+            ids([target]),
+            "{id} writes its own table only"
         );
         let reads = tables_named(&statement(&statements, "ReadTables").expect("reads"));
-        let mut expected_reads = targets.clone();
-        expected_reads.insert(table_id(Context::Identity));
+        assert_eq!(reads, ids([target]), "{id} reads its own table only");
+        let sources: BTreeSet<Context> = registry
+            .iter()
+            .filter(|s| s.target() == target)
+            .map(|s| s.source())
+            .collect();
+        let streams = statement(&statements, "ReadStreams").expect("stream access");
+        let expected: Vec<Value> = sources
+            .iter()
+            .map(|s| json!({"Fn::GetAtt": [stream_id(*s), "Arn"]}))
+            .collect();
         assert_eq!(
-            reads, expected_reads,
-            "{id} reads its tables and the erasure tombstones"
-        );
-        let stream = statement(&statements, "OwnStream").expect("stream access");
-        assert_eq!(
-            stream["Resource"],
-            json!({"Fn::GetAtt": [stream_id(source), "Arn"]})
+            streams["Resource"],
+            json!(expected),
+            "{id} reads its sources"
         );
         let queue = statement(&statements, "OwnFailureQueue").expect("queue access");
         assert_eq!(
@@ -428,7 +515,7 @@ fn every_consumer_role_holds_exactly_what_its_subscriptions_need() {
                 "OwnLogs",
                 "ReadTables",
                 "WriteTables",
-                "OwnStream",
+                "ReadStreams",
                 "OwnFailureQueue"
             ]),
             "{id}: nothing else"
@@ -439,17 +526,53 @@ fn every_consumer_role_holds_exactly_what_its_subscriptions_need() {
     }
 }
 
+/// The API's functions hold no stream and write no projection, each at most the table
+/// its commands own; every operation is routed to exactly one of them; the nightly job
+/// writes insights only.
 #[test]
 fn the_api_and_the_nightly_job_hold_no_stream_and_write_no_projection_but_their_own() {
     let template = template();
-    let api = statements(&template, "ApiFunctionRole");
-    let writes = tables_named(&statement(&api, "WriteTables").expect("api writes"));
-    assert!(
-        !writes.contains(&table_id(Context::Dashboard)),
-        "the API never writes dashboard rows"
-    );
-    assert!(!writes.contains(&table_id(Context::Insights)));
-    assert!(statement(&api, "OwnStream").is_none());
+    let functions = vitals::deploy::api_functions::api_functions();
+    for api in &functions {
+        let role = statements(&template, &format!("{}Role", api.name));
+        let writes = statement(&role, "WriteTables")
+            .map(|w| tables_named(&w))
+            .unwrap_or_default();
+        assert_eq!(
+            writes,
+            ids(api.writes),
+            "{} writes its own table only",
+            api.name
+        );
+        assert!(!writes.contains(&table_id(Context::Dashboard)));
+        assert!(!writes.contains(&table_id(Context::Insights)));
+        assert!(statement(&role, "ReadStreams").is_none());
+    }
+    let routes: Vec<(String, String)> = of_type(&template, "AWS::ApiGatewayV2::Route")
+        .into_iter()
+        .map(|(_, r)| {
+            let key = r["Properties"]["RouteKey"]
+                .as_str()
+                .expect("a key")
+                .to_owned();
+            let target = r["Properties"]["Target"]["Fn::Sub"]
+                .as_str()
+                .expect("a target");
+            (key, target.to_owned())
+        })
+        .collect();
+    let keys: BTreeSet<&String> = routes.iter().map(|(k, _)| k).collect();
+    assert_eq!(keys.len(), routes.len(), "a route key is routed once");
+    let document: Value =
+        serde_json::from_str(&vitals::http::openapi::document()).expect("the document");
+    let methods = ["get", "put", "post", "delete", "patch"];
+    for (path, operations) in document["paths"].as_object().expect("paths") {
+        for method in methods.iter().filter(|m| operations.get(**m).is_some()) {
+            let key = format!("{} {path}", method.to_uppercase());
+            assert!(keys.contains(&key), "{key} reaches no function");
+        }
+    }
+    assert!(keys.contains(&"$default".to_owned()));
     let nightly = statements(&template, "NightlyFunctionRole");
     let writes = tables_named(&statement(&nightly, "WriteTables").expect("nightly writes"));
     assert_eq!(writes, ids([Context::Insights]));
@@ -490,7 +613,7 @@ fn every_role_that_writes_a_table_may_batch_write_it() {
     );
 }
 
-/// `/healthz` describes the identity table; only the API serves it.
+/// `/healthz` describes the identity table; only the API function serving it may.
 #[test]
 fn the_api_may_describe_the_identity_table_and_no_other_role_any() {
     let template = template();
@@ -504,7 +627,7 @@ fn the_api_may_describe_the_identity_table_and_no_other_role_any() {
                     .is_some_and(|a| a.contains(&json!("dynamodb:DescribeTable")))
             })
             .collect();
-        if id == "ApiFunctionRole" {
+        if id == "QueryApiRole" {
             assert_eq!(describing.len(), 1, "{id}: {describing:?}");
             assert_eq!(describing[0]["Action"], json!(["dynamodb:DescribeTable"]));
             assert_eq!(describing[0]["Resource"], identity);

@@ -606,6 +606,8 @@ mod tests {
             &PartitionDrained {
                 context: events_schema::Context::Activity,
                 items_deleted: 0,
+                requested_at: events_schema::time::Timestamp::now(),
+                drained: vec![events_schema::Context::Activity],
             },
         )
         .expect("event");

@@ -44,11 +44,14 @@ pub trait EventPayload: Serialize + for<'de> Deserialize<'de> {
     const SCHEMA_VERSION: u32;
     const CONTEXT: Context;
 
-    /// Reads a payload stored at `version`, older than [`Self::SCHEMA_VERSION`], as the
-    /// current type: decoded as that version's type, then upcast one version at a time.
-    /// `None` when no such version was ever published (the default: only version 1).
-    fn upcast(version: u32, payload: serde_json::Value) -> Option<Result<Self, serde_json::Error>> {
-        let _ = (version, payload);
+    /// Reads the payload of `stored`, an event stored at a version older than
+    /// [`Self::SCHEMA_VERSION`] (its `schema_version`), as the current type: decoded as
+    /// that version's type, then upcast one version at a time. A field a later version
+    /// added may be derived from the rest of the envelope (when the event happened, who
+    /// published it). `None` when no such version was ever published (the default: only
+    /// version 1).
+    fn upcast(stored: &EventEnvelope) -> Option<Result<Self, serde_json::Error>> {
+        let _ = stored;
         None
     }
 }
@@ -173,7 +176,7 @@ impl EventEnvelope {
                 known_version: P::SCHEMA_VERSION,
             });
         }
-        match P::upcast(version, self.payload.clone()) {
+        match P::upcast(self) {
             Some(upcast) => Ok(upcast?),
             None => Err(EnvelopeError::UnknownVersion {
                 event_type: self.event_type.clone(),
@@ -255,17 +258,17 @@ mod tests {
         const SCHEMA_VERSION: u32 = 3;
         const CONTEXT: Context = Context::Nutrition;
 
-        fn upcast(
-            version: u32,
-            payload: serde_json::Value,
-        ) -> Option<Result<Self, serde_json::Error>> {
+        fn upcast(stored: &EventEnvelope) -> Option<Result<Self, serde_json::Error>> {
+            let version = stored.schema_version;
             let read = |payload| -> Result<Self, serde_json::Error> {
                 Ok(match version {
                     1 => v2_to_v3(v1_to_v2(serde_json::from_value(payload)?)),
                     _ => v2_to_v3(serde_json::from_value(payload)?),
                 })
             };
-            (1..=2).contains(&version).then(|| read(payload))
+            (1..=2)
+                .contains(&version)
+                .then(|| read(stored.payload.clone()))
         }
     }
 

@@ -1,19 +1,26 @@
-//! Account erasure on the projector side.
+//! Account erasure on the projector side: the contexts erase a user one after another
+//! ([`ERASURE_CHAIN`]), then identity completes the erasure.
 //!
-//! - [`Eraser`] (`erase-<context>`, one per context but identity): on identity's
-//!   `AccountDeletionRequested` it writes the context's tombstone, deletes what the
-//!   context owns of the user (see `commands::erasure`), drains `USER#<id>` in pages and
-//!   publishes `PartitionDrained`. Redelivered after a crash, it simply finishes.
-//! - [`Completer`] (`identity-from-<context>-erasure`): ticks the context off on
-//!   identity's tombstone; whichever sees the last one deletes the email reservation,
-//!   drains identity's partition and marks the erasure `complete`.
+//! - [`Eraser`] (`erase-<context>`, one per link of the chain): set off by the link
+//!   before it (identity's `AccountDeletionRequested` for the first link, the previous
+//!   context's `PartitionDrained` for the others), it writes the context's tombstone,
+//!   removes the user's dead letters of every subscription writing its table, deletes
+//!   what the context owns of the user (see `commands::erasure`), drains `USER#<id>` in
+//!   pages and publishes `PartitionDrained`, carrying on when the deletion was requested
+//!   and every context drained so far. Redelivered after a crash, it simply finishes:
+//!   the tombstone and the event's id derive from the request, not from the run.
+//! - [`Completer`] (`identity-from-dashboard-erasure`, on the chain's last context):
+//!   ticks off on identity's tombstone every context the last `PartitionDrained` lists
+//!   (a tick is an idempotent set); once every link is ticked it deletes the email
+//!   reservation, drains identity's partition and marks the erasure `complete`.
 //! - [`Guarded`]: wraps every projection so nothing of an erased user comes back: an
 //!   event of a user with a tombstone in the target table is not applied, and sweeps the
 //!   user's partition instead (a worker that died between its write and its second look
 //!   may have left a row: the redelivery removes it); a write that raced the tombstone is
 //!   swept away right after (the tombstone is checked again once the event is applied;
 //!   any write that landed after the eraser's drain passed is therefore seen and
-//!   drained).
+//!   drained). A context later in the chain keeps projecting the user's events until its
+//!   own link runs, and its drain takes them.
 
 use crate::projector::{ProjectionError, Projector, Subscription};
 use async_trait::async_trait;
@@ -33,18 +40,58 @@ use infra::{Store, StoreError};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-/// Every context that drains on identity's request (identity itself finishes last).
-/// Not environment: it holds no user's data (weather and air per place and hour) and
-/// publishes no changes.
-pub const DRAINING: [Context; 7] = [
-    Context::Nutrition,
-    Context::Activity,
-    Context::Sleep,
-    Context::Goals,
+/// The order in which the contexts erase a user: the first link's eraser is set off by
+/// identity's `AccountDeletionRequested`, every other by the `PartitionDrained` of the
+/// link before it (read from that context's stream), and identity's [`Completer`] by the
+/// last link's. Every context that holds a user's data drains, identity last; not
+/// environment, which holds none (weather and air per place and hour) and publishes no
+/// changes.
+///
+/// Why this order. In production a stream consumer writes one table, with an event
+/// source mapping per stream it reads; a shard serves 5 `GetRecords` calls a second to
+/// all of them and a mapping polls about once a second, so at most 4 target tables read
+/// any stream (a call a second is left for redrive or an operator). Erasers all set off
+/// by identity's request had 7 target tables read identity's stream, and completers on
+/// every context's stream put an identity reader on each (5 on nutrition and activity).
+/// Here each link reads one stream for one table, and rides a (source -> target) pair
+/// that exists already (a projection's, or identity -> integrations and dashboard ->
+/// identity, an eraser's and the completer's before), except goals -> sleep and
+/// insights -> dashboard, which land on streams with room. The target tables reading
+/// each stream:
+///
+/// | stream | target tables |
+/// |---|---|
+/// | identity | dashboard, integrations |
+/// | nutrition | activity, dashboard, goals, insights |
+/// | activity | dashboard, goals, insights, nutrition |
+/// | sleep | dashboard, goals, insights |
+/// | goals | dashboard, goals, sleep |
+/// | integrations | activity, dashboard, sleep |
+/// | insights | dashboard |
+/// | dashboard | identity |
+pub const ERASURE_CHAIN: [Context; 7] = [
     Context::Integrations,
+    Context::Activity,
+    Context::Nutrition,
+    Context::Goals,
+    Context::Sleep,
     Context::Insights,
     Context::Dashboard,
 ];
+
+/// The chain's last link: its `PartitionDrained` is what the [`Completer`] reads.
+pub const LAST: Context = ERASURE_CHAIN[ERASURE_CHAIN.len() - 1];
+
+/// The context whose event sets off `context`'s eraser: identity (its deletion request)
+/// for the chain's first link, the link before for the others; `None` for a context
+/// outside the chain.
+pub fn set_off_by(context: Context) -> Option<Context> {
+    let at = ERASURE_CHAIN.iter().position(|c| *c == context)?;
+    Some(
+        at.checked_sub(1)
+            .map_or(Context::Identity, |i| ERASURE_CHAIN[i]),
+    )
+}
 
 /// A projection that leaves erased users alone (see the module docs).
 pub struct Guarded {
@@ -116,10 +163,23 @@ impl Projector for Guarded {
     }
 }
 
-/// `erase-<context>`: erases a user from one context's table.
+/// An erasure on its way down the chain, as an eraser's trigger carries it.
+struct Erasure {
+    user: UserId,
+    /// When the deletion was requested: the tombstones and event ids derive from it.
+    requested_at: Timestamp,
+    /// The contexts drained before, in the chain's order.
+    drained: Vec<Context>,
+}
+
+/// `erase-<context>`: erases a user from one context's table, once the link before it
+/// in [`ERASURE_CHAIN`] is done.
 pub struct Eraser<C: ContextTable> {
     table: Table<C>,
     name: &'static str,
+    /// Identity (its deletion request) for the chain's first link; the link before, whose
+    /// `PartitionDrained` sets it off, for the others.
+    after: Context,
     /// The dead letters of the subscriptions writing this table (rows of it, or their
     /// SQS queues), and those subscriptions: letters of the user may wait in any of them,
     /// with whole item images.
@@ -128,17 +188,54 @@ pub struct Eraser<C: ContextTable> {
 }
 
 impl<C: ContextTable> Eraser<C> {
+    /// The eraser of context `C`; `None` unless `C` is a link of [`ERASURE_CHAIN`].
     pub fn new(
         table: Table<C>,
         dead_letters: Arc<dyn DeadLetterQueue>,
         subscriptions: Vec<&'static str>,
-    ) -> Self {
-        Self {
+    ) -> Option<Self> {
+        Some(Self {
             name: eraser_name(C::CONTEXT),
+            after: set_off_by(C::CONTEXT)?,
             table,
             dead_letters,
             subscriptions,
+        })
+    }
+
+    /// The erasure `event` sets off here, if it is this eraser's trigger: identity's
+    /// deletion request for the first link, the `PartitionDrained` of the link before
+    /// for the others. Any other event, another context's `PartitionDrained` included,
+    /// is none of its business.
+    fn triggered_by(&self, event: &EventEnvelope) -> Result<Option<Erasure>, ProjectionError> {
+        let user = || {
+            event
+                .user_id
+                .clone()
+                .ok_or_else(|| ProjectionError::Decode("erasure event without a user".into()))
+        };
+        if self.after == Context::Identity {
+            if !event.is::<AccountDeletionRequested>() {
+                return Ok(None);
+            }
+            return Ok(Some(Erasure {
+                user: user()?,
+                requested_at: event.occurred_at,
+                drained: Vec::new(),
+            }));
         }
+        if !event.is::<PartitionDrained>() {
+            return Ok(None);
+        }
+        let before: PartitionDrained = crate::projector::decode(event)?;
+        if before.context != self.after {
+            return Ok(None);
+        }
+        Ok(Some(Erasure {
+            user: user()?,
+            requested_at: before.requested_at,
+            drained: before.drained,
+        }))
     }
 
     /// Publishes `PartitionDrained` from the `ERASED#` partition (the user's own is
@@ -152,6 +249,7 @@ impl<C: ContextTable> Eraser<C> {
         user: &UserId,
         requested_at: Timestamp,
         items_deleted: u64,
+        drained: Vec<Context>,
     ) -> Result<(), ProjectionError> {
         let mut event = EventEnvelope::new(
             Some(user.clone()),
@@ -159,6 +257,8 @@ impl<C: ContextTable> Eraser<C> {
             &PartitionDrained {
                 context: C::CONTEXT,
                 items_deleted,
+                requested_at,
+                drained,
             },
         )
         .map_err(|e| ProjectionError::Decode(e.to_string()))?;
@@ -192,47 +292,47 @@ impl<C: ContextTable> Projector for Eraser<C> {
     fn subscription(&self) -> Subscription {
         Subscription {
             name: self.name,
-            source: Context::Identity,
+            source: self.after,
             target: C::CONTEXT,
-            consumes: crate::projector::event_types![AccountDeletionRequested],
+            consumes: if self.after == Context::Identity {
+                crate::projector::event_types![AccountDeletionRequested]
+            } else {
+                crate::projector::event_types![PartitionDrained]
+            },
         }
     }
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
-        if !event.is::<AccountDeletionRequested>() {
+        let Some(erasure) = self.triggered_by(event)? else {
             return Ok(());
-        }
-        let user = event
-            .user_id
-            .clone()
-            .ok_or_else(|| ProjectionError::Decode("deletion request without a user".into()))?;
-        erasure::begin(&self.table, &user, event.occurred_at).await?;
+        };
+        let user = &erasure.user;
+        erasure::begin(&self.table, user, erasure.requested_at).await?;
         let user_pk = PartitionKey::User(user.clone()).to_string();
         let queues = &self.dead_letters;
         let mut deleted = queues
             .remove_about_each(&self.subscriptions, &user_pk)
             .await?;
-        deleted += erasure::erase(&self.table, &user).await?;
-        self.publish_drained(&user, event.occurred_at, deleted)
+        deleted += erasure::erase(&self.table, user).await?;
+        let mut drained = erasure.drained;
+        if !drained.contains(&C::CONTEXT) {
+            drained.push(C::CONTEXT);
+        }
+        self.publish_drained(user, erasure.requested_at, deleted, drained)
             .await
     }
 }
 
-/// `identity-from-<context>-erasure`: records in identity's tombstone that a context is
-/// drained; the last one completes the erasure.
+/// `identity-from-dashboard-erasure`: reads the chain's last `PartitionDrained`, records
+/// in identity's tombstone every context it lists as drained, and completes the erasure
+/// once every link of [`ERASURE_CHAIN`] is.
 pub struct Completer {
     table: Table<infra::table::contexts::Identity>,
-    source: Context,
-    name: &'static str,
 }
 
 impl Completer {
-    pub fn new(table: Table<infra::table::contexts::Identity>, source: Context) -> Self {
-        Self {
-            table,
-            source,
-            name: completer_name(source),
-        }
+    pub fn new(table: Table<infra::table::contexts::Identity>) -> Self {
+        Self { table }
     }
 }
 
@@ -245,8 +345,8 @@ pub fn drained_attr(context: Context) -> String {
 impl Projector for Completer {
     fn subscription(&self) -> Subscription {
         Subscription {
-            name: self.name,
-            source: self.source,
+            name: completer_name(LAST),
+            source: LAST,
             target: Context::Identity,
             consumes: crate::projector::event_types![PartitionDrained],
         }
@@ -256,24 +356,28 @@ impl Projector for Completer {
         if !event.is::<PartitionDrained>() {
             return Ok(());
         }
-        let drained: PartitionDrained = crate::projector::decode(event)?;
+        let last: PartitionDrained = crate::projector::decode(event)?;
+        if last.context != LAST {
+            return Ok(());
+        }
         let user = event
             .user_id
             .clone()
             .ok_or_else(|| ProjectionError::Decode("drained event without a user".into()))?;
-        let tombstone = match erasure::mark(
-            &self.table,
-            &user,
-            Update::default().set(drained_attr(drained.context), true),
-        )
-        .await
-        {
+        let ticks = last
+            .drained
+            .iter()
+            .chain([&last.context])
+            .fold(Update::default(), |update, c| {
+                update.set(drained_attr(*c), true)
+            });
+        let tombstone = match erasure::mark(&self.table, &user, ticks).await {
             Ok(item) => item,
             // No deletion was requested in identity: nothing to complete.
             Err(StoreError::ConditionFailed { .. }) => return Ok(()),
             Err(e) => return Err(e.into()),
         };
-        let all_drained = DRAINING
+        let all_drained = ERASURE_CHAIN
             .iter()
             .all(|c| tombstone.get(&drained_attr(*c)) == Some(&Value::Bool(true)));
         if all_drained {
@@ -281,6 +385,11 @@ impl Projector for Completer {
             // stays (it names no one) so late events and replays keep finding it.
             erasure::finish_identity(&self.table, &user).await?;
             tracing::info!("account erasure complete");
+        } else {
+            tracing::warn!(
+                drained = ?last.drained,
+                "the erasure chain ended with contexts not drained"
+            );
         }
         Ok(())
     }

@@ -12,8 +12,9 @@
 //!   checkpoint; metrics; redrive.
 //! - [`dashboard`], [`goals`], [`cross`], [`wearables`], [`insights`]: the projections.
 //! - [`nightly`]: the nightly readiness job, resumable from a checkpoint per day.
-//! - [`erasure`]: account erasure (erasers, completers) and the guard that keeps an
-//!   erased user's events from writing anything.
+//! - [`erasure`]: account erasure (a chain of erasers, one context after another, then
+//!   identity's completer) and the guard that keeps an erased user's events from
+//!   writing anything.
 //! - [`registry`]: every subscription, wired to its table.
 //! - [`event_index`]: the events index: each event's versions and subscriptions.
 //! - [`replay`]: rebuilds read models from the outbox events of the source tables.

@@ -82,48 +82,47 @@ pub fn projections_on(store: Arc<dyn Store>, clock: &Clock) -> Vec<Arc<dyn Proje
         .collect()
 }
 
-/// The erasers of every context but identity, and identity's completers.
+/// The erasers of every link of the erasure chain, and identity's completer.
 fn erasure(
     store: Arc<dyn Store>,
     dead_letters: &DeadLetterStore,
     projections: &[Arc<dyn Projector>],
 ) -> Vec<Arc<dyn Projector>> {
     use infra::table::contexts;
-    let mut subscriptions: Vec<Arc<dyn Projector>> = vec![
-        eraser::<contexts::Nutrition>(&store, dead_letters, projections),
-        eraser::<contexts::Activity>(&store, dead_letters, projections),
-        eraser::<contexts::Sleep>(&store, dead_letters, projections),
-        eraser::<contexts::Goals>(&store, dead_letters, projections),
+    let erasers = [
         eraser::<contexts::Integrations>(&store, dead_letters, projections),
+        eraser::<contexts::Activity>(&store, dead_letters, projections),
+        eraser::<contexts::Nutrition>(&store, dead_letters, projections),
+        eraser::<contexts::Goals>(&store, dead_letters, projections),
+        eraser::<contexts::Sleep>(&store, dead_letters, projections),
         eraser::<contexts::Insights>(&store, dead_letters, projections),
         eraser::<contexts::Dashboard>(&store, dead_letters, projections),
     ];
-    subscriptions.extend(
-        erasure::DRAINING
-            .iter()
-            .map(|c| Arc::new(Completer::new(Table::new(store.clone()), *c)) as Arc<dyn Projector>),
-    );
+    let mut subscriptions: Vec<Arc<dyn Projector>> = erasers.into_iter().flatten().collect();
+    subscriptions.push(Arc::new(Completer::new(Table::new(store))));
     subscriptions
 }
 
-/// The eraser of context `C`, with the dead letters of the subscriptions that write its
-/// table: letters of the user may wait in any of them.
+/// The eraser of context `C` (`None` unless `C` is a link of the erasure chain), with
+/// the dead letters of the subscriptions that write its table: letters of the user may
+/// wait in any of them.
 fn eraser<C: ContextTable + 'static>(
     store: &Arc<dyn Store>,
     dead_letters: &DeadLetterStore,
     projections: &[Arc<dyn Projector>],
-) -> Arc<dyn Projector> {
+) -> Option<Arc<dyn Projector>> {
     let subscriptions = projections
         .iter()
         .filter(|p| p.target() == C::CONTEXT)
         .map(|p| p.name())
         .chain([erasure::eraser_name(C::CONTEXT)])
         .collect();
-    Arc::new(Eraser::<C>::new(
+    let eraser = Eraser::<C>::new(
         Table::new(store.clone()),
         dead_letters.queue_for(C::CONTEXT),
         subscriptions,
-    ))
+    )?;
+    Some(Arc::new(eraser))
 }
 
 fn unguarded(store: Arc<dyn Store>, clock: &Clock) -> Vec<Arc<dyn Projector>> {

@@ -54,6 +54,9 @@ pub struct FixtureEvent {
     /// The publishing context, for events every context publishes (`PartitionDrained`);
     /// otherwise known from the event type.
     pub context: Option<Context>,
+    /// The payload's schema version; 1 unless given (an older payload is upcast as a
+    /// stored one would be).
+    pub version: Option<u32>,
 }
 
 fn context_of(event_type: &str) -> Option<Context> {
@@ -97,7 +100,7 @@ impl Fixture {
                 EventEnvelope {
                     event_id: EventId::parse(&format!("EVT{i:06}")).expect("valid id"),
                     event_type: e.event_type.clone(),
-                    schema_version: 1,
+                    schema_version: e.version.unwrap_or(1),
                     context,
                     user_id: e
                         .user

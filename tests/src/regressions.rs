@@ -223,29 +223,38 @@ pub async fn an_erased_users_redelivered_event_sweeps_what_a_crash_left(store: A
 
 /// An eraser whose removal of its `PartitionDrained` outbox item failed left, on the
 /// redelivery, that item (naming the user) for ever: the retry published a second event
-/// under a fresh id and removed only that one.
+/// under a fresh id and removed only that one. (Nutrition's eraser is set off by the
+/// link before it in the erasure chain, activity.)
 pub async fn an_erasers_retried_publication_leaves_no_event_behind(store: Arc<dyn Store>) {
-    use events_schema::events::identity::AccountDeletionRequested;
+    use events_schema::events::erasure::PartitionDrained;
     let world = World::new(store.clone());
     world.log_meal(from_json(meal("Eggs", "20"))).await;
     let user = world.meta.user.clone();
-    let requested = EventEnvelope::new(
+    let now = events_schema::time::Timestamp::now();
+    let mut activity_drained = EventEnvelope::new(
         Some(user.clone()),
-        events_schema::time::Timestamp::now(),
-        &AccountDeletionRequested {
-            email: "ana@example.com".into(),
+        now,
+        &PartitionDrained {
+            context: Context::Activity,
+            items_deleted: 0,
+            requested_at: now,
+            drained: vec![Context::Integrations, Context::Activity],
         },
     )
     .expect("event");
+    activity_drained.context = Context::Activity;
     let erased_outbox_removal = |row: &Row<'_>| match row {
         Row::Delete { key, .. } => key.pk.starts_with("ERASED#") && key.sk.starts_with("EVT#"),
         _ => false,
     };
     let failing = crate::faults::ThrottledOnce::at(store.clone(), erased_outbox_removal);
     let eraser = projectors::registry::find(failing, "erase-nutrition").expect("eraser");
-    assert!(eraser.apply(&requested).await.is_err(), "the removal fails");
+    assert!(
+        eraser.apply(&activity_drained).await.is_err(),
+        "the removal fails"
+    );
     eraser
-        .apply(&requested)
+        .apply(&activity_drained)
         .await
         .expect("the redelivery finishes");
     let (erased_pk, _) = events_schema::keys::erased(&user);

@@ -97,7 +97,7 @@ fn every_fixture_file_has_its_test() {
 
 #[test]
 fn every_subscription_has_a_fixture() {
-    // Erasers and completers included: `registry::all` is what a pipeline runs.
+    // The erasers and the completer included: `registry::all` is what a pipeline runs.
     let covered: BTreeSet<String> = fixtures()
         .into_iter()
         .flat_map(|(_, f)| f.subscriptions)

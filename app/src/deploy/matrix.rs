@@ -195,17 +195,20 @@ fn resolve(resources: &Map<String, Value>, resource: &Value) -> Target {
     resolved.unwrap_or_else(|| Target::Unresolved(resource.to_string()))
 }
 
-/// The order functions are listed in: the API, the consumers by source context, the
-/// nightly job, anything else.
+/// The order functions are listed in: the API functions and the projectors, each by the
+/// context whose table it writes (the read-only API last of its kind), the nightly job,
+/// anything else.
 fn function_rank(function: &Value) -> (u8, usize) {
     let variables = &function["Properties"]["Environment"]["Variables"];
-    let source = Context::ALL
-        .iter()
-        .position(|c| variables["VITALS_SOURCE"] == c.as_str())
-        .unwrap_or(0);
+    let written = |name: &str| {
+        Context::ALL
+            .iter()
+            .position(|c| variables[name] == c.as_str())
+            .unwrap_or(Context::ALL.len())
+    };
     match variables["VITALS_ROLE"].as_str() {
-        Some("api") => (0, 0),
-        Some("stream") => (1, source),
+        Some("api") => (0, written("VITALS_API_WRITES")),
+        Some("stream") => (1, written("VITALS_TARGET")),
         Some("nightly") => (2, 0),
         _ => (3, 0),
     }
@@ -261,6 +264,30 @@ pub fn accesses(template: &Value) -> Vec<Access> {
         .collect()
 }
 
+/// Why each API function reads the tables of other contexts it reads (a projector and
+/// the nightly job read only the table they write).
+fn read_reasons() -> String {
+    let mut out = String::from(
+        "\n## Why a function reads another context's table\n\n\
+         A projector function reads only the table it writes, the nightly job only insights. \
+         The API functions' reads beyond their own table:\n\n",
+    );
+    for api in super::api_functions::api_functions() {
+        for (table, reasons) in &api.reads {
+            if Some(*table) == api.writes {
+                continue;
+            }
+            let _ = writeln!(
+                out,
+                "- `{}` reads `{table}`: {}",
+                api.name,
+                reasons.join("; ")
+            );
+        }
+    }
+    out
+}
+
 /// The Markdown document.
 pub fn document(template: &Value) -> String {
     let accesses = accesses(template);
@@ -274,11 +301,14 @@ pub fn document(template: &Value) -> String {
          generated template (the one committed as `deploy/template.json`; every `Fn::GetAtt`/`Fn::Sub`/`Ref` resolved to the logical \
          resource it names). Every call the stack run makes is checked against these roles \
          by `scripts/iam_check.py` (see README, \"IAM is enforced\").\n\n\
-         The design wants one writable context table per function. Today the API function \
-         and several consumers write more than one (the matrix below shows which): the \
-         split into functions that each write one table is not made yet. The consumers' \
-         writes of the identity table are the erasure completers' (a context reports its \
-         partition drained).\n\n",
+         The design wants one writable context table per function, and the stack keeps it: \
+         every function below may write at most one context table (a test in \
+         app/tests/deploy_template.rs fails otherwise). The HTTP API runs as one function \
+         per context that owns commands (API Gateway routes each operation to the function \
+         owning the table it writes) and a read-only one; each projector function runs \
+         the subscriptions writing one table, fed by a mapping on each stream they read. \
+         The identity projector's writes are the erasure's completion (the last context \
+         of the erasure chain reports its partition drained).\n\n",
     );
     out.push_str("## Summary\n\n");
     out.push_str(
@@ -320,6 +350,7 @@ pub fn document(template: &Value) -> String {
             names.join(", ")
         );
     }
+    out.push_str(&read_reasons());
     for a in &accesses {
         let _ = write!(
             out,

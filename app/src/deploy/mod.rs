@@ -8,6 +8,7 @@
 //! - [`matrix`]: the access matrix read back from the template's roles (`vitals deploy
 //!   matrix`, committed as `docs/access-matrix.md`).
 
+pub mod api_functions;
 pub mod matrix;
 pub mod plan;
 pub mod template;

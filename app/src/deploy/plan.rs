@@ -1,19 +1,24 @@
 //! What the AWS stack runs, derived from the table definitions (`events-schema`) and the
-//! subscription registry (`projectors`): which tables publish, one consumer function per
-//! published stream with the subscriptions it fans out to, and what each function may
-//! read and write. The template ([`super::template`]) only renders this.
+//! subscription registry (`projectors`): which tables publish, one projector function per
+//! table that subscriptions write (with a mapping on each stream it reads), and what each
+//! function may read and write. The template ([`super::template`]) only renders this.
 //!
-//! Why one consumer per stream. A Kinesis shard serves 5 `GetRecords` calls per second
-//! and 2 MB/s, shared by every standard consumer, and a Lambda event source mapping
-//! polls each shard about once a second. One mapping per subscription would put 8
-//! pollers on the identity stream (the dashboard and 7 erasers), 5 on nutrition and 5 on
-//! activity: 8 calls/s against a budget of 5, so they would throttle each other and lag.
-//! One mapping per stream makes it 1 call/s per shard whatever the number of
-//! subscriptions (the function applies each record to every subscription of the stream),
-//! leaving 4 calls/s for `vitals redrive` and an operator's `vitals work`. Enhanced
-//! fan-out (2 MB/s per consumer, pushed) is not needed at this size and costs per
-//! consumer-shard-hour; it becomes the answer if one stream's subscriptions need
-//! different batch sizes.
+//! Why one function per written table. The design's first promise is that a context's
+//! code can write only its own table, so a bug in meal logging physically cannot corrupt
+//! workout history: each function's role may write exactly one table. A subscription
+//! writes one table (its target), so the subscriptions are grouped by target: the
+//! `dashboard` projector runs the six `dashboard-from-*` subscriptions, one event source
+//! mapping per stream it reads.
+//!
+//! Why that fits Kinesis. A shard serves 5 `GetRecords` calls a second, shared by every
+//! standard consumer, and a mapping polls each shard about once a second: a stream read
+//! by more than [`MAX_MAPPINGS_PER_STREAM`] mappings would throttle its readers and lag,
+//! with nothing left for `vitals redrive-failures` or an operator. Account erasure is
+//! what once put seven writers on the identity stream (an eraser per context); it runs as
+//! a chain instead (`projectors::erasure::ERASURE_CHAIN`: each context's eraser starts
+//! on its predecessor's `PartitionDrained`, mostly on streams its table already reads),
+//! which keeps every stream at 4 readers or fewer with standard consumers: no enhanced
+//! fan-out (per consumer-shard-hour) is needed. `docs/cost.md` has the arithmetic.
 
 use events_schema::Context;
 use events_schema::tables::{TABLES, TableDef};
@@ -67,23 +72,48 @@ pub const API_WRITES: [Context; 7] = [
 /// index) and writes readiness rows to the same table.
 pub const NIGHTLY_WRITES: [Context; 1] = [Context::Insights];
 
-/// One stream consumer: a function on one context's stream.
+/// Standard consumers (event source mappings) a stream may have: of a shard's 5
+/// `GetRecords` calls a second, one is left for `vitals redrive-failures` and an
+/// operator's reads.
+pub const MAX_MAPPINGS_PER_STREAM: usize = 4;
+
+/// What a projector function applies from one stream it reads.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub context: Context,
+    /// Its subscriptions on this stream, by name.
+    pub subscriptions: Vec<&'static str>,
+    /// The event types any of them applies: the mapping passes only these.
+    pub event_types: BTreeSet<&'static str>,
+}
+
+/// A projector function: every subscription writing one table, fed by a mapping on each
+/// stream those subscriptions read.
 #[derive(Debug, Clone)]
 pub struct Consumer {
-    pub source: Context,
-    /// The subscriptions it applies each record to, by name.
-    pub subscriptions: Vec<&'static str>,
-    /// The tables those subscriptions write (their dead letters live there too).
-    pub writes: BTreeSet<Context>,
+    /// The one table it writes (its subscriptions' dead letters live there too).
+    pub target: Context,
+    /// The streams it reads, in context order.
+    pub sources: Vec<Source>,
 }
 
 impl Consumer {
-    /// The tables it reads: those it writes, and identity (every projection checks the
-    /// user's erasure tombstone before writing).
+    /// The tables it writes: its target alone.
+    pub fn writes(&self) -> BTreeSet<Context> {
+        BTreeSet::from([self.target])
+    }
+
+    /// The tables it reads: its target only (every projection checks the erasure
+    /// tombstone in the table it writes, and reads the rows it merges into there).
     pub fn reads(&self) -> BTreeSet<Context> {
-        let mut reads = self.writes.clone();
-        reads.insert(Context::Identity);
-        reads
+        self.writes()
+    }
+
+    /// Whether a change of `source` carrying `event_type` is delivered to it.
+    pub fn receives(&self, source: Context, event_type: &str) -> bool {
+        self.sources
+            .iter()
+            .any(|s| s.context == source && s.event_types.contains(event_type))
     }
 }
 
@@ -95,6 +125,16 @@ pub struct Plan {
     pub consumers: Vec<Consumer>,
 }
 
+impl Plan {
+    /// The mappings on `source`'s stream: one per function reading it.
+    pub fn readers(&self, source: Context) -> usize {
+        self.consumers
+            .iter()
+            .filter(|c| c.sources.iter().any(|s| s.context == source))
+            .count()
+    }
+}
+
 /// The plan for the whole registry.
 pub fn plan() -> Plan {
     plan_for(&projectors::registry::described())
@@ -102,27 +142,79 @@ pub fn plan() -> Plan {
 
 /// The plan for `subscriptions`.
 pub fn plan_for(subscriptions: &[Arc<dyn Projector>]) -> Plan {
-    let consumers: Vec<Consumer> = TABLES
-        .iter()
-        .filter(|def| def.stream)
-        .filter_map(|def| {
-            let mine: Vec<&Arc<dyn Projector>> = subscriptions
+    let consumers: Vec<Consumer> = Context::ALL
+        .into_iter()
+        .filter_map(|target| {
+            let sources: Vec<Source> = TABLES
                 .iter()
-                .filter(|s| s.source() == def.context)
+                .filter(|def| def.stream)
+                .filter_map(|def| {
+                    let mine: Vec<&Arc<dyn Projector>> = subscriptions
+                        .iter()
+                        .filter(|s| s.target() == target && s.source() == def.context)
+                        .collect();
+                    (!mine.is_empty()).then(|| Source {
+                        context: def.context,
+                        subscriptions: mine.iter().map(|s| s.name()).collect(),
+                        event_types: mine.iter().flat_map(|s| s.consumes()).copied().collect(),
+                    })
+                })
                 .collect();
-            (!mine.is_empty()).then(|| Consumer {
-                source: def.context,
-                subscriptions: mine.iter().map(|s| s.name()).collect(),
-                writes: mine.iter().map(|s| s.target()).collect(),
-            })
+            (!sources.is_empty()).then_some(Consumer { target, sources })
         })
         .collect();
     let published = TABLES
         .iter()
-        .filter(|def| consumers.iter().any(|c| c.source == def.context))
+        .filter(|def| {
+            consumers
+                .iter()
+                .any(|c| c.sources.iter().any(|s| s.context == def.context))
+        })
         .collect();
     Plan {
         published,
         consumers,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_function_writes_one_table() {
+        let plan = plan();
+        assert!(!plan.consumers.is_empty());
+        for consumer in &plan.consumers {
+            assert_eq!(consumer.writes().len(), 1, "{consumer:?}");
+            assert!(!consumer.sources.is_empty());
+        }
+    }
+
+    #[test]
+    fn no_stream_has_more_readers_than_its_shards_serve() {
+        let plan = plan();
+        for def in &plan.published {
+            let readers = plan.readers(def.context);
+            assert!(
+                (1..=MAX_MAPPINGS_PER_STREAM).contains(&readers),
+                "{} is read by {readers} mappings",
+                def.context
+            );
+        }
+    }
+
+    #[test]
+    fn every_subscription_runs_in_exactly_one_function() {
+        let plan = plan();
+        for subscription in projectors::registry::described() {
+            let runs = plan
+                .consumers
+                .iter()
+                .flat_map(|c| &c.sources)
+                .filter(|s| s.subscriptions.contains(&subscription.name()))
+                .count();
+            assert_eq!(runs, 1, "{}", subscription.name());
+        }
     }
 }

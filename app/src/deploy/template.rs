@@ -1,12 +1,15 @@
 //! The CloudFormation template of the AWS shape, rendered from the [`Plan`]: the nine
-//! tables, a Kinesis stream per published table, one consumer function per stream (with
-//! its mapping, on-failure queue and role), the API function behind an HTTP API, the
-//! nightly readiness job on a schedule, and alarms. Every function runs the same
-//! `bootstrap` (the `vitals` binary), its role chosen by `VITALS_ROLE`.
+//! tables, a Kinesis stream per published table, one projector function per written
+//! table (with a mapping on each stream it reads, its on-failure queue and its role), the
+//! HTTP API as one function per table it writes and a read-only one
+//! ([`super::api_functions`]), the nightly readiness job on a schedule, and alarms. Every
+//! function runs the same `bootstrap` (the `vitals` binary), its role chosen by
+//! `VITALS_ROLE`; no role may write two context tables.
 
+use super::api_functions::{ApiFunction, DEFAULT_ROUTE, api_functions};
 use super::plan::{
-    API_WRITES, BATCH_SIZE, Consumer, DEFAULT_STREAM_SHARDS, MAXIMUM_RECORD_AGE_SECONDS,
-    MAXIMUM_RETRY_ATTEMPTS, NIGHTLY_WRITES, PARALLELIZATION_FACTOR, Plan, RETENTION_HOURS,
+    BATCH_SIZE, Consumer, DEFAULT_STREAM_SHARDS, MAXIMUM_RECORD_AGE_SECONDS,
+    MAXIMUM_RETRY_ATTEMPTS, NIGHTLY_WRITES, PARALLELIZATION_FACTOR, Plan, RETENTION_HOURS, Source,
 };
 use events_schema::Context;
 use events_schema::tables::{PK, SK, TABLES, TTL, TableDef};
@@ -30,8 +33,9 @@ pub fn stream_id(context: Context) -> String {
     format!("{}Stream", pascal(context))
 }
 
-pub fn consumer_id(context: Context) -> String {
-    format!("{}Consumer", pascal(context))
+/// The projector function writing `target`'s table: `DashboardProjector`.
+pub fn consumer_id(target: Context) -> String {
+    format!("{}Projector", pascal(target))
 }
 
 /// The whole template.
@@ -334,14 +338,14 @@ fn function_alarms(id: &str) -> Map<String, Value> {
     alarms
 }
 
-/// The event source mapping of consumer `id` on `source`'s stream, failing over to
+/// The event source mapping of projector `id` on `source`'s stream, failing over to
 /// `queue`.
-fn mapping(id: &str, source: Context, queue: &str) -> Value {
+fn mapping(id: &str, source: &Source, queue: &str) -> Value {
     json!({
         "Type": "AWS::Lambda::EventSourceMapping",
         "Properties": {
             "FunctionName": {"Ref": id},
-            "EventSourceArn": {"Fn::GetAtt": [stream_id(source), "Arn"]},
+            "EventSourceArn": {"Fn::GetAtt": [stream_id(source.context), "Arn"]},
             "StartingPosition": "TRIM_HORIZON",
             "BatchSize": BATCH_SIZE,
             "MaximumBatchingWindowInSeconds": 1,
@@ -351,16 +355,16 @@ fn mapping(id: &str, source: Context, queue: &str) -> Value {
             "MaximumRetryAttempts": MAXIMUM_RETRY_ATTEMPTS,
             "MaximumRecordAgeInSeconds": MAXIMUM_RECORD_AGE_SECONDS,
             "DestinationConfig": {"OnFailure": {"Destination": {"Fn::GetAtt": [queue, "Arn"]}}},
-            // Only outbox items are events: every other change of the table is dropped
-            // before the function is invoked (and billed).
-            "FilterCriteria": {"Filters": [{"Pattern": outbox_filter()}]}
+            // Only the outbox items of events its subscriptions apply: every other
+            // change of the table is dropped before the function is invoked (and billed).
+            "FilterCriteria": {"Filters": [{"Pattern": outbox_filter(&source.event_types)}]}
         }
     })
 }
 
 fn consumer_resources(consumer: &Consumer) -> Map<String, Value> {
-    let id = consumer_id(consumer.source);
-    let suffix = format!("{}-consumer", consumer.source);
+    let id = consumer_id(consumer.target);
+    let suffix = format!("{}-projector", consumer.target);
     let queue = format!("{id}Failures");
     let mut resources = function(
         &id,
@@ -368,15 +372,20 @@ fn consumer_resources(consumer: &Consumer) -> Map<String, Value> {
         "stream",
         256,
         120,
-        json!({"VITALS_SOURCE": consumer.source.to_string()}),
+        json!({"VITALS_TARGET": consumer.target.to_string()}),
     );
-    let mut statements = dynamodb_statements(&consumer.reads(), &consumer.writes);
+    let mut statements = dynamodb_statements(&consumer.reads(), &consumer.writes());
+    let streams: Vec<Value> = consumer
+        .sources
+        .iter()
+        .map(|s| json!({"Fn::GetAtt": [stream_id(s.context), "Arn"]}))
+        .collect();
     statements.push(json!({
-        "Sid": "OwnStream",
+        "Sid": "ReadStreams",
         "Effect": "Allow",
         "Action": ["kinesis:DescribeStream", "kinesis:DescribeStreamSummary", "kinesis:GetRecords",
                    "kinesis:GetShardIterator", "kinesis:ListShards"],
-        "Resource": {"Fn::GetAtt": [stream_id(consumer.source), "Arn"]}
+        "Resource": streams
     }));
     statements.push(json!({
         "Sid": "OwnFailureQueue",
@@ -390,16 +399,18 @@ fn consumer_resources(consumer: &Consumer) -> Map<String, Value> {
         json!({
             "Type": "AWS::SQS::Queue",
             "Properties": {
-                "QueueName": {"Fn::Sub": crate::admin::failure_queue("${Prefix}", consumer.source)},
+                "QueueName": {"Fn::Sub": crate::admin::failure_queue("${Prefix}", consumer.target)},
                 "MessageRetentionPeriod": 1_209_600,
                 "SqsManagedSseEnabled": true
             }
         }),
     );
-    resources.insert(
-        format!("{id}Mapping"),
-        mapping(&id, consumer.source, &queue),
-    );
+    for source in &consumer.sources {
+        resources.insert(
+            format!("{id}From{}", pascal(source.context)),
+            mapping(&id, source, &queue),
+        );
+    }
     resources.insert(
         format!("{id}IteratorAge"),
         alarm(
@@ -408,7 +419,7 @@ fn consumer_resources(consumer: &Consumer) -> Map<String, Value> {
             ("FunctionName", json!({"Ref": id})),
             "Maximum",
             60_000,
-            "The consumer is more than a minute behind its stream.",
+            "The projector is more than a minute behind one of its streams.",
         ),
     );
     resources.insert(
@@ -422,16 +433,22 @@ fn consumer_resources(consumer: &Consumer) -> Map<String, Value> {
             ),
             "Maximum",
             0,
-            "Batches failed past their retries: run `vitals redrive-failures` for this stream.",
+            "Batches failed past their retries: run `vitals redrive-failures` for this table.",
         ),
     );
     resources.extend(function_alarms(&id));
     resources
 }
 
-/// The event filter passing only records of outbox items (`EVT#<event-id>`).
-pub fn outbox_filter() -> String {
-    json!({"data": {"dynamodb": {"Keys": {"sk": {"S": [{"prefix": "EVT#"}]}}}}}).to_string()
+/// The event filter passing only records of outbox items (`EVT#<event-id>`) written
+/// with one of `event_types` (an outbox item's `event_type` attribute; a removed outbox
+/// item has no new image, so it never passes).
+pub fn outbox_filter(event_types: &BTreeSet<&'static str>) -> String {
+    json!({"data": {"dynamodb": {
+        "Keys": {"sk": {"S": [{"prefix": "EVT#"}]}},
+        "NewImage": {"event_type": {"S": event_types}}
+    }}})
+    .to_string()
 }
 
 /// The API's two secrets, generated by Secrets Manager when the stack is created (so
@@ -473,54 +490,15 @@ fn secret_statement() -> Value {
     })
 }
 
+/// The HTTP API: one function per table it writes and a read-only one (see
+/// [`super::api_functions`]), behind one HTTP API routing each operation to its function.
 fn api_resources() -> Map<String, Value> {
-    let id = "ApiFunction";
-    let env = json!({
-        "VITALS_JWT_SECRET_ARN": {"Ref": "JwtSigningKey"},
-        "VITALS_WEBHOOK_SECRET_ARN": {"Ref": "WebhookSecret"}
-    });
-    let mut resources = function(id, "api", "api", 512, 29, env);
-    resources.extend(secrets());
-    let reads: BTreeSet<Context> = Context::ALL.into_iter().collect();
-    let writes: BTreeSet<Context> = API_WRITES.into_iter().collect();
-    let mut statements = dynamodb_statements(&reads, &writes);
-    // `/healthz` describes the identity table.
-    statements.push(json!({
-        "Sid": "DescribeIdentity",
-        "Effect": "Allow",
-        "Action": ["dynamodb:DescribeTable"],
-        "Resource": {"Fn::GetAtt": [table_id(Context::Identity), "Arn"]}
-    }));
-    statements.push(secret_statement());
-    resources.insert(format!("{id}Role"), role(id, "api", statements));
+    let mut resources = secrets();
     resources.insert(
         "HttpApi".into(),
         json!({
             "Type": "AWS::ApiGatewayV2::Api",
             "Properties": {"Name": {"Fn::Sub": "${Prefix}api"}, "ProtocolType": "HTTP"}
-        }),
-    );
-    resources.insert(
-        "HttpApiIntegration".into(),
-        json!({
-            "Type": "AWS::ApiGatewayV2::Integration",
-            "Properties": {
-                "ApiId": {"Ref": "HttpApi"},
-                "IntegrationType": "AWS_PROXY",
-                "IntegrationUri": {"Fn::GetAtt": [id, "Arn"]},
-                "PayloadFormatVersion": "2.0"
-            }
-        }),
-    );
-    resources.insert(
-        "HttpApiRoute".into(),
-        json!({
-            "Type": "AWS::ApiGatewayV2::Route",
-            "Properties": {
-                "ApiId": {"Ref": "HttpApi"},
-                "RouteKey": "$default",
-                "Target": {"Fn::Sub": "integrations/${HttpApiIntegration}"}
-            }
         }),
     );
     resources.insert(
@@ -536,8 +514,66 @@ fn api_resources() -> Map<String, Value> {
             }
         }),
     );
+    for api in api_functions() {
+        resources.extend(api_function_resources(&api));
+    }
+    resources
+}
+
+/// One function of the API: its role, its integration, its routes.
+fn api_function_resources(api: &ApiFunction) -> Map<String, Value> {
+    let id = api.name;
+    let mut env = json!({
+        "VITALS_API_FUNCTION": id,
+        "VITALS_JWT_SECRET_ARN": {"Ref": "JwtSigningKey"},
+        "VITALS_WEBHOOK_SECRET_ARN": {"Ref": "WebhookSecret"}
+    });
+    if let Some(writes) = api.writes {
+        env["VITALS_API_WRITES"] = json!(writes.to_string());
+    }
+    let mut resources = function(id, api.suffix, "api", 512, 29, env);
+    let writes: BTreeSet<Context> = api.writes.into_iter().collect();
+    let mut statements = dynamodb_statements(&api.tables_read(), &writes);
+    if api.describes_identity {
+        // `/healthz` describes the identity table.
+        statements.push(json!({
+            "Sid": "DescribeIdentity",
+            "Effect": "Allow",
+            "Action": ["dynamodb:DescribeTable"],
+            "Resource": {"Fn::GetAtt": [table_id(Context::Identity), "Arn"]}
+        }));
+    }
+    statements.push(secret_statement());
+    resources.insert(format!("{id}Role"), role(id, api.suffix, statements));
+    let integration = format!("{id}Integration");
     resources.insert(
-        "HttpApiInvokesApi".into(),
+        integration.clone(),
+        json!({
+            "Type": "AWS::ApiGatewayV2::Integration",
+            "Properties": {
+                "ApiId": {"Ref": "HttpApi"},
+                "IntegrationType": "AWS_PROXY",
+                "IntegrationUri": {"Fn::GetAtt": [id, "Arn"]},
+                "PayloadFormatVersion": "2.0"
+            }
+        }),
+    );
+    let default = api.default_route.then(|| DEFAULT_ROUTE.to_owned());
+    for (n, key) in api.routes.iter().cloned().chain(default).enumerate() {
+        resources.insert(
+            format!("{id}Route{n:02}"),
+            json!({
+                "Type": "AWS::ApiGatewayV2::Route",
+                "Properties": {
+                    "ApiId": {"Ref": "HttpApi"},
+                    "RouteKey": key,
+                    "Target": {"Fn::Sub": format!("integrations/${{{integration}}}")}
+                }
+            }),
+        );
+    }
+    resources.insert(
+        format!("{id}InvokedByHttpApi"),
         json!({
             "Type": "AWS::Lambda::Permission",
             "Properties": {

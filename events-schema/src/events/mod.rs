@@ -39,10 +39,9 @@ macro_rules! events {
             const SCHEMA_VERSION: u32 = $version;
             const CONTEXT: $crate::Context = $context;
             $(fn upcast(
-                version: u32,
-                payload: serde_json::Value,
+                stored: &$crate::EventEnvelope,
             ) -> Option<Result<Self, serde_json::Error>> {
-                $upcast(version, payload)
+                $upcast(stored.schema_version, stored.payload.clone())
             })?
         })*
         /// Every event type of this context, for decoders and schema generation.
