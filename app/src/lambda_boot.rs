@@ -157,11 +157,17 @@ pub async fn run() -> anyhow::Result<()> {
                             "a batch of {arn:?}, a stream the {target} projector does not read"
                         )));
                     };
+                    let delivery = projectors::lambda::Delivery {
+                        deadline: Some(invocation_deadline(&event)),
+                        margin: DEADLINE_MARGIN,
+                        ..Default::default()
+                    };
                     let (response, metrics) = projectors::lambda::fan_out_measured(
                         mine,
                         *source,
                         &event.payload,
                         &prefix,
+                        &delivery,
                     )
                     .await;
                     // Embedded Metric Format: one JSON document a line on standard
@@ -230,13 +236,25 @@ const NIGHTLY_MARGIN: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// When the nightly job stops taking pages in this invocation.
 fn nightly_deadline<T>(event: &LambdaEvent<T>) -> std::time::Instant {
+    invocation_deadline(event)
+        .checked_sub(NIGHTLY_MARGIN)
+        .unwrap_or_else(std::time::Instant::now)
+}
+
+/// When the runtime cuts this invocation off, on the monotonic clock.
+fn invocation_deadline<T>(event: &LambdaEvent<T>) -> std::time::Instant {
     let left = event
         .context
         .deadline()
         .duration_since(std::time::SystemTime::now())
         .unwrap_or_default();
-    std::time::Instant::now() + left.saturating_sub(NIGHTLY_MARGIN)
+    std::time::Instant::now() + left
 }
+
+/// How long before its invocation's deadline a projector begins no more records: the
+/// slowest record (a few requests, each retried with backoff) fits in it, and the rest
+/// are reported for Lambda to deliver again rather than lost with a timed-out batch.
+const DEADLINE_MARGIN: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A secret's value; a missing, empty or short one is an error naming `variable`.
 async fn secret(

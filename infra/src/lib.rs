@@ -17,6 +17,8 @@
 //! - [`observed`]: one forwarding wrapper that shows an observer each write before it is
 //!   passed on and once it took effect; [`logged`] is its observer that logs every write
 //!   that took effect (kind of row, no values).
+//! - [`slow`]: a wrapper as slow and as strict as DynamoDB (latency, throttling past a
+//!   budget), which benchmarks put around their store.
 //! - [`aws_client`]: SDK configuration shared by every AWS adapter.
 
 pub mod aws_client;
@@ -29,6 +31,7 @@ pub mod embedded;
 pub mod feed;
 pub mod logged;
 pub mod observed;
+pub mod slow;
 pub mod store;
 pub mod table;
 

@@ -22,6 +22,8 @@
 //!   messages reappearing at once), as an SDK interceptor.
 //! - [`regressions`]: the defects a review found, each as a specification that must hold
 //!   on every backend; [`regressions_suite!`] expands them.
+//! - [`kinesis_batches`]: a store's changes as the Kinesis batches a projector function
+//!   receives.
 //! - [`instants`]: nights across clock changes and weeks at either end of the world, on a
 //!   manual clock; [`instants_suite!`] expands them per backend.
 
@@ -34,6 +36,7 @@ pub mod fixtures;
 pub mod fuzz;
 pub mod history_pages;
 pub mod instants;
+pub mod kinesis_batches;
 pub mod model;
 pub mod nightly;
 pub mod pipeline;

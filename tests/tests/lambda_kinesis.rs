@@ -12,7 +12,7 @@ use infra::dlq::{DeadLetter, DeadLetterQueue};
 use infra::table::Table;
 use infra::{Store, StoreError};
 use projectors::dashboard::{DashboardFromNutrition, DashboardRows};
-use projectors::lambda::{fan_out, handle_kinesis_event};
+use projectors::lambda::{Delivery, fan_out, fan_out_with, handle_kinesis_event};
 use projectors::runtime::Handler;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -79,9 +79,14 @@ async fn a_stream_consumer_dead_letters_the_poison_record_and_applies_the_rest_e
     let raw = include_str!("../fixtures/lambda/kinesis_nutrition_batch.json");
     let event: KinesisEvent = serde_json::from_str(raw).expect("an AWS Kinesis event");
 
-    let (response, metrics) =
-        projectors::lambda::fan_out_measured(&handlers, Context::Nutrition, &event, "vitals-")
-            .await;
+    let (response, metrics) = projectors::lambda::fan_out_measured(
+        &handlers,
+        Context::Nutrition,
+        &event,
+        "vitals-",
+        &Default::default(),
+    )
+    .await;
     assert!(
         response.batch_item_failures.is_empty(),
         "a poison record is dead-lettered, not retried by Lambda"
@@ -322,4 +327,226 @@ fn assert_is_emf(document: &serde_json::Value) {
             assert!(document[name].is_number(), "metric {name}: {document}");
         }
     }
+}
+
+/// A subscription that records the order it is given meals in, letting other tasks run
+/// between a record's start and its end (as a store request would).
+struct RecordsOrder {
+    seen: std::sync::Mutex<Vec<(Option<String>, String)>>,
+    fails_on: Option<String>,
+    /// Records begun and not yet ended, and the most there ever were.
+    in_flight: std::sync::atomic::AtomicUsize,
+    most_in_flight: std::sync::atomic::AtomicUsize,
+}
+
+impl RecordsOrder {
+    fn new(fails_on: Option<String>) -> Self {
+        Self {
+            seen: std::sync::Mutex::new(Vec::new()),
+            fails_on,
+            in_flight: Default::default(),
+            most_in_flight: Default::default(),
+        }
+    }
+
+    fn seen(&self) -> Vec<(Option<String>, String)> {
+        self.seen.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+}
+
+#[async_trait::async_trait]
+impl projectors::Projector for RecordsOrder {
+    fn subscription(&self) -> projectors::projector::Subscription {
+        projectors::projector::Subscription {
+            name: "records-order",
+            source: Context::Nutrition,
+            target: Context::Dashboard,
+            consumes: &["MealLogged"],
+        }
+    }
+
+    async fn apply(
+        &self,
+        event: &events_schema::envelope::EventEnvelope,
+    ) -> Result<(), projectors::projector::ProjectionError> {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_in_flight.fetch_max(now, Ordering::SeqCst);
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if self.fails_on.as_deref() == Some(event.event_id.to_string().as_str()) {
+            return Err(projectors::projector::ProjectionError::Rejected(
+                "failed by the test".into(),
+            ));
+        }
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.push((
+                event.user_id.as_ref().map(ToString::to_string),
+                event.event_id.to_string(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A dead-letter queue that cannot be written, as if its table were down.
+struct Unwritable;
+
+#[async_trait::async_trait]
+impl DeadLetterQueue for Unwritable {
+    async fn put(&self, _: &DeadLetter) -> Result<(), StoreError> {
+        Err(StoreError::Backend(
+            "the dead letters' table is down".into(),
+        ))
+    }
+    async fn list(&self, _: &str, _: usize) -> Result<Vec<DeadLetter>, StoreError> {
+        Ok(Vec::new())
+    }
+    async fn remove(&self, _: &str, _: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
+    async fn depth(&self, _: &str) -> Result<usize, StoreError> {
+        Ok(0)
+    }
+    async fn remove_about(&self, _: &str, _: &str) -> Result<u64, StoreError> {
+        Ok(0)
+    }
+    async fn count_about(&self, _: &str, _: &str) -> Result<u64, StoreError> {
+        Ok(0)
+    }
+}
+
+/// Eight users' three meals each, as one batch of the nutrition stream, with each
+/// record's (user, event id) in batch order.
+async fn eight_users_batch() -> (
+    KinesisEvent,
+    Vec<(Option<String>, String)>,
+    tempfile::TempDir,
+) {
+    let (store, dir) = pipeline::open();
+    let changes = vitals_tests::kinesis_batches::logged_meals(&store, 8, 3)
+        .await
+        .expect("meals logged");
+    let order = changes
+        .iter()
+        .map(|c| {
+            let event = c.envelope().expect("an event").expect("decodes");
+            (
+                event.user_id.as_ref().map(ToString::to_string),
+                event.event_id.to_string(),
+            )
+        })
+        .collect();
+    let records = changes
+        .iter()
+        .enumerate()
+        .map(|(n, c)| {
+            vitals_tests::kinesis_batches::record_of(c, "vitals-", n as u64 + 1, 1.0e9)
+                .expect("a record")
+        })
+        .collect();
+    (vitals_tests::kinesis_batches::batch(records), order, dir)
+}
+
+fn of_user<'a>(order: &'a [(Option<String>, String)], user: &'a Option<String>) -> Vec<&'a String> {
+    order
+        .iter()
+        .filter(|(u, _)| u == user)
+        .map(|(_, id)| id)
+        .collect()
+}
+
+/// Different users' records are applied concurrently (as many users at once as the
+/// delivery allows), each user's in the batch's order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_applies_users_concurrently_each_in_order() {
+    let (event, order, _dir) = eight_users_batch().await;
+    assert_eq!(order.len(), 24);
+    for concurrency in [1, 4, 8] {
+        let recorder = Arc::new(RecordsOrder::new(None));
+        let handlers = [Handler::new(recorder.clone(), Arc::new(Unwritable))];
+        let delivery = Delivery {
+            concurrency,
+            ..Default::default()
+        };
+        let response =
+            fan_out_with(&handlers, Context::Nutrition, &event, "vitals-", &delivery).await;
+        assert!(response.batch_item_failures.is_empty(), "{response:?}");
+        let seen = recorder.seen();
+        assert_eq!(seen.len(), order.len(), "every record applied once");
+        for (user, _) in &order {
+            assert_eq!(
+                of_user(&seen, user),
+                of_user(&order, user),
+                "{user:?}'s order"
+            );
+        }
+        assert_eq!(
+            recorder.most_in_flight.load(Ordering::SeqCst),
+            concurrency,
+            "{concurrency} users at once"
+        );
+    }
+}
+
+/// A record that can be neither applied nor dead-lettered stops its user's later records
+/// (not other users'), and is the one reported, for Lambda to deliver the batch again
+/// from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_earliest_record_not_applied_is_reported_and_its_users_later_ones_wait() {
+    let (event, order, _dir) = eight_users_batch().await;
+    // The second user's second meal: the 10th record of the batch (8 users a round).
+    let (failing_user, failing) = order[9].clone();
+    let recorder = Arc::new(RecordsOrder::new(Some(failing.clone())));
+    let handlers = [Handler::new(recorder.clone(), Arc::new(Unwritable))];
+    let response = fan_out_with(
+        &handlers,
+        Context::Nutrition,
+        &event,
+        "vitals-",
+        &Delivery::default(),
+    )
+    .await;
+    let reported: Vec<_> = response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect();
+    assert_eq!(
+        reported,
+        vec![Some(event.records[9].kinesis.sequence_number.clone())]
+    );
+    let seen = recorder.seen();
+    assert_eq!(
+        of_user(&seen, &failing_user),
+        of_user(&order, &failing_user)[..1].to_vec(),
+        "nothing of that user's after the failure"
+    );
+    assert_eq!(seen.len(), order.len() - 2, "every other record applied");
+}
+
+/// Past the deadline (less its margin) no record is begun: the first is reported, and
+/// Lambda delivers the whole batch again rather than losing it to a timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_begun_past_its_deadline_is_handed_back_whole() {
+    let (event, _, _dir) = eight_users_batch().await;
+    let recorder = Arc::new(RecordsOrder::new(None));
+    let handlers = [Handler::new(recorder.clone(), Arc::new(Unwritable))];
+    let delivery = Delivery {
+        deadline: Some(std::time::Instant::now() + std::time::Duration::from_secs(5)),
+        margin: std::time::Duration::from_secs(60),
+        ..Default::default()
+    };
+    let response = fan_out_with(&handlers, Context::Nutrition, &event, "vitals-", &delivery).await;
+    let reported: Vec<_> = response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect();
+    assert_eq!(
+        reported,
+        vec![Some(event.records[0].kinesis.sequence_number.clone())]
+    );
+    assert!(recorder.seen().is_empty());
 }

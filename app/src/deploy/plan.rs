@@ -49,11 +49,15 @@ pub const RETENTION_HOURS: u32 = 24;
 /// Why provisioned, one shard. An on-demand stream costs $0.04 an hour before it
 /// carries a record: eight of them were $233.60 of the stack's $238 monthly floor
 /// (`docs/cost.md`), the price of ~50,000 active users. A provisioned shard costs
-/// $0.015 an hour and takes 1,000 records (1 MB) a second. An active user makes about
-/// 80 changes a day over all streams (`docs/cost.md`: ~2,400 CDC units a month), 0.001
-/// a second, so even with every change on one stream and the busiest hour at ten times
-/// the average, one shard carries ~100,000 active users. Past that, raise
-/// `StreamShards` (a stack update resharding in place) or set it to 0.
+/// $0.015 an hour and takes 1,000 records and 1 MB a second. The busiest stream is
+/// nutrition's: a logged meal changes 4 items of its table, so it puts 4 records into it,
+/// 3.3 KB with both item images (`cargo bench -p vitals-tests --bench consumer` counts
+/// both from the real command's changes), so a
+/// shard takes 250 meals a second, records first (1,000 / 4), bytes next (1,024 / 3.3 =
+/// 310). A breakfast spike of 30% of 100,000 users within ten minutes is 50 meals a
+/// second on average, 150 bunched: one shard, 60% full. Past that, raise `StreamShards`
+/// in doubling steps (`UpdateShardCount` at most doubles a stream a call, 10 calls a
+/// day; the README's runbook), or set it to 0.
 pub const DEFAULT_STREAM_SHARDS: u32 = 1;
 
 /// The contexts the HTTP API writes: every context that owns commands. Dashboard and

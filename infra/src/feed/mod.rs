@@ -4,12 +4,14 @@
 //! format that Kinesis and Lambda carry ([`stream_record`]); Kinesis ([`kinesis`]); and
 //! the bridge for emulators without forwarding ([`bridge`]); and the batches a Lambda
 //! consumer's on-failure queue describes, fetched back from Kinesis ([`failures`]).
+//! Benchmarks hold a feed to a Kinesis shard's limits with [`shard_limits`].
 
 pub mod bridge;
 pub mod embedded;
 pub mod failures;
 pub mod kinesis;
 pub mod lambda;
+pub mod shard_limits;
 pub mod stream_record;
 
 use crate::store::{Item, StoreError};

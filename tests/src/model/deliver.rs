@@ -29,21 +29,31 @@ pub enum Delivery {
     /// As `Replay`, in rebuild mode: each batch folded in memory on a buffered view of
     /// the target tables, the final rows written in batches.
     Rebuild,
+    /// As the deployed projector functions get them: each function's records of each
+    /// stream as Kinesis batches in four lanes by user (the mapping's parallelization
+    /// factor), the lanes and functions at once, each batch through the real Lambda
+    /// handler applying 8 users at once; of every three batches, the first is handed
+    /// back whole at first (its deadline past) and delivered again from the record it
+    /// reports, the second delivered twice (a retry after a partial failure).
+    LambdaBatches,
 }
 
 impl Delivery {
-    pub const ALL: [Delivery; 6] = [
+    pub const ALL: [Delivery; 7] = [
         Delivery::InOrder,
         Delivery::EveryEventTwice,
         Delivery::Shuffled,
         Delivery::FailedBatchRetried,
         Delivery::Replay,
         Delivery::Rebuild,
+        Delivery::LambdaBatches,
     ];
 
     fn order(self, events: Vec<EventEnvelope>, rng: &mut StdRng) -> Vec<EventEnvelope> {
         match self {
-            Delivery::InOrder | Delivery::Replay | Delivery::Rebuild => events,
+            Delivery::InOrder | Delivery::Replay | Delivery::Rebuild | Delivery::LambdaBatches => {
+                events
+            }
             Delivery::EveryEventTwice => events.into_iter().flat_map(|e| [e.clone(), e]).collect(),
             Delivery::Shuffled => {
                 let mut events = events;
@@ -95,7 +105,7 @@ pub async fn deliver(
             _ => projectors::replay::Mode::Incremental,
         };
         projectors::replay::replay_on(
-            store,
+            store.clone(),
             &projectors::registry::projections_on(capture.clone(), clock),
             None,
             &projectors::replay::Quiet,
@@ -115,11 +125,134 @@ pub async fn deliver(
         if round.is_empty() {
             return published;
         }
-        for event in delivery.order(round, &mut rng) {
-            apply(seed, &subscriptions, &event).await;
+        if delivery == Delivery::LambdaBatches {
+            lambda_batches(seed, &store, &subscriptions, round).await;
+        } else {
+            for event in delivery.order(round, &mut rng) {
+                apply(seed, &subscriptions, &event).await;
+            }
         }
         round = capture.observer().take();
         published.extend(round.iter().cloned());
     }
     panic!("seed {seed}: the subscriptions kept publishing for 64 rounds");
+}
+
+/// The tables' prefix in the Kinesis records the Lambda batches carry.
+const PREFIX: &str = "model-";
+/// Records a batch of [`Delivery::LambdaBatches`] (100 as deployed; fewer, so the
+/// short histories make several batches a lane).
+const BATCH: usize = 6;
+
+/// `events` as the deployed projector functions get them (see
+/// [`Delivery::LambdaBatches`]); a dead letter, or a batch failing twice, is the
+/// system's failure.
+async fn lambda_batches(
+    seed: u64,
+    store: &Arc<dyn Store>,
+    subscriptions: &[Arc<dyn Projector>],
+    events: Vec<EventEnvelope>,
+) {
+    use projectors::lambda::{Delivery as Lambda, fan_out_with};
+    use projectors::runtime::Handler;
+    let dead_letters = infra::dlq::DeadLetterStore::Tables(store.clone());
+    let mut lanes = Vec::new();
+    for target in Context::ALL {
+        for source in Context::ALL {
+            let handlers: Vec<Handler> = subscriptions
+                .iter()
+                .filter(|s| s.target() == target && s.source() == source)
+                .map(|s| Handler::new(s.clone(), dead_letters.queue_for(target)))
+                .collect();
+            if handlers.is_empty() {
+                continue;
+            }
+            let mut by_lane: Vec<Vec<aws_lambda_events::event::kinesis::KinesisEventRecord>> =
+                vec![Vec::new(); 4];
+            for (n, event) in events.iter().filter(|e| e.context == source).enumerate() {
+                let record = crate::kinesis_batches::record_of(
+                    &change_of(event),
+                    PREFIX,
+                    n as u64 + 1,
+                    1.0e9,
+                )
+                .unwrap_or_else(|e| panic!("seed {seed}: a Kinesis record: {e}"));
+                let lane = event.user_id.as_ref().map_or(0, |u| {
+                    u.to_string().bytes().map(usize::from).sum::<usize>() % 4
+                });
+                by_lane[lane].push(record);
+            }
+            for records in by_lane.into_iter().filter(|r| !r.is_empty()) {
+                let handlers = handlers.clone();
+                lanes.push(async move {
+                    // Small batches, so a lane of a short history has several.
+                    for (n, chunk) in records.chunks(BATCH).enumerate() {
+                        let batch = crate::kinesis_batches::batch(chunk.to_vec());
+                        let concurrent = Lambda {
+                            concurrency: 8,
+                            ..Default::default()
+                        };
+                        let past = Lambda {
+                            deadline: Some(std::time::Instant::now()),
+                            ..concurrent
+                        };
+                        let first = if n % 3 == 0 { &past } else { &concurrent };
+                        let mut response = fan_out_with(&handlers, source, &batch, PREFIX, first).await;
+                        if n % 3 == 0 {
+                            assert!(
+                                !response.batch_item_failures.is_empty(),
+                                "seed {seed}: a batch past its deadline was not handed back"
+                            );
+                        }
+                        if n % 3 == 1 {
+                            response = fan_out_with(&handlers, source, &batch, PREFIX, &concurrent).await;
+                        }
+                        if let Some(failed) = response.batch_item_failures.first() {
+                            let from = chunk
+                                .iter()
+                                .position(|r| Some(&r.kinesis.sequence_number) == failed.item_identifier.as_ref())
+                                .unwrap_or_else(|| panic!("seed {seed}: a reported record not in its batch"));
+                            let again = crate::kinesis_batches::batch(chunk[from..].to_vec());
+                            let retried = fan_out_with(&handlers, source, &again, PREFIX, &concurrent).await;
+                            assert!(
+                                retried.batch_item_failures.is_empty(),
+                                "seed {seed}: {target} projector's batch of {source} failed again: {retried:?}"
+                            );
+                        }
+                    }
+                    for handler in &handlers {
+                        let letters = handler
+                            .metrics()
+                            .dead_lettered
+                            .load(std::sync::atomic::Ordering::Relaxed);
+                        assert_eq!(letters, 0, "seed {seed}: {} dead-lettered", handler.projector().name());
+                    }
+                });
+            }
+        }
+    }
+    futures_util::future::join_all(lanes).await;
+}
+
+/// The outbox change that carried `event` (the change feed's record of it).
+fn change_of(event: &EventEnvelope) -> infra::feed::FeedRecord {
+    let pk = event
+        .user_id
+        .as_ref()
+        .map_or_else(|| "SYSTEM".to_owned(), |u| format!("USER#{u}"));
+    let item = commands::outbox::event_item(&pk, event)
+        .unwrap_or_else(|e| panic!("an outbox item of {}: {e}", event.event_id));
+    infra::feed::FeedRecord {
+        position: event.event_id.to_string(),
+        table: event.context,
+        pk,
+        sk: item
+            .get("sk")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        old_image: None,
+        new_image: Some(item),
+        fault: None,
+    }
 }

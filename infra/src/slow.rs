@@ -1,0 +1,626 @@
+//! A storage wrapper as slow and as strict as DynamoDB: every request waits a latency
+//! drawn from a distribution fitted to DynamoDB's (single-digit milliseconds, with a
+//! tail), and a table asked for more capacity units per second than its budget answers
+//! [`StoreError::Throttled`] without the request reaching the store it wraps.
+//!
+//! It exists because the embedded store and the emulators answer in microseconds and
+//! never throttle: a figure measured against them flatters the pipeline. The local world
+//! must be as strict as the real one (issue 37). Tests leave it off; benchmarks wrap
+//! their store in it. It never changes what a request does, only when it answers and
+//! whether it is let through; it prices requests with [`crate::capacity`] from what they
+//! carry and return, never with a read of its own (the item before a write is unknown,
+//! so a write is priced as one that creates its item).
+
+use crate::capacity;
+use crate::store::{
+    BatchWrite, Condition, IndexQuery, Item, Key, Page, Query, Scan, Store, StoreError,
+    TransactAction, Update,
+};
+use async_trait::async_trait;
+use events_schema::Context;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The 99th percentile of the standard normal distribution.
+const Z_99: f64 = 2.326_347_874_040_841;
+
+/// Writes per `BatchWriteItem` request, which the DynamoDB backend sends one by one.
+const BATCH_WRITES_PER_REQUEST: usize = 25;
+
+/// A log-normal latency distribution fitted to a median and a 99th percentile.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Latency {
+    median: Duration,
+    /// The standard deviation of the latency's logarithm.
+    sigma: f64,
+}
+
+impl Latency {
+    /// No latency at all.
+    pub const ZERO: Latency = Latency {
+        median: Duration::ZERO,
+        sigma: 0.0,
+    };
+
+    /// DynamoDB's, within a region: p50 5 ms, p99 15 ms.
+    pub fn dynamodb() -> Self {
+        Self::new(Duration::from_millis(5), Duration::from_millis(15))
+    }
+
+    /// The log-normal whose median is `p50` and 99th percentile `p99` (a `p99` not above
+    /// `p50` makes every sample `p50`).
+    pub fn new(p50: Duration, p99: Duration) -> Self {
+        // ln(latency) ~ N(mu, sigma²): the median is e^mu, the p99 e^(mu + Z_99 sigma).
+        let sigma = if p50.is_zero() || p99 <= p50 {
+            0.0
+        } else {
+            (p99.as_secs_f64() / p50.as_secs_f64()).ln() / Z_99
+        };
+        Self { median: p50, sigma }
+    }
+
+    /// One latency. Pure: the same seeded generator gives the same latencies.
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> Duration {
+        if self.sigma == 0.0 {
+            return self.median;
+        }
+        let factor = (self.sigma * standard_normal(rng)).exp();
+        Duration::try_from_secs_f64(self.median.as_secs_f64() * factor).unwrap_or(Duration::MAX)
+    }
+}
+
+/// A standard normal draw (Box–Muller; `1 - u` keeps the logarithm finite).
+fn standard_normal<R: Rng + ?Sized>(rng: &mut R) -> f64 {
+    let (u, v): (f64, f64) = (rng.r#gen(), rng.r#gen());
+    (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+}
+
+/// Capacity units per second each table answers before it throttles; `None`: no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Throughput {
+    pub read_units_per_s: Option<f64>,
+    pub write_units_per_s: Option<f64>,
+}
+
+impl Throughput {
+    pub const UNLIMITED: Throughput = Throughput {
+        read_units_per_s: None,
+        write_units_per_s: None,
+    };
+
+    /// What a new on-demand table sustains before it has scaled: 12,000 reads and 4,000
+    /// writes per second (AWS, "DynamoDB on-demand capacity mode: initial throughput").
+    pub fn on_demand_new_table() -> Self {
+        Self {
+            read_units_per_s: Some(12_000.0),
+            write_units_per_s: Some(4_000.0),
+        }
+    }
+}
+
+/// What a [`SlowStore`] did since it was created.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SlowStats {
+    /// Requests made, throttled ones included.
+    pub requests: u64,
+    /// Requests answered [`StoreError::Throttled`].
+    pub throttled: u64,
+    /// The latency added, summed over all requests (concurrent ones overlap).
+    pub waited: Duration,
+}
+
+/// A table's budget of one kind of unit: a bucket that refills at `rate` units per second
+/// and holds one second's worth. A request is let through when the bucket holds what it
+/// is known to cost up front (or is full: a request dearer than a second's worth would
+/// otherwise never pass); what it turns out to cost beyond that is taken afterwards and
+/// may leave the bucket in debt, which throttles the requests that follow until repaid.
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    rate: f64,
+    units: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    fn full(rate: f64, now: Instant) -> Self {
+        Self {
+            rate,
+            units: rate,
+            at: now,
+        }
+    }
+
+    fn refill(&mut self, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.units = (self.units + elapsed * self.rate).min(self.rate);
+        self.at = self.at.max(now);
+    }
+
+    fn holds(&mut self, units: f64, now: Instant) -> bool {
+        self.refill(now);
+        self.units >= units.min(self.rate)
+    }
+}
+
+/// Units a request costs one table.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Charge {
+    read: f64,
+    write: f64,
+}
+
+impl Charge {
+    fn read(units: f64) -> Self {
+        Self {
+            read: units,
+            write: 0.0,
+        }
+    }
+
+    fn write(units: f64) -> Self {
+        Self {
+            read: 0.0,
+            write: units,
+        }
+    }
+}
+
+struct State {
+    rng: StdRng,
+    buckets: BTreeMap<Context, [Option<Bucket>; 2]>,
+}
+
+/// See the module docs.
+pub struct SlowStore {
+    inner: Arc<dyn Store>,
+    latency: Latency,
+    throughput: Throughput,
+    state: Mutex<State>,
+    requests: AtomicU64,
+    throttled: AtomicU64,
+    waited_nanos: AtomicU64,
+}
+
+impl SlowStore {
+    /// Wraps `inner` with `latency` and no capacity limit; the latencies are the same
+    /// from run to run (seed 0) unless [`SlowStore::with_seed`] says otherwise.
+    pub fn new(inner: Arc<dyn Store>, latency: Latency) -> Self {
+        Self {
+            inner,
+            latency,
+            throughput: Throughput::UNLIMITED,
+            state: Mutex::new(State {
+                rng: StdRng::seed_from_u64(0),
+                buckets: BTreeMap::new(),
+            }),
+            requests: AtomicU64::new(0),
+            throttled: AtomicU64::new(0),
+            waited_nanos: AtomicU64::new(0),
+        }
+    }
+
+    /// Throttles each table past `throughput`.
+    pub fn with_throughput(mut self, throughput: Throughput) -> Self {
+        self.throughput = throughput;
+        self
+    }
+
+    /// Draws the latencies from a generator seeded with `seed`.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        state.rng = StdRng::seed_from_u64(seed);
+        self
+    }
+
+    pub fn stats(&self) -> SlowStats {
+        SlowStats {
+            requests: self.requests.load(Ordering::Relaxed),
+            throttled: self.throttled.load(Ordering::Relaxed),
+            waited: Duration::from_nanos(self.waited_nanos.load(Ordering::Relaxed)),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Lets the request through if every table in `charges` holds what it costs up
+    /// front (and takes it), or throttles it; either way after `round_trips` latencies
+    /// (DynamoDB answers a throttled request after a round trip too).
+    async fn admit(
+        &self,
+        round_trips: usize,
+        charges: &[(Context, Charge)],
+    ) -> Result<(), StoreError> {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let admitted = self.take(charges, true);
+        self.wait(round_trips).await;
+        if !admitted {
+            self.throttled.fetch_add(1, Ordering::Relaxed);
+            return Err(StoreError::Throttled);
+        }
+        Ok(())
+    }
+
+    /// Takes `charges` from the tables' buckets: only if every bucket holds its share
+    /// when `checked`, unconditionally (into debt) otherwise. Whether it took them.
+    fn take(&self, charges: &[(Context, Charge)], checked: bool) -> bool {
+        let mut per_table = BTreeMap::<Context, [f64; 2]>::new();
+        for (table, charge) in charges {
+            let units = per_table.entry(*table).or_default();
+            units[0] += charge.read;
+            units[1] += charge.write;
+        }
+        let now = Instant::now();
+        let rates = [
+            self.throughput.read_units_per_s,
+            self.throughput.write_units_per_s,
+        ];
+        let full = || rates.map(|rate| rate.map(|rate| Bucket::full(rate, now)));
+        let mut state = self.state();
+        if checked {
+            for (table, units) in &per_table {
+                let slots = state.buckets.entry(*table).or_insert_with(full);
+                for (bucket, units) in slots.iter_mut().zip(units) {
+                    if let Some(bucket) = bucket
+                        && *units > 0.0
+                        && !bucket.holds(*units, now)
+                    {
+                        return false;
+                    }
+                }
+            }
+        }
+        for (table, units) in per_table {
+            let slots = state.buckets.entry(table).or_insert_with(full);
+            for (bucket, units) in slots.iter_mut().zip(units) {
+                if let Some(bucket) = bucket {
+                    bucket.refill(now);
+                    bucket.units -= units;
+                }
+            }
+        }
+        true
+    }
+
+    /// Takes what a request cost beyond what it was charged up front (a refund if less).
+    fn settle(&self, table: Context, charged: Charge, cost: Charge) {
+        let more = Charge {
+            read: cost.read - charged.read,
+            write: cost.write - charged.write,
+        };
+        self.take(&[(table, more)], false);
+    }
+
+    /// Sleeps `round_trips` latencies, summed.
+    async fn wait(&self, round_trips: usize) {
+        let pause: Duration = {
+            let mut state = self.state();
+            (0..round_trips).fold(Duration::ZERO, |sum, _| {
+                sum.saturating_add(self.latency.sample(&mut state.rng))
+            })
+        };
+        let nanos = u64::try_from(pause.as_nanos()).unwrap_or(u64::MAX);
+        self.waited_nanos.fetch_add(nanos, Ordering::Relaxed);
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
+        }
+    }
+
+    /// A single write: charged `charged` up front, then what its outcome cost (a write
+    /// refused by its condition costs the item it found; any other failure what it was
+    /// charged).
+    fn settle_write<T>(
+        &self,
+        table: Context,
+        charged: f64,
+        outcome: &Result<T, StoreError>,
+        cost: impl FnOnce(&T) -> f64,
+    ) {
+        let cost = match outcome {
+            Ok(done) => cost(done),
+            Err(StoreError::ConditionFailed { existing }) => {
+                capacity::refused_write(existing.as_ref(), false).write_units
+            }
+            Err(_) => charged,
+        };
+        self.settle(table, Charge::write(charged), Charge::write(cost));
+    }
+}
+
+/// The least a read costs: one unit, half when eventually consistent.
+fn least_read(consistent: bool) -> Charge {
+    Charge::read(capacity::read_units(0, consistent))
+}
+
+fn read_cost(items: &[Item], consistent: bool) -> Charge {
+    Charge::read(capacity::read(items, consistent).read_units)
+}
+
+/// What a write costs if it creates `item` (its item before is unknown).
+fn creating(table: Context, item: &Item, transactional: bool) -> f64 {
+    capacity::write(table, None, Some(item), transactional).write_units
+}
+
+#[async_trait]
+impl Store for SlowStore {
+    fn backend(&self) -> &'static str {
+        self.inner.backend()
+    }
+
+    fn prometheus(&self) -> String {
+        self.inner.prometheus()
+    }
+
+    async fn health(&self) -> Result<(), StoreError> {
+        self.admit(1, &[]).await?;
+        self.inner.health().await
+    }
+
+    async fn get(
+        &self,
+        table: Context,
+        key: &Key,
+        consistent: bool,
+    ) -> Result<Option<Item>, StoreError> {
+        let charged = least_read(consistent);
+        self.admit(1, &[(table, charged)]).await?;
+        let item = self.inner.get(table, key, consistent).await?;
+        let cost = Charge::read(capacity::read(item.as_ref(), consistent).read_units);
+        self.settle(table, charged, cost);
+        Ok(item)
+    }
+
+    async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError> {
+        let charged = least_read(query.consistent);
+        self.admit(1, &[(table, charged)]).await?;
+        let page = self.inner.query(table, query).await?;
+        self.settle(table, charged, read_cost(&page.items, query.consistent));
+        Ok(page)
+    }
+
+    async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
+        let charged = least_read(false);
+        self.admit(1, &[(table, charged)]).await?;
+        let page = self.inner.query_index(table, query).await?;
+        self.settle(table, charged, read_cost(&page.items, false));
+        Ok(page)
+    }
+
+    async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError> {
+        let charged = least_read(false);
+        self.admit(1, &[(table, charged)]).await?;
+        let page = self.inner.scan(table, scan).await?;
+        self.settle(table, charged, read_cost(&page.items, false));
+        Ok(page)
+    }
+
+    async fn put(
+        &self,
+        table: Context,
+        item: Item,
+        condition: Option<Condition>,
+    ) -> Result<(), StoreError> {
+        let charged = creating(table, &item, false);
+        self.admit(1, &[(table, Charge::write(charged))]).await?;
+        let outcome = self.inner.put(table, item, condition).await;
+        self.settle_write(table, charged, &outcome, |_| charged);
+        outcome
+    }
+
+    async fn update(
+        &self,
+        table: Context,
+        key: &Key,
+        update: Update,
+        condition: Option<Condition>,
+    ) -> Result<Item, StoreError> {
+        let charged = capacity::write_units(0);
+        self.admit(1, &[(table, Charge::write(charged))]).await?;
+        let outcome = self.inner.update(table, key, update, condition).await;
+        self.settle_write(table, charged, &outcome, |item| {
+            creating(table, item, false)
+        });
+        outcome
+    }
+
+    async fn delete(
+        &self,
+        table: Context,
+        key: &Key,
+        condition: Option<Condition>,
+    ) -> Result<Option<Item>, StoreError> {
+        let charged = capacity::write_units(0);
+        self.admit(1, &[(table, Charge::write(charged))]).await?;
+        let outcome = self.inner.delete(table, key, condition).await;
+        self.settle_write(table, charged, &outcome, |old| {
+            capacity::write(table, old.as_ref(), None, false).write_units
+        });
+        outcome
+    }
+
+    async fn transact(&self, actions: Vec<TransactAction>) -> Result<(), StoreError> {
+        // Capacity: twice a single write per action (a condition check as a write of
+        // its item), as DynamoDB bills transactions; only a put's item is known.
+        let charges: Vec<(Context, Charge)> = actions
+            .iter()
+            .map(|action| {
+                let units = match action {
+                    TransactAction::Put { table, item, .. } => creating(*table, item, true),
+                    _ => capacity::refused_write(None, true).write_units,
+                };
+                (action.table(), Charge::write(units))
+            })
+            .collect();
+        // Latency: a TransactWriteItems takes roughly twice a single write (it prepares,
+        // then commits): modelled as two draws summed.
+        self.admit(2, &charges).await?;
+        self.inner.transact(actions).await
+    }
+
+    async fn write_batch(&self, table: Context, writes: Vec<BatchWrite>) -> Result<(), StoreError> {
+        let units = writes
+            .iter()
+            .map(|write| match write {
+                BatchWrite::Put(item) => creating(table, item, false),
+                BatchWrite::Delete(_) => capacity::write_units(0),
+            })
+            .sum();
+        // One round trip per `BatchWriteItem`, sent one after another.
+        let requests = writes.len().div_ceil(BATCH_WRITES_PER_REQUEST);
+        self.admit(requests, &[(table, Charge::write(units))])
+            .await?;
+        self.inner.write_batch(table, writes).await
+    }
+
+    async fn drain_partition_page(
+        &self,
+        table: Context,
+        pk: &str,
+        page_size: usize,
+    ) -> Result<usize, StoreError> {
+        // A query for the keys, then `BatchWriteItem`s deleting them.
+        let charged = least_read(false);
+        self.admit(1, &[(table, charged)]).await?;
+        let deleted = self
+            .inner
+            .drain_partition_page(table, pk, page_size)
+            .await?;
+        let cost = Charge {
+            read: charged.read,
+            write: deleted as f64 * capacity::write_units(0),
+        };
+        self.settle(table, charged, cost);
+        self.wait(deleted.div_ceil(BATCH_WRITES_PER_REQUEST)).await;
+        Ok(deleted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::embedded::EmbeddedStore;
+
+    /// The empirical `q` quantile of sorted durations.
+    fn quantile(sorted: &[Duration], q: f64) -> Duration {
+        sorted[((sorted.len() as f64 * q) as usize).min(sorted.len() - 1)]
+    }
+
+    #[test]
+    fn dynamodbs_latency_has_a_5_ms_median_and_a_15_ms_p99() {
+        let mut rng = StdRng::seed_from_u64(37);
+        let latency = Latency::dynamodb();
+        let mut samples: Vec<Duration> = (0..100_000).map(|_| latency.sample(&mut rng)).collect();
+        samples.sort();
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        let (p50, p99) = (ms(quantile(&samples, 0.5)), ms(quantile(&samples, 0.99)));
+        assert!((p50 - 5.0).abs() < 0.1, "p50 {p50} ms");
+        assert!((p99 - 15.0).abs() < 0.5, "p99 {p99} ms");
+    }
+
+    #[test]
+    fn a_latency_without_spread_is_constant_and_a_seed_repeats_the_draws() {
+        let mut rng = StdRng::seed_from_u64(1);
+        let fixed = Latency::new(Duration::from_millis(3), Duration::from_millis(3));
+        assert!((0..100).all(|_| fixed.sample(&mut rng) == Duration::from_millis(3)));
+        assert_eq!(Latency::ZERO.sample(&mut rng), Duration::ZERO);
+        let draws = |seed| {
+            let mut rng = StdRng::seed_from_u64(seed);
+            (0..10)
+                .map(|_| Latency::dynamodb().sample(&mut rng))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(draws(7), draws(7));
+        assert_ne!(draws(7), draws(8));
+    }
+
+    #[test]
+    fn a_bucket_lets_through_what_it_holds_and_refills_at_its_rate() {
+        let start = Instant::now();
+        let mut bucket = Bucket::full(10.0, start);
+        assert!(bucket.holds(10.0, start));
+        bucket.units -= 10.0;
+        assert!(!bucket.holds(1.0, start));
+        let later = start + Duration::from_millis(100);
+        assert!(bucket.holds(1.0, later), "0.1 s refills one unit");
+        // It holds at most one second's worth, however long it rested.
+        assert!(bucket.holds(10.0, start + Duration::from_secs(60)));
+        assert_eq!(bucket.units, 10.0);
+        // A request dearer than a second's worth passes a full bucket, into debt.
+        assert!(bucket.holds(25.0, start + Duration::from_secs(60)));
+        bucket.units -= 25.0;
+        assert!(!bucket.holds(1.0, start + Duration::from_secs(61)));
+        assert!(bucket.holds(1.0, start + Duration::from_secs(62)));
+    }
+
+    fn embedded() -> (tempfile::TempDir, Arc<dyn Store>) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
+        (dir, store)
+    }
+
+    #[tokio::test]
+    async fn past_its_budget_a_table_answers_throttled_and_the_store_sees_nothing() {
+        let (_dir, inner) = embedded();
+        // A hundredth of a write unit per second: the first write empties the bucket
+        // into debt for about a hundred seconds; the test needs no waiting.
+        let budget = Throughput {
+            read_units_per_s: None,
+            write_units_per_s: Some(0.01),
+        };
+        let slow = SlowStore::new(inner.clone(), Latency::ZERO).with_throughput(budget);
+        let (table, a, b) = (
+            Context::Goals,
+            Key::new("USER#u", "A"),
+            Key::new("USER#u", "B"),
+        );
+
+        slow.put(table, a.to_item(), None).await.expect("first put");
+        let refused = slow.put(table, b.to_item(), None).await;
+
+        assert!(matches!(refused, Err(StoreError::Throttled)), "{refused:?}");
+        assert_eq!(inner.get(table, &b, true).await.expect("get"), None);
+        // Another table has its own budget; reads are not limited.
+        slow.put(Context::Sleep, b.to_item(), None)
+            .await
+            .expect("another table");
+        assert!(slow.get(table, &a, true).await.expect("read").is_some());
+        assert_eq!(
+            slow.stats(),
+            SlowStats {
+                requests: 4,
+                throttled: 1,
+                waited: Duration::ZERO
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn each_round_trip_waits_a_latency_and_a_transaction_two() {
+        let (_dir, inner) = embedded();
+        let ms = Duration::from_millis(1);
+        let slow = SlowStore::new(inner, Latency::new(ms, ms));
+        let (table, key) = (Context::Goals, Key::new("USER#u", "A"));
+
+        slow.get(table, &key, false).await.expect("get");
+        let put = TransactAction::Put {
+            table,
+            item: key.to_item(),
+            condition: None,
+        };
+        slow.transact(vec![put]).await.expect("transaction");
+        let writes = (0..30)
+            .map(|i| BatchWrite::Put(Key::new("USER#u", format!("B{i}")).to_item()))
+            .collect();
+        slow.write_batch(table, writes).await.expect("batch");
+
+        // 1 (get) + 2 (transaction) + 2 (30 writes: two BatchWriteItems).
+        assert_eq!(slow.stats().waited, 5 * ms);
+        assert_eq!(slow.stats().requests, 3);
+    }
+}
