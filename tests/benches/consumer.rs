@@ -161,6 +161,9 @@ async fn throughput(
     ))
 }
 
+/// A lane's records waiting for their batch, each with when it arrived.
+type Lane = tokio::sync::Mutex<VecDeque<(Duration, KinesisEventRecord)>>;
+
 /// A spike: records arrive at `rate` a second; the mapping's poller reads the shard once
 /// a second (as Lambda does when it has caught up) and hands each lane its records; a
 /// lane invokes the function with up to 100 of them once it has 100 or its oldest has
@@ -174,8 +177,7 @@ async fn spike(
     let run = Arc::new(Run::new(target)?);
     let started = Instant::now();
     let arrival = |n: usize| Duration::from_secs_f64(n as f64 / rate as f64);
-    let queues: Arc<Vec<tokio::sync::Mutex<VecDeque<(Duration, KinesisEventRecord)>>>> =
-        Arc::new((0..LANES).map(|_| Default::default()).collect());
+    let queues: Arc<Vec<Lane>> = Arc::new((0..LANES).map(|_| Default::default()).collect());
     let (lags_tx, mut lags_rx) = tokio::sync::mpsc::unbounded_channel::<Duration>();
     let total = records.len();
     // Set once the poller has handed out every record: an idle lane then ends.
