@@ -1,6 +1,7 @@
 //! Operator commands over a store: redrive a subscription's dead letters, run the
 //! nightly readiness job, replay projections, look for a user's residue.
 
+use crate::cli::exit::{Exit, ExitOn as _};
 use crate::cli::{DlqKind, StoreArgs};
 use crate::storage;
 use anyhow::Context as _;
@@ -19,9 +20,10 @@ pub async fn redrive(
     dlq: DlqKind,
     subscription: &str,
 ) -> anyhow::Result<Redriven> {
-    let store = storage::open(args).await?.store;
+    let store = storage::existing(args).await?.store;
     let projector = projectors::registry::find(store.clone(), subscription)
-        .with_context(|| format!("no subscription named {subscription:?}"))?;
+        .with_context(|| format!("no subscription named {subscription:?}"))
+        .or_exit(Exit::Usage)?;
     let dlq: Box<dyn DeadLetterQueue> = match dlq {
         DlqKind::Table => Box::new(TableDlq::new(store, projector.target())),
         DlqKind::Sqs => {
@@ -35,20 +37,26 @@ pub async fn redrive(
     Ok(redrive_letters(projector.as_ref(), dlq.as_ref()).await?)
 }
 
-/// Scores readiness for every user active on `date`, from the first (an operator's
-/// rerun); without a date, the ended days not finished yet, from where earlier runs
+/// The day `--date` names; a malformed one is [`Exit::Usage`].
+pub fn day(date: &str) -> anyhow::Result<Day> {
+    Day::parse(date)
+        .context("--date must be YYYY-MM-DD")
+        .or_exit(Exit::Usage)
+}
+
+/// Scores readiness for every user active on `day`, from the first (an operator's
+/// rerun); without a day, the ended days not finished yet, from where earlier runs
 /// stopped, until `budget` is spent. Returns what it did for each day.
 pub async fn nightly_readiness(
     store: Arc<dyn Store>,
-    date: Option<&str>,
+    day: Option<Day>,
     budget: Budget,
 ) -> anyhow::Result<Vec<DayRun>> {
     let table = Table::new(store);
     let now = events_schema::time::Timestamp::now();
-    let Some(date) = date else {
+    let Some(day) = day else {
         return Ok(projectors::nightly::run(&table, now, budget).await?);
     };
-    let day = Day::parse(date).context("--date must be YYYY-MM-DD")?;
     let scored = projectors::nightly::rescore_day(&table, day, now).await?;
     let finished = true;
     Ok(vec![DayRun {
@@ -60,7 +68,8 @@ pub async fn nightly_readiness(
 
 /// `vitals admin curate-recipe` / `curate-meal-plan`: writes the catalog item and its
 /// event; returns the new id. The operator acts as an account of its own, with no
-/// idempotency key (a rerun curates a second item).
+/// idempotency key (a rerun curates a second item). The store must exist, unless the
+/// command says `--create`; an invalid item is [`Exit::Usage`].
 pub async fn curate(command: crate::cli::AdminCommand) -> anyhow::Result<String> {
     use crate::cli::AdminCommand;
     use commands::nutrition::{CurateMealPlan, CurateRecipe, NutritionCommands};
@@ -75,8 +84,9 @@ pub async fn curate(command: crate::cli::AdminCommand) -> anyhow::Result<String>
             carbs_g,
             fat_g,
             store,
+            create,
         } => {
-            let store = storage::open(&store).await?.store;
+            let store = storage::open_in(&store, open_mode(create)).await?.store;
             let nutrients = Nutrients {
                 calories,
                 protein_g,
@@ -90,7 +100,8 @@ pub async fn curate(command: crate::cli::AdminCommand) -> anyhow::Result<String>
             };
             let id = NutritionCommands::new(Table::new(store))
                 .curate_recipe(&operator, input)
-                .await?
+                .await
+                .map_err(crate::cli::exit::of_command)?
                 .value;
             Ok(id.to_string())
         }
@@ -99,15 +110,17 @@ pub async fn curate(command: crate::cli::AdminCommand) -> anyhow::Result<String>
             category,
             recipes,
             store,
+            create,
         } => {
             let recipes = recipes
                 .iter()
                 .map(|r| {
                     r.parse()
                         .with_context(|| format!("{r:?} is not a recipe id"))
+                        .or_exit(Exit::Usage)
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            let store = storage::open(&store).await?.store;
+            let store = storage::open_in(&store, open_mode(create)).await?.store;
             let input = CurateMealPlan {
                 name,
                 category,
@@ -115,11 +128,21 @@ pub async fn curate(command: crate::cli::AdminCommand) -> anyhow::Result<String>
             };
             let id = NutritionCommands::new(Table::new(store))
                 .curate_meal_plan(&operator, input)
-                .await?
+                .await
+                .map_err(crate::cli::exit::of_command)?
                 .value;
             Ok(id.to_string())
         }
-        other => anyhow::bail!("not a curation command: {other:?}"),
+        other => Err(Exit::Usage.error(format!("not a curation command: {other:?}"))),
+    }
+}
+
+/// Whether `--create` lets a command make the store.
+fn open_mode(create: bool) -> infra::embedded::Open {
+    if create {
+        infra::embedded::Open::OrCreate
+    } else {
+        infra::embedded::Open::Existing
     }
 }
 
@@ -142,27 +165,29 @@ pub async fn replay(
     user: Option<&str>,
     mode: projectors::replay::Mode,
 ) -> anyhow::Result<projectors::replay::Replayed> {
-    let storage = storage::open(args).await?;
+    let user = user
+        .map(|u| events_schema::ids::UserId::parse(u).context("--user is not a user id"))
+        .transpose()
+        .or_exit(Exit::Usage)?;
+    let storage = storage::existing(args).await?;
     let store = storage.store.clone();
     let all = projectors::registry::projections(store.clone());
     let selected: Vec<_> = if projection == "all" {
         all
     } else {
         let one: Vec<_> = all.into_iter().filter(|p| p.name() == projection).collect();
-        anyhow::ensure!(
-            !one.is_empty(),
-            "no projection named {projection:?}; one of: {}",
-            projectors::registry::projections(store.clone())
-                .iter()
-                .map(|p| p.name())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        if one.is_empty() {
+            return Err(Exit::Usage.error(format!(
+                "no projection named {projection:?}; one of: {}",
+                projectors::registry::projections(store.clone())
+                    .iter()
+                    .map(|p| p.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
         one
     };
-    let user = user
-        .map(|u| events_schema::ids::UserId::parse(u).context("--user is not a user id"))
-        .transpose()?;
     let bar = indicatif::ProgressBar::new(0).with_style(
         indicatif::ProgressStyle::with_template(
             "{bar:40} {pos}/{len} events  {per_sec}  ETA {eta}",
@@ -198,8 +223,10 @@ pub struct Residue {
 
 /// `vitals admin residue`: everything left of a user.
 pub async fn residue(args: &StoreArgs, user: &str, dlq: DlqKind) -> anyhow::Result<Residue> {
-    let user = events_schema::ids::UserId::parse(user).context("not a user id")?;
-    let storage = storage::open(args).await?;
+    let user = events_schema::ids::UserId::parse(user)
+        .context("not a user id")
+        .or_exit(Exit::Usage)?;
+    let storage = storage::existing(args).await?;
     let remnants = crate::residue::find(&*storage.store, &user).await?;
     let dead_letters = match dlq {
         // Table letters are rows: the scan above finds them.

@@ -1,12 +1,20 @@
 //! The command line. Every option also reads an environment variable, so the same
-//! binary is configured by flags on a laptop and by environment in a deployment.
+//! binary is configured by flags on a laptop and by environment in a deployment. How a
+//! command ends is part of it too: [`exit`] defines the exit statuses.
+
+pub mod exit;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
-#[command(name = "vitals", version, about = "Vitals: health data API and tools")]
+#[command(
+    name = "vitals",
+    version,
+    about = "Vitals: health data API and tools",
+    after_help = exit::Exit::help()
+)]
 pub struct Cli {
     /// How log lines are written to standard error: `text` for a terminal, `json` (one
     /// object per line, with the request and event ids of its spans) for a collector.
@@ -25,8 +33,16 @@ pub enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve the HTTP API.
+    /// Serve the HTTP API. On the embedded store, the first start creates the store in
+    /// `--data-dir`; every other command opens an existing one.
     Serve(ServeArgs),
+    /// Show what the embedded store in `--data-dir` is: its path, format version, when it
+    /// was created and its size (a missing store is refused).
+    Info {
+        /// Data directory of the embedded store.
+        #[arg(long, env = "VITALS_DATA_DIR", default_value = "./vitals-data")]
+        data_dir: PathBuf,
+    },
     /// Create the DynamoDB tables (with indexes, streams and TTL) from their definitions.
     Bootstrap(BootstrapArgs),
     /// Run every projector worker on the Kinesis streams (the aws-local shape).
@@ -155,6 +171,10 @@ pub enum AdminCommand {
         fat_g: rust_decimal::Decimal,
         #[command(flatten)]
         store: StoreArgs,
+        /// Create the embedded store in `--data-dir` if none is there (to curate before
+        /// the first `vitals serve`); without it, a missing store is refused.
+        #[arg(long)]
+        create: bool,
     },
     /// Add a meal plan (recipes in order) to the curated catalog (recorded as a
     /// `MealPlanCurated` event); prints its id.
@@ -168,6 +188,10 @@ pub enum AdminCommand {
         recipes: Vec<String>,
         #[command(flatten)]
         store: StoreArgs,
+        /// Create the embedded store in `--data-dir` if none is there; without it, a
+        /// missing store is refused.
+        #[arg(long)]
+        create: bool,
     },
 }
 
@@ -260,9 +284,12 @@ pub enum Backend {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on (port 0 picks a free port).
-    #[arg(long, env = "VITALS_LISTEN", default_value = "127.0.0.1:8080")]
-    pub listen: SocketAddr,
+    /// Address to listen on: `IP:PORT`, `[IPv6]:PORT` or `HOST:PORT` (a host name is
+    /// resolved at start, and the first of its addresses that can be bound is used); port
+    /// 0 picks a free port.
+    #[arg(long, env = "VITALS_LISTEN", default_value = "127.0.0.1:8080",
+          value_parser = listen_address)]
+    pub listen: String,
     /// Longest a client may take to send a request's headers, from the connection's
     /// acceptance (or the first byte of a request on a kept-alive connection); then the
     /// connection is closed. `10s`, `500ms`, `2m`.
@@ -322,21 +349,26 @@ pub struct ApiArgs {
           default_value = crate::http::api::DEFAULT_CONNECT_RETURN)]
     pub connect_return_url: String,
     /// Requests per second allowed per user.
-    #[arg(long, env = "VITALS_RATE_LIMIT", default_value_t = 50)]
+    #[arg(long, env = "VITALS_RATE_LIMIT", default_value_t = 50,
+          value_parser = rate_limit)]
     pub rate_limit: u32,
     /// Register, login and OAuth callback requests per minute allowed per client
     /// address.
-    #[arg(long, env = "VITALS_AUTH_RATE_LIMIT", default_value_t = 30)]
+    #[arg(long, env = "VITALS_AUTH_RATE_LIMIT", default_value_t = 30,
+          value_parser = rate_limit)]
     pub auth_rate_limit: u32,
     /// Login and register attempts per minute allowed per account (email).
-    #[arg(long, env = "VITALS_LOGIN_RATE_LIMIT", default_value_t = 10)]
+    #[arg(long, env = "VITALS_LOGIN_RATE_LIMIT", default_value_t = 10,
+          value_parser = rate_limit)]
     pub login_rate_limit: u32,
     /// Webhook deliveries per second allowed per client address.
-    #[arg(long, env = "VITALS_WEBHOOK_RATE_LIMIT", default_value_t = 100)]
+    #[arg(long, env = "VITALS_WEBHOOK_RATE_LIMIT", default_value_t = 100,
+          value_parser = rate_limit)]
     pub webhook_rate_limit: u32,
     /// `/healthz`, `/metrics` and `/openapi.json` requests per second allowed per client
     /// address.
-    #[arg(long, env = "VITALS_OPERATIONS_RATE_LIMIT", default_value_t = 50)]
+    #[arg(long, env = "VITALS_OPERATIONS_RATE_LIMIT", default_value_t = 50,
+          value_parser = rate_limit)]
     pub operations_rate_limit: u32,
 }
 
@@ -357,6 +389,52 @@ fn timeout(text: &str) -> Result<std::time::Duration, String> {
         return Err(format!("{text:?}: a timeout is at most a day"));
     }
     Ok(duration)
+}
+
+/// A rate limit: at least 1 (0 is refused: there is no setting for "no limit", and
+/// none for "nothing allowed").
+fn rate_limit(text: &str) -> Result<u32, String> {
+    let limit: u32 = text
+        .trim()
+        .parse()
+        .map_err(|e| format!("{text:?} is not a whole number: {e}"))?;
+    if limit == 0 {
+        return Err(
+            "a rate limit is at least 1 (0 is refused: it would read as no limit, or \
+                    as nothing allowed)"
+                .to_owned(),
+        );
+    }
+    Ok(limit)
+}
+
+/// An address to listen on, as written: `IP:PORT`, `[IPv6]:PORT` or `HOST:PORT` with a
+/// host name (resolved at start: see `vitals serve`).
+fn listen_address(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    if text.parse::<SocketAddr>().is_ok() {
+        return Ok(text.to_owned());
+    }
+    let refused = || {
+        format!(
+            "{text:?} is not an address to listen on: HOST:PORT, such as 127.0.0.1:8080, \
+             [::]:8080 or localhost:8080"
+        )
+    };
+    let (host, port) = text.rsplit_once(':').ok_or_else(refused)?;
+    port.parse::<u16>().map_err(|_| refused())?;
+    let host_name = !host.is_empty()
+        && host.len() <= 253
+        && host
+            .split('.')
+            .all(|label| !label.is_empty() && label.len() <= 63)
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.');
+    if !host_name {
+        return Err(refused());
+    }
+    Ok(text.to_owned())
 }
 
 /// An absolute URL (a scheme, then `:`) that fits in a `Location` header, without a
@@ -447,6 +525,44 @@ mod tests {
     }
 
     use super::return_url;
+
+    #[test]
+    fn a_listen_address_is_an_ip_or_a_host_name_and_a_port() {
+        for good in [
+            "127.0.0.1:8080",
+            "[::]:0",
+            "localhost:8080",
+            "api.internal.example:443",
+        ] {
+            assert_eq!(super::listen_address(good).as_deref(), Ok(good));
+        }
+        for bad in [
+            "localhost",
+            "localhost:http",
+            "localhost:65536",
+            ":8080",
+            "not an address:80",
+            "a..b:80",
+            "::1:80",
+        ] {
+            assert!(super::listen_address(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_rate_limit_is_at_least_1() {
+        assert_eq!(super::rate_limit("1"), Ok(1));
+        assert_eq!(super::rate_limit("50"), Ok(50));
+        for bad in ["0", "-1", "", "ten"] {
+            assert!(super::rate_limit(bad).is_err(), "{bad}");
+        }
+        assert!(
+            super::rate_limit("0")
+                .err()
+                .unwrap_or_default()
+                .contains("at least 1")
+        );
+    }
 
     #[test]
     fn a_return_url_is_absolute_and_has_no_fragment() {

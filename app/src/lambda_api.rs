@@ -1,8 +1,11 @@
 //! `vitals api-lambda`: the HTTP router of `vitals serve`, run by the Lambda runtime
 //! behind API Gateway (REST or HTTP API events, through `lambda_http`). Projectors do
-//! not run here: in the Lambda shape they are their own stream-driven functions.
+//! not run here: in the Lambda shape they are their own stream-driven functions. It
+//! refuses the embedded store (it would live and die with one instance) and, after its
+//! secrets, a start outside Lambda, each with [`Exit::Config`].
 
-use crate::cli::{ApiArgs, StoreArgs};
+use crate::cli::exit::{Exit, ExitOn as _};
+use crate::cli::{ApiArgs, Backend, StoreArgs};
 use crate::http::api::Api;
 use crate::http::{self, AppState};
 use crate::storage::Storage;
@@ -14,11 +17,19 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 pub async fn run(store: &StoreArgs, api: &ApiArgs) -> anyhow::Result<()> {
+    if store.backend == Backend::Embedded {
+        return Err(Exit::Config.error(
+            "api-lambda runs on a shared store: --backend dynamodb (VITALS_BACKEND=dynamodb); \
+             an embedded store would live and die with one function instance",
+        ));
+    }
+    let secrets = setup::Secrets::from_args(api, setup::Shape::Deployed).or_exit(Exit::Config)?;
+    crate::lambda_boot::runtime::runtime_environment(&|name| std::env::var(name).ok())?;
     let storage = storage::open(store).await?.logged();
-    let api = setup::api(storage.store.clone(), api)?;
+    let api = setup::api_with(storage.store.clone(), api, secrets).or_exit(Exit::Config)?;
     lambda_http::run(router(&storage, api))
         .await
-        .map_err(|error| anyhow::anyhow!("lambda runtime: {error}"))
+        .map_err(|error| Exit::External.error(format!("lambda runtime: {error}")))
 }
 
 /// The router this function serves: `vitals serve`'s, without in-process projectors.

@@ -10,9 +10,14 @@
 //! unknown role, source or secret, or a secret shorter than 32 bytes
 //! ([`crate::setup::MIN_SECRET_BYTES`], as `serve` refuses), stops the start with a
 //! message naming the variable and never the secret's value (Lambda reports it as an
-//! init error), never a random key or a sandbox secret.
+//! init error), never a random key or a sandbox secret. Started outside Lambda, or with
+//! half the runtime's environment, it stops likewise ([`runtime`]), where the
+//! runtime would panic.
+
+pub mod runtime;
 
 use crate::cli::AwsArgs;
+use crate::cli::exit::{Exit, ExitOn as _};
 use crate::storage;
 use anyhow::{Context as _, bail};
 use aws_lambda_events::event::eventbridge::EventBridgeEvent;
@@ -109,7 +114,9 @@ pub async fn run() -> anyhow::Result<()> {
         let init_ms = started.elapsed().as_secs_f64() * 1000.0;
         tracing::info!(init_ms = format!("{init_ms:.1}"), "vitals function ready");
     };
-    let boot = configure(&|name| std::env::var(name).ok())?;
+    let env = |name: &str| std::env::var(name).ok();
+    let boot = configure(&env).or_exit(Exit::Config)?;
+    runtime::runtime_environment(&env)?;
     tracing::info!(role = ?boot.role, prefix = %boot.aws.table_prefix, "vitals function starting");
     let config = storage::aws_config(&boot.aws).await;
     let store = storage::logged(Arc::new(storage::dynamodb_on(&config, &boot.aws)));
@@ -121,7 +128,7 @@ pub async fn run() -> anyhow::Result<()> {
             webhook_secret_arn,
         } => {
             let secrets = infra::aws_client::secrets_manager(&config);
-            let mut args = crate::cli::api_args_from_env()?;
+            let mut args = crate::cli::api_args_from_env().or_exit(Exit::Config)?;
             args.jwt_secret =
                 Some(secret(&secrets, &jwt_secret_arn, "VITALS_JWT_SECRET_ARN").await?);
             args.webhook_secret =
@@ -130,9 +137,11 @@ pub async fn run() -> anyhow::Result<()> {
                 store: store.clone(),
                 embedded: None,
             };
-            let api = crate::setup::api(store, &args)?;
+            let api = crate::setup::api(store, &args).or_exit(Exit::Config)?;
             let router = match &function {
-                Some(function) => crate::lambda_api::router_of(&storage, api, function)?,
+                Some(function) => {
+                    crate::lambda_api::router_of(&storage, api, function).or_exit(Exit::Config)?
+                }
                 None => crate::lambda_api::router(&storage, api),
             };
             ready();
@@ -276,8 +285,10 @@ async fn secret(
 /// `variable`, never the value.
 fn usable(value: Option<&str>, variable: &str) -> anyhow::Result<String> {
     let what = format!("the secret {variable} names");
-    let value = value.with_context(|| format!("{what} has no string value"))?;
-    crate::setup::check_secret(value, &what)?;
+    let value = value
+        .with_context(|| format!("{what} has no string value"))
+        .or_exit(Exit::Config)?;
+    crate::setup::check_secret(value, &what).or_exit(Exit::Config)?;
     Ok(value.to_owned())
 }
 

@@ -168,7 +168,8 @@ pub async fn migrate(data_dir: &Path, aws: &AwsArgs) -> anyhow::Result<Migrated>
 /// [`migrate`], items expired by `clock` (read once, when the run starts) left behind.
 pub async fn migrate_at(data_dir: &Path, aws: &AwsArgs, clock: &Clock) -> anyhow::Result<Migrated> {
     let now = clock.now().datetime().timestamp();
-    let source = EmbeddedStore::open(data_dir)
+    // An existing store only: a mistyped directory is an error, never an empty copy.
+    let source = EmbeddedStore::open_in(data_dir, infra::embedded::Open::Existing)
         .with_context(|| format!("opening the embedded store in {}", data_dir.display()))?;
     let config = storage::aws_config(aws).await;
     let target = storage::dynamodb_on(&config, aws);

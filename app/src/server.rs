@@ -9,6 +9,7 @@
 //! and at most so many connections are served at once: more wait in the listen backlog
 //! until one closes, which the timeouts see to.
 
+use crate::cli::exit::Exit;
 use crate::http::{self, AppState};
 use crate::storage::Storage;
 use infra::feed::embedded::EmbeddedFeed;
@@ -31,6 +32,48 @@ const NIGHTLY_CHECK_EVERY: Duration = Duration::from_secs(600);
 /// How often the embedded store purges items whose TTL has passed.
 const PURGE_EVERY: Duration = Duration::from_secs(60);
 const PURGE_BATCH: usize = 1000;
+
+/// Binds `address` (`IP:PORT`, or `HOST:PORT` with a host name, resolved: the first of
+/// its addresses that can be bound is used). An address that does not resolve or cannot
+/// be bound (in use, not this machine's, a port the process may not take) is
+/// [`Exit::Config`], its message naming the address.
+pub async fn listen(address: &str) -> anyhow::Result<TcpListener> {
+    let resolved: Vec<std::net::SocketAddr> = tokio::net::lookup_host(address)
+        .await
+        .map_err(|e| {
+            Exit::Config.error(format!("cannot resolve the listen address {address}: {e}"))
+        })?
+        .collect();
+    let mut failures = Vec::new();
+    let mut in_use = false;
+    for candidate in &resolved {
+        match TcpListener::bind(candidate).await {
+            Ok(listener) => return Ok(listener),
+            Err(e) => {
+                in_use |= e.kind() == std::io::ErrorKind::AddrInUse;
+                if resolved.len() == 1 && candidate.to_string() == address {
+                    failures.push(e.to_string());
+                } else {
+                    failures.push(format!("{candidate}: {e}"));
+                }
+            }
+        }
+    }
+    if failures.is_empty() {
+        return Err(Exit::Config.error(format!(
+            "the listen address {address} resolves to no address"
+        )));
+    }
+    let hint = if in_use {
+        " (another process holds the port: a `vitals serve` running already?)"
+    } else {
+        ""
+    };
+    Err(Exit::Config.error(format!(
+        "cannot listen on {address}: {}{hint}",
+        failures.join("; ")
+    )))
+}
 
 /// Serves on `listener` until `shutdown` resolves, with the default connection limits.
 pub async fn run(

@@ -1,11 +1,16 @@
 //! Builds the storage backend the configuration names. The only place in the binary
 //! that knows which backends exist.
+//!
+//! An embedded store is opened, never conjured: [`existing`] (every command but `serve`)
+//! refuses a missing or empty one with [`Exit::Store`] and a message naming its path;
+//! only [`open`] (`vitals serve`'s first start) and `--create` make one.
 
+use crate::cli::exit::Exit;
 use crate::cli::{AwsArgs, Backend, StoreArgs};
 use infra::Store;
 use infra::aws_client::AwsSettings;
 use infra::dynamodb::DynamoStore;
-use infra::embedded::EmbeddedStore;
+use infra::embedded::{EmbeddedStore, Open, OpenError};
 use std::sync::Arc;
 
 /// The live store, and the embedded one when that is the backend (for maintenance).
@@ -31,11 +36,24 @@ pub fn dynamodb_on(config: &aws_config::SdkConfig, args: &AwsArgs) -> DynamoStor
     DynamoStore::from_client(infra::aws_client::dynamodb(config), &args.table_prefix)
 }
 
+/// The store as `vitals serve` opens it: an embedded one is made in `--data-dir` when
+/// none is there (its first start).
 pub async fn open(args: &StoreArgs) -> anyhow::Result<Storage> {
+    open_in(args, Open::OrCreate).await
+}
+
+/// The store a command works on, which must exist: a missing or empty embedded store is
+/// refused ([`Exit::Store`], naming its path), never made.
+pub async fn existing(args: &StoreArgs) -> anyhow::Result<Storage> {
+    open_in(args, Open::Existing).await
+}
+
+/// The store `args` names; `mode` says whether an embedded one may be made.
+pub async fn open_in(args: &StoreArgs, mode: Open) -> anyhow::Result<Storage> {
     let aws = &args.aws;
     Ok(match args.backend {
         Backend::Embedded => {
-            let store = Arc::new(EmbeddedStore::open(&args.data_dir)?);
+            let store = Arc::new(embedded(&args.data_dir, mode)?);
             Storage {
                 store: store.clone(),
                 embedded: Some(store),
@@ -45,6 +63,26 @@ pub async fn open(args: &StoreArgs) -> anyhow::Result<Storage> {
             store: Arc::new(dynamodb(aws).await),
             embedded: None,
         },
+    })
+}
+
+/// The embedded store in `data_dir`; a refusal is [`Exit::Store`], its message naming
+/// the path and what to do.
+pub fn embedded(data_dir: &std::path::Path, mode: Open) -> anyhow::Result<EmbeddedStore> {
+    EmbeddedStore::open_in(data_dir, mode).map_err(|error| {
+        let hint = match &error {
+            OpenError::Missing { .. } => {
+                " (is --data-dir, or VITALS_DATA_DIR, right? A store is made by the first \
+                 `vitals serve`, or by `--create` where a command has it)"
+            }
+            OpenError::Empty { .. } => " (move it away to make a new store)",
+            OpenError::Locked { .. } => {
+                " (a running `vitals serve`? An embedded store is one process's at a time: \
+                 stop it first)"
+            }
+            _ => "",
+        };
+        Exit::Store.error(format!("{error}{hint}"))
     })
 }
 

@@ -500,7 +500,7 @@ pub struct DailySummaryView {
     pub totals: NutrientsView,
 }
 
-/// One page of a list: pass `next_cursor` back as `cursor` for the next one; absent on
+/// One page of a list: pass `next_cursor` back as `cursor` for the next one; `null` on
 /// the last page. A page may hold fewer items than the limit and still have a cursor.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]

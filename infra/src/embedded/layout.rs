@@ -6,6 +6,7 @@
 //! - `expiry`: `(epoch seconds, context, pk, sk)` -> () for items carrying the TTL attribute
 //! - `changelog`: sequence number -> change record JSON
 //! - `checkpoints`: change-log consumer -> last sequence number it processed
+//! - `meta`: what the store is: `format_version`, `created_at` (see `meta.rs`)
 //!
 //! redb orders `&str` by bytes and tuples element by element, which is DynamoDB's
 //! order for string keys.
@@ -24,6 +25,8 @@ pub(super) const CHANGELOG: TableDefinition<u64, &[u8]> = TableDefinition::new("
 pub(super) const EXPIRY: TableDefinition<ExpiryKey, ()> = TableDefinition::new("expiry");
 /// Change-log consumers' checkpoints: consumer name -> last processed sequence number.
 pub(super) const CHECKPOINTS: TableDefinition<&str, u64> = TableDefinition::new("checkpoints");
+/// What the store is: `format_version`, `created_at` (text values).
+pub(super) const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
 
 pub(super) struct Names {
     items: [String; 9],

@@ -1,16 +1,20 @@
 //! The embedded backend: one redb file in a data directory, durable commits (fsync
 //! before a write is acknowledged), secondary indexes and a change log kept in the same
 //! commit as the items. Reads run on redb's MVCC snapshots in parallel with the writer.
-//! The directory and the file are their owner's only (see [`private`]).
+//! The directory and the file are their owner's only (see [`private`]). A store records
+//! its format version and when it was made, and is opened, never conjured: only
+//! [`Open::OrCreate`] makes one (see `meta.rs`).
 
 mod apply;
 mod changelog;
 mod layout;
+mod meta;
 mod private;
 mod read;
 mod writer;
 
 pub use changelog::ChangeRecord;
+pub use meta::{FORMAT_VERSION, Open, OpenError, Recorded, StoreInfo};
 pub use writer::WriterTotals;
 
 use self::apply::backend;
@@ -37,6 +41,7 @@ pub struct EmbeddedStore {
     db: Arc<Database>,
     names: Arc<Names>,
     path: PathBuf,
+    recorded: Recorded,
     writer: Mutex<Option<mpsc::Sender<Job>>>,
     committed: tokio::sync::watch::Receiver<u64>,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -50,35 +55,91 @@ impl std::fmt::Debug for EmbeddedStore {
 }
 
 impl EmbeddedStore {
-    /// Opens (creating if needed) the store in `data_dir`. Fails with a clear error if
-    /// another process has it open.
+    /// Opens the store in `data_dir`, making it (and the directory) if none is there
+    /// ([`Open::OrCreate`]). Fails with a clear error if another process has it open, if
+    /// its file is empty, or if it is of a newer format.
     pub fn open(data_dir: &Path) -> Result<Self, StoreError> {
-        private::create_dir(data_dir)?;
+        Ok(Self::open_in(data_dir, Open::OrCreate)?)
+    }
+
+    /// Opens the store in `data_dir`; `mode` says whether one may be made there.
+    pub fn open_in(data_dir: &Path, mode: Open) -> Result<Self, OpenError> {
         let path = data_dir.join(FILE_NAME);
-        // Created (or tightened) owner-only before redb opens it: it holds everything.
-        private::create_file(&path)?;
-        let db = Database::create(&path).map_err(|e| match e {
-            redb::DatabaseError::DatabaseAlreadyOpen => StoreError::Backend(format!(
-                "{} is already open in another process",
-                path.display()
-            )),
-            other => StoreError::Backend(format!("cannot open {}: {other}", path.display())),
-        })?;
+        let missing = |why: String| OpenError::Missing {
+            path: path.clone(),
+            why,
+        };
+        match mode {
+            Open::Existing if !data_dir.exists() => {
+                return Err(missing(format!("{} does not exist", data_dir.display())));
+            }
+            Open::Existing if !data_dir.is_dir() => {
+                return Err(missing(format!(
+                    "{} is not a directory",
+                    data_dir.display()
+                )));
+            }
+            Open::Existing if !path.exists() => {
+                return Err(missing(format!(
+                    "{} holds no {FILE_NAME}",
+                    data_dir.display()
+                )));
+            }
+            // The directory's mode is checked (and a warning given) either way.
+            Open::Existing => private::create_dir(data_dir),
+            Open::OrCreate => private::create_dir(data_dir),
+        }
+        .map_err(|e| meta::unusable(&path, e))?;
         let names = Names::new();
-        create_tables(&db, &names)?;
+        if mode == Open::OrCreate && !path.exists() {
+            meta::create(&path, |txn| create_tables(txn, &names))?;
+        }
+        let size = std::fs::metadata(&path)
+            .map_err(|e| meta::unusable(&path, e))?
+            .len();
+        if size == 0 {
+            return Err(OpenError::Empty {
+                path,
+                why: "0 bytes".to_owned(),
+            });
+        }
+        // Tightened to its owner before redb reads it: it holds everything.
+        private::create_file(&path).map_err(|e| meta::unusable(&path, e))?;
+        let db = meta::open_database(&path)?;
+        let recorded = meta::check(&db, &path)?;
+        // Tables a newer release added (an index) are made in a store of an older one.
+        let txn = db.begin_write().map_err(|e| meta::unusable(&path, e))?;
+        create_tables(&txn, &names).map_err(|e| meta::unusable(&path, e))?;
+        txn.commit().map_err(|e| meta::unusable(&path, e))?;
         let db = Arc::new(db);
         let names = Arc::new(names);
-        let (notify, committed) = tokio::sync::watch::channel(writer::last_sequence(&db)?);
+        let last = writer::last_sequence(&db).map_err(|e| meta::unusable(&path, e))?;
+        let (notify, committed) = tokio::sync::watch::channel(last);
         let counters = Arc::new(writer::WriterCounters::default());
-        let (sender, thread) = writer::spawn(db.clone(), names.clone(), notify, counters.clone())?;
+        let (sender, thread) = writer::spawn(db.clone(), names.clone(), notify, counters.clone())
+            .map_err(|e| meta::unusable(&path, e))?;
         Ok(Self {
             db,
             names,
             path,
+            recorded,
             writer: Mutex::new(Some(sender)),
             committed,
             writer_thread: Mutex::new(Some(thread)),
             counters,
+        })
+    }
+
+    /// What the store is: its path, format version, when it was made, its size now.
+    pub fn info(&self) -> Result<StoreInfo, StoreError> {
+        let size_bytes = std::fs::metadata(&self.path)
+            .map_err(|e| StoreError::Backend(format!("{}: {e}", self.path.display())))?
+            .len();
+        Ok(StoreInfo {
+            path: self.path.clone(),
+            format_version: self.recorded.format_version,
+            created_at: self.recorded.created_at.clone(),
+            size_bytes,
         })
     }
 
@@ -265,8 +326,8 @@ impl Drop for EmbeddedStore {
     }
 }
 
-fn create_tables(db: &Database, names: &Names) -> Result<(), StoreError> {
-    let txn = db.begin_write().map_err(backend)?;
+/// Creates, in `txn`, every table of the store that is not there yet.
+fn create_tables(txn: &redb::WriteTransaction, names: &Names) -> Result<(), StoreError> {
     for def in &TABLES {
         txn.open_table(names.items(def.context)).map_err(backend)?;
         for gsi in def.gsis {
@@ -277,7 +338,7 @@ fn create_tables(db: &Database, names: &Names) -> Result<(), StoreError> {
     txn.open_table(CHANGELOG).map_err(backend)?;
     txn.open_table(EXPIRY).map_err(backend)?;
     txn.open_table(CHECKPOINTS).map_err(backend)?;
-    txn.commit().map_err(backend)
+    Ok(())
 }
 
 #[async_trait]
