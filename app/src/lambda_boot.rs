@@ -292,18 +292,20 @@ fn usable(value: Option<&str>, variable: &str) -> anyhow::Result<String> {
     Ok(value.to_owned())
 }
 
+/// An environment of `pairs` for the configuration readers' tests.
+#[cfg(test)]
+fn test_env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+    let map: std::collections::HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    move |name| map.get(name).cloned()
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_env as env;
     use super::*;
-    use std::collections::HashMap;
-
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        move |name| map.get(name).cloned()
-    }
 
     const BASE: [(&str, &str); 2] = [
         ("VITALS_BACKEND", "dynamodb"),

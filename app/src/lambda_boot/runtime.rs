@@ -41,15 +41,7 @@ pub fn runtime_environment(env: &dyn Fn(&str) -> Option<String>) -> anyhow::Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
-
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        move |name| map.get(name).cloned()
-    }
+    use crate::lambda_boot::test_env as env;
 
     #[test]
     fn outside_lambda_the_runtime_is_not_started() {
