@@ -1,13 +1,17 @@
 //! Operator commands over a store: redrive a subscription's dead letters, run the
-//! nightly readiness job, replay projections, look for a user's residue.
+//! nightly readiness job, replay projections, look for a user's residue. Each opens its
+//! store through the [`Place`] it runs in (its own process, or a running server), after
+//! checking its arguments, and never closes a store it did not open.
 
 use crate::cli::exit::{Exit, ExitOn as _};
 use crate::cli::{DlqKind, StoreArgs};
 use crate::storage;
+use crate::store_commands::Place;
 use anyhow::Context as _;
 use events_schema::time::Day;
 use infra::Store;
 use infra::dlq::{DeadLetterQueue, SqsDlq, TableDlq};
+use infra::embedded::Open;
 use infra::table::Table;
 use projectors::nightly::{Budget, DayRun};
 use projectors::runtime::{Redriven, redrive as redrive_letters};
@@ -16,11 +20,12 @@ use std::sync::Arc;
 
 /// Applies a subscription's dead letters again, from its table or its SQS queue.
 pub async fn redrive(
+    place: &Place,
     args: &StoreArgs,
     dlq: DlqKind,
     subscription: &str,
 ) -> anyhow::Result<Redriven> {
-    let store = storage::existing(args).await?.store;
+    let store = place.storage(args, Open::Existing).await?.store;
     let projector = projectors::registry::find(store.clone(), subscription)
         .with_context(|| format!("no subscription named {subscription:?}"))
         .or_exit(Exit::Usage)?;
@@ -70,7 +75,7 @@ pub async fn nightly_readiness(
 /// event; returns the new id. The operator acts as an account of its own, with no
 /// idempotency key (a rerun curates a second item). The store must exist, unless the
 /// command says `--create`; an invalid item is [`Exit::Usage`].
-pub async fn curate(command: crate::cli::AdminCommand) -> anyhow::Result<String> {
+pub async fn curate(place: &Place, command: crate::cli::AdminCommand) -> anyhow::Result<String> {
     use crate::cli::AdminCommand;
     use commands::nutrition::{CurateMealPlan, CurateRecipe, NutritionCommands};
     use events_schema::events::nutrition::Nutrients;
@@ -86,7 +91,7 @@ pub async fn curate(command: crate::cli::AdminCommand) -> anyhow::Result<String>
             store,
             create,
         } => {
-            let store = storage::open_in(&store, open_mode(create)).await?.store;
+            let store = place.storage(&store, open_mode(create)).await?.store;
             let nutrients = Nutrients {
                 calories,
                 protein_g,
@@ -120,7 +125,7 @@ pub async fn curate(command: crate::cli::AdminCommand) -> anyhow::Result<String>
                         .or_exit(Exit::Usage)
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            let store = storage::open_in(&store, open_mode(create)).await?.store;
+            let store = place.storage(&store, open_mode(create)).await?.store;
             let input = CurateMealPlan {
                 name,
                 category,
@@ -138,11 +143,11 @@ pub async fn curate(command: crate::cli::AdminCommand) -> anyhow::Result<String>
 }
 
 /// Whether `--create` lets a command make the store.
-fn open_mode(create: bool) -> infra::embedded::Open {
+fn open_mode(create: bool) -> Open {
     if create {
-        infra::embedded::Open::OrCreate
+        Open::OrCreate
     } else {
-        infra::embedded::Open::Existing
+        Open::Existing
     }
 }
 
@@ -160,6 +165,7 @@ impl projectors::replay::Progress for Bar {
 
 /// `vitals replay`: `projection` is a subscription name or `all`.
 pub async fn replay(
+    place: &Place,
     args: &StoreArgs,
     projection: &str,
     user: Option<&str>,
@@ -169,7 +175,7 @@ pub async fn replay(
         .map(|u| events_schema::ids::UserId::parse(u).context("--user is not a user id"))
         .transpose()
         .or_exit(Exit::Usage)?;
-    let storage = storage::existing(args).await?;
+    let storage = place.storage(args, Open::Existing).await?;
     let store = storage.store.clone();
     let all = projectors::registry::projections(store.clone());
     let selected: Vec<_> = if projection == "all" {
@@ -188,7 +194,7 @@ pub async fn replay(
         }
         one
     };
-    let bar = indicatif::ProgressBar::new(0).with_style(
+    let bar = place.progress_bar().with_style(
         indicatif::ProgressStyle::with_template(
             "{bar:40} {pos}/{len} events  {per_sec}  ETA {eta}",
         )
@@ -204,9 +210,7 @@ pub async fn replay(
     )
     .await?;
     bar.finish();
-    if let Some(embedded) = &storage.embedded {
-        embedded.close();
-    }
+    place.release(&storage);
     Ok(replayed)
 }
 
@@ -222,11 +226,16 @@ pub struct Residue {
 }
 
 /// `vitals admin residue`: everything left of a user.
-pub async fn residue(args: &StoreArgs, user: &str, dlq: DlqKind) -> anyhow::Result<Residue> {
+pub async fn residue(
+    place: &Place,
+    args: &StoreArgs,
+    user: &str,
+    dlq: DlqKind,
+) -> anyhow::Result<Residue> {
     let user = events_schema::ids::UserId::parse(user)
         .context("not a user id")
         .or_exit(Exit::Usage)?;
-    let storage = storage::existing(args).await?;
+    let storage = place.storage(args, Open::Existing).await?;
     let remnants = crate::residue::find(&*storage.store, &user).await?;
     let dead_letters = match dlq {
         // Table letters are rows: the scan above finds them.
@@ -245,9 +254,7 @@ pub async fn residue(args: &StoreArgs, user: &str, dlq: DlqKind) -> anyhow::Resu
         Some(embedded) => crate::residue::find_in_change_log(embedded, &user).await?,
         None => Vec::new(),
     };
-    if let Some(embedded) = &storage.embedded {
-        embedded.close();
-    }
+    place.release(&storage);
     Ok(Residue {
         remnants,
         logged,

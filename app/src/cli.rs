@@ -43,6 +43,34 @@ pub enum Command {
         #[arg(long, env = "VITALS_DATA_DIR", default_value = "./vitals-data")]
         data_dir: PathBuf,
     },
+    /// Back up the embedded store in `--data-dir` to a file, while it serves: one
+    /// consistent snapshot of every table (the change log and `meta` too), written beside
+    /// the file and renamed into place; prints what it copied and the change-log
+    /// sequence it is consistent at. Through a running `vitals serve` when one has the
+    /// store.
+    Backup {
+        /// Data directory of the embedded store.
+        #[arg(long, env = "VITALS_DATA_DIR", default_value = "./vitals-data")]
+        data_dir: PathBuf,
+        /// The backup file to write (replaced if there).
+        #[arg(long)]
+        to: PathBuf,
+    },
+    /// Install a backup as the embedded store of `--data-dir` (made if missing), once
+    /// checked: it opens, its format version is one this release reads, its tables read
+    /// through. A store in use is never replaced, one holding data only with `--force`
+    /// (it is then kept beside the new one as `vitals.redb.before-restore`).
+    Restore {
+        /// The backup file (written by `vitals backup`).
+        #[arg(long)]
+        from: PathBuf,
+        /// Data directory to restore into (no default: name it).
+        #[arg(long, env = "VITALS_DATA_DIR")]
+        data_dir: PathBuf,
+        /// Replace a store that holds data (kept as `vitals.redb.before-restore`).
+        #[arg(long)]
+        force: bool,
+    },
     /// Create the DynamoDB tables (with indexes, streams and TTL) from their definitions.
     Bootstrap(BootstrapArgs),
     /// Run every projector worker on the Kinesis streams (the aws-local shape).
@@ -73,8 +101,8 @@ pub enum Command {
         #[command(subcommand)]
         doc: Doc,
     },
-    /// Apply a subscription's dead letters again (an embedded store must not be open
-    /// in a running `vitals serve`).
+    /// Apply a subscription's dead letters again (on an embedded store a running `vitals
+    /// serve` has open, the server does it).
     Redrive {
         /// The subscription, such as `dashboard-from-nutrition`.
         subscription: String,
@@ -138,7 +166,7 @@ pub enum Command {
     },
 }
 
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Subcommand)]
 pub enum AdminCommand {
     /// Scan every table and index for what is left of a user; exit status 0 only when
     /// nothing is.

@@ -6,6 +6,9 @@
 //! - [`storage`]: builds the configured storage backend.
 //! - [`http`]: the axum router (`http::app`), testable without a socket.
 //! - [`server`]: binds, serves until shutdown, runs the projector workers and TTL purge.
+//! - [`store_commands`]: the commands on a store's contents (info, backup, admin,
+//!   replay, redrive, insights), run here or by a running server.
+//! - [`admin_socket`]: where a running `vitals serve` takes those commands.
 //! - [`admin`]: operator commands (redrive, nightly readiness, replay, residue).
 //! - [`deploy`]: the CloudFormation stack of the AWS shape, generated.
 //! - [`cost`]: what a user and the stack cost on AWS (`vitals cost`, `docs/cost.md`).
@@ -20,6 +23,7 @@
 //! - [`logging`]: log lines as text or JSON on standard error.
 
 pub mod admin;
+pub mod admin_socket;
 pub mod cli;
 pub mod cost;
 pub mod deploy;
@@ -33,4 +37,5 @@ pub mod residue;
 pub mod server;
 pub mod setup;
 pub mod storage;
+pub mod store_commands;
 pub mod work;

@@ -5,7 +5,7 @@ use clap::Parser;
 use std::process::ExitCode;
 use vitals::cli::exit::{Exit, ExitOn as _};
 use vitals::cli::{AdminCommand, Backend, Cli, Command, Deploy, DlqKind, Doc, InsightsJob};
-use vitals::{server, storage};
+use vitals::{server, storage, store_commands};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -75,6 +75,8 @@ fn on_aws(command: &Command) -> bool {
                 AdminCommand::CurateRecipe { store, .. } | AdminCommand::CurateMealPlan { store, .. },
         } => shared(store),
         Command::Info { .. }
+        | Command::Backup { .. }
+        | Command::Restore { .. }
         | Command::Cost { .. }
         | Command::Docs { .. }
         | Command::Deploy { .. } => false,
@@ -83,9 +85,16 @@ fn on_aws(command: &Command) -> bool {
 
 /// Runs `command`; how it ended.
 async fn run(command: Command) -> anyhow::Result<Exit> {
+    if store_commands::is_store_command(&command) {
+        return store_commands::run_here(command, std::env::args_os().skip(1)).await;
+    }
     match command {
         Command::Serve(args) => serve(&args).await,
-        Command::Info { data_dir } => info(&data_dir),
+        Command::Restore {
+            from,
+            data_dir,
+            force,
+        } => restore(&from, &data_dir, force),
         Command::Bootstrap(args) => vitals::work::bootstrap(&args).await.map(|()| Exit::Ok),
         Command::Work(args) => vitals::work::work(&args).await.map(|()| Exit::Ok),
         Command::Lambda { subscription, aws } => {
@@ -110,74 +119,47 @@ async fn run(command: Command) -> anyhow::Result<Exit> {
             print!("{}", vitals::deploy::matrix_text());
             Ok(Exit::Ok)
         }
-        Command::Redrive {
-            subscription,
-            store,
-            dlq,
-        } => {
-            let outcome = vitals::admin::redrive(&store, dlq, &subscription).await?;
-            println!(
-                "{subscription}: {} applied, {} still failing",
-                outcome.applied, outcome.still_failing
-            );
-            Ok(Exit::Ok)
-        }
         Command::Migrate { data_dir, aws } => migrate(&data_dir, &aws).await,
         Command::Cost { prices } => cost(prices.as_deref()).await,
         Command::RedriveFailures { target, aws } => redrive_failures(&target, &aws).await,
-        Command::Replay {
-            projection,
-            user,
-            rebuild,
-            store,
-        } => replay(&projection, user.as_deref(), rebuild, &store).await,
-        Command::Admin {
-            command: AdminCommand::Residue { user, store, dlq },
-        } => residue(&user, &store, dlq).await,
-        Command::Admin {
-            command:
-                curate @ (AdminCommand::CurateRecipe { .. } | AdminCommand::CurateMealPlan { .. }),
-        } => {
-            let id = vitals::admin::curate(curate).await?;
-            println!("{id}");
-            Ok(Exit::Ok)
-        }
-        Command::Insights {
-            job: InsightsJob::Nightly { date, store },
-        } => {
-            // The date first: a malformed one is refused before the store is opened.
-            let day = date.as_deref().map(vitals::admin::day).transpose()?;
-            let storage = storage::existing(&store).await?;
-            let budget = projectors::nightly::Budget::unbounded();
-            let runs = vitals::admin::nightly_readiness(storage.store, day, budget);
-            let runs = runs.await?;
-            if runs.is_empty() {
-                println!("readiness: every ended day is scored already");
-            }
-            for run in runs {
-                let (day, scored) = (run.day, run.scored);
-                println!("readiness scored for {scored} active users on {day}");
-            }
-            Ok(Exit::Ok)
-        }
+        _ => Err(Exit::Failed.error("a store command runs in store_commands")),
     }
 }
 
-/// `vitals info`: what the embedded store in `data_dir` is.
-fn info(data_dir: &std::path::Path) -> anyhow::Result<Exit> {
-    let store = storage::embedded(data_dir, infra::embedded::Open::Existing)?;
-    let info = store.info().or_exit(Exit::Store)?;
-    store.close();
-    let created = info
-        .created_at
-        .unwrap_or_else(|| "unknown (made before stores recorded it)".to_owned());
-    let size = info.size_bytes;
-    let mib = size as f64 / (1024.0 * 1024.0);
-    println!("path            {}", info.path.display());
-    println!("format version  {}", info.format_version);
-    println!("created at      {created}");
-    println!("size            {size} bytes ({mib:.1} MiB)");
+/// `vitals restore`: the backup `from`, checked, installed as the store of `data_dir`.
+fn restore(
+    from: &std::path::Path,
+    data_dir: &std::path::Path,
+    force: bool,
+) -> anyhow::Result<Exit> {
+    let restored = infra::embedded::restore(from, data_dir, force).map_err(restore_error)?;
+    let snapshot = &restored.snapshot;
+    println!(
+        "restored {} into {} (format version {})",
+        from.display(),
+        restored.store.display(),
+        snapshot.format_version
+    );
+    store_commands::print_tables(snapshot, &mut std::io::stdout())?;
+    println!("consistent at change-log sequence {}", snapshot.sequence);
+    if let Some(kept) = &restored.kept {
+        println!("the store it replaced is kept as {}", kept.display());
+    }
     Ok(Exit::Ok)
+}
+
+/// A restore's failure with its status (see [`store_commands::backup_error`]); a store
+/// holding data names the flag that replaces it.
+fn restore_error(error: infra::embedded::BackupError) -> anyhow::Error {
+    use infra::embedded::{BackupError, KEPT_ASIDE};
+    match error {
+        BackupError::Occupied { path, what } => Exit::Usage.error(format!(
+            "{} holds {what}: restoring over it needs --force (which keeps it beside the new \
+             store as {KEPT_ASIDE})",
+            path.display()
+        )),
+        other => store_commands::backup_error(other),
+    }
 }
 
 /// `vitals serve`: the HTTP API and, on the embedded store, the projectors. Every
@@ -193,6 +175,8 @@ async fn serve(args: &vitals::cli::ServeArgs) -> anyhow::Result<Exit> {
     let listener = server::listen(&args.listen).await?;
     let address = listener.local_addr().or_exit(Exit::Config)?;
     let storage = storage::open(&args.store).await?.logged();
+    // Bound before the address is printed: once it is, store commands reach the server.
+    let admin = storage.embedded.as_deref().and_then(server::admin_socket);
     // Without VITALS_JWT_SECRET (the embedded store only: a shared one refused to start
     // above), the key kept beside the store, so a restart signs no one out.
     let (secrets, signing) = match &args.api.jwt_secret {
@@ -208,6 +192,8 @@ async fn serve(args: &vitals::cli::ServeArgs) -> anyhow::Result<Exit> {
     // The start line says which key signs the tokens (a generated one is kept for the
     // next start); standard output holds only the address line scripts read.
     tracing::info!(backend = storage.store.backend(), %address, signing = %signing, "vitals serving");
+    // A signal from whoever read the address line stops the server cleanly.
+    let shutdown = server::shutdown_signal();
     // The address on stdout, so scripts and tests can find a port-0 server.
     println!("listening on http://{address}");
     // Built here, not by the server from `ServeArgs`: the command line depends on the
@@ -218,7 +204,7 @@ async fn serve(args: &vitals::cli::ServeArgs) -> anyhow::Result<Exit> {
         idle_timeout: args.idle_timeout,
         max_connections: args.max_connections,
     };
-    server::run_with(listener, storage, api, limits, server::shutdown_signal()).await?;
+    server::run_with(listener, storage, api, limits, admin, shutdown).await?;
     Ok(Exit::Ok)
 }
 
@@ -310,46 +296,6 @@ async fn redrive_failures(target: &str, aws: &vitals::cli::AwsArgs) -> anyhow::R
     Ok(Exit::Ok)
 }
 
-/// `vitals admin residue USER`: what is left of a user anywhere; [`Exit::Finding`] if
-/// anything. An id that no erasure and no item knows names no user of this store: that
-/// is [`Exit::Usage`], not "nothing left".
-async fn residue(
-    user: &str,
-    store: &vitals::cli::StoreArgs,
-    dlq: vitals::cli::DlqKind,
-) -> anyhow::Result<Exit> {
-    let residue = vitals::admin::residue(store, user, dlq).await?;
-    for remnant in &residue.remnants {
-        println!("{remnant}");
-    }
-    for letters in &residue.dead_letters {
-        println!("{letters}");
-    }
-    for change in &residue.logged {
-        println!("{change}");
-    }
-    let left = residue.remnants.len()
-        + residue.logged.len()
-        + residue.dead_letters.iter().map(|d| d.letters).sum::<u64>() as usize;
-    match &residue.erasure {
-        Some(status) => println!("erasure of {user}: {status}"),
-        None if left == 0 => {
-            return Err(Exit::Usage.error(format!(
-                "{user:?} is no user of this store: no erasure is recorded for it and nothing \
-                 holds it (is it the right id, and the right store?)"
-            )));
-        }
-        None => println!("no erasure is recorded for {user}"),
-    }
-    if left == 0 {
-        println!("nothing left of {user}");
-        Ok(Exit::Ok)
-    } else {
-        println!("{left} items left of {user}");
-        Ok(Exit::Finding)
-    }
-}
-
 /// `vitals docs ...`: the generated documents.
 fn docs(doc: Doc) -> anyhow::Result<Exit> {
     match doc {
@@ -360,25 +306,5 @@ fn docs(doc: Doc) -> anyhow::Result<Exit> {
             println!("wrote {written} event schemas to {}", out.display());
         }
     }
-    Ok(Exit::Ok)
-}
-
-/// `vitals replay NAME|all [--user ID] [--rebuild]`.
-async fn replay(
-    projection: &str,
-    user: Option<&str>,
-    rebuild: bool,
-    store: &vitals::cli::StoreArgs,
-) -> anyhow::Result<Exit> {
-    let mode = if rebuild {
-        projectors::replay::Mode::Rebuild
-    } else {
-        projectors::replay::Mode::Incremental
-    };
-    let replayed = vitals::admin::replay(store, projection, user, mode).await?;
-    println!(
-        "replayed {} events ({} applications, {} refused)",
-        replayed.events, replayed.applications, replayed.rejected
-    );
     Ok(Exit::Ok)
 }

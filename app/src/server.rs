@@ -1,6 +1,7 @@
 //! Serving: bind, serve the router until the shutdown future resolves (in-flight
 //! requests finish first). On the embedded store it also runs every projector worker,
-//! the TTL purge and the trimming of processed change records in-process.
+//! the TTL purge and the trimming of processed change records in-process, and answers
+//! operators' store commands on its admin socket ([`crate::admin_socket`]).
 //!
 //! Connections are served over HTTP/1.1 with limits a hostile network cannot outlast
 //! ([`ConnectionLimits`]): a request's headers must arrive within the header timeout
@@ -9,6 +10,7 @@
 //! and at most so many connections are served at once: more wait in the listen backlog
 //! until one closes, which the timeouts see to.
 
+use crate::admin_socket::AdminSocket;
 use crate::cli::exit::Exit;
 use crate::http::{self, AppState};
 use crate::storage::Storage;
@@ -82,22 +84,19 @@ pub async fn run(
     api: Arc<crate::http::api::Api>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    run_with(
-        listener,
-        storage,
-        api,
-        ConnectionLimits::default(),
-        shutdown,
-    )
-    .await
+    let limits = ConnectionLimits::default();
+    run_with(listener, storage, api, limits, None, shutdown).await
 }
 
-/// Serves on `listener` until `shutdown` resolves, within `limits`.
+/// Serves on `listener` until `shutdown` resolves, within `limits`, answering store
+/// commands on `admin` (bound beside the embedded store, see [`crate::admin_socket`]) if
+/// given.
 pub async fn run_with(
     listener: TcpListener,
     storage: Storage,
     api: Arc<crate::http::api::Api>,
     limits: ConnectionLimits,
+    admin: Option<AdminSocket>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let subscriptions = registry::all(storage.store.clone());
@@ -117,12 +116,30 @@ pub async fn run_with(
         let feed = Arc::new(EmbeddedFeed::new(store));
         Arc::new(Pipeline::start(storage.store.clone(), feed, subscriptions))
     });
+    // The operator's commands run on the store itself, their writes counted, not logged
+    // one by one (as when they run by themselves).
+    let (stop_admin, admin_stopped) = tokio::sync::oneshot::channel::<()>();
+    let admin = admin
+        .zip(storage.embedded.clone())
+        .map(|(socket, embedded)| {
+            let store: Arc<dyn infra::Store> = embedded.clone();
+            let embedded = Some(embedded);
+            let stopped = async {
+                let _ = admin_stopped.await;
+            };
+            tokio::spawn(socket.serve(Storage { store, embedded }, stopped))
+        });
     let app = http::app(AppState {
         store: storage.store.clone(),
         pipeline: pipeline.clone(),
         api,
     });
     connections::serve(listener, app, limits, shutdown).await;
+    // The commands in flight finish before the store closes.
+    let _ = stop_admin.send(());
+    if let Some(admin) = admin {
+        let _ = admin.await;
+    }
     if let Some(purger) = purger {
         purger.abort();
     }
@@ -192,31 +209,58 @@ async fn nightly_readiness(store: Arc<dyn infra::Store>) {
     }
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(error) = tokio::signal::ctrl_c().await {
-            tracing::warn!(%error, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
+/// Resolves on Ctrl-C (SIGINT) or SIGTERM. The handlers are installed when this is
+/// called, not when it is first awaited: called before a server says it listens, a
+/// signal sent as soon as it has said so stops it cleanly instead of killing it.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
+    use tokio::signal::unix::SignalKind;
+    let interrupt = on_signal(SignalKind::interrupt(), "SIGINT");
+    let terminate = on_signal(SignalKind::terminate(), "SIGTERM");
+    async move {
+        tokio::select! {
+            () = interrupt => {},
+            () = terminate => {},
         }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        tracing::info!("shutting down");
+    }
+}
+
+/// Resolves when `kind` arrives; its handler is installed now (never, with a warning,
+/// when it cannot be).
+fn on_signal(
+    kind: tokio::signal::unix::SignalKind,
+    name: &'static str,
+) -> impl Future<Output = ()> + Send + 'static {
+    let signal = tokio::signal::unix::signal(kind);
+    async move {
+        match signal {
             Ok(mut signal) => {
                 signal.recv().await;
             }
             Err(error) => {
-                tracing::warn!(%error, "cannot listen for SIGTERM");
+                tracing::warn!(%error, "cannot listen for {name}");
                 std::future::pending::<()>().await;
             }
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
     }
-    tracing::info!("shutting down");
+}
+
+/// The admin socket beside the embedded store `embedded` (see [`crate::admin_socket`]);
+/// none, with a warning, when it cannot be bound (store commands then need the server
+/// stopped).
+pub fn admin_socket(embedded: &infra::embedded::EmbeddedStore) -> Option<AdminSocket> {
+    let data_dir = embedded.path().parent()?;
+    match AdminSocket::bind(data_dir) {
+        Ok(socket) => {
+            tracing::info!(socket = %socket.path().display(), "store commands are answered on the admin socket");
+            Some(socket)
+        }
+        Err(error) => {
+            tracing::warn!(
+                error = format!("{error:#}"),
+                "no admin socket: store commands need the server stopped"
+            );
+            None
+        }
+    }
 }

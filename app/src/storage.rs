@@ -14,6 +14,7 @@ use infra::embedded::{EmbeddedStore, Open, OpenError};
 use std::sync::Arc;
 
 /// The live store, and the embedded one when that is the backend (for maintenance).
+#[derive(Clone)]
 pub struct Storage {
     pub store: Arc<dyn Store>,
     pub embedded: Option<Arc<EmbeddedStore>>,
@@ -66,20 +67,32 @@ pub async fn open_in(args: &StoreArgs, mode: Open) -> anyhow::Result<Storage> {
     })
 }
 
+/// The embedded store is open in another process: a running `vitals serve` (a store
+/// command then runs through its admin socket), or another command.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{} is already open in another process (a running `vitals serve`? An embedded store \
+     is one process's at a time: stop it first)",
+    store.display()
+)]
+pub struct Held {
+    /// The store's file.
+    pub store: std::path::PathBuf,
+}
+
 /// The embedded store in `data_dir`; a refusal is [`Exit::Store`], its message naming
-/// the path and what to do.
+/// the path and what to do (a store open in another process is [`Held`]).
 pub fn embedded(data_dir: &std::path::Path, mode: Open) -> anyhow::Result<EmbeddedStore> {
     EmbeddedStore::open_in(data_dir, mode).map_err(|error| {
+        if let OpenError::Locked { path } = error {
+            return Exit::Store.error_of(Held { store: path });
+        }
         let hint = match &error {
             OpenError::Missing { .. } => {
                 " (is --data-dir, or VITALS_DATA_DIR, right? A store is made by the first \
                  `vitals serve`, or by `--create` where a command has it)"
             }
             OpenError::Empty { .. } => " (move it away to make a new store)",
-            OpenError::Locked { .. } => {
-                " (a running `vitals serve`? An embedded store is one process's at a time: \
-                 stop it first)"
-            }
             _ => "",
         };
         Exit::Store.error(format!("{error}{hint}"))

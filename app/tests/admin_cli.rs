@@ -1,6 +1,6 @@
 //! The operator commands black-box on the embedded store, through the `vitals` binary:
 //! two users log meals through `vitals serve`, one deletes her account; with the server
-//! stopped (an embedded data directory has one process at a time), `vitals admin
+//! stopped (`replay --rebuild` needs the projection workers stopped), `vitals admin
 //! residue` finds nothing of her and all of the other user, `vitals replay` rebuilds the
 //! read models and brings nothing of her back, and bad arguments fail with a message,
 //! never a panic. Served again, the other user's dashboard is exactly as before.

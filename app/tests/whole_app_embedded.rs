@@ -30,8 +30,8 @@ fn a_phone_uses_the_whole_app() {
     let data_dir = dir.path().join("data");
     let store = ["--data-dir", data_dir.to_str().expect("utf-8")];
     let env = [("VITALS_JWT_SECRET", "test-jwt-secret-32-bytes-or-more")];
-    // The embedded store is one process's: the operator curates before serving, making
-    // the store (`--create`: no command but `serve` makes one unasked).
+    // The operator curates before the first start, making the store (`--create`: no
+    // command but `serve` makes one unasked).
     let (recipe, plan) = curate(&[&store[..], &["--create"]].concat());
     let server = support::start_with_env(&store, &env);
     let ana = register(&server.address, "ana@example.com");

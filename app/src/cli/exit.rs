@@ -15,10 +15,13 @@ pub enum Exit {
     Finding,
     /// 2: usage or bad input: a malformed command line (clap's own errors are 2 too), or
     /// an id, name, date or input file that names nothing (a user id this store has
-    /// never held, an unknown subscription, a JSON file that is not there).
+    /// never held, an unknown subscription, a JSON file or backup that is not there), or
+    /// a restore over a store holding data without `--force`.
     Usage,
     /// 3: the store: missing (a mistyped `--data-dir`), empty, unreadable, of a newer
-    /// format, open in another process, or failing while the command ran.
+    /// format, open in another process that runs no server to take the command, or
+    /// failing while the command ran; a backup to restore that is none of ours,
+    /// damaged, or of a newer format.
     Store,
     /// 4: configuration: a setting or secret missing or unusable (a short secret, a JWKS
     /// file that is not there, an address that does not resolve or is in use, the
@@ -69,11 +72,24 @@ impl Exit {
         }
     }
 
+    /// The status of a process that ended with `code`, if it is one of these.
+    pub fn of_code(code: u8) -> Option<Exit> {
+        Self::ALL.into_iter().find(|exit| exit.code() == code)
+    }
+
     /// An error of this status, saying `message`.
     pub fn error(self, message: impl fmt::Display) -> anyhow::Error {
         anyhow::Error::new(Classified {
             exit: self,
             error: anyhow::anyhow!("{message}"),
+        })
+    }
+
+    /// `error` as an error of this status, found again by [`cause`].
+    pub fn error_of(self, error: impl std::error::Error + Send + Sync + 'static) -> anyhow::Error {
+        anyhow::Error::new(Classified {
+            exit: self,
+            error: anyhow::Error::new(error),
         })
     }
 
@@ -133,6 +149,17 @@ fn given(error: &anyhow::Error) -> Option<Exit> {
         .chain()
         .find_map(|cause| cause.downcast_ref::<Classified>())
         .map(|classified| classified.exit)
+}
+
+/// The first cause of `error` of type `E`, also among the causes of errors given a
+/// status ([`Exit::error_of`]).
+pub fn cause<E: std::error::Error + Send + Sync + 'static>(error: &anyhow::Error) -> Option<&E> {
+    error.chain().find_map(|cause| {
+        cause.downcast_ref::<E>().or_else(|| {
+            let classified = cause.downcast_ref::<Classified>()?;
+            self::cause::<E>(&classified.error)
+        })
+    })
 }
 
 /// The status `error` ends the process with: the one it was given where it arose; else
@@ -213,6 +240,18 @@ mod tests {
             .expect_err("an error");
         assert_eq!(status_of(&plain, false), Exit::Store);
         assert_eq!(format!("{plain:#}"), "disk full");
+        let typed = Exit::Store
+            .error_of(std::io::Error::other("held"))
+            .context("opening");
+        assert_eq!(status_of(&typed, false), Exit::Store);
+        assert_eq!(
+            cause::<std::io::Error>(&typed).map(|e| e.to_string()),
+            Some("held".into())
+        );
+        for exit in Exit::ALL {
+            assert_eq!(Exit::of_code(exit.code()), Some(exit));
+        }
+        assert_eq!(Exit::of_code(101), None);
     }
 
     #[test]

@@ -13,7 +13,7 @@
 
 use crate::store::{Item, SortKeyCondition, StoreError};
 use events_schema::Context;
-use events_schema::tables::{GsiDef, TTL};
+use events_schema::tables::{GsiDef, TABLES, TTL};
 use redb::TableDefinition;
 use std::ops::Bound;
 
@@ -45,6 +45,30 @@ impl Names {
     ) -> TableDefinition<'_, ItemKey<'static>, &'static [u8]> {
         TableDefinition::new(&self.items[table as usize])
     }
+}
+
+/// Something done to each table of the store, whatever its key and value types (made,
+/// copied into a backup, read through).
+pub(super) trait EachTable {
+    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+        &mut self,
+        def: TableDefinition<'_, K, V>,
+    ) -> Result<(), StoreError>;
+}
+
+/// Visits every table of the store, the one list of them: each context's items and its
+/// indexes, then `expiry`, `changelog`, `checkpoints` and `meta`.
+pub(super) fn each_table(names: &Names, each: &mut impl EachTable) -> Result<(), StoreError> {
+    for def in &TABLES {
+        each.table(names.items(def.context))?;
+        for gsi in def.gsis {
+            each.table(index_def(&index_table_name(def.context, gsi)))?;
+        }
+    }
+    each.table(EXPIRY)?;
+    each.table(CHANGELOG)?;
+    each.table(CHECKPOINTS)?;
+    each.table(META)
 }
 
 /// The name of an index's redb table (built per use: index writes are rare enough).

@@ -164,52 +164,10 @@ pub(super) fn create(
 /// which is then recorded.
 pub(super) fn check(db: &Database, path: &Path) -> Result<Recorded, OpenError> {
     let read = db.begin_read().map_err(|e| unusable(path, e))?;
-    let recorded = match read.open_table(META) {
-        Ok(meta) => {
-            let get = |key: &str| -> Result<Option<String>, OpenError> {
-                Ok(meta
-                    .get(key)
-                    .map_err(|e| unusable(path, e))?
-                    .map(|v| v.value().to_owned()))
-            };
-            let found = get(VERSION_KEY)?.unwrap_or_default();
-            let format_version = match found.parse::<u32>() {
-                Ok(version) if version >= 1 => version,
-                _ => {
-                    return Err(OpenError::UnknownFormat {
-                        path: path.to_owned(),
-                        found,
-                    });
-                }
-            };
-            Some(Recorded {
-                format_version,
-                created_at: get(CREATED_KEY)?,
-            })
-        }
-        Err(TableError::TableDoesNotExist(_)) => None,
-        Err(other) => return Err(unusable(path, other)),
-    };
-    if let Some(recorded) = recorded {
-        if recorded.format_version > FORMAT_VERSION {
-            return Err(OpenError::NewerFormat {
-                path: path.to_owned(),
-                found: recorded.format_version,
-            });
-        }
+    if let Some(recorded) = recorded(&read, path)? {
         return Ok(recorded);
     }
-    let ours = read
-        .list_tables()
-        .map_err(|e| unusable(path, e))?
-        .any(|table| table.name().starts_with("items/"));
     drop(read);
-    if !ours {
-        return Err(OpenError::Empty {
-            path: path.to_owned(),
-            why: "a database without the store's tables".to_owned(),
-        });
-    }
     let write = db.begin_write().map_err(|e| unusable(path, e))?;
     write
         .open_table(META)
@@ -226,6 +184,58 @@ pub(super) fn check(db: &Database, path: &Path) -> Result<Recorded, OpenError> {
         format_version: FORMAT_VERSION,
         created_at: None,
     })
+}
+
+/// What the store read in `read` records, checked without writing: a store of a newer or
+/// unknown format is refused, a database without the store's tables is empty; `None`
+/// for a store made before stores recorded their format (of version 1).
+pub(super) fn recorded(
+    read: &redb::ReadTransaction,
+    path: &Path,
+) -> Result<Option<Recorded>, OpenError> {
+    let meta = match read.open_table(META) {
+        Ok(meta) => meta,
+        Err(TableError::TableDoesNotExist(_)) => {
+            let ours = read
+                .list_tables()
+                .map_err(|e| unusable(path, e))?
+                .any(|table| table.name().starts_with("items/"));
+            if !ours {
+                return Err(OpenError::Empty {
+                    path: path.to_owned(),
+                    why: "a database without the store's tables".to_owned(),
+                });
+            }
+            return Ok(None);
+        }
+        Err(other) => return Err(unusable(path, other)),
+    };
+    let get = |key: &str| -> Result<Option<String>, OpenError> {
+        Ok(meta
+            .get(key)
+            .map_err(|e| unusable(path, e))?
+            .map(|v| v.value().to_owned()))
+    };
+    let found = get(VERSION_KEY)?.unwrap_or_default();
+    let format_version = match found.parse::<u32>() {
+        Ok(version) if version >= 1 => version,
+        _ => {
+            return Err(OpenError::UnknownFormat {
+                path: path.to_owned(),
+                found,
+            });
+        }
+    };
+    if format_version > FORMAT_VERSION {
+        return Err(OpenError::NewerFormat {
+            path: path.to_owned(),
+            found: format_version,
+        });
+    }
+    Ok(Some(Recorded {
+        format_version,
+        created_at: get(CREATED_KEY)?,
+    }))
 }
 
 #[cfg(test)]

@@ -3,9 +3,11 @@
 //! commit as the items. Reads run on redb's MVCC snapshots in parallel with the writer.
 //! The directory and the file are their owner's only (see [`private`]). A store records
 //! its format version and when it was made, and is opened, never conjured: only
-//! [`Open::OrCreate`] makes one (see `meta.rs`).
+//! [`Open::OrCreate`] makes one (see `meta.rs`). A backup is taken while it serves and
+//! restored whole (see [`backup`]).
 
 mod apply;
+mod backup;
 mod changelog;
 mod layout;
 mod meta;
@@ -13,12 +15,13 @@ mod private;
 mod read;
 mod writer;
 
+pub use backup::{BackupError, KEPT_ASIDE, Restored, Snapshot, restore};
 pub use changelog::ChangeRecord;
 pub use meta::{FORMAT_VERSION, Open, OpenError, Recorded, StoreInfo};
 pub use writer::WriterTotals;
 
 use self::apply::backend;
-use self::layout::{CHANGELOG, CHECKPOINTS, EXPIRY, Names};
+use self::layout::{CHECKPOINTS, Names};
 use self::writer::{Job, WriteOp, WriteOutcome};
 use crate::store::{
     BatchWrite, CancelReason, Condition, IndexQuery, Item, Key, Page, Query, Scan, Store,
@@ -26,7 +29,6 @@ use crate::store::{
 };
 use async_trait::async_trait;
 use events_schema::Context;
-use events_schema::tables::TABLES;
 use redb::{Database, ReadableDatabase as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, mpsc};
@@ -145,6 +147,16 @@ impl EmbeddedStore {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Writes a backup of the store to `file` while it goes on serving: one read
+    /// transaction copied whole (see [`backup`]); what it holds.
+    pub async fn backup_to(&self, file: &Path) -> Result<Snapshot, BackupError> {
+        let (db, names) = (self.db.clone(), self.names.clone());
+        let (store, file) = (self.path.clone(), file.to_owned());
+        tokio::task::spawn_blocking(move || backup::write(&db, &names, &store, &file))
+            .await
+            .map_err(|e| BackupError::Store(backend(e)))?
     }
 
     async fn submit(&self, op: WriteOp) -> Result<WriteOutcome, StoreError> {
@@ -328,17 +340,16 @@ impl Drop for EmbeddedStore {
 
 /// Creates, in `txn`, every table of the store that is not there yet.
 fn create_tables(txn: &redb::WriteTransaction, names: &Names) -> Result<(), StoreError> {
-    for def in &TABLES {
-        txn.open_table(names.items(def.context)).map_err(backend)?;
-        for gsi in def.gsis {
-            let name = layout::index_table_name(def.context, gsi);
-            txn.open_table(layout::index_def(&name)).map_err(backend)?;
+    struct Create<'t>(&'t redb::WriteTransaction);
+    impl layout::EachTable for Create<'_> {
+        fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
+            &mut self,
+            def: redb::TableDefinition<'_, K, V>,
+        ) -> Result<(), StoreError> {
+            self.0.open_table(def).map(drop).map_err(backend)
         }
     }
-    txn.open_table(CHANGELOG).map_err(backend)?;
-    txn.open_table(EXPIRY).map_err(backend)?;
-    txn.open_table(CHECKPOINTS).map_err(backend)?;
-    Ok(())
+    layout::each_table(names, &mut Create(txn))
 }
 
 #[async_trait]
