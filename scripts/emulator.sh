@@ -246,14 +246,20 @@ do_start() {
 }
 
 do_stop() {
-  local pid
+  local pid port
   pid="$(read_pid)"
+  # The port it answered on names the directory ministack unpacks its Lambda functions'
+  # code into (about 100 MB a stack run, never removed by ministack itself).
+  port="$(sed -n 's|.*:\([0-9][0-9]*\)/*$|\1|p' "$url_file" 2>/dev/null || true)"
   if is_running "$pid"; then
     stop_pid "$pid"
   else
     log "$name not running"
   fi
   rm -f "$pid_file" "$url_file"
+  if [[ -n "$port" ]]; then
+    rm -rf "${TMPDIR:-/tmp}/ministack-provided-code-$port"
+  fi
 }
 
 do_status() {
