@@ -5,18 +5,64 @@
 
 use crate::cli::exit::{Exit, ExitOn as _};
 use crate::cli::{DlqKind, StoreArgs};
-use crate::storage;
-use crate::store_commands::Place;
+use crate::storage::{self, Storage};
 use anyhow::Context as _;
 use events_schema::time::Day;
 use infra::Store;
 use infra::dlq::{DeadLetterQueue, SqsDlq, TableDlq};
-use infra::embedded::Open;
+use infra::embedded::{EmbeddedStore, Open};
 use infra::table::Table;
 use projectors::nightly::{Budget, DayRun};
 use projectors::runtime::{Redriven, redrive as redrive_letters};
 use std::collections::HashSet;
+use std::path::Path;
 use std::sync::Arc;
+
+/// Where a store command runs.
+pub enum Place {
+    /// In its own process, on the store its arguments name (opened, then closed).
+    Here,
+    /// Inside `vitals serve`, on the server's embedded store (whatever `--data-dir` says:
+    /// the socket a client found in its data directory named the server).
+    Served(Storage),
+}
+
+impl Place {
+    /// The store `args` names, opened here (`mode` says whether it may be made), or the
+    /// server's.
+    pub async fn storage(&self, args: &StoreArgs, mode: Open) -> anyhow::Result<Storage> {
+        match self {
+            Place::Here => storage::open_in(args, mode).await,
+            Place::Served(storage) => Ok(storage.clone()),
+        }
+    }
+
+    /// The embedded store in `data_dir`, opened here, or the server's.
+    pub fn embedded(&self, data_dir: &Path) -> anyhow::Result<Arc<EmbeddedStore>> {
+        match self {
+            Place::Here => Ok(Arc::new(storage::embedded(data_dir, Open::Existing)?)),
+            Place::Served(storage) => storage
+                .embedded
+                .clone()
+                .ok_or_else(|| Exit::Store.error("the server runs on no embedded store")),
+        }
+    }
+
+    /// Closes `storage` if it was opened here (the server's stays open).
+    pub fn release(&self, storage: &Storage) {
+        if let (Place::Here, Some(embedded)) = (self, &storage.embedded) {
+            embedded.close();
+        }
+    }
+
+    /// A progress bar: drawn on standard error here, hidden in the server.
+    pub fn progress_bar(&self) -> indicatif::ProgressBar {
+        match self {
+            Place::Here => indicatif::ProgressBar::new(0),
+            Place::Served(_) => indicatif::ProgressBar::hidden(),
+        }
+    }
+}
 
 /// Applies a subscription's dead letters again, from its table or its SQS queue.
 pub async fn redrive(

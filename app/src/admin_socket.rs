@@ -16,16 +16,15 @@
 //! on its own task; one that panics is answered `{"exit": 6, ...}`, and the server goes
 //! on.
 
+use crate::admin::Place;
+use crate::admin_client::{Answer, MAX_REQUEST, REQUEST_WITHIN, Request, SOCKET};
 use crate::cli::Cli;
 use crate::cli::exit::{self, Exit};
 use crate::storage::Storage;
-use crate::store_commands::{self, Place};
+use crate::store_commands;
 use anyhow::Context as _;
 use clap::Parser as _;
-use serde::{Deserialize, Serialize};
-use std::ffi::OsString;
 use std::future::Future;
-use std::io::Write as _;
 use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -34,33 +33,8 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
 
-/// The socket's name in the data directory.
-pub const SOCKET: &str = "admin.sock";
 /// Where it is bound before it is restricted and renamed into place.
 const BINDING: &str = "admin.new";
-/// The longest request line, in bytes.
-pub const MAX_REQUEST: usize = 64 * 1024;
-/// How long a client may take to send its request.
-pub const REQUEST_WITHIN: Duration = Duration::from_secs(10);
-
-/// What a client asks.
-#[derive(Debug, Serialize, Deserialize)]
-struct Request {
-    args: Vec<String>,
-    #[serde(default)]
-    cwd: Option<PathBuf>,
-}
-
-/// A line of the server's answer: output, or the end.
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct Answer {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    out: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    exit: Option<u8>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-}
 
 /// The admin socket of a running server, bound; its file is removed when it stops.
 pub struct AdminSocket {
@@ -270,84 +244,4 @@ impl Drop for Lines {
             self.send(rest);
         }
     }
-}
-
-/// Runs a command through the server on the admin socket beside `store`, which another
-/// process holds: `args` is this process's command line without the program name. With
-/// no socket there, or none answering (a stale one), [`Exit::Store`], saying that a
-/// process holds the store and naming it.
-pub async fn through_server(
-    store: &Path,
-    args: impl Iterator<Item = OsString>,
-) -> anyhow::Result<Exit> {
-    let data_dir = store.parent().unwrap_or(Path::new("."));
-    let socket = data_dir.join(SOCKET);
-    if std::fs::symlink_metadata(&socket).is_err() {
-        return Err(Exit::Store.error(format!(
-            "a process holds the store {}: it is open in another process, and no `vitals \
-             serve` answers beside it (no {}): wait for that process (another command?) to \
-             end, or stop it",
-            store.display(),
-            socket.display()
-        )));
-    }
-    let stream = UnixStream::connect(&socket).await.map_err(|error| {
-        Exit::Store.error(format!(
-            "a process holds the store {}, and its admin socket {} answers no server \
-             ({error}: left by a server that stopped?): wait for that process to end, or \
-             stop it",
-            store.display(),
-            socket.display()
-        ))
-    })?;
-    let args = args
-        .map(|arg| {
-            arg.into_string().map_err(|arg| {
-                Exit::Usage.error(format!(
-                    "{arg:?} is not UTF-8: it cannot be sent to the server"
-                ))
-            })
-        })
-        .collect::<anyhow::Result<Vec<String>>>()?;
-    tracing::info!(socket = %socket.display(), "the store is open in `vitals serve`: the command runs there");
-    let request = Request {
-        args,
-        cwd: std::env::current_dir().ok(),
-    };
-    forward(stream, &request).await
-}
-
-/// Sends `request` on `stream`; prints the output the server answers, and ends as the
-/// command it ran did.
-async fn forward(stream: UnixStream, request: &Request) -> anyhow::Result<Exit> {
-    let (read, mut write) = stream.into_split();
-    let mut line = serde_json::to_vec(request)?;
-    line.push(b'\n');
-    write
-        .write_all(&line)
-        .await
-        .context("sending the command to the server")?;
-    let mut lines = BufReader::new(read).lines();
-    let mut stdout = std::io::stdout();
-    while let Some(line) = lines
-        .next_line()
-        .await
-        .context("reading the server's answer")?
-    {
-        let answer: Answer = serde_json::from_str(&line)
-            .map_err(|e| Exit::Failed.error(format!("the server answered {line:?}: {e}")))?;
-        if let Some(out) = answer.out {
-            stdout.write_all(out.as_bytes())?;
-            stdout.flush()?;
-        }
-        if let Some(code) = answer.exit {
-            let exit = Exit::of_code(code).unwrap_or(Exit::Failed);
-            return match answer.error {
-                Some(message) => Err(exit.error(message)),
-                None => Ok(exit),
-            };
-        }
-    }
-    Err(Exit::Failed
-        .error("the server closed the connection before the command ended (did it stop?)"))
 }

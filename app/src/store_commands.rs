@@ -5,60 +5,14 @@
 //! socket: [`crate::admin_socket`]). What a command prints goes to the writer it is
 //! given, never straight to standard output; it never closes a store it did not open.
 
-use crate::admin_socket;
+use crate::admin::Place;
+use crate::admin_client;
 use crate::cli::exit::{self, Exit, ExitOn as _};
 use crate::cli::{AdminCommand, Backend, Command, DlqKind, InsightsJob, StoreArgs};
-use crate::storage::{self, Storage};
-use infra::embedded::{BackupError, EmbeddedStore, Open};
+use crate::storage;
+use infra::embedded::{BackupError, Open};
 use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
-
-/// Where a store command runs.
-pub enum Place {
-    /// In its own process, on the store its arguments name (opened, then closed).
-    Here,
-    /// Inside `vitals serve`, on the server's embedded store (whatever `--data-dir` says:
-    /// the socket a client found in its data directory named the server).
-    Served(Storage),
-}
-
-impl Place {
-    /// The store `args` names, opened here (`mode` says whether it may be made), or the
-    /// server's.
-    pub async fn storage(&self, args: &StoreArgs, mode: Open) -> anyhow::Result<Storage> {
-        match self {
-            Place::Here => storage::open_in(args, mode).await,
-            Place::Served(storage) => Ok(storage.clone()),
-        }
-    }
-
-    /// The embedded store in `data_dir`, opened here, or the server's.
-    pub fn embedded(&self, data_dir: &Path) -> anyhow::Result<Arc<EmbeddedStore>> {
-        match self {
-            Place::Here => Ok(Arc::new(storage::embedded(data_dir, Open::Existing)?)),
-            Place::Served(storage) => storage
-                .embedded
-                .clone()
-                .ok_or_else(|| Exit::Store.error("the server runs on no embedded store")),
-        }
-    }
-
-    /// Closes `storage` if it was opened here (the server's stays open).
-    pub fn release(&self, storage: &Storage) {
-        if let (Place::Here, Some(embedded)) = (self, &storage.embedded) {
-            embedded.close();
-        }
-    }
-
-    /// A progress bar: drawn on standard error here, hidden in the server.
-    pub fn progress_bar(&self) -> indicatif::ProgressBar {
-        match self {
-            Place::Here => indicatif::ProgressBar::new(0),
-            Place::Served(_) => indicatif::ProgressBar::hidden(),
-        }
-    }
-}
 
 /// Whether `command` is a store command.
 pub fn is_store_command(command: &Command) -> bool {
@@ -84,7 +38,7 @@ pub async fn run_here(
     let outcome = run(command, &Place::Here, &mut std::io::stdout()).await;
     match outcome {
         Err(error) => match exit::cause::<storage::Held>(&error) {
-            Some(held) => admin_socket::through_server(&held.store, args).await,
+            Some(held) => admin_client::through_server(&held.store, args).await,
             None => Err(error),
         },
         done => done,
