@@ -309,21 +309,6 @@ pub async fn residue(
     })
 }
 
-/// Every subscription writing `target`'s table as a handler, its dead letters in that
-/// table: what the projector function writing it (and its redrive) applies a record
-/// with, through the handlers whose source is the record's table.
-pub fn projector_handlers(
-    store: Arc<dyn Store>,
-    target: events_schema::Context,
-) -> Vec<projectors::runtime::Handler> {
-    let dead_letters = infra::dlq::DeadLetterStore::Tables(store.clone());
-    projectors::registry::all_with(store, &dead_letters)
-        .into_iter()
-        .filter(|s| s.target() == target)
-        .map(|s| projectors::runtime::Handler::new(s, dead_letters.queue_for(target)))
-        .collect()
-}
-
 /// The on-failure queue of the projector function writing `target`'s table (see
 /// `deploy::template`): every mapping of that function fails over to it.
 pub fn failure_queue(prefix: &str, target: events_schema::Context) -> String {
@@ -414,7 +399,7 @@ pub async fn redrive_failures_with(
     clients: &FailureClients,
     target: events_schema::Context,
 ) -> anyhow::Result<FailuresRedriven> {
-    let handlers = projector_handlers(clients.store.clone(), target);
+    let handlers = projectors::registry::projector_handlers(clients.store.clone(), target);
     let (sqs, kinesis) = (&clients.sqs, &clients.kinesis);
     let table_prefix = clients.table_prefix.as_str();
     let queue = failure_queue(table_prefix, target);

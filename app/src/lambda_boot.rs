@@ -148,7 +148,9 @@ pub async fn run() -> anyhow::Result<()> {
             lambda_http::run(router).await.map_err(runtime_error)
         }
         Role::Stream { target } => {
-            let handlers = Arc::new(by_source(crate::admin::projector_handlers(store, target)));
+            let handlers = Arc::new(by_source(projectors::registry::projector_handlers(
+                store, target,
+            )));
             let prefix = boot.aws.table_prefix.clone();
             ready();
             lambda_runtime::run(service_fn(move |event: LambdaEvent<KinesisEvent>| {

@@ -7,7 +7,7 @@
 
 mod support;
 
-use support::{Case, Client, register, register_once_free, registration};
+use support::{Case, Client, Run, register, register_once_free, registration};
 
 use serde_json::{Value, json};
 use std::process::Command;
@@ -71,42 +71,15 @@ fn meal(name: &str, calories: u32) -> Value {
     json!({"name": name, "eaten_at": format!("{DAY}T08:00:00.000Z"), "calories": calories.to_string(), "protein_g": "30", "carbs_g": "40", "fat_g": "5"})
 }
 
-/// What a `vitals` run printed, and how it ended.
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
 /// Runs `vitals <args>` to the end. Whatever it fails with, it must not panic.
 fn vitals(args: &[&str]) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_vitals"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_vitals"));
+    command
         .args(args)
         .env("RUST_LOG", "warn")
         // The error alone on stderr, without anyhow's backtrace.
-        .env("RUST_LIB_BACKTRACE", "0")
-        .output()
-        .expect("vitals runs");
-    let run = Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    };
-    assert!(
-        !run.stderr.contains("panicked"),
-        "vitals {args:?} panicked: {run}"
-    );
-    run
+        .env("RUST_LIB_BACKTRACE", "0");
+    support::run_to_end(command, args)
 }
 
 /// The events a `vitals replay` run reports: `replayed N events (M applications, ...)`.

@@ -22,9 +22,9 @@ use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
-use support::register;
+use support::{Run, register, text};
 
 /// The exit statuses of `vitals::cli::exit::Exit`, spelled out as a script relies on them.
 const OK: i32 = 0;
@@ -32,43 +32,15 @@ const FINDING: i32 = 1;
 const USAGE: i32 = 2;
 const STORE: i32 = 3;
 
-/// What a `vitals` run printed, and how it ended.
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
 /// Runs `vitals <args> --data-dir <data>` with a cleared environment; it must not panic.
 fn vitals(data: &Path, args: &[&str]) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_vitals"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_vitals"));
+    command
         .args(args)
         .args(["--data-dir", text(data)])
         .env_clear()
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .output()
-        .expect("vitals runs");
-    let run = Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    };
-    assert!(
-        !run.stderr.contains("panicked"),
-        "vitals {args:?} panicked: {run}"
-    );
-    run
+        .env("RUST_LOG", "warn");
+    support::run_to_end(command, args)
 }
 
 /// Asserts `run` ended with `code` and printed each of `shown` on standard output.
@@ -81,10 +53,6 @@ fn assert_run(what: &str, run: &Run, code: i32, shown: &[&str]) {
             "{what}: {words:?} not shown: {run}"
         );
     }
-}
-
-fn text(path: &Path) -> &str {
-    path.to_str().expect("a UTF-8 path")
 }
 
 fn mode(path: &Path) -> u32 {

@@ -37,12 +37,14 @@
 
 mod support;
 
+use support::{Run, text};
+
 use infra::Store as _;
 use infra::embedded::{EmbeddedStore, Open};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -65,45 +67,10 @@ struct Attempt {
     meal_id: Option<String>,
 }
 
-/// What a `vitals` run printed, and how it ended.
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
 fn vitals(args: &[&str]) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_vitals"))
-        .args(args)
-        .env_clear()
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .output()
-        .expect("vitals runs");
-    let run = Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    };
-    assert!(
-        !run.stderr.contains("panicked"),
-        "vitals {args:?} panicked: {run}"
-    );
-    run
-}
-
-fn text(path: &Path) -> &str {
-    path.to_str().expect("a UTF-8 path")
+    let mut command = Command::new(env!("CARGO_BIN_EXE_vitals"));
+    command.args(args).env_clear().env("RUST_LOG", "warn");
+    support::run_to_end(command, args)
 }
 
 /// A writer: logs meals one after the other (the next sent once the last is answered)

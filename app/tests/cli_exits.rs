@@ -10,6 +10,8 @@
 
 mod support;
 
+use support::{Run, text};
+
 use std::io::Read as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -30,23 +32,6 @@ const SECRET: &str = "a-32-byte-secret-for-this-test-0";
 /// Longest any one run may take: AWS calls to `NOWHERE` are refused at once, and their
 /// retries take seconds.
 const RUN_WITHIN: Duration = Duration::from_secs(90);
-
-/// What a `vitals` run printed, and how it ended.
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
 
 /// Runs `vitals <args>` with only `env` (and harmless AWS settings) to its end, within
 /// [`RUN_WITHIN`]; whatever it fails with, it must not panic.
@@ -94,16 +79,13 @@ fn vitals(args: &[&str], env: &[(&str, &str)]) -> Run {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let run = Run {
-        code: status.code(),
-        stdout: out.join().expect("stdout read"),
-        stderr: err.join().expect("stderr read"),
-    };
-    assert_ne!(run.code, Some(101), "vitals {args:?} panicked: {run}");
-    assert!(
-        !run.stderr.contains("panicked"),
-        "vitals {args:?} panicked: {run}"
+    let run = Run::checked(
+        args,
+        status.code(),
+        out.join().expect("stdout read"),
+        err.join().expect("stderr read"),
     );
+    assert_ne!(run.code, Some(101), "vitals {args:?} panicked: {run}");
     run
 }
 
@@ -117,10 +99,6 @@ fn assert_exit(what: &str, run: &Run, code: i32, said: &[&str]) {
             "{what}: {words:?} not said: {run}"
         );
     }
-}
-
-fn text(path: &Path) -> &str {
-    path.to_str().expect("a UTF-8 path")
 }
 
 /// `admin curate-recipe` with valid fields (it writes, so needs a store).

@@ -22,11 +22,10 @@ fn serve(data: &std::path::Path, log: &std::path::Path) -> support::Server {
     support::start_logging_to(
         &["--data-dir", data.to_str().expect("a path")],
         &[
-            ("VITALS_AUTH_RATE_LIMIT", "100000"),
-            ("VITALS_LOGIN_RATE_LIMIT", "100000"),
-            ("VITALS_RATE_LIMIT", "100000"),
-            ("VITALS_LOG_FORMAT", "text"),
-        ],
+            support::GENEROUS_LIMITS.as_slice(),
+            &[("VITALS_LOG_FORMAT", "text")],
+        ]
+        .concat(),
         Stdio::from(stderr),
     )
 }

@@ -55,12 +55,27 @@ fn subscriptions(
 }
 
 /// Every subscription of `source`'s stream as a handler, dead letters in its
-/// subscriber's table: what a stream consumer (or its redrive) applies each record with.
+/// subscriber's table: what applies each record of that stream.
 pub fn stream_handlers(store: Arc<dyn Store>, source: Context) -> Vec<crate::runtime::Handler> {
+    handlers_where(store, |s| s.source() == source)
+}
+
+/// Every subscription writing `target`'s table as a handler, its dead letters in that
+/// table: what the projector function writing it (and its redrive) applies a record
+/// with, through the handlers whose source is the record's table.
+pub fn projector_handlers(store: Arc<dyn Store>, target: Context) -> Vec<crate::runtime::Handler> {
+    handlers_where(store, |s| s.target() == target)
+}
+
+/// The subscriptions `keep` keeps as handlers, each dead-lettering in its own table.
+fn handlers_where(
+    store: Arc<dyn Store>,
+    keep: impl Fn(&dyn Projector) -> bool,
+) -> Vec<crate::runtime::Handler> {
     let dead_letters = DeadLetterStore::Tables(store.clone());
     all_with(store, &dead_letters)
         .into_iter()
-        .filter(|s| s.source() == source)
+        .filter(|s| keep(&**s))
         .map(|s| {
             let dlq = dead_letters.queue_for(s.target());
             crate::runtime::Handler::new(s, dlq)

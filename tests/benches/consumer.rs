@@ -25,7 +25,6 @@ use events_schema::Context;
 use hdrhistogram::Histogram;
 use infra::Store;
 use infra::counting::CountingStore;
-use infra::dlq::DeadLetterStore;
 use infra::embedded::EmbeddedStore;
 use infra::feed::FeedRecord;
 use infra::feed::shard_limits::Shard;
@@ -82,11 +81,9 @@ impl Run {
         let counting = Arc::new(CountingStore::new(embedded));
         let slow = Arc::new(SlowStore::new(counting.clone(), Latency::dynamodb()).with_seed(7));
         let store: Arc<dyn Store> = slow.clone();
-        let dead_letters = DeadLetterStore::Tables(store.clone());
-        let handlers = projectors::registry::all_with(store, &dead_letters)
+        let handlers = projectors::registry::projector_handlers(store, target)
             .into_iter()
-            .filter(|s| s.target() == target && s.source() == Context::Nutrition)
-            .map(|s| Handler::new(s, dead_letters.queue_for(target)))
+            .filter(|h| h.projector().source() == Context::Nutrition)
             .collect();
         Ok(Self {
             counting,

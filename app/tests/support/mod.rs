@@ -29,7 +29,7 @@ pub fn start(args: &[&str]) -> Server {
 
 /// Rate limits high enough that a test's many sign-ups from one address are not what it
 /// measures (the tests of the limits themselves use `start_with_exact_env`).
-const GENEROUS_LIMITS: [(&str, &str); 3] = [
+pub const GENEROUS_LIMITS: [(&str, &str); 3] = [
     ("VITALS_AUTH_RATE_LIMIT", "100000"),
     ("VITALS_LOGIN_RATE_LIMIT", "100000"),
     ("VITALS_RATE_LIMIT", "100000"),
@@ -83,6 +83,56 @@ pub fn served_address(child: &mut std::process::Child) -> Result<String, String>
         .strip_prefix("listening on http://")
         .map(str::to_owned)
         .ok_or(line)
+}
+
+/// What a `vitals` run printed, and how it ended.
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {:?}\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+impl Run {
+    /// How `vitals <args>` ended: whatever it failed with, it must not have panicked.
+    pub fn checked(args: &[&str], code: Option<i32>, stdout: String, stderr: String) -> Self {
+        let run = Run {
+            code,
+            stdout,
+            stderr,
+        };
+        assert!(
+            !run.stderr.contains("panicked"),
+            "vitals {args:?} panicked: {run}"
+        );
+        run
+    }
+}
+
+/// Runs `command`, a `vitals <args>` made by the caller (its environment, its flags), to
+/// its end with no standard input: [`Run::checked`].
+pub fn run_to_end(mut command: Command, args: &[&str]) -> Run {
+    let output = command.stdin(Stdio::null()).output().expect("vitals runs");
+    Run::checked(
+        args,
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// A path as a command-line argument.
+pub fn text(path: &std::path::Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
 }
 
 /// Sends one request with headers and an optional body; returns (status, body).

@@ -263,22 +263,23 @@ mod tests {
         assert_eq!(std::fs::metadata(&file).expect("still there").len(), 0);
     }
 
+    /// A store in `dir` whose meta table records `version` as its format; its path.
+    fn a_store_recording_format(dir: &std::path::Path, version: &str) -> std::path::PathBuf {
+        let path = EmbeddedStore::open(dir).expect("a store").path().to_owned();
+        let db = Database::open(&path).expect("redb opens it");
+        let txn = db.begin_write().expect("write");
+        txn.open_table(META)
+            .expect("meta")
+            .insert("format_version", version)
+            .expect("insert");
+        txn.commit().expect("commit");
+        path
+    }
+
     #[test]
     fn a_store_of_a_newer_format_is_refused_naming_both_versions() {
         let dir = tempfile::tempdir().expect("temporary directory");
-        let path = EmbeddedStore::open(dir.path())
-            .expect("a store")
-            .path()
-            .to_owned();
-        {
-            let db = Database::open(&path).expect("redb opens it");
-            let txn = db.begin_write().expect("write");
-            txn.open_table(META)
-                .expect("meta")
-                .insert("format_version", "7")
-                .expect("insert");
-            txn.commit().expect("commit");
-        }
+        let path = a_store_recording_format(dir.path(), "7");
         let error = error_of(EmbeddedStore::open(dir.path()));
         assert!(error.contains(&path.display().to_string()), "{error}");
         assert!(error.contains("format version 7"), "{error}");
@@ -288,19 +289,7 @@ mod tests {
     #[test]
     fn an_unknown_format_version_is_refused() {
         let dir = tempfile::tempdir().expect("temporary directory");
-        let path = EmbeddedStore::open(dir.path())
-            .expect("a store")
-            .path()
-            .to_owned();
-        {
-            let db = Database::open(&path).expect("redb opens it");
-            let txn = db.begin_write().expect("write");
-            txn.open_table(META)
-                .expect("meta")
-                .insert("format_version", "vNext")
-                .expect("insert");
-            txn.commit().expect("commit");
-        }
+        let path = a_store_recording_format(dir.path(), "vNext");
         let error = error_of(EmbeddedStore::open(dir.path()));
         assert!(error.contains(&path.display().to_string()), "{error}");
         assert!(error.contains("vNext"), "{error}");
