@@ -148,6 +148,8 @@ pub async fn run() -> anyhow::Result<()> {
             lambda_http::run(router).await.map_err(runtime_error)
         }
         Role::Stream { target } => {
+            let folding =
+                projectors::fold::Folding::new(store.clone(), events_schema::time::Clock::System);
             let handlers = Arc::new(by_source(projectors::registry::projector_handlers(
                 store, target,
             )));
@@ -155,6 +157,7 @@ pub async fn run() -> anyhow::Result<()> {
             ready();
             lambda_runtime::run(service_fn(move |event: LambdaEvent<KinesisEvent>| {
                 let (handlers, prefix) = (handlers.clone(), prefix.clone());
+                let folding = folding.clone();
                 async move {
                     // A batch comes from one mapping: one stream, one source.
                     let Some(first) = event.payload.records.first() else {
@@ -171,6 +174,7 @@ pub async fn run() -> anyhow::Result<()> {
                     let delivery = projectors::lambda::Delivery {
                         deadline: Some(invocation_deadline(&event)),
                         margin: DEADLINE_MARGIN,
+                        fold: Some(folding),
                         ..Default::default()
                     };
                     let (response, metrics) = projectors::lambda::fan_out_measured(

@@ -29,6 +29,7 @@ pub mod dlq;
 pub mod dynamodb;
 pub mod embedded;
 pub mod feed;
+pub mod folded;
 pub mod logged;
 pub mod observed;
 pub mod slow;

@@ -8,11 +8,13 @@
 //!   dead-lettered (the store is down), or one the invocation's deadline leaves no time
 //!   for, is reported in `batchItemFailures`, for Lambda to deliver again from it; after
 //!   its retries the mapping sends the batch's description to the on-failure queue
-//!   (`vitals redrive-failures`).
+//!   (`vitals redrive-failures`). With [`Delivery::fold`], a user's several records
+//!   are folded first ([`crate::fold`]): each row written once, the tombstone read once.
 //! - [`handle_kinesis_event`]: one subscription, failing the batch at its first failing
 //!   record (`vitals lambda --subscription`, for trying one projection alone).
 
 use crate::emf::{self, SubscriptionBatch};
+use crate::fold::{Folding, Outcome};
 use crate::projector::Projector;
 use crate::runtime::Handler;
 use aws_lambda_events::event::kinesis::KinesisEvent;
@@ -69,7 +71,7 @@ pub async fn fan_out_measured(
 
 /// How a projector function applies a batch: how many users' records at once, and when
 /// to stop taking records so the invocation ends before its deadline.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Delivery {
     /// Users whose records are applied at once (each user's in order).
     pub concurrency: usize,
@@ -77,6 +79,9 @@ pub struct Delivery {
     pub deadline: Option<std::time::Instant>,
     /// No record is begun closer than this to the deadline.
     pub margin: std::time::Duration,
+    /// When set, a user's two or more records of a batch are folded: applied in
+    /// memory and each changed row written once ([`crate::fold`]).
+    pub fold: Option<Folding>,
 }
 
 /// Users applied at once in a batch. A record costs a projection a few requests of a
@@ -92,6 +97,7 @@ impl Default for Delivery {
             concurrency: DEFAULT_CONCURRENCY,
             deadline: None,
             margin: std::time::Duration::ZERO,
+            fold: None,
         }
     }
 }
@@ -145,6 +151,12 @@ pub async fn fan_out_with(
     let records = &records;
     let stopped: Vec<usize> = futures_util::stream::iter(users)
         .map(|positions| async move {
+            if let Some(folding) = delivery.fold.as_ref().filter(|_| delivery.open()) {
+                let mine: Vec<&FeedRecord> = positions.iter().map(|&at| &records[at].1).collect();
+                if folding.apply(handlers, &mine).await == Outcome::Applied {
+                    return None;
+                }
+            }
             for at in positions {
                 if !delivery.open() {
                     return Some(at);

@@ -20,6 +20,7 @@
 //! - [`replay`]: rebuilds read models from the outbox events of the source tables.
 //! - [`pipeline`]: every subscription's worker on one feed, in-process, with metrics.
 //! - [`lambda`]: a subscription as a Lambda function on Kinesis events.
+//! - [`fold`]: a user's records of a Lambda batch applied in memory, each row written once.
 //! - [`emf`]: a consumer's per-batch figures in CloudWatch Embedded Metric Format.
 
 pub mod cross;
@@ -28,6 +29,7 @@ pub mod emf;
 pub mod erasure;
 pub mod event_index;
 pub mod facts;
+pub mod fold;
 pub mod goals;
 pub mod insights;
 pub mod lambda;

@@ -141,8 +141,38 @@ fn eraser<C: ContextTable + 'static>(
 }
 
 fn unguarded(store: Arc<dyn Store>, clock: &Clock) -> Vec<Arc<dyn Projector>> {
-    let dashboard = DashboardRows::new(Table::new(store.clone()));
     let goals = GoalRows::new(Table::new(store.clone()));
+    let mut all = foldable(store.clone(), clock);
+    // In the registry's order (the documents listing subscriptions follow it): the
+    // dashboard's, the goals', the cross-context ones, the wearables', the insights'.
+    let insights = all.split_off(8);
+    let cross = all.split_off(6);
+    all.extend([
+        Arc::new(GoalsFromActivity(goals.clone())) as Arc<dyn Projector>,
+        Arc::new(GoalsFromNutrition(goals.clone())),
+        Arc::new(GoalsFromSleep(goals.clone())),
+        Arc::new(GoalsFromGoals(goals)),
+    ]);
+    all.extend(cross);
+    all.extend([
+        Arc::new(ActivityFromIntegrations(
+            ActivityCommands::new(Table::new(store.clone())).with_clock(clock.clone()),
+        )) as Arc<dyn Projector>,
+        Arc::new(SleepFromIntegrations(
+            SleepCommands::new(Table::new(store)).with_clock(clock.clone()),
+        )),
+    ]);
+    all.extend(insights);
+    all
+}
+
+/// The projections a stream consumer may fold ([`crate::fold`]): those that write
+/// their table with single conditional writes only. The others write in transactions
+/// (a goal's revision with its outbox event, a synced workout with its own), which a
+/// fold's row-by-row flush would not keep whole. Unguarded: the fold looks for the
+/// user's tombstone itself, once per batch.
+pub fn foldable(store: Arc<dyn Store>, clock: &Clock) -> Vec<Arc<dyn Projector>> {
+    let dashboard = DashboardRows::new(Table::new(store.clone()));
     vec![
         Arc::new(DashboardFromIdentity(dashboard.clone())),
         Arc::new(DashboardFromNutrition(dashboard.clone())),
@@ -150,18 +180,8 @@ fn unguarded(store: Arc<dyn Store>, clock: &Clock) -> Vec<Arc<dyn Projector>> {
         Arc::new(DashboardFromSleep(dashboard.clone())),
         Arc::new(DashboardFromGoals(dashboard.clone())),
         Arc::new(DashboardFromIntegrations(dashboard)),
-        Arc::new(GoalsFromActivity(goals.clone())),
-        Arc::new(GoalsFromNutrition(goals.clone())),
-        Arc::new(GoalsFromSleep(goals.clone())),
-        Arc::new(GoalsFromGoals(goals)),
         Arc::new(ActivityFromNutrition(Table::new(store.clone()))),
         Arc::new(NutritionFromActivity(Table::new(store.clone()))),
-        Arc::new(ActivityFromIntegrations(
-            ActivityCommands::new(Table::new(store.clone())).with_clock(clock.clone()),
-        )),
-        Arc::new(SleepFromIntegrations(
-            SleepCommands::new(Table::new(store.clone())).with_clock(clock.clone()),
-        )),
         Arc::new(InsightsFromNutrition(
             Table::new(store.clone()),
             clock.clone(),

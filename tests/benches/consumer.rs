@@ -6,9 +6,9 @@
 //! on an embedded store in RAM behind `infra::slow::SlowStore` (p50 5 ms, p99 15 ms per
 //! request; a transaction two).
 //!
-//! Two measures, each for the four functions reading the nutrition stream (activity,
+//! Three measures, each for the four functions reading the nutrition stream (activity,
 //! dashboard, goals, insights), "before" (records applied one at a time, as the consumer
-//! did) and "after" (64 users at once):
+//! did) and "after" (64 users at once, a user's several records of a batch folded):
 //! - throughput: a backlog of `BENCH_EVENTS` meals (default 2,000) drained; events/s per
 //!   shard, store requests and write units per event;
 //! - a spike: meals arriving at `BENCH_RATE` a second (default 150, the upper end of 30%
@@ -18,10 +18,15 @@
 //!   `infra::feed::shard_limits`); lag from a record's arrival to its batch's end, p50,
 //!   p99 and max.
 //!
+//! - a catch-up: `BENCH_EVENTS` meals by a two-hundredth as many users (about ten of a
+//!   user's records in a lane's batch), drained one at a time, 64 users at once, and folded:
+//!   store requests and write units per event show what the fold saves.
+//!
 //! `BENCH_FUNCTIONS` (comma-separated targets) narrows the functions measured.
 
 use aws_lambda_events::event::kinesis::KinesisEventRecord;
 use events_schema::Context;
+use events_schema::time::Clock;
 use hdrhistogram::Histogram;
 use infra::Store;
 use infra::counting::CountingStore;
@@ -29,6 +34,7 @@ use infra::embedded::EmbeddedStore;
 use infra::feed::FeedRecord;
 use infra::feed::shard_limits::Shard;
 use infra::slow::{Latency, SlowStore};
+use projectors::fold::Folding;
 use projectors::lambda::{DEFAULT_CONCURRENCY, Delivery, fan_out_with};
 use projectors::runtime::Handler;
 use std::collections::VecDeque;
@@ -71,6 +77,7 @@ struct Run {
     counting: Arc<CountingStore>,
     slow: Arc<SlowStore>,
     handlers: Vec<Handler>,
+    folding: Folding,
     _dir: tempfile::TempDir,
 }
 
@@ -81,6 +88,7 @@ impl Run {
         let counting = Arc::new(CountingStore::new(embedded));
         let slow = Arc::new(SlowStore::new(counting.clone(), Latency::dynamodb()).with_seed(7));
         let store: Arc<dyn Store> = slow.clone();
+        let folding = Folding::new(store.clone(), Clock::System);
         let handlers = projectors::registry::projector_handlers(store, target)
             .into_iter()
             .filter(|h| h.projector().source() == Context::Nutrition)
@@ -89,6 +97,7 @@ impl Run {
             counting,
             slow,
             handlers,
+            folding,
             _dir: dir,
         })
     }
@@ -101,10 +110,33 @@ fn lane_of(record: &KinesisEventRecord) -> usize {
     (hasher.finish() % LANES as u64) as usize
 }
 
-fn delivery(concurrency: usize) -> Delivery {
-    Delivery {
-        concurrency,
-        ..Default::default()
+/// How a run applies a batch: users at once, and whether a user's records are folded.
+#[derive(Clone, Copy)]
+struct Mode {
+    concurrency: usize,
+    fold: bool,
+}
+
+const BEFORE: Mode = Mode {
+    concurrency: 1,
+    fold: false,
+};
+const CONCURRENT: Mode = Mode {
+    concurrency: DEFAULT_CONCURRENCY,
+    fold: false,
+};
+const FOLDED: Mode = Mode {
+    concurrency: DEFAULT_CONCURRENCY,
+    fold: true,
+};
+
+impl Run {
+    fn delivery(&self, mode: Mode) -> Delivery {
+        Delivery {
+            concurrency: mode.concurrency,
+            fold: mode.fold.then(|| self.folding.clone()),
+            ..Default::default()
+        }
     }
 }
 
@@ -112,7 +144,7 @@ fn delivery(concurrency: usize) -> Delivery {
 async fn throughput(
     target: Context,
     records: &[KinesisEventRecord],
-    concurrency: usize,
+    mode: Mode,
 ) -> anyhow::Result<String> {
     let run = Arc::new(Run::new(target)?);
     let mut lanes: Vec<Vec<KinesisEventRecord>> = vec![Vec::new(); LANES];
@@ -131,7 +163,7 @@ async fn throughput(
                     Context::Nutrition,
                     &event,
                     PREFIX,
-                    &delivery(concurrency),
+                    &run.delivery(mode),
                 )
                 .await;
                 anyhow::ensure!(
@@ -149,10 +181,20 @@ async fn throughput(
     let n = records.len() as f64;
     let counts = run.counting.take();
     let capacity = run.counting.take_capacity();
+    let tally = run.folding.tally();
+    let load = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
+    let folds = match (load(&tally.applied), load(&tally.abandoned)) {
+        (0, 0) => String::new(),
+        (applied, abandoned) => format!(
+            "; {applied} folds ({} tried again), {abandoned} given up",
+            load(&tally.retried)
+        ),
+    };
     Ok(format!(
-        "{:>8.0} events/s per shard, {:>5.2} store requests and {:>5.2} write units per event ({:.1} s)",
+        "{:>8.0} events/s per shard, {:>5.2} store requests ({:.2} reads) and {:>5.2} write units per event ({:.1} s){folds}",
         n / elapsed,
         (counts.reads() + counts.writes()) as f64 / n,
+        counts.reads() as f64 / n,
         capacity.write_units / n,
         elapsed
     ))
@@ -169,7 +211,7 @@ async fn spike(
     target: Context,
     records: &[KinesisEventRecord],
     rate: usize,
-    concurrency: usize,
+    mode: Mode,
 ) -> anyhow::Result<String> {
     let run = Arc::new(Run::new(target)?);
     let started = Instant::now();
@@ -212,7 +254,7 @@ async fn spike(
                     Context::Nutrition,
                     &event,
                     PREFIX,
-                    &delivery(concurrency),
+                    &run.delivery(mode),
                 )
                 .await;
                 anyhow::ensure!(response.batch_item_failures.is_empty(), "a batch failed");
@@ -345,6 +387,21 @@ fn main() -> anyhow::Result<()> {
              stream: a shard takes {:.0} meals/s (1,000 records/s, 1 MB/s in)",
             (1_000.0 / per_meal).min(1_024.0 / kb_per_meal)
         );
+        // A catch-up (a backlog after an outage, a wearable's history): few users, many
+        // meals each, so a lane's batch of 100 holds about ten of each user's records.
+        // The stream's partition key is the item's, so every lane holds every user's
+        // records: the four lanes' folds race on each user's day row.
+        let catch_up_users = (events / 200).max(1);
+        let catch_up: Vec<KinesisEventRecord> = logged_meals(&source, catch_up_users, 200)
+            .await?
+            .iter()
+            .enumerate()
+            .map(|(n, c)| record_of(c, PREFIX, n as u64 + 1, 1.0e9))
+            .collect::<anyhow::Result<_>>()?;
+        println!(
+            "catch-up: {catch_up_users} users x 200 meals ({} records, about ten of a user's a batch, every lane holding every user's)",
+            catch_up.len()
+        );
         for target in [
             Context::Activity,
             Context::Dashboard,
@@ -357,15 +414,19 @@ fn main() -> anyhow::Result<()> {
             {
                 continue;
             }
-            for (label, concurrency) in [("before", 1), ("after", DEFAULT_CONCURRENCY)] {
+            for (label, mode) in [("before", BEFORE), ("after", FOLDED)] {
                 let backlog = &records[..events.min(records.len())];
-                let drained = throughput(target, backlog, concurrency).await?;
+                let drained = throughput(target, backlog, mode).await?;
                 println!("{target:>9} projector, {label:>6}: throughput {drained}");
                 let arriving = &records[..(rate * spike_s).min(records.len())];
-                let lagged = spike(target, arriving, rate, concurrency).await?;
+                let lagged = spike(target, arriving, rate, mode).await?;
                 println!(
                     "{target:>9} projector, {label:>6}: spike of {rate}/s for {spike_s} s: {lagged}"
                 );
+            }
+            for (label, mode) in [("before", BEFORE), ("concurrent", CONCURRENT), ("folded", FOLDED)] {
+                let drained = throughput(target, &catch_up, mode).await?;
+                println!("{target:>9} projector, catch-up, {label:>10}: {drained}");
             }
         }
         anyhow::Ok(())

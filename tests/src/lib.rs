@@ -6,6 +6,7 @@
 //! - [`conformance`]: the storage port's specification, as async test functions.
 //! - [`conformance_suite!`]: expands to one `#[tokio::test]` per conformance case.
 //! - [`fixtures`]: the projector fixture harness (`tests/fixtures/*.json`).
+//! - [`folded_cases`]: the live-safe fold view's writes against a backend's conditions.
 //! - [`fuzz`]: the runtime and store the property tests share across their cases.
 //! - [`commands`]: the command handlers' specifications; [`commands_suite!`] expands
 //!   them per backend.
@@ -17,6 +18,7 @@
 //! - [`nightly`]: the nightly readiness job on a clock the test controls;
 //!   [`nightly_suite!`] expands it per backend.
 //! - [`corpus`]: the scenario that writes the stored-event corpus.
+//! - [`store_histories`]: the keys and seeded stores of the store views' random histories.
 //! - [`snapshot`]: every item of a store, for whole-store comparisons.
 //! - [`sqs_polls`]: SQS as a pass over a queue may meet it (a short poll answered empty,
 //!   messages reappearing at once), as an SDK interceptor.
@@ -33,6 +35,7 @@ pub mod conformance;
 pub mod corpus;
 pub mod faults;
 pub mod fixtures;
+pub mod folded_cases;
 pub mod fuzz;
 pub mod history_pages;
 pub mod instants;
@@ -43,6 +46,7 @@ pub mod pipeline;
 pub mod regressions;
 pub mod snapshot;
 pub mod sqs_polls;
+pub mod store_histories;
 pub mod workload;
 
 /// Expands to one test per command specification, each on a fresh backend from `$make`.

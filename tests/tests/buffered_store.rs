@@ -11,30 +11,14 @@
 use events_schema::Context;
 use infra::Store;
 use infra::buffered::Buffered;
-use infra::embedded::EmbeddedStore;
 use infra::store::{Condition, Item, Key, Query, StoreError, TransactAction, Update};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use std::sync::Arc;
 use vitals_tests::snapshot::snapshot;
+use vitals_tests::store_histories::{TABLES, key, rows, seeded};
 
 vitals_tests::conformance_item_cases!(vitals_tests::backends::buffered_embedded);
-
-const TABLES: [Context; 2] = [Context::Dashboard, Context::Goals];
-const PKS: [&str; 2] = ["USER#a", "USER#b"];
-const SKS: [&str; 4] = ["DAILY#1", "DAILY#2", "RECENT#1", "ROW"];
-
-fn pick<T: Copy>(rng: &mut StdRng, from: &[T]) -> T {
-    from[rng.gen_range(0..from.len())]
-}
-
-fn key(rng: &mut StdRng) -> (Context, Key) {
-    (
-        pick(rng, &TABLES),
-        Key::new(pick(rng, &PKS), pick(rng, &SKS)),
-    )
-}
 
 fn item(rng: &mut StdRng, key: &Key) -> Item {
     let mut item = key.to_item();
@@ -141,33 +125,12 @@ async fn request(store: &dyn Store, rng: &mut StdRng) -> String {
     }
 }
 
-async fn seeded(seed: u64) -> (tempfile::TempDir, Arc<EmbeddedStore>) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
-    let mut rng = StdRng::seed_from_u64(seed);
-    for _ in 0..6 {
-        let (table, key) = key(&mut rng);
-        store
-            .put(table, item(&mut rng, &key), None)
-            .await
-            .expect("seed");
-    }
-    (dir, store)
-}
-
-fn rows(snapshot: vitals_tests::snapshot::Snapshot) -> Vec<(Context, String, String, Value)> {
-    snapshot
-        .into_iter()
-        .map(|((t, pk, sk), item)| (t, pk, sk, Value::Object(item)))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_histories_flush_to_what_direct_writes_leave() {
     let mut flushed_total = 0;
     for seed in 0..40u64 {
-        let (_a, buffered_base) = seeded(seed).await;
-        let (_b, direct) = seeded(seed).await;
+        let (_a, buffered_base) = seeded(seed, item).await;
+        let (_b, direct) = seeded(seed, item).await;
         let buffered = Buffered::new(buffered_base.clone(), TABLES);
         let mut rng = StdRng::seed_from_u64(seed ^ 0xb0ff);
         for step in 0..40 {
@@ -206,7 +169,7 @@ async fn random_histories_flush_to_what_direct_writes_leave() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unbuffered_tables_pass_through_and_mixed_transactions_are_refused() {
-    let (_dir, base) = seeded(7).await;
+    let (_dir, base) = seeded(7, item).await;
     let buffered = Buffered::new(base.clone(), [Context::Dashboard]);
     // Whether the base store itself (not the buffered view) holds `key` in `table`.
     let in_base =

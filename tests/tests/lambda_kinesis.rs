@@ -438,6 +438,11 @@ async fn eight_users_batch() -> (
             )
         })
         .collect();
+    (batch_of(&changes), order, dir)
+}
+
+/// `changes` as one batch of their stream, in order.
+fn batch_of(changes: &[infra::feed::FeedRecord]) -> KinesisEvent {
     let records = changes
         .iter()
         .enumerate()
@@ -446,7 +451,7 @@ async fn eight_users_batch() -> (
                 .expect("a record")
         })
         .collect();
-    (vitals_tests::kinesis_batches::batch(records), order, dir)
+    vitals_tests::kinesis_batches::batch(records)
 }
 
 fn of_user<'a>(order: &'a [(Option<String>, String)], user: &'a Option<String>) -> Vec<&'a String> {
@@ -549,4 +554,80 @@ async fn a_batch_begun_past_its_deadline_is_handed_back_whole() {
         vec![Some(event.records[0].kinesis.sequence_number.clone())]
     );
     assert!(recorder.seen().is_empty());
+}
+
+/// A user's several records of a batch are folded: the dashboard and insights functions
+/// leave exactly the rows they leave applying the records one at a time, with each row
+/// written once (not once per meal: the day's summary and the window mark are rewritten
+/// by every meal one at a time) and fewer reads (the tombstone read once per user, not
+/// twice per record).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_users_records_of_a_batch_are_folded_into_one_write_a_row() {
+    use infra::counting::CountingStore;
+    let (source, _source_dir) = pipeline::open();
+    let changes = vitals_tests::kinesis_batches::logged_meals(&source, 3, 10)
+        .await
+        .expect("meals logged");
+    let event = batch_of(&changes);
+    for target in [Context::Dashboard, Context::Insights] {
+        let mut outcomes = Vec::new();
+        for fold in [false, true] {
+            let (store, _dir) = pipeline::open();
+            let counting = Arc::new(CountingStore::new(store.clone()));
+            let shared: Arc<dyn Store> = counting.clone();
+            let handlers: Vec<Handler> =
+                projectors::registry::projector_handlers(shared.clone(), target)
+                    .into_iter()
+                    .filter(|h| h.projector().source() == Context::Nutrition)
+                    .collect();
+            let folding =
+                projectors::fold::Folding::new(shared, events_schema::time::Clock::System);
+            let delivery = Delivery {
+                fold: fold.then(|| folding.clone()),
+                ..Default::default()
+            };
+            let response =
+                fan_out_with(&handlers, Context::Nutrition, &event, "vitals-", &delivery).await;
+            assert!(response.batch_item_failures.is_empty(), "{response:?}");
+            let applied: u64 = handlers
+                .iter()
+                .map(|h| h.metrics().processed.load(Ordering::Relaxed))
+                .sum();
+            let counts = counting.take();
+            let tally = folding.tally();
+            outcomes.push((
+                vitals_tests::snapshot::snapshot(&*store).await,
+                counts.writes(),
+                counts.reads(),
+                applied,
+                tally.applied.load(Ordering::Relaxed),
+            ));
+        }
+        let (unfolded, folded) = (&outcomes[0], &outcomes[1]);
+        assert_eq!(folded.0, unfolded.0, "{target}: the same rows either way");
+        assert_eq!(
+            folded.3, unfolded.3,
+            "{target}: every record counted as applied"
+        );
+        assert_eq!(folded.4, 3, "{target}: the three users of ten meals folded");
+        assert_eq!(unfolded.4, 0);
+        assert_eq!(
+            folded.1,
+            folded.0.len(),
+            "{target}: one write a row ({} one at a time)",
+            unfolded.1
+        );
+        assert!(
+            folded.1 < unfolded.1,
+            "{target}: {} writes against {}",
+            folded.1,
+            unfolded.1
+        );
+        assert!(
+            folded.2 < unfolded.2,
+            "{target}: folded reads {} against {}",
+            folded.2,
+            unfolded.2
+        );
+    }
 }

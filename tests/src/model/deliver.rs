@@ -32,9 +32,12 @@ pub enum Delivery {
     /// As the deployed projector functions get them: each function's records of each
     /// stream as Kinesis batches in four lanes by user (the mapping's parallelization
     /// factor), the lanes and functions at once, each batch through the real Lambda
-    /// handler applying 8 users at once; of every three batches, the first is handed
-    /// back whole at first (its deadline past) and delivered again from the record it
-    /// reports, the second delivered twice (a retry after a partial failure).
+    /// handler applying 8 users at once, a user's several records of a batch folded
+    /// (applied in memory, each row written once, conditioned on being as read: the
+    /// lanes and functions racing on a user's rows make some folds give up and apply
+    /// one at a time); of every three batches, the first is handed back whole at first
+    /// (its deadline past) and delivered again from the record it reports, the second
+    /// delivered twice (a retry after a partial failure).
     LambdaBatches,
 }
 
@@ -126,7 +129,7 @@ pub async fn deliver(
             return published;
         }
         if delivery == Delivery::LambdaBatches {
-            lambda_batches(seed, &store, &subscriptions, round).await;
+            lambda_batches(seed, &store, &subscriptions, round, clock).await;
         } else {
             for event in delivery.order(round, &mut rng) {
                 apply(seed, &subscriptions, &event).await;
@@ -152,10 +155,12 @@ async fn lambda_batches(
     store: &Arc<dyn Store>,
     subscriptions: &[Arc<dyn Projector>],
     events: Vec<EventEnvelope>,
+    clock: &Clock,
 ) {
     use projectors::lambda::{Delivery as Lambda, fan_out_with};
     use projectors::runtime::Handler;
     let dead_letters = infra::dlq::DeadLetterStore::Tables(store.clone());
+    let folding = projectors::fold::Folding::new(store.clone(), clock.clone());
     let mut lanes = Vec::new();
     for target in Context::ALL {
         for source in Context::ALL {
@@ -184,17 +189,19 @@ async fn lambda_batches(
             }
             for records in by_lane.into_iter().filter(|r| !r.is_empty()) {
                 let handlers = handlers.clone();
+                let folding = folding.clone();
                 lanes.push(async move {
                     // Small batches, so a lane of a short history has several.
                     for (n, chunk) in records.chunks(BATCH).enumerate() {
                         let batch = crate::kinesis_batches::batch(chunk.to_vec());
                         let concurrent = Lambda {
                             concurrency: 8,
+                            fold: Some(folding.clone()),
                             ..Default::default()
                         };
                         let past = Lambda {
                             deadline: Some(std::time::Instant::now()),
-                            ..concurrent
+                            ..concurrent.clone()
                         };
                         let first = if n % 3 == 0 { &past } else { &concurrent };
                         let mut response = fan_out_with(&handlers, source, &batch, PREFIX, first).await;
@@ -232,6 +239,13 @@ async fn lambda_batches(
         }
     }
     futures_util::future::join_all(lanes).await;
+    if std::env::var_os("VITALS_MODEL_FOLDS").is_some() {
+        let tally = folding.tally();
+        eprintln!(
+            "seed {seed}: folds applied {:?}, abandoned {:?}",
+            tally.applied, tally.abandoned
+        );
+    }
 }
 
 /// The outbox change that carried `event` (the change feed's record of it).
