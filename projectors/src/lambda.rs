@@ -4,12 +4,13 @@
 //!   a mapping per stream it reads): every record is applied to each of the function's
 //!   subscriptions on the record's stream, each with its retries and its dead letters, so
 //!   one subscription's poison event never holds the others back; different users'
-//!   records concurrently, each user's in order. Only a record that cannot even be
-//!   dead-lettered (the store is down), or one the invocation's deadline leaves no time
-//!   for, is reported in `batchItemFailures`, for Lambda to deliver again from it; after
-//!   its retries the mapping sends the batch's description to the on-failure queue
-//!   (`vitals redrive-failures`). With [`Delivery::fold`], a user's several records
-//!   are folded first ([`crate::fold`]): each row written once, the tombstone read once.
+//!   records concurrently, each user's in order, a record's subscriptions at once. Only
+//!   a record that cannot even be dead-lettered (the store is down), or one the
+//!   invocation's deadline leaves no time for, is reported in `batchItemFailures`, for
+//!   Lambda to deliver again from it; after its retries the mapping sends the batch's
+//!   description to the on-failure queue (`vitals redrive-failures`). With
+//!   [`Delivery::fold`], a user's several records are folded first ([`crate::fold`]):
+//!   each row written once, the tombstone read once.
 //! - [`handle_kinesis_event`]: one subscription, failing the batch at its first failing
 //!   record (`vitals lambda --subscription`, for trying one projection alone).
 
@@ -162,12 +163,22 @@ pub async fn fan_out_with(
                     return Some(at);
                 }
                 let (sequence, record) = &records[at];
-                for handler in handlers {
-                    if let Err(error) = handler.handle(record).await {
+                // A record's subscriptions at once: each writes its own rows, and each
+                // converges whatever the others do (as the embedded pipeline's workers).
+                let applied = futures_util::future::join_all(handlers.iter().map(|handler| async move {
+                    (handler, handler.handle(record).await)
+                }))
+                .await;
+                let mut failed = false;
+                for (handler, outcome) in applied {
+                    if let Err(error) = outcome {
                         tracing::error!(subscription = handler.projector().name(), %sequence, %error,
                             "record neither applied nor dead-lettered; reporting it for retry");
-                        return Some(at);
+                        failed = true;
                     }
+                }
+                if failed {
+                    return Some(at);
                 }
             }
             None

@@ -631,3 +631,69 @@ async fn a_users_records_of_a_batch_are_folded_into_one_write_a_row() {
         );
     }
 }
+
+/// A subscription that waits (up to a deadline) for its partner to be applying the
+/// same record: the two meet only if a record's subscriptions are applied at once.
+struct Meets {
+    name: &'static str,
+    partner: Arc<tokio::sync::Barrier>,
+}
+
+#[async_trait::async_trait]
+impl projectors::Projector for Meets {
+    fn subscription(&self) -> projectors::projector::Subscription {
+        projectors::projector::Subscription {
+            name: self.name,
+            source: Context::Nutrition,
+            target: Context::Dashboard,
+            consumes: &["MealLogged"],
+        }
+    }
+
+    async fn apply(
+        &self,
+        _: &events_schema::envelope::EventEnvelope,
+    ) -> Result<(), projectors::projector::ProjectionError> {
+        let deadline = std::time::Duration::from_secs(20);
+        tokio::time::timeout(deadline, self.partner.wait())
+            .await
+            .map(drop)
+            .map_err(|_| projectors::projector::ProjectionError::Rejected("applied alone".into()))
+    }
+}
+
+/// A record's subscriptions are applied at once, not one after another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_records_subscriptions_are_applied_at_once() {
+    let (event, _order, _dir) = eight_users_batch().await;
+    let partner = Arc::new(tokio::sync::Barrier::new(2));
+    let handlers: Vec<Handler> = ["meets-a", "meets-b"]
+        .into_iter()
+        .map(|name| {
+            let meets = Arc::new(Meets {
+                name,
+                partner: partner.clone(),
+            });
+            Handler::new(meets, Arc::new(Unwritable))
+        })
+        .collect();
+    let one_user_at_a_time = Delivery {
+        concurrency: 1,
+        ..Default::default()
+    };
+    let response = fan_out_with(
+        &handlers,
+        Context::Nutrition,
+        &event,
+        "vitals-",
+        &one_user_at_a_time,
+    )
+    .await;
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "a subscription was applied alone: {response:?}"
+    );
+    for handler in &handlers {
+        assert_eq!(handler.metrics().processed.load(Ordering::Relaxed), 24);
+    }
+}
