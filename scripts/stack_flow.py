@@ -7,7 +7,8 @@ commands an operator would run (redrive-failures, admin residue).
 Steps (each waits on a condition with a deadline, never a fixed sleep):
   1. fill what the emulator's CloudFormation leaves out, with the equivalent API calls
      (listed in the output and in the README);
-  2. cold start and warm latency of the api function (GET /healthz);
+  2. cold start and warm latency of the api function (GET /healthz), every function
+     having the package's code and the API reporting its build;
   3. register, log meals, the dashboard converges (projections by the consumers);
   4. a poison event (a MealLogged of a newer release) is dead-lettered by every
      subscription that consumes MealLogged, and meals logged after it still project;
@@ -15,11 +16,15 @@ Steps (each waits on a condition with a deadline, never a fixed sleep):
      batch is reported failed, its description goes to the on-failure queue, and
      `vitals redrive-failures dashboard` brings the meal to the dashboard;
   6. the account is deleted and `vitals admin residue` finds nothing of it.
+With --redeployed (after a stack update with a changed package): only that every
+function has the new package's code and the API answers with its build.
 Exit status 0 only when every step held.
 """
 
 import argparse
 import base64
+import hashlib
+import io
 import datetime
 import json
 import os
@@ -30,6 +35,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import zipfile
 
 import boto3
 
@@ -280,14 +286,50 @@ def subscriptions_consuming(event_type):
     fail(f"{event_type} is not in docs/events.md")
 
 
+def package_identity(path):
+    """What a package's functions run: the build `/healthz` reports (the first 16 hex
+    digits of the bootstrap's BLAKE2b-512, as `b2sum` says) and the code digest Lambda
+    reports (the zip's SHA-256, base64)."""
+    data = open(path, "rb").read()
+    bootstrap = zipfile.ZipFile(io.BytesIO(data)).read("bootstrap")
+    build = hashlib.blake2b(bootstrap).hexdigest()[:16]
+    code = base64.b64encode(hashlib.sha256(data).digest()).decode()
+    return build, code
+
+
+def check_runs(stack, api, package):
+    """Every function of the stack has the package's code, and the API answers with its
+    build (the first request after a deploy is served by the new code)."""
+    build, code = package_identity(package)
+    functions = [r["PhysicalResourceId"] for r in
+                 stack.cfn.describe_stack_resources(StackName=stack.name)["StackResources"]
+                 if r["ResourceType"] == "AWS::Lambda::Function"]
+    stale = [f for f in functions
+             if stack.awslambda.get_function(FunctionName=f)["Configuration"]["CodeSha256"] != code]
+    if stale:
+        fail(f"{len(stale)} of {len(functions)} functions do not have the package's code: {stale}")
+    status, health = api.call("GET", "/healthz")
+    if status != 200 or health.get("build") != build:
+        fail(f"GET /healthz answers {status} {health}, not the package's build {build}")
+    say(f"all {len(functions)} functions have the package's code ({code[:12]}...), "
+        f"and GET /healthz reports its build {build}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--stack", required=True)
     parser.add_argument("--prefix", required=True)
     parser.add_argument("--endpoint", required=True)
     parser.add_argument("--vitals", required=True)
+    parser.add_argument("--package", required=True, help="the zip the stack was deployed from")
+    parser.add_argument("--redeployed", action="store_true",
+                        help="only check that the stack, just updated, runs --package")
     args = parser.parse_args()
     stack = Stack(args.stack, args.prefix, args.endpoint, args.vitals)
+    if args.redeployed:
+        api = Api(f"{args.endpoint}/_aws/execute-api/{stack.output('HttpApiId')}/$default")
+        check_runs(stack, api, args.package)
+        return
     counts = {}
     for resource in stack.cfn.describe_stack_resources(StackName=args.stack)["StackResources"]:
         if resource["ResourceStatus"] != "CREATE_COMPLETE":
@@ -307,6 +349,7 @@ def main():
     cold_ms = (time.monotonic() - started) * 1000
     if status != 200:
         fail(f"GET /healthz through API Gateway: {status} {health}")
+    check_runs(stack, api, args.package)
     warm = []
     for _ in range(9):
         started = time.monotonic()

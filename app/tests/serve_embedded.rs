@@ -6,7 +6,7 @@ mod support;
 use axum::http::StatusCode;
 
 #[test]
-fn serve_answers_healthz_with_backend_and_version_and_stops_on_sigterm() {
+fn serve_answers_healthz_with_backend_version_and_build_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let data_dir = dir.path().join("data");
     let server = support::start(&["--data-dir", data_dir.to_str().expect("utf-8 path")]);
@@ -16,6 +16,13 @@ fn serve_answers_healthz_with_backend_and_version_and_stops_on_sigterm() {
     assert_eq!(health["status"], "ok");
     assert_eq!(health["backend"], "embedded");
     assert_eq!(health["version"], env!("CARGO_PKG_VERSION"));
+    // The build is the executable that runs: what `b2sum` says of it.
+    let binary = std::fs::read(env!("CARGO_BIN_EXE_vitals")).expect("the binary");
+    let digest = {
+        use blake2::Digest as _;
+        format!("{:x}", blake2::Blake2b512::digest(&binary))
+    };
+    assert_eq!(health["build"], digest[..16], "{body}");
     let (status, _) = support::request(&server.address, "GET", "/nope");
     assert_eq!(status, 404);
     // The projector workers run in-process and report per subscription.

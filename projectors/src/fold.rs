@@ -24,6 +24,7 @@ use infra::{Store, StoreError};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use tracing::Instrument as _;
 
 /// Folds of a user's records tried before they are applied one at a time: a fold that
 /// met another writer's change (another lane's batch of the same user: the stream's
@@ -176,8 +177,15 @@ impl Folding {
         };
         match folded {
             Ok(()) => {
-                for handler in steps.iter().flat_map(|s| &s.handlers) {
-                    handler.metrics().processed.fetch_add(1, Ordering::Relaxed);
+                for step in &steps {
+                    for handler in &step.handlers {
+                        handler.metrics().processed.fetch_add(1, Ordering::Relaxed);
+                        // As one at a time says it: each subscription's application of
+                        // each event, in the event's span (the request's trace).
+                        handler
+                            .event_span(&step.event)
+                            .in_scope(|| tracing::info!(folded = true, "event applied"));
+                    }
                 }
                 self.tally.applied.fetch_add(1, Ordering::Relaxed);
                 Outcome::Applied
@@ -208,7 +216,9 @@ impl Folding {
                 let projector = projectors
                     .get(name)
                     .ok_or_else(|| Failure::Other(format!("{name} does not fold")))?;
-                let apply = projector.apply(&step.event);
+                let apply = projector
+                    .apply(&step.event)
+                    .instrument(handler.event_span(&step.event));
                 let applied = match step.event.correlation_id.clone() {
                     Some(id) => commands::correlation::scope(id, apply).await,
                     None => apply.await,

@@ -233,13 +233,7 @@ impl Handler {
             // Retrying cannot fix an undecodable record.
             Some(Err(error)) => return self.dead_letter(record, error, 1).await,
         };
-        let span = tracing::info_span!(
-            "event",
-            subscription = self.projector.name(),
-            event_type = %event.event_type,
-            causation_id = %event.event_id,
-            correlation_id = event.correlation_id.as_deref().unwrap_or("-"),
-        );
+        let span = self.event_span(&event);
         // What the projection records (a wearable's sync, an eraser's events) carries
         // the same correlation id.
         let apply = self.apply(record, &event).instrument(span);
@@ -247,6 +241,19 @@ impl Handler {
             Some(id) => commands::correlation::scope(id, apply).await,
             None => apply.await,
         }
+    }
+
+    /// The span of this subscription's application of `event`: its name, the event's
+    /// type and id (the causation id) and the request that caused it (the correlation
+    /// id), which every line logged in it carries.
+    pub(crate) fn event_span(&self, event: &EventEnvelope) -> tracing::Span {
+        tracing::info_span!(
+            "event",
+            subscription = self.projector.name(),
+            event_type = %event.event_type,
+            causation_id = %event.event_id,
+            correlation_id = event.correlation_id.as_deref().unwrap_or("-"),
+        )
     }
 
     async fn apply(&self, record: &FeedRecord, event: &EventEnvelope) -> Result<(), StoreError> {

@@ -4,12 +4,18 @@
 //!
 //! - [`plan`]: what runs where: published tables, one consumer per stream and what it
 //!   fans out to, what each function reads and writes (and why one consumer per stream).
+//! - [`names`]: the logical ids the template's parts share.
 //! - [`template`]: the CloudFormation JSON rendered from the plan.
+//! - [`dashboard`]: the CloudWatch dashboard an operator looks at first.
+//! - [`alarms`]: the alarms (each on a metric something emits) and the topic they notify.
 //! - [`matrix`]: the access matrix read back from the template's roles (`vitals deploy
 //!   matrix`, committed as `docs/access-matrix.md`).
 
+pub mod alarms;
 pub mod api_functions;
+pub mod dashboard;
 pub mod matrix;
+pub mod names;
 pub mod plan;
 pub mod template;
 

@@ -1,0 +1,232 @@
+//! The stack's CloudWatch dashboard: what an operator looks at first. The API as its
+//! users see it (requests, 5xx, p50/p99 latency), each projector's lag and errors, the
+//! consumers' dead letters and events applied by subscription (their EMF metrics), the
+//! tables' consumed capacity and throttles, the streams' incoming records and the
+//! functions' invocations and duration (what the bill follows). The body is JSON with
+//! `${...}` references resolved by `Fn::Sub` (the API's id, the prefix, the region).
+
+use super::names::{consumer_id, pascal};
+use super::plan::Plan;
+use events_schema::tables::TABLES;
+use serde_json::{Value, json};
+
+/// A metric line of a widget: `[namespace, name, dimension, value, ...]` plus options.
+fn line(namespace: &str, name: &str, dimensions: &[(&str, String)], options: Value) -> Value {
+    let mut parts = vec![json!(namespace), json!(name)];
+    for (dimension, value) in dimensions {
+        parts.push(json!(dimension));
+        parts.push(json!(value));
+    }
+    parts.push(options);
+    Value::Array(parts)
+}
+
+fn widget(title: &str, metrics: Vec<Value>, stat: &str, at: (u32, u32)) -> Value {
+    json!({
+        "type": "metric",
+        "x": at.0, "y": at.1, "width": 12, "height": 6,
+        "properties": {
+            "title": title,
+            "region": "${AWS::Region}",
+            "stat": stat,
+            "period": 60,
+            "view": "timeSeries",
+            "metrics": metrics
+        }
+    })
+}
+
+/// A widget of a search over the consumers' EMF metric `name` by subscription.
+fn emf_widget(title: &str, name: &str, at: (u32, u32)) -> Value {
+    let expression = format!(
+        "SEARCH('{{{},source,subscription}} MetricName=\"{name}\"', 'Sum', 60)",
+        projectors::emf::NAMESPACE
+    );
+    json!({
+        "type": "metric",
+        "x": at.0, "y": at.1, "width": 12, "height": 6,
+        "properties": {
+            "title": title,
+            "region": "${AWS::Region}",
+            "period": 60,
+            "view": "timeSeries",
+            "metrics": [[{"expression": expression, "id": "bysubscription", "label": ""}]]
+        }
+    })
+}
+
+/// The dashboard's body (a `Fn::Sub` template string).
+pub fn body(plan: &Plan) -> String {
+    let api = || vec![("ApiId", "${HttpApi}".to_owned())];
+    let function = |id: &str| vec![("FunctionName", format!("${{{id}}}"))];
+    let table = |context| vec![("TableName", format!("${{{}Table}}", pascal(context)))];
+    // A line of DynamoDB's metric `name` for every table.
+    let per_table = |name: &str| -> Vec<Value> {
+        TABLES
+            .iter()
+            .map(|d| {
+                line(
+                    "AWS/DynamoDB",
+                    name,
+                    &table(d.context),
+                    json!({"label": d.context.to_string()}),
+                )
+            })
+            .collect()
+    };
+    let projectors: Vec<String> = plan
+        .consumers
+        .iter()
+        .map(|c| consumer_id(c.target))
+        .collect();
+    let functions: Vec<String> = projectors
+        .iter()
+        .cloned()
+        .chain(
+            super::api_functions::api_functions()
+                .iter()
+                .map(|a| a.name.to_owned()),
+        )
+        .chain(["NightlyFunction".to_owned()])
+        .collect();
+    let [processed, _, dead_lettered, _, _, _] = projectors::pipeline::FAMILIES.map(|(n, _)| n);
+    let widgets = vec![
+        widget(
+            "API: requests and 5xx",
+            vec![
+                line("AWS/ApiGateway", "Count", &api(), json!({"stat": "Sum"})),
+                line("AWS/ApiGateway", "5xx", &api(), json!({"stat": "Sum"})),
+                line("AWS/ApiGateway", "4xx", &api(), json!({"stat": "Sum"})),
+            ],
+            "Sum",
+            (0, 0),
+        ),
+        widget(
+            "API: latency p50 and p99 (ms)",
+            vec![
+                line("AWS/ApiGateway", "Latency", &api(), json!({"stat": "p50"})),
+                line("AWS/ApiGateway", "Latency", &api(), json!({"stat": "p99"})),
+            ],
+            "p99",
+            (12, 0),
+        ),
+        widget(
+            "Projectors: lag behind their streams (IteratorAge, ms)",
+            projectors
+                .iter()
+                .map(|id| {
+                    line(
+                        "AWS/Lambda",
+                        "IteratorAge",
+                        &function(id),
+                        json!({"label": id}),
+                    )
+                })
+                .collect(),
+            "Maximum",
+            (0, 6),
+        ),
+        emf_widget("Dead letters by subscription", dead_lettered, (12, 6)),
+        emf_widget("Events applied by subscription", processed, (0, 12)),
+        widget(
+            "Functions: errors",
+            functions
+                .iter()
+                .map(|id| line("AWS/Lambda", "Errors", &function(id), json!({"label": id})))
+                .collect(),
+            "Sum",
+            (12, 12),
+        ),
+        widget(
+            "Tables: consumed write units (what the bill follows)",
+            per_table("ConsumedWriteCapacityUnits"),
+            "Sum",
+            (0, 18),
+        ),
+        widget(
+            "Tables: consumed read units",
+            per_table("ConsumedReadCapacityUnits"),
+            "Sum",
+            (12, 18),
+        ),
+        widget(
+            "Tables: throttled reads and writes",
+            TABLES
+                .iter()
+                .flat_map(|d| {
+                    ["ReadThrottleEvents", "WriteThrottleEvents"].map(|name| {
+                        line(
+                            "AWS/DynamoDB",
+                            name,
+                            &table(d.context),
+                            json!({"label": format!("{} {name}", d.context)}),
+                        )
+                    })
+                })
+                .collect(),
+            "Sum",
+            (0, 24),
+        ),
+        widget(
+            "Streams: incoming records",
+            plan.published
+                .iter()
+                .map(|d| {
+                    let stream = vec![("StreamName", format!("${{{}Stream}}", pascal(d.context)))];
+                    line(
+                        "AWS/Kinesis",
+                        "IncomingRecords",
+                        &stream,
+                        json!({"label": d.context.to_string()}),
+                    )
+                })
+                .collect(),
+            "Sum",
+            (12, 24),
+        ),
+        widget(
+            "Functions: invocations (what the bill follows)",
+            functions
+                .iter()
+                .map(|id| {
+                    line(
+                        "AWS/Lambda",
+                        "Invocations",
+                        &function(id),
+                        json!({"label": id}),
+                    )
+                })
+                .collect(),
+            "Sum",
+            (0, 30),
+        ),
+        widget(
+            "Functions: duration p99 (ms)",
+            functions
+                .iter()
+                .map(|id| {
+                    line(
+                        "AWS/Lambda",
+                        "Duration",
+                        &function(id),
+                        json!({"label": id}),
+                    )
+                })
+                .collect(),
+            "p99",
+            (12, 30),
+        ),
+    ];
+    json!({"widgets": widgets}).to_string()
+}
+
+/// The `AWS::CloudWatch::Dashboard` resource.
+pub fn resource(plan: &Plan) -> Value {
+    json!({
+        "Type": "AWS::CloudWatch::Dashboard",
+        "Properties": {
+            "DashboardName": {"Fn::Sub": "${Prefix}vitals"},
+            "DashboardBody": {"Fn::Sub": body(plan)}
+        }
+    })
+}
