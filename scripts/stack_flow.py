@@ -248,6 +248,9 @@ class Stack:
         return None
 
     def set_function_env(self, function, change):
+        """A release of `function` with its environment changed: the configuration
+        updated, a version published and the live alias (what its callers invoke) moved
+        to it, as a deployment does."""
         config = self.awslambda.get_function_configuration(FunctionName=function)
         variables = dict(config["Environment"]["Variables"])
         change(variables)
@@ -255,6 +258,8 @@ class Stack:
             FunctionName=function, Environment={"Variables": variables})
         wait_for(f"{function} updated", lambda: self.awslambda.get_function_configuration(
             FunctionName=function).get("LastUpdateStatus", "Successful") == "Successful")
+        version = self.awslambda.publish_version(FunctionName=function)["Version"]
+        self.awslambda.update_alias(FunctionName=function, Name="live", FunctionVersion=version)
 
     def stream_records(self, stream):
         """Every record of a Kinesis stream: (shard id, sequence number, decoded change)."""
@@ -308,11 +313,21 @@ def check_runs(stack, api, package):
              if stack.awslambda.get_function(FunctionName=f)["Configuration"]["CodeSha256"] != code]
     if stale:
         fail(f"{len(stale)} of {len(functions)} functions do not have the package's code: {stale}")
+    # What callers invoke: each function's live alias, a published version of that code.
+    behind = []
+    for function in functions:
+        version = stack.awslambda.get_alias(FunctionName=function, Name="live")["FunctionVersion"]
+        published = stack.awslambda.get_function(FunctionName=function, Qualifier=version)["Configuration"]
+        if version == "$LATEST" or published["CodeSha256"] != code:
+            behind.append(f"{function}:{version}")
+    if behind:
+        fail(f"live aliases not on a published version of the package: {behind}")
     status, health = api.call("GET", "/healthz")
     if status != 200 or health.get("build") != build:
         fail(f"GET /healthz answers {status} {health}, not the package's build {build}")
-    say(f"all {len(functions)} functions have the package's code ({code[:12]}...), "
-        f"and GET /healthz reports its build {build}")
+    versions = sorted({stack.awslambda.get_alias(FunctionName=f, Name="live")["FunctionVersion"] for f in functions})
+    say(f"all {len(functions)} functions have the package's code ({code[:12]}...), their live "
+        f"aliases on version {', '.join(versions)}, and GET /healthz reports its build {build}")
 
 
 def main():
@@ -542,7 +557,7 @@ def main():
         "requestContext": {"requestId": new_ulid(), "condition": "RetryAttemptsExhausted",
                            "functionArn": stack.awslambda.get_function(FunctionName=consumer)[
                                "Configuration"]["FunctionArn"], "approximateInvokeCount": 6},
-        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": ""},
+        "responseContext": {"statusCode": 200, "executedVersion": "live", "functionError": ""},
         "version": "1.0", "timestamp": now,
         "KinesisBatchInfo": {"shardId": shard, "startSequenceNumber": sequence,
                              "endSequenceNumber": sequence, "approximateArrivalOfFirstRecord": now,

@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use support::Case;
+use vitals::deploy::rollout::alias_id;
 use vitals::deploy::template::{consumer_id, stream_id, table_id};
 
 const REGENERATE: &str = "VITALS_WRITE_TEMPLATE=1 cargo test -p vitals --test deploy_template";
@@ -272,11 +273,11 @@ fn consumers(template: &Value) -> Vec<(String, Context)> {
         .collect()
 }
 
-/// The mappings feeding function `id`.
+/// The mappings feeding function `id` (through its `live` alias).
 fn mappings_of<'a>(template: &'a Value, id: &str) -> Vec<(&'a String, &'a Value)> {
     of_type(template, "AWS::Lambda::EventSourceMapping")
         .into_iter()
-        .filter(|(_, m)| m["Properties"]["FunctionName"] == json!({"Ref": id}))
+        .filter(|(_, m)| m["Properties"]["FunctionName"] == json!({"Ref": alias_id(id)}))
         .collect()
 }
 
@@ -399,9 +400,10 @@ fn every_mapping_fails_over_to_its_projectors_own_queue_within_kinesis_limits() 
                 m["Properties"]["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"][0]
                     .as_str()
                     .unwrap_or_default();
-            let function = m["Properties"]["FunctionName"]["Ref"]
+            let alias = m["Properties"]["FunctionName"]["Ref"]
                 .as_str()
                 .unwrap_or("?");
+            let function = alias.strip_suffix("Live").unwrap_or("?");
             queue != format!("{function}Failures")
         })
         .count();
@@ -584,7 +586,7 @@ fn the_api_and_the_nightly_job_hold_no_stream_and_write_no_projection_but_their_
     );
     assert_eq!(
         rule["Targets"][0]["Arn"],
-        json!({"Fn::GetAtt": ["NightlyFunction", "Arn"]})
+        json!({"Ref": alias_id("NightlyFunction")})
     );
 }
 

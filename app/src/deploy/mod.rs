@@ -4,9 +4,11 @@
 //!
 //! - [`plan`]: what runs where: published tables, one consumer per stream and what it
 //!   fans out to, what each function reads and writes (and why one consumer per stream).
+//! - [`iam`]: the trust policy the roles share.
 //! - [`names`]: the logical ids the template's parts share.
 //! - [`template`]: the CloudFormation JSON rendered from the plan.
 //! - [`dashboard`]: the CloudWatch dashboard an operator looks at first.
+//! - [`rollout`]: versions, `live` aliases and CodeDeploy's gradual, self-rolling-back deployments.
 //! - [`alarms`]: the alarms (each on a metric something emits) and the topic they notify.
 //! - [`matrix`]: the access matrix read back from the template's roles (`vitals deploy
 //!   matrix`, committed as `docs/access-matrix.md`).
@@ -14,9 +16,11 @@
 pub mod alarms;
 pub mod api_functions;
 pub mod dashboard;
+pub mod iam;
 pub mod matrix;
 pub mod names;
 pub mod plan;
+pub mod rollout;
 pub mod template;
 
 /// The stack's template, as committed (pretty JSON, newline-terminated).

@@ -12,6 +12,7 @@ use super::plan::{
     BATCH_SIZE, Consumer, DEFAULT_STREAM_SHARDS, MAXIMUM_RECORD_AGE_SECONDS,
     MAXIMUM_RETRY_ATTEMPTS, NIGHTLY_WRITES, PARALLELIZATION_FACTOR, Plan, RETENTION_HOURS, Source,
 };
+use super::rollout::{self, Rollout};
 use events_schema::Context;
 use events_schema::tables::{PK, SK, TABLES, TTL, TableDef};
 use serde_json::{Map, Value, json};
@@ -32,6 +33,7 @@ pub fn render(plan: &Plan) -> Value {
     }
     resources.extend(alarms::topic_resources());
     resources.insert("Dashboard".into(), super::dashboard::resource(plan));
+    resources.extend(rollout::shared_resources());
     for consumer in &plan.consumers {
         resources.extend(consumer_resources(consumer));
     }
@@ -56,6 +58,13 @@ pub fn render(plan: &Plan) -> Value {
             "AlarmTopicArn": {
                 "Description": "The SNS topic every alarm notifies: subscribe the on-call to it.",
                 "Value": {"Ref": alarms::TOPIC_ID}
+            },
+            "RollbackTriggerAlarms": {
+                "Description": "The alarms a stack update is rolled back on (its rollback configuration's triggers).",
+                "Value": {"Fn::Join": [",", [
+                    {"Fn::GetAtt": ["Api5xxRate", "Arn"]},
+                    {"Fn::GetAtt": ["ApiLatencyP99", "Arn"]}
+                ]]}
             }
         }
     })
@@ -229,14 +238,7 @@ fn role(id: &str, suffix: &str, mut statements: Vec<Value>) -> Value {
     json!({
         "Type": "AWS::IAM::Role",
         "Properties": {
-            "AssumeRolePolicyDocument": {
-                "Version": "2012-10-17",
-                "Statement": [{
-                    "Effect": "Allow",
-                    "Principal": {"Service": "lambda.amazonaws.com"},
-                    "Action": "sts:AssumeRole"
-                }]
-            },
+            "AssumeRolePolicyDocument": super::iam::assumed_by("lambda.amazonaws.com"),
             "Policies": [{
                 "PolicyName": format!("{id}Access"),
                 "PolicyDocument": {"Version": "2012-10-17", "Statement": statements}
@@ -356,7 +358,7 @@ fn mapping(id: &str, source: &Source, queue: &str) -> Value {
     json!({
         "Type": "AWS::Lambda::EventSourceMapping",
         "Properties": {
-            "FunctionName": {"Ref": id},
+            "FunctionName": {"Ref": rollout::alias_id(id)},
             "EventSourceArn": {"Fn::GetAtt": [stream_id(source.context), "Arn"]},
             "StartingPosition": "TRIM_HORIZON",
             "BatchSize": BATCH_SIZE,
@@ -423,7 +425,25 @@ fn consumer_resources(consumer: &Consumer) -> Map<String, Value> {
             mapping(&id, source, &queue),
         );
     }
-    insert_alarms(&mut resources, consumer_alarms(consumer, &id, &queue));
+    let alarms = consumer_alarms(consumer, &id, &queue);
+    // A new version is rolled back if it crashes, falls behind or dead-letters.
+    let rollback: Vec<String> = alarms
+        .iter()
+        .map(|(alarm, _)| alarm.clone())
+        .filter(|alarm| {
+            alarm.ends_with("Errors")
+                || alarm.ends_with("IteratorAge")
+                || alarm.ends_with("DeadLetters")
+        })
+        .collect();
+    insert_alarms(&mut resources, alarms);
+    let definition = resources[&id].clone();
+    resources.extend(rollout::resources(
+        &id,
+        &definition,
+        Rollout::Linear,
+        &rollback,
+    ));
     resources
 }
 
@@ -674,7 +694,7 @@ fn api_function_resources(api: &ApiFunction) -> Map<String, Value> {
             "Properties": {
                 "ApiId": {"Ref": "HttpApi"},
                 "IntegrationType": "AWS_PROXY",
-                "IntegrationUri": {"Fn::GetAtt": [id, "Arn"]},
+                "IntegrationUri": {"Ref": rollout::alias_id(id)},
                 "PayloadFormatVersion": "2.0"
             }
         }),
@@ -698,14 +718,28 @@ fn api_function_resources(api: &ApiFunction) -> Map<String, Value> {
         json!({
             "Type": "AWS::Lambda::Permission",
             "Properties": {
-                "FunctionName": {"Ref": id},
+                "FunctionName": {"Ref": rollout::alias_id(id)},
                 "Action": "lambda:InvokeFunction",
                 "Principal": "apigateway.amazonaws.com",
                 "SourceArn": {"Fn::Sub": "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${HttpApi}/*"}
             }
         }),
     );
-    insert_alarms(&mut resources, alarms::function_alarms(id));
+    let alarms = alarms::function_alarms(id);
+    // A new version is rolled back if it crashes, or the API answers worse meanwhile.
+    let rollback = vec![
+        format!("{id}Errors"),
+        "Api5xxRate".into(),
+        "ApiLatencyP99".into(),
+    ];
+    insert_alarms(&mut resources, alarms);
+    let definition = resources[id].clone();
+    resources.extend(rollout::resources(
+        id,
+        &definition,
+        Rollout::Canary,
+        &rollback,
+    ));
     resources
 }
 
@@ -726,7 +760,7 @@ fn nightly_resources() -> Map<String, Value> {
                 // that one invocation's 15 minutes did not finish goes on an hour later,
                 // and the timeout being shorter than the hour keeps runs from overlapping.
                 "ScheduleExpression": "cron(5 * * * ? *)",
-                "Targets": [{"Id": "nightly", "Arn": {"Fn::GetAtt": [id, "Arn"]}}]
+                "Targets": [{"Id": "nightly", "Arn": {"Ref": rollout::alias_id(id)}}]
             }
         }),
     );
@@ -735,7 +769,7 @@ fn nightly_resources() -> Map<String, Value> {
         json!({
             "Type": "AWS::Lambda::Permission",
             "Properties": {
-                "FunctionName": {"Ref": id},
+                "FunctionName": {"Ref": rollout::alias_id(id)},
                 "Action": "lambda:InvokeFunction",
                 "Principal": "events.amazonaws.com",
                 "SourceArn": {"Fn::GetAtt": ["NightlySchedule", "Arn"]}
@@ -743,5 +777,13 @@ fn nightly_resources() -> Map<String, Value> {
         }),
     );
     insert_alarms(&mut resources, alarms::nightly_alarms(id));
+    let definition = resources[id].clone();
+    let rollback = [format!("{id}Errors")];
+    resources.extend(rollout::resources(
+        id,
+        &definition,
+        Rollout::AllAtOnce,
+        &rollback,
+    ));
     resources
 }
