@@ -17,7 +17,8 @@ Steps (each waits on a condition with a deadline, never a fixed sleep):
      `vitals redrive-failures dashboard` brings the meal to the dashboard;
   6. the account is deleted and `vitals admin residue` finds nothing of it.
 With --redeployed (after a stack update with a changed package): only that every
-function has the new package's code and the API answers with its build.
+function has the new package's code and the API answers with its build, then a
+rotation of the token signing key that signs no one out.
 Exit status 0 only when every step held.
 """
 
@@ -330,6 +331,48 @@ def check_runs(stack, api, package):
         f"aliases on version {', '.join(versions)}, and GET /healthz reports its build {build}")
 
 
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def signed_like(token, key):
+    """`token`'s claims signed with `key` as the API signs (HS256, the key's id as `kid`:
+    the first 16 hex digits of SHA-256 over a label and the key)."""
+    import hmac
+    payload = token.split(".")[1]
+    kid = hashlib.sha256(b"vitals token key id\0" + key).hexdigest()[:16]
+    header = b64url(json.dumps({"alg": "HS256", "typ": "JWT", "kid": kid}).encode())
+    signature = hmac.new(key, f"{header}.{payload}".encode(), hashlib.sha256).digest()
+    return f"{header}.{payload}.{b64url(signature)}"
+
+
+def check_key_rotation(stack, api):
+    """The operator rotates the token signing key in Secrets Manager (one
+    put-secret-value); no one is signed out: a token of the old key still holds (the
+    AWSPREVIOUS stage), one of the new key holds at once on the warm functions (a kid
+    they do not hold makes them read the secret again), one of a key nobody holds is
+    refused."""
+    status, reply = api.call("POST", "/v1/auth/register", {
+        "email": f"rotation-{secrets.token_hex(4)}@example.com", "password": "correct horse battery",
+        "display_name": "Rui", "timezone": "UTC"})
+    if status != 201:
+        fail(f"register before the rotation: {status} {reply}")
+    old = reply["access_token"]
+    new_key = secrets.token_hex(32).encode()
+    stack.secrets.put_secret_value(SecretId=f"{stack.prefix}jwt-signing-key", SecretString=new_key.decode())
+
+    def profile(token):
+        caller = Api(api.base)
+        caller.token = token
+        return caller.call("GET", "/v1/me/profile")[0]
+
+    outcomes = {"old key": profile(old), "new key": profile(signed_like(old, new_key)),
+                "a key nobody holds": profile(signed_like(old, secrets.token_hex(32).encode()))}
+    if outcomes != {"old key": 200, "new key": 200, "a key nobody holds": 401}:
+        fail(f"after rotating the signing key, GET /v1/me/profile answered {outcomes}")
+    say(f"signing key rotated in Secrets Manager: GET /v1/me/profile with a token of {outcomes}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--stack", required=True)
@@ -344,6 +387,7 @@ def main():
     if args.redeployed:
         api = Api(f"{args.endpoint}/_aws/execute-api/{stack.output('HttpApiId')}/$default")
         check_runs(stack, api, args.package)
+        check_key_rotation(stack, api)
         return
     counts = {}
     for resource in stack.cfn.describe_stack_resources(StackName=args.stack)["StackResources"]:

@@ -353,6 +353,16 @@ pub struct ApiArgs {
     /// the process).
     #[arg(long, env = "VITALS_JWT_SECRET", hide_env_values = true)]
     pub jwt_secret: Option<String>,
+    /// The signing secret before the current one, during a rotation: the tokens it
+    /// signed are still accepted (until they expire), new ones are signed with
+    /// `--jwt-secret`. At least 32 bytes.
+    #[arg(
+        long,
+        env = "VITALS_JWT_PREVIOUS_SECRET",
+        hide_env_values = true,
+        requires = "jwt_secret"
+    )]
+    pub jwt_previous_secret: Option<String>,
     /// Accept tokens of an external identity provider instead: a JWKS document (JSON
     /// file) with its RS256 public keys. Requires `--jwt-issuer` and `--jwt-audience`.
     #[arg(long, env = "VITALS_JWKS_FILE", requires_all = ["jwt_issuer", "jwt_audience"])]

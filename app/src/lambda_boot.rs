@@ -129,15 +129,20 @@ pub async fn run() -> anyhow::Result<()> {
         } => {
             let secrets = infra::aws_client::secrets_manager(&config);
             let mut args = crate::cli::api_args_from_env().or_exit(Exit::Config)?;
-            args.jwt_secret =
-                Some(secret(&secrets, &jwt_secret_arn, "VITALS_JWT_SECRET_ARN").await?);
+            let signing = Arc::new(SigningSecret {
+                client: secrets.clone(),
+                arn: jwt_secret_arn.clone(),
+            });
+            let mut keys = signing.read().await?.into_iter();
+            args.jwt_secret = keys.next();
+            args.jwt_previous_secret = keys.next();
             args.webhook_secret =
                 Some(secret(&secrets, &webhook_secret_arn, "VITALS_WEBHOOK_SECRET_ARN").await?);
             let storage = storage::Storage {
                 store: store.clone(),
                 embedded: None,
             };
-            let api = crate::setup::api(store, &args).or_exit(Exit::Config)?;
+            let api = crate::setup::api_refreshing(store, &args, signing).or_exit(Exit::Config)?;
             let router = match &function {
                 Some(function) => {
                     crate::lambda_api::router_of(&storage, api, function).or_exit(Exit::Config)?
@@ -284,6 +289,57 @@ async fn secret(
         .await
         .with_context(|| format!("reading the secret {variable} names"))?;
     usable(value.secret_string(), variable)
+}
+
+/// The token signing secret in Secrets Manager: its current value signs, and the one
+/// before it (the `AWSPREVIOUS` stage, which a `put-secret-value` leaves behind) still
+/// verifies, so rotating it signs no one out; read again when a token names a key the
+/// function does not hold (a rotation while it was warm).
+struct SigningSecret {
+    client: aws_sdk_secretsmanager::Client,
+    arn: String,
+}
+
+impl SigningSecret {
+    const VARIABLE: &str = "VITALS_JWT_SECRET_ARN";
+
+    /// The current value, then the previous one if there is one.
+    async fn read(&self) -> anyhow::Result<Vec<String>> {
+        let mut values = vec![secret(&self.client, &self.arn, Self::VARIABLE).await?];
+        let previous = self
+            .client
+            .get_secret_value()
+            .secret_id(&self.arn)
+            .version_stage("AWSPREVIOUS")
+            .send()
+            .await;
+        match previous {
+            Ok(value) => values.push(usable(value.secret_string(), Self::VARIABLE)?),
+            // A secret never rotated has no previous value.
+            Err(error)
+                if error
+                    .as_service_error()
+                    .is_some_and(|e| e.is_resource_not_found_exception()) => {}
+            Err(error) => {
+                return Err(
+                    anyhow::Error::new(error).context("reading the previous token signing secret")
+                );
+            }
+        }
+        Ok(values)
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::http::auth::KeySource for SigningSecret {
+    async fn keys(&self) -> anyhow::Result<Vec<Vec<u8>>> {
+        Ok(self
+            .read()
+            .await?
+            .into_iter()
+            .map(String::into_bytes)
+            .collect())
+    }
 }
 
 /// A fetched secret's string, refused when it has none or one shorter than

@@ -13,7 +13,7 @@
 
 use crate::cli::{ApiArgs, Backend};
 use crate::http::api::Api;
-use crate::http::auth::{Auth, Verifier};
+use crate::http::auth::{Auth, KeySource, SigningKeys, Verifier};
 use crate::http::limits::Limits;
 use anyhow::Context as _;
 use commands::integrations::{Providers, VerifierKey};
@@ -51,6 +51,8 @@ impl Shape {
 /// The API's secrets, checked: each at least [`MIN_SECRET_BYTES`] long.
 pub struct Secrets {
     signing: Vec<u8>,
+    /// Keys that verify tokens and sign none (the previous key of a rotation).
+    previous: Vec<Vec<u8>>,
     webhook: String,
 }
 
@@ -71,6 +73,9 @@ impl Secrets {
         }
         if let Some(secret) = &args.webhook_secret {
             check_secret(secret, WEBHOOK)?;
+        }
+        if let Some(secret) = &args.jwt_previous_secret {
+            check_secret(secret, "VITALS_JWT_PREVIOUS_SECRET (--jwt-previous-secret)")?;
         }
         // Every process of a deployed shape must sign and verify with one key (and derive
         // one PKCE verifier key from it): a random key per process would refuse the tokens
@@ -105,7 +110,16 @@ impl Secrets {
                 hex::encode(random_secret())
             }
         };
-        Ok(Self { signing, webhook })
+        let previous = args
+            .jwt_previous_secret
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
+        Ok(Self {
+            signing,
+            previous,
+            webhook,
+        })
     }
 }
 
@@ -218,13 +232,41 @@ pub fn api(store: Arc<dyn Store>, args: &ApiArgs) -> anyhow::Result<Arc<Api>> {
     api_with(store, args, Secrets::from_args(args, Shape::Deployed)?)
 }
 
+/// [`api`], its token keys read again from `keys` when a token names one it does not
+/// hold (a Lambda function's, from Secrets Manager).
+pub fn api_refreshing(
+    store: Arc<dyn Store>,
+    args: &ApiArgs,
+    keys: Arc<dyn KeySource>,
+) -> anyhow::Result<Arc<Api>> {
+    build_api(
+        store,
+        args,
+        Secrets::from_args(args, Shape::Deployed)?,
+        Some(keys),
+    )
+}
+
 /// The API on `store` with `secrets`, checked already.
 pub fn api_with(
     store: Arc<dyn Store>,
     args: &ApiArgs,
     secrets: Secrets,
 ) -> anyhow::Result<Arc<Api>> {
-    let auth = Auth::new(&secrets.signing, verifier(args)?);
+    build_api(store, args, secrets, None)
+}
+
+fn build_api(
+    store: Arc<dyn Store>,
+    args: &ApiArgs,
+    secrets: Secrets,
+    source: Option<Arc<dyn KeySource>>,
+) -> anyhow::Result<Arc<Api>> {
+    let mut keys = SigningKeys::new(&secrets.signing, &secrets.previous);
+    if let Some(source) = source {
+        keys = keys.refreshed_from(source);
+    }
+    let auth = Auth::with_keys(keys, verifier(args)?);
     // Connects' PKCE verifiers are derived from the same secret (under a label of their
     // own): every process of a deployment holds it, so any of them completes a connect
     // another started, and no verifier is stored.

@@ -94,6 +94,7 @@ async fn api_gateway_events_reach_the_router_and_come_back_as_responses() {
     };
     let api_args = ApiArgs {
         jwt_secret: Some("lambda-test-signing-secret-32-bytes-or-more".into()),
+        jwt_previous_secret: None,
         jwks_file: None,
         jwt_issuer: None,
         jwt_audience: None,

@@ -222,7 +222,7 @@ impl FromRequestParts<AppState> for AuthUser {
         let token = header
             .strip_prefix("Bearer ")
             .ok_or_else(ApiError::unauthorized)?;
-        let claims = state.api.auth.verify(token.trim())?;
+        let claims = state.api.auth.verify(token.trim()).await?;
         let user = UserId::parse(&claims.sub).map_err(|_| ApiError::unauthorized())?;
         state.api.limits.user(&claims.sub)?;
         // A token outlives nothing: once the account's deletion is requested, or its

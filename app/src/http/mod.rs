@@ -16,6 +16,7 @@ pub mod openapi;
 pub mod request_log;
 pub mod responses;
 mod routes;
+mod signing_keys;
 
 mod state;
 pub use state::AppState;
