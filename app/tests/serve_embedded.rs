@@ -41,6 +41,22 @@ fn serve_answers_healthz_with_backend_version_and_build_and_stops_on_sigterm() {
         );
     }
     assert!(metrics.contains("vitals_projector_dlq_depth"), "{metrics}");
+    // The request latency per route is a histogram (the requests above are in it, by
+    // route template and status class), and the text ends as OpenMetrics does.
+    for (route, status) in [("/healthz", "2xx"), ("(unmatched)", "4xx")] {
+        let count = format!(
+            "vitals_http_request_duration_seconds_count{{method=\"GET\",route=\"{route}\",status=\"{status}\"}} "
+        );
+        let seen = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&count))
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        assert!(seen >= Some(1), "{route} {status}: {metrics}");
+        assert!(metrics.contains(&format!(
+            "vitals_http_request_duration_seconds_bucket{{le=\"+Inf\",method=\"GET\",route=\"{route}\",status=\"{status}\"}}"
+        )), "{metrics}");
+    }
+    assert!(metrics.ends_with("# EOF\n"), "{metrics}");
     let exit = server.stop();
     assert!(exit.success(), "graceful shutdown exits 0, got {exit:?}");
     assert!(

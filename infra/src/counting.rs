@@ -191,8 +191,8 @@ impl Store for CountingStore {
         self.inner.backend()
     }
 
-    fn prometheus(&self) -> String {
-        self.inner.prometheus()
+    fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        self.inner.register_metrics(registry);
     }
 
     async fn health(&self) -> Result<(), StoreError> {

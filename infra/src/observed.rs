@@ -122,8 +122,8 @@ impl<O: Observer> Store for Observed<O> {
         self.inner.backend()
     }
 
-    fn prometheus(&self) -> String {
-        self.inner.prometheus()
+    fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        self.inner.register_metrics(registry);
     }
 
     async fn health(&self) -> Result<(), StoreError> {

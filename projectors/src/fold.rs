@@ -180,6 +180,7 @@ impl Folding {
                 for step in &steps {
                     for handler in &step.handlers {
                         handler.metrics().processed.fetch_add(1, Ordering::Relaxed);
+                        handler.observe_lag(&step.event);
                         // As one at a time says it: each subscription's application of
                         // each event, in the event's span (the request's trace).
                         handler

@@ -21,8 +21,10 @@
 //! - [`pipeline`]: every subscription's worker on one feed, in-process, with metrics.
 //! - [`lambda`]: a subscription as a Lambda function on Kinesis events.
 //! - [`fold`]: a user's records of a Lambda batch applied in memory, each row written once.
+//! - [`applied_lag`]: the histogram of how long after its recording an event was applied.
 //! - [`emf`]: a consumer's per-batch figures in CloudWatch Embedded Metric Format.
 
+pub mod applied_lag;
 pub mod cross;
 pub mod dashboard;
 pub mod emf;

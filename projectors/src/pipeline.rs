@@ -8,6 +8,10 @@ use infra::Store;
 use infra::StoreError;
 use infra::dlq::{DeadLetterQueue, TableDlq};
 use infra::feed::{ChangeFeed, Lag};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use tokio::sync::watch;
@@ -133,14 +137,6 @@ impl Pipeline {
     }
 }
 
-/// One metric series: name, Prometheus type, and how to read it from the stats (none:
-/// this subscription has no value in that family).
-type Series = (
-    &'static str,
-    &'static str,
-    fn(&SubscriptionStats) -> Option<u64>,
-);
-
 /// The metric families every shape reports (`vitals serve`, `vitals work`, and the
 /// Lambda consumers in Embedded Metric Format), with what they count.
 pub const FAMILIES: [(&str, &str); 6] = [
@@ -161,34 +157,74 @@ pub const FAMILIES: [(&str, &str); 6] = [
     ("vitals_projector_dlq_depth", "dead letters waiting"),
 ];
 
-/// The metrics as Prometheus text. Lag is in records on the embedded log and in
-/// milliseconds on Kinesis (which tells nothing else), each in its own family.
-pub fn prometheus(stats: &[SubscriptionStats]) -> String {
-    let mut out = String::new();
-    let series: [Series; 6] = [
-        (FAMILIES[0].0, "counter", |s| Some(s.processed)),
-        (FAMILIES[1].0, "counter", |s| Some(s.failed)),
-        (FAMILIES[2].0, "counter", |s| Some(s.dead_lettered)),
-        (FAMILIES[3].0, "gauge", |s| match s.lag {
+pub use crate::applied_lag::{APPLIED_LAG, APPLIED_LAG_NAME, BySubscription};
+
+/// Registers the metrics of `stats` as they are now, and the applied-lag histogram. Lag
+/// is in records on the embedded log and in milliseconds on Kinesis (which tells nothing
+/// else), each in its own family.
+pub fn register(registry: &mut Registry, stats: &[SubscriptionStats]) {
+    let counter = |value: fn(&SubscriptionStats) -> u64| {
+        let family = Family::<BySubscription, Counter>::default();
+        for s in stats {
+            family
+                .get_or_create(&BySubscription {
+                    subscription: s.subscription,
+                })
+                .inc_by(value(s));
+        }
+        family
+    };
+    let gauge = |value: fn(&SubscriptionStats) -> Option<u64>| {
+        let family = Family::<BySubscription, Gauge>::default();
+        for s in stats {
+            if let Some(v) = value(s) {
+                let labels = BySubscription {
+                    subscription: s.subscription,
+                };
+                family
+                    .get_or_create(&labels)
+                    .set(i64::try_from(v).unwrap_or(i64::MAX));
+            }
+        }
+        family
+    };
+    // OpenMetrics names a counter family without its samples' `_total`.
+    let stem = |name: &'static str| name.strip_suffix("_total").unwrap_or(name);
+    let [processed, failed, dead, lag_records, lag_ms, depth] = FAMILIES;
+    registry.register(stem(processed.0), processed.1, counter(|s| s.processed));
+    registry.register(stem(failed.0), failed.1, counter(|s| s.failed));
+    registry.register(stem(dead.0), dead.1, counter(|s| s.dead_lettered));
+    registry.register(
+        lag_records.0,
+        lag_records.1,
+        gauge(|s| match s.lag {
             Lag::Records(n) => Some(n),
             Lag::Millis(_) => None,
         }),
-        (FAMILIES[4].0, "gauge", |s| match s.lag {
+    );
+    registry.register(
+        lag_ms.0,
+        lag_ms.1,
+        gauge(|s| match s.lag {
             Lag::Millis(n) => Some(n),
             Lag::Records(_) => None,
         }),
-        (FAMILIES[5].0, "gauge", |s| Some(s.dlq_depth as u64)),
-    ];
-    for ((name, kind, value), (_, help)) in series.into_iter().zip(FAMILIES) {
-        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
-        for s in stats {
-            if let Some(value) = value(s) {
-                out.push_str(&format!(
-                    "{name}{{subscription=\"{}\"}} {value}\n",
-                    s.subscription
-                ));
-            }
-        }
+    );
+    registry.register(depth.0, depth.1, gauge(|s| Some(s.dlq_depth as u64)));
+    registry.register(
+        APPLIED_LAG_NAME,
+        "seconds from an event's recording to its application",
+        APPLIED_LAG.clone(),
+    );
+}
+
+/// The OpenMetrics text of [`register`] alone.
+pub fn metrics_text(stats: &[SubscriptionStats]) -> String {
+    let mut registry = Registry::default();
+    register(&mut registry, stats);
+    let mut text = String::new();
+    match prometheus_client::encoding::text::encode(&mut text, &registry) {
+        Ok(()) => text,
+        Err(_) => String::new(),
     }
-    out
 }

@@ -267,11 +267,24 @@ impl Handler {
         match outcome {
             Ok(()) => {
                 self.metrics.processed.fetch_add(1, Ordering::Relaxed);
+                self.observe_lag(event);
                 tracing::info!("event applied");
                 Ok(())
             }
             Err((error, attempts)) => self.dead_letter(record, error.to_string(), attempts).await,
         }
+    }
+
+    /// Observes how long after its recording `event` was applied.
+    pub(crate) fn observe_lag(&self, event: &EventEnvelope) {
+        let recorded = event.recorded_at.datetime();
+        let seconds = (chrono::Utc::now() - recorded).num_milliseconds().max(0) as f64 / 1000.0;
+        let labels = crate::applied_lag::BySubscription {
+            subscription: self.projector.name(),
+        };
+        crate::applied_lag::APPLIED_LAG
+            .get_or_create(&labels)
+            .observe(seconds);
     }
 
     async fn dead_letter(

@@ -115,7 +115,7 @@ async fn persistent_throttling_is_a_typed_error() {
         "every allowed attempt was made"
     );
     // Reported on /metrics: one request that stayed throttled.
-    let text = store.prometheus();
+    let text = infra::store::metrics_text(&store);
     assert!(
         text.contains("vitals_dynamodb_requests_total{operation=\"GetItem\"} 1\n")
             && text.contains("vitals_dynamodb_throttled_total{operation=\"GetItem\"} 1\n"),

@@ -103,7 +103,7 @@ async fn commands_reach_the_dashboard_goals_and_insights() {
         stats.iter().map(|s| s.processed).sum::<u64>() >= 10,
         "{stats:?}"
     );
-    let text = projectors::pipeline::prometheus(&stats);
+    let text = projectors::pipeline::metrics_text(&stats);
     assert!(
         text.contains("vitals_projector_lag_records{subscription=\"dashboard-from-nutrition\"}")
     );

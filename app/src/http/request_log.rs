@@ -110,13 +110,20 @@ pub async fn layer(mut request: Request, next: Next) -> Response {
         Ok(fields) => (fields.route.clone(), fields.user.clone()),
         Err(_) => (None, None),
     };
+    let elapsed = started.elapsed();
+    super::metrics::observe_request(
+        method.as_str(),
+        route.as_deref(),
+        response.status(),
+        elapsed,
+    );
     span.in_scope(|| {
         tracing::info!(
             target: "vitals::access",
             method = %method,
             route = route.as_deref().unwrap_or("(unmatched)"),
             status = response.status().as_u16(),
-            latency_ms = format!("{:.3}", started.elapsed().as_secs_f64() * 1000.0),
+            latency_ms = format!("{:.3}", elapsed.as_secs_f64() * 1000.0),
             user = user.as_deref().unwrap_or("-"),
             "request served"
         )

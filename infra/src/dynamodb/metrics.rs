@@ -3,8 +3,13 @@
 //! consuming (every request asks for `ReturnConsumedCapacity` TOTAL), for `/metrics`
 //! and for comparing with the units `crate::capacity` computes.
 
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
 
 /// One operation's figures.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -14,13 +19,11 @@ pub struct OperationStats {
     pub capacity_units: f64,
 }
 
-/// One metric family: name, Prometheus type, help, and its value for an operation.
-type Family = (
-    &'static str,
-    &'static str,
-    &'static str,
-    fn(&OperationStats) -> String,
-);
+/// The label of every family: the DynamoDB operation.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Operation {
+    operation: &'static str,
+}
 
 #[derive(Debug, Default)]
 pub struct DynamoMetrics {
@@ -45,39 +48,28 @@ impl DynamoMetrics {
             .unwrap_or_default()
     }
 
-    /// The figures as Prometheus text.
-    pub fn prometheus(&self) -> String {
-        let snapshot = self.snapshot();
-        let mut out = String::new();
-        let families: [Family; 3] = [
-            (
-                "vitals_dynamodb_requests_total",
-                "counter",
-                "requests sent",
-                |s| s.requests.to_string(),
-            ),
-            (
-                "vitals_dynamodb_throttled_total",
-                "counter",
-                "requests still throttled after the SDK's retries",
-                |s| s.throttled.to_string(),
-            ),
-            (
-                "vitals_dynamodb_consumed_capacity_units_total",
-                "counter",
-                "capacity units DynamoDB reported consuming",
-                |s| format!("{}", s.capacity_units),
-            ),
-        ];
-        for (name, kind, help, value) in families {
-            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
-            for (operation, stats) in &snapshot {
-                out.push_str(&format!(
-                    "{name}{{operation=\"{operation}\"}} {}\n",
-                    value(stats)
-                ));
-            }
+    /// Registers the figures as they are now, by operation: requests sent, requests still
+    /// throttled after the SDK's retries, capacity units DynamoDB reported consuming.
+    pub fn register(&self, registry: &mut Registry) {
+        let requests = Family::<Operation, Counter>::default();
+        let throttled = Family::<Operation, Counter>::default();
+        let consumed = Family::<Operation, Counter<f64, AtomicU64>>::default();
+        for (operation, stats) in self.snapshot() {
+            let labels = Operation { operation };
+            requests.get_or_create(&labels).inc_by(stats.requests);
+            throttled.get_or_create(&labels).inc_by(stats.throttled);
+            consumed.get_or_create(&labels).inc_by(stats.capacity_units);
         }
-        out
+        registry.register("vitals_dynamodb_requests", "requests sent", requests);
+        registry.register(
+            "vitals_dynamodb_throttled",
+            "requests still throttled after the SDK's retries",
+            throttled,
+        );
+        registry.register(
+            "vitals_dynamodb_consumed_capacity_units",
+            "capacity units DynamoDB reported consuming",
+            consumed,
+        );
     }
 }

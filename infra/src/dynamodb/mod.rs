@@ -413,8 +413,8 @@ impl Store for DynamoStore {
         "dynamodb"
     }
 
-    fn prometheus(&self) -> String {
-        self.metrics.prometheus()
+    fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        self.metrics.register(registry);
     }
 
     async fn health(&self) -> Result<(), StoreError> {

@@ -37,11 +37,9 @@ pub trait Store: Send + Sync {
     /// Checks that the backend answers.
     async fn health(&self) -> Result<(), StoreError>;
 
-    /// The backend's own metrics as Prometheus text (requests, throttles, consumed
-    /// capacity), if it keeps any.
-    fn prometheus(&self) -> String {
-        String::new()
-    }
+    /// Registers the backend's own metrics (requests, throttles, consumed capacity), if
+    /// it keeps any, as they are now, for one scrape of `/metrics`.
+    fn register_metrics(&self, _registry: &mut prometheus_client::registry::Registry) {}
 
     /// Reads one item. `consistent` asks for a strongly consistent read.
     async fn get(
@@ -111,6 +109,17 @@ pub trait Store: Send + Sync {
         pk: &str,
         page_size: usize,
     ) -> Result<usize, StoreError>;
+}
+
+/// The OpenMetrics text of what `store` registers ([`Store::register_metrics`]).
+pub fn metrics_text(store: &dyn Store) -> String {
+    let mut registry = prometheus_client::registry::Registry::default();
+    store.register_metrics(&mut registry);
+    let mut text = String::new();
+    match prometheus_client::encoding::text::encode(&mut text, &registry) {
+        Ok(()) => text,
+        Err(_) => String::new(),
+    }
 }
 
 /// Deletes every item of a partition, one page at a time; returns how many.
