@@ -247,6 +247,9 @@ pub enum Deploy {
     /// Prints the access matrix: what each function's role may do on every table,
     /// stream, queue, secret and log group (committed as `docs/access-matrix.md`).
     Matrix,
+    /// Prints the Grafana dashboard of the self-hosted shape's `/metrics` (committed as
+    /// `deploy/grafana/vitals.json`).
+    Grafana,
 }
 
 #[derive(Debug, Subcommand)]

@@ -119,6 +119,12 @@ async fn run(command: Command) -> anyhow::Result<Exit> {
             print!("{}", vitals::deploy::matrix_text());
             Ok(Exit::Ok)
         }
+        Command::Deploy {
+            what: Deploy::Grafana,
+        } => {
+            print!("{}", vitals::deploy::grafana::dashboard_text());
+            Ok(Exit::Ok)
+        }
         Command::Migrate { data_dir, aws } => migrate(&data_dir, &aws).await,
         Command::Cost { prices } => cost(prices.as_deref()).await,
         Command::RedriveFailures { target, aws } => redrive_failures(&target, &aws).await,

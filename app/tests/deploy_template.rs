@@ -91,6 +91,24 @@ fn the_committed_access_matrix_is_the_generated_one() {
     );
 }
 
+/// `deploy/grafana/vitals.json` is what `vitals deploy grafana` prints. (Its queries are
+/// checked against a real Prometheus scraping both shapes: `prometheus_scrape.rs`.)
+#[test]
+fn the_committed_grafana_dashboard_is_the_generated_one() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/grafana/vitals.json");
+    let generated = vitals::deploy::grafana::dashboard_text();
+    if std::env::var_os("VITALS_WRITE_TEMPLATE").is_some() {
+        std::fs::write(&path, &generated).expect("dashboard written");
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "deploy/grafana/vitals.json differs from the generated dashboard; regenerate with \
+         `cargo run -p vitals -- deploy grafana > deploy/grafana/vitals.json` (or {REGENERATE})"
+    );
+}
+
 /// Each table of the stack against its definition, then the streams: named cases, in
 /// order, each saying its name when it fails.
 /// The design's isolation, read back from the roles as the access matrix shows them: no

@@ -14,7 +14,6 @@ use events_schema::events::nutrition::MealLogged;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -373,16 +372,7 @@ fn vitals_work_says_where_its_metrics_are(aws: &[&str], dir: &Path) -> (Process,
             .spawn()
             .expect("vitals work starts"),
     );
-    let mut line = String::new();
-    BufReader::new(worker.0.stdout.take().expect("piped stdout"))
-        .read_line(&mut line)
-        .expect("metrics address line");
-    let work_metrics = line
-        .trim()
-        .strip_prefix("metrics on http://")
-        .and_then(|rest| rest.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
+    let work_metrics = support::aws_local::metrics_address(&mut worker.0);
     (worker, work_log, work_metrics)
 }
 

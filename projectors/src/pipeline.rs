@@ -111,19 +111,26 @@ impl Pipeline {
         }
     }
 
+    /// Every subscription's figures: its counters, and its lag and dead-letter depth,
+    /// read for all subscriptions at once (on AWS each is a request: one after another,
+    /// a scrape would outlast Prometheus' timeout).
     pub async fn stats(&self) -> Result<Vec<SubscriptionStats>, StoreError> {
-        let mut stats = Vec::with_capacity(self.running.len());
-        for running in &self.running {
-            stats.push(SubscriptionStats {
+        let reads = self.running.iter().map(|running| async move {
+            let (lag, dlq_depth) = futures_util::future::try_join(
+                running.feed.lag(running.name),
+                running.dlq.depth(running.name),
+            )
+            .await?;
+            Ok::<_, StoreError>(SubscriptionStats {
                 subscription: running.name,
                 processed: running.metrics.processed.load(Ordering::Relaxed),
                 failed: running.metrics.failed.load(Ordering::Relaxed),
                 dead_lettered: running.metrics.dead_lettered.load(Ordering::Relaxed),
-                lag: running.feed.lag(running.name).await?,
-                dlq_depth: running.dlq.depth(running.name).await?,
-            });
-        }
-        Ok(stats)
+                lag,
+                dlq_depth,
+            })
+        });
+        futures_util::future::try_join_all(reads).await
     }
 
     /// Whether every subscription has processed every record of the feed.

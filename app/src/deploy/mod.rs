@@ -7,6 +7,7 @@
 //! - [`iam`]: the trust policy the roles share.
 //! - [`names`]: the logical ids the template's parts share.
 //! - [`template`]: the CloudFormation JSON rendered from the plan.
+//! - [`grafana`]: the self-hosted shape's Grafana dashboard, from the `/metrics` families.
 //! - [`dashboard`]: the CloudWatch dashboard an operator looks at first.
 //! - [`rollout`]: versions, `live` aliases and CodeDeploy's gradual, self-rolling-back deployments.
 //! - [`alarms`]: the alarms (each on a metric something emits) and the topic they notify.
@@ -16,6 +17,7 @@
 pub mod alarms;
 pub mod api_functions;
 pub mod dashboard;
+pub mod grafana;
 pub mod iam;
 pub mod matrix;
 pub mod names;

@@ -122,3 +122,18 @@ impl Drop for Worker {
         }
     }
 }
+
+/// The address (`host:port`) of the metrics a `vitals work` started with piped standard
+/// output says it serves, on its first line.
+pub fn metrics_address(work: &mut Child) -> String {
+    use std::io::{BufRead as _, BufReader};
+    let mut line = String::new();
+    BufReader::new(work.stdout.take().expect("piped stdout"))
+        .read_line(&mut line)
+        .expect("the metrics address line");
+    line.trim()
+        .strip_prefix("metrics on http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned()
+}
