@@ -18,7 +18,9 @@ Steps (each waits on a condition with a deadline, never a fixed sleep):
   6. the account is deleted and `vitals admin residue` finds nothing of it.
 With --redeployed (after a stack update with a changed package): only that every
 function has the new package's code and the API answers with its build, then a
-rotation of the token signing key that signs no one out.
+rotation of the token signing key that signs no one out. With --restored-from (a stack
+made from another's tables restored from point-in-time recovery): the replay of its
+read models, and a sign-in of the other stack's account through it.
 Exit status 0 only when every step held.
 """
 
@@ -352,12 +354,16 @@ def check_key_rotation(stack, api):
     AWSPREVIOUS stage), one of the new key holds at once on the warm functions (a kid
     they do not hold makes them read the secret again), one of a key nobody holds is
     refused."""
+    email = f"rotation-{secrets.token_hex(4)}@example.com"
     status, reply = api.call("POST", "/v1/auth/register", {
-        "email": f"rotation-{secrets.token_hex(4)}@example.com", "password": "correct horse battery",
-        "display_name": "Rui", "timezone": "UTC"})
+        "email": email, "password": "correct horse battery", "display_name": "Rui", "timezone": "UTC"})
     if status != 201:
         fail(f"register before the rotation: {status} {reply}")
     old = reply["access_token"]
+    # Who the restore check signs in as, once the stack is restored elsewhere.
+    os.makedirs("target/stack-test", exist_ok=True)
+    with open(f"target/stack-test/rotation-{stack.name}.json", "w") as account:
+        json.dump({"email": email, "user": reply["user_id"]}, account)
     new_key = secrets.token_hex(32).encode()
     stack.secrets.put_secret_value(SecretId=f"{stack.prefix}jwt-signing-key", SecretString=new_key.decode())
 
@@ -373,6 +379,30 @@ def check_key_rotation(stack, api):
     say(f"signing key rotated in Secrets Manager: GET /v1/me/profile with a token of {outcomes}")
 
 
+def check_restored(stack, api, restored_from):
+    """The stack restored from point-in-time recovery: its streams attached again (the
+    emulator's gaps filled as on creation), the read models replayed from the restored
+    outboxes, and the account made on the original stack signs in through the new API
+    and finds its profile and its dashboard."""
+    stack.fill_emulator_gaps()
+    replayed = stack.run_vitals("replay", "all", "--backend", "dynamodb")
+    if replayed.returncode != 0:
+        fail(f"vitals replay all on the restored tables: {replayed.stderr[-2000:]}")
+    account = json.load(open(f"target/stack-test/rotation-{restored_from}.json"))
+    status, reply = api.call("POST", "/v1/auth/login", {"email": account["email"],
+                                                        "password": "correct horse battery"})
+    if status != 200 or reply.get("user_id") != account["user"]:
+        fail(f"signing in on the restored stack: {status} {reply}")
+    api.token = reply["access_token"]
+    status, profile = api.call("GET", "/v1/me/profile")
+    if status != 200 or profile.get("display_name") != "Rui":
+        fail(f"the profile on the restored stack: {status} {profile}")
+    day = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    home = wait_for("the restored dashboard", lambda: (r := api.call("GET", f"/v1/me/dashboard?date={day}"))[0] == 200 and r)
+    say(f"restored from point-in-time recovery into {stack.name}: replayed, {account['email']} signed in "
+        f"and read the profile and the dashboard ({home[0]})")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--stack", required=True)
@@ -382,8 +412,13 @@ def main():
     parser.add_argument("--package", required=True, help="the zip the stack was deployed from")
     parser.add_argument("--redeployed", action="store_true",
                         help="only check that the stack, just updated, runs --package")
+    parser.add_argument("--restored-from", help="only check the stack restored from this one's tables")
     args = parser.parse_args()
     stack = Stack(args.stack, args.prefix, args.endpoint, args.vitals)
+    if args.restored_from:
+        api = Api(f"{args.endpoint}/_aws/execute-api/{stack.output('HttpApiId')}/$default")
+        check_restored(stack, api, args.restored_from)
+        return
     if args.redeployed:
         api = Api(f"{args.endpoint}/_aws/execute-api/{stack.output('HttpApiId')}/$default")
         check_runs(stack, api, args.package)

@@ -250,6 +250,10 @@ pub enum Deploy {
     /// Prints the Grafana dashboard of the self-hosted shape's `/metrics` (committed as
     /// `deploy/grafana/vitals.json`).
     Grafana,
+    /// Prints the nine tables alone (no stream attached), to adopt tables restored from
+    /// point-in-time recovery into a new stack (README, "Restoring from point-in-time
+    /// recovery").
+    Tables,
 }
 
 #[derive(Debug, Subcommand)]

@@ -120,6 +120,12 @@ async fn run(command: Command) -> anyhow::Result<Exit> {
             Ok(Exit::Ok)
         }
         Command::Deploy {
+            what: Deploy::Tables,
+        } => {
+            print!("{}", vitals::deploy::tables_text());
+            Ok(Exit::Ok)
+        }
+        Command::Deploy {
             what: Deploy::Grafana,
         } => {
             print!("{}", vitals::deploy::grafana::dashboard_text());

@@ -91,6 +91,29 @@ fn the_committed_access_matrix_is_the_generated_one() {
     );
 }
 
+/// The tables a restore adopts (`vitals deploy tables`) are the stack's tables exactly,
+/// but for the stream the stack's update attaches after: the update then changes nothing
+/// else of them.
+#[test]
+fn the_tables_a_restore_adopts_are_the_stacks_tables_without_their_stream() {
+    let full = template();
+    let tables: Value = serde_json::from_str(&vitals::deploy::tables_text()).expect("JSON");
+    let adopted = resources(&tables);
+    assert_eq!(adopted.len(), 9);
+    for (id, table) in adopted {
+        let mut expected = resources(&full)[id].clone();
+        if let Some(properties) = expected["Properties"].as_object_mut() {
+            properties.remove("KinesisStreamSpecification");
+        }
+        assert_eq!(table, &expected, "{id}");
+        assert_eq!(
+            table["DeletionPolicy"], "Retain",
+            "{id}: an import needs it"
+        );
+    }
+    assert_eq!(tables["Parameters"]["Prefix"], full["Parameters"]["Prefix"]);
+}
+
 /// `deploy/grafana/vitals.json` is what `vitals deploy grafana` prints. (Its queries are
 /// checked against a real Prometheus scraping both shapes: `prometheus_scrape.rs`.)
 #[test]

@@ -34,6 +34,14 @@ pub fn template_text() -> String {
     )
 }
 
+/// The tables-only template a restore adopts restored tables with (pretty JSON).
+pub fn tables_text() -> String {
+    format!(
+        "{}\n",
+        serde_json::to_string_pretty(&template::render_tables()).unwrap_or_default()
+    )
+}
+
 /// The access matrix of the stack's roles, as committed (`docs/access-matrix.md`).
 pub fn matrix_text() -> String {
     matrix::document(&template::render(&plan::plan()))
