@@ -501,7 +501,8 @@ fn the_dashboard_shows_metrics_that_exist() {
     }
     assert!(lines > 50, "{lines} metric lines");
     let processed = projectors::pipeline::FAMILIES[0].0;
-    for name in [dead_lettered.as_str(), processed] {
+    let lag_ms = projectors::pipeline::FAMILIES[4].0;
+    for name in [dead_lettered.as_str(), processed, lag_ms] {
         assert!(
             searches.iter().any(
                 |s| s.contains(&format!("{{{namespace},source,subscription}}"))

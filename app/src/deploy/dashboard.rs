@@ -1,6 +1,6 @@
 //! The stack's CloudWatch dashboard: what an operator looks at first. The API as its
 //! users see it (requests, 5xx, p50/p99 latency), each projector's lag and errors, the
-//! consumers' dead letters and events applied by subscription (their EMF metrics), the
+//! consumers' dead letters, events applied and lag by subscription (their EMF metrics), the
 //! tables' consumed capacity and throttles, the streams' incoming records and the
 //! functions' invocations and duration (what the bill follows). The body is JSON with
 //! `${...}` references resolved by `Fn::Sub` (the API's id, the prefix, the region).
@@ -36,10 +36,11 @@ fn widget(title: &str, metrics: Vec<Value>, stat: &str, at: (u32, u32)) -> Value
     })
 }
 
-/// A widget of a search over the consumers' EMF metric `name` by subscription.
-fn emf_widget(title: &str, name: &str, at: (u32, u32)) -> Value {
+/// A widget of a search over the consumers' EMF metric `name` by subscription, its
+/// `stat` over each minute.
+fn emf_widget(title: &str, name: &str, stat: &str, at: (u32, u32)) -> Value {
     let expression = format!(
-        "SEARCH('{{{},source,subscription}} MetricName=\"{name}\"', 'Sum', 60)",
+        "SEARCH('{{{},source,subscription}} MetricName=\"{name}\"', '{stat}', 60)",
         projectors::emf::NAMESPACE
     );
     json!({
@@ -89,7 +90,8 @@ pub fn body(plan: &Plan) -> String {
         )
         .chain(["NightlyFunction".to_owned()])
         .collect();
-    let [processed, _, dead_lettered, _, _, _] = projectors::pipeline::FAMILIES.map(|(n, _)| n);
+    let [processed, _, dead_lettered, _, lag_ms, _] =
+        projectors::pipeline::FAMILIES.map(|(n, _)| n);
     let widgets = vec![
         widget(
             "API: requests and 5xx",
@@ -126,8 +128,19 @@ pub fn body(plan: &Plan) -> String {
             "Maximum",
             (0, 6),
         ),
-        emf_widget("Dead letters by subscription", dead_lettered, (12, 6)),
-        emf_widget("Events applied by subscription", processed, (0, 12)),
+        emf_widget(
+            "Dead letters by subscription",
+            dead_lettered,
+            "Sum",
+            (12, 6),
+        ),
+        emf_widget("Events applied by subscription", processed, "Sum", (0, 12)),
+        emf_widget(
+            "Lag by subscription (age of the newest record applied, ms)",
+            lag_ms,
+            "Maximum",
+            (0, 36),
+        ),
         widget(
             "Functions: errors",
             functions
