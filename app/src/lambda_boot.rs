@@ -33,11 +33,12 @@ use std::sync::Arc;
 pub enum Role {
     /// One function of the HTTP API (`VITALS_API_FUNCTION`, one of
     /// `deploy::api_functions`, answering only its routes; every route when unset); the
-    /// secrets' ARNs (Secrets Manager).
+    /// secrets' ARNs (Secrets Manager): the webhook secret's only for the function that
+    /// takes the providers' webhooks.
     Api {
         function: Option<String>,
         jwt_secret_arn: String,
-        webhook_secret_arn: String,
+        webhook_secret_arn: Option<String>,
     },
     /// The projector writing one context's table, on every stream it reads.
     Stream { target: Context },
@@ -81,11 +82,19 @@ pub fn configure(env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Boot> {
         );
     }
     let role = match required("VITALS_ROLE")?.as_str() {
-        "api" => Role::Api {
-            function: env("VITALS_API_FUNCTION").filter(|v| !v.trim().is_empty()),
-            jwt_secret_arn: required("VITALS_JWT_SECRET_ARN")?,
-            webhook_secret_arn: required("VITALS_WEBHOOK_SECRET_ARN")?,
-        },
+        "api" => {
+            let function = env("VITALS_API_FUNCTION").filter(|v| !v.trim().is_empty());
+            let webhooks = crate::deploy::api_functions::serves_webhooks(function.as_deref());
+            Role::Api {
+                jwt_secret_arn: required("VITALS_JWT_SECRET_ARN")?,
+                webhook_secret_arn: if webhooks {
+                    Some(required("VITALS_WEBHOOK_SECRET_ARN")?)
+                } else {
+                    None
+                },
+                function,
+            }
+        }
         "stream" => {
             let target = required("VITALS_TARGET")?;
             let target = Context::ALL
@@ -136,8 +145,12 @@ pub async fn run() -> anyhow::Result<()> {
             let mut keys = signing.read().await?.into_iter();
             args.jwt_secret = keys.next();
             args.jwt_previous_secret = keys.next();
-            args.webhook_secret =
-                Some(secret(&secrets, &webhook_secret_arn, "VITALS_WEBHOOK_SECRET_ARN").await?);
+            args.webhook_secret = Some(match &webhook_secret_arn {
+                Some(arn) => secret(&secrets, arn, "VITALS_WEBHOOK_SECRET_ARN").await?,
+                // A function that takes no webhook never reads the secret (its role may
+                // not): a random one of its own refuses any webhook that reached it.
+                None => hex::encode(crate::setup::random_secret()),
+            });
             let storage = storage::Storage {
                 store: store.clone(),
                 embedded: None,
@@ -399,8 +412,30 @@ mod tests {
             Role::Api {
                 function: None,
                 jwt_secret_arn: "arn:jwt".into(),
-                webhook_secret_arn: "arn:webhook".into()
+                webhook_secret_arn: Some("arn:webhook".into())
             }
+        );
+        // Only the function that takes the webhooks needs (and may read) their secret.
+        let query = configure(&env(&with(&[
+            ("VITALS_ROLE", "api"),
+            ("VITALS_API_FUNCTION", "QueryApi"),
+            ("VITALS_JWT_SECRET_ARN", "arn:jwt"),
+        ])))
+        .expect("the query function");
+        assert!(matches!(
+            query.role,
+            Role::Api {
+                webhook_secret_arn: None,
+                ..
+            }
+        ));
+        assert!(
+            error(&with(&[
+                ("VITALS_ROLE", "api"),
+                ("VITALS_API_FUNCTION", "IntegrationsApi"),
+                ("VITALS_JWT_SECRET_ARN", "arn:jwt"),
+            ]))
+            .contains("VITALS_WEBHOOK_SECRET_ARN")
         );
         let stream = configure(&env(&with(&[
             ("VITALS_ROLE", "stream"),

@@ -114,6 +114,49 @@ fn the_tables_a_restore_adopts_are_the_stacks_tables_without_their_stream() {
     assert_eq!(tables["Parameters"]["Prefix"], full["Parameters"]["Prefix"]);
 }
 
+/// The webhook secret is held by the one function that takes the providers' webhooks:
+/// only its role may read it, only its environment names it.
+#[test]
+fn only_the_webhook_function_may_read_the_webhook_secret() {
+    let template = template();
+    let secret = json!({"Ref": "WebhookSecret"});
+    let mut holders = Vec::new();
+    for (id, function) in of_type(&template, "AWS::Lambda::Function") {
+        let named = function["Properties"]["Environment"]["Variables"]
+            .get("VITALS_WEBHOOK_SECRET_ARN")
+            .is_some();
+        let role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+            .as_str()
+            .expect("a role");
+        let statements =
+            &resources(&template)[role]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"];
+        let may_read = statements.as_array().expect("statements").iter().any(|s| {
+            s["Resource"]
+                .as_array()
+                .is_some_and(|r| r.contains(&secret))
+                || s["Resource"] == secret
+        });
+        assert_eq!(
+            named, may_read,
+            "{id}: names the secret iff its role may read it"
+        );
+        if may_read {
+            holders.push(id.clone());
+        }
+    }
+    let webhook_function: Vec<String> = vitals::deploy::api_functions::api_functions()
+        .into_iter()
+        .filter(|f| {
+            f.routes
+                .iter()
+                .any(|r| r == vitals::deploy::api_functions::WEBHOOK_ROUTE)
+        })
+        .map(|f| f.name.to_owned())
+        .collect();
+    assert_eq!(holders, webhook_function);
+    assert_eq!(holders, ["IntegrationsApi"]);
+}
+
 /// `deploy/grafana/vitals.json` is what `vitals deploy grafana` prints. (Its queries are
 /// checked against a real Prometheus scraping both shapes: `prometheus_scrape.rs`.)
 #[test]

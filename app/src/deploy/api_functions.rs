@@ -65,6 +65,25 @@ impl ApiFunction {
     pub fn tables_read(&self) -> BTreeSet<Context> {
         self.reads.keys().copied().collect()
     }
+
+    /// Whether it takes the providers' signed webhooks, and so needs the webhook secret
+    /// (no other function may read it).
+    pub fn serves_webhooks(&self) -> bool {
+        self.routes.iter().any(|r| r == WEBHOOK_ROUTE)
+    }
+}
+
+/// The route of the providers' signed webhooks.
+pub const WEBHOOK_ROUTE: &str = "POST /v1/integrations/{provider}/webhook";
+
+/// Whether the API function named `function` takes webhooks (`None`: the whole API in
+/// one function, which does).
+pub fn serves_webhooks(function: Option<&str>) -> bool {
+    function.is_none_or(|name| {
+        api_functions()
+            .iter()
+            .any(|f| f.name == name && f.serves_webhooks())
+    })
 }
 
 /// The functions: one per table the API writes, then the query function.

@@ -578,12 +578,18 @@ fn secrets() -> Map<String, Value> {
     resources
 }
 
-fn secret_statement() -> Value {
+/// The secrets an API function reads: the signing key, and the webhook secret only if
+/// it takes the webhooks.
+fn secret_statement(webhooks: bool) -> Value {
+    let mut secrets = vec![json!({"Ref": "JwtSigningKey"})];
+    if webhooks {
+        secrets.push(json!({"Ref": "WebhookSecret"}));
+    }
     json!({
         "Sid": "OwnSecrets",
         "Effect": "Allow",
         "Action": ["secretsmanager:GetSecretValue"],
-        "Resource": [{"Ref": "JwtSigningKey"}, {"Ref": "WebhookSecret"}]
+        "Resource": secrets
     })
 }
 
@@ -685,8 +691,10 @@ fn api_function_resources(api: &ApiFunction) -> Map<String, Value> {
     let mut env = json!({
         "VITALS_API_FUNCTION": id,
         "VITALS_JWT_SECRET_ARN": {"Ref": "JwtSigningKey"},
-        "VITALS_WEBHOOK_SECRET_ARN": {"Ref": "WebhookSecret"}
     });
+    if api.serves_webhooks() {
+        env["VITALS_WEBHOOK_SECRET_ARN"] = json!({"Ref": "WebhookSecret"});
+    }
     if let Some(writes) = api.writes {
         env["VITALS_API_WRITES"] = json!(writes.to_string());
     }
@@ -702,7 +710,7 @@ fn api_function_resources(api: &ApiFunction) -> Map<String, Value> {
             "Resource": {"Fn::GetAtt": [table_id(Context::Identity), "Arn"]}
         }));
     }
-    statements.push(secret_statement());
+    statements.push(secret_statement(api.serves_webhooks()));
     resources.insert(format!("{id}Role"), role(id, api.suffix, statements));
     let integration = format!("{id}Integration");
     resources.insert(
