@@ -24,7 +24,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
-use support::{Run, register, text};
+use support::{Run, curate_recipe, register, text};
 
 /// The exit statuses of `vitals::cli::exit::Exit`, spelled out as a script relies on them.
 const OK: i32 = 0;
@@ -63,26 +63,6 @@ fn mode(path: &Path) -> u32 {
         & 0o777
 }
 
-/// `admin curate-recipe` of a breakfast named `name`.
-fn recipe(name: &str) -> Vec<&str> {
-    vec![
-        "admin",
-        "curate-recipe",
-        "--name",
-        name,
-        "--category",
-        "breakfast",
-        "--calories",
-        "420",
-        "--protein-g",
-        "18",
-        "--carbs-g",
-        "60",
-        "--fat-g",
-        "9",
-    ]
-}
-
 /// Every store command, run on `data` (a store holding `user`'s meal, the `--date` of
 /// `day`), each with the exit status and output it must end with; `backup` writes to
 /// `backup`.
@@ -99,7 +79,7 @@ fn every_store_command(data: &Path, user: &str, day: &str, backup: &Path, throug
         ],
     );
 
-    let run = vitals(data, &recipe("Overnight oats"));
+    let run = vitals(data, &curate_recipe("Overnight oats"));
     assert_run(&format!("curate-recipe {through}"), &run, OK, &[]);
     let recipe_id = run.stdout.trim().to_owned();
     assert!(!recipe_id.is_empty(), "prints the id: {run}");
@@ -289,7 +269,10 @@ fn ask(socket: &Path, request: &[u8]) -> Vec<Value> {
 fn a_stale_socket_is_no_obstacle_and_a_store_held_without_a_server_is_named() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let data = dir.path().join("data");
-    let created = vitals(&data, &[&recipe("Porridge")[..], &["--create"]].concat());
+    let created = vitals(
+        &data,
+        &[&curate_recipe("Porridge")[..], &["--create"]].concat(),
+    );
     assert_run("curate --create", &created, OK, &[]);
     let socket = data.join("admin.sock");
     drop(UnixListener::bind(&socket).expect("a socket"));

@@ -73,6 +73,17 @@ fn vitals(args: &[&str]) -> Run {
     support::run_to_end(command, args)
 }
 
+/// `vitals restore --from <from> --data-dir <into> <extra>`.
+fn restore(from: &Path, into: &Path, extra: &[&str]) -> Run {
+    vitals(
+        &[
+            &["restore", "--from", text(from), "--data-dir", text(into)][..],
+            extra,
+        ]
+        .concat(),
+    )
+}
+
 /// A writer: logs meals one after the other (the next sent once the last is answered)
 /// until `stop`; every attempt, answered or not.
 fn writer(client: support::Client, writer: usize, stop: Arc<AtomicBool>) -> Vec<Attempt> {
@@ -163,13 +174,7 @@ fn a_backup_taken_under_write_load_is_the_source_at_one_commit() {
 
     // Restored into a new data directory, and opened there.
     let restored = dir.path().join("restored");
-    let run = vitals(&[
-        "restore",
-        "--from",
-        text(&file),
-        "--data-dir",
-        text(&restored),
-    ]);
+    let run = restore(&file, &restored, &[]);
     assert_eq!(run.code, Some(0), "restore: {run}");
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let (log, meals, summaries) = runtime.block_on(read_back(&restored));
@@ -333,25 +338,13 @@ async fn read_back(
 fn a_restore_checks_the_backup_and_keeps_what_it_replaces() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let data = dir.path().join("data");
-    let made = vitals(&[
-        "admin",
-        "curate-recipe",
-        "--name",
-        "Oats",
-        "--category",
-        "breakfast",
-        "--calories",
-        "420",
-        "--protein-g",
-        "18",
-        "--carbs-g",
-        "60",
-        "--fat-g",
-        "9",
-        "--data-dir",
-        text(&data),
-        "--create",
-    ]);
+    let made = vitals(
+        &[
+            &support::curate_recipe("Oats")[..],
+            &["--data-dir", text(&data), "--create"],
+        ]
+        .concat(),
+    );
     assert_eq!(made.code, Some(0), "{made}");
     let file = dir.path().join("first.vbk");
     let run = vitals(&["backup", "--data-dir", text(&data), "--to", text(&file)]);
@@ -362,13 +355,7 @@ fn a_restore_checks_the_backup_and_keeps_what_it_replaces() {
     let junk = dir.path().join("junk.vbk");
     std::fs::write(&junk, b"not a store at all").expect("junk");
     let target = dir.path().join("target");
-    let run = vitals(&[
-        "restore",
-        "--from",
-        text(&junk),
-        "--data-dir",
-        text(&target),
-    ]);
+    let run = restore(&junk, &target, &[]);
     assert_eq!(run.code, Some(3), "junk: {run}");
     assert!(run.stderr.contains(text(&junk)), "{run}");
     assert!(
@@ -376,42 +363,17 @@ fn a_restore_checks_the_backup_and_keeps_what_it_replaces() {
         "nothing installed: {run}"
     );
     let missing = dir.path().join("missing.vbk");
-    let run = vitals(&[
-        "restore",
-        "--from",
-        text(&missing),
-        "--data-dir",
-        text(&target),
-    ]);
+    let run = restore(&missing, &target, &[]);
     assert_eq!(run.code, Some(2), "missing: {run}");
     assert!(run.stderr.contains(text(&missing)), "{run}");
 
     // Into a new directory, then again over the store it made.
-    let run = vitals(&[
-        "restore",
-        "--from",
-        text(&file),
-        "--data-dir",
-        text(&target),
-    ]);
+    let run = restore(&file, &target, &[]);
     assert_eq!(run.code, Some(0), "restore: {run}");
-    let run = vitals(&[
-        "restore",
-        "--from",
-        text(&file),
-        "--data-dir",
-        text(&target),
-    ]);
+    let run = restore(&file, &target, &[]);
     assert_eq!(run.code, Some(2), "over a store with data: {run}");
     assert!(run.stderr.contains("--force"), "{run}");
-    let run = vitals(&[
-        "restore",
-        "--from",
-        text(&file),
-        "--data-dir",
-        text(&target),
-        "--force",
-    ]);
+    let run = restore(&file, &target, &["--force"]);
     assert_eq!(run.code, Some(0), "--force: {run}");
     assert!(
         target.join("vitals.redb.before-restore").is_file(),
@@ -422,14 +384,7 @@ fn a_restore_checks_the_backup_and_keeps_what_it_replaces() {
 
     // A store in use is never replaced.
     let server = support::start(&["--data-dir", text(&data)]);
-    let run = vitals(&[
-        "restore",
-        "--from",
-        text(&file),
-        "--data-dir",
-        text(&data),
-        "--force",
-    ]);
+    let run = restore(&file, &data, &["--force"]);
     assert!(server.stop().success(), "vitals serve exits cleanly");
     assert_eq!(run.code, Some(3), "a store in use: {run}");
     assert!(

@@ -101,24 +101,6 @@ fn assert_exit(what: &str, run: &Run, code: i32, said: &[&str]) {
     }
 }
 
-/// `admin curate-recipe` with valid fields (it writes, so needs a store).
-const RECIPE: [&str; 14] = [
-    "admin",
-    "curate-recipe",
-    "--name",
-    "Overnight oats",
-    "--category",
-    "breakfast",
-    "--calories",
-    "420",
-    "--protein-g",
-    "18",
-    "--carbs-g",
-    "60",
-    "--fat-g",
-    "9",
-];
-
 /// Every command that works on an existing embedded store, with arguments that are
 /// otherwise valid.
 fn commands_on_a_store() -> Vec<Vec<&'static str>> {
@@ -135,7 +117,7 @@ fn commands_on_a_store() -> Vec<Vec<&'static str>> {
         vec!["redrive", "dashboard-from-nutrition"],
         vec!["insights", "nightly"],
         vec!["insights", "nightly", "--date", "2026-03-01"],
-        RECIPE.to_vec(),
+        recipe(),
         vec![
             "admin",
             "curate-meal-plan",
@@ -211,7 +193,7 @@ fn an_empty_store_file_is_refused_and_left_as_it_is() {
     );
     assert_exit("serve", &serve, STORE, &[text(&file), "empty"]);
     assert!(!serve.stdout.contains("listening"), "{serve}");
-    let created = vitals(&[&RECIPE[..], &store, &["--create"]].concat(), &[]);
+    let created = vitals(&[&recipe()[..], &store, &["--create"]].concat(), &[]);
     assert_exit("curate --create", &created, STORE, &[text(&file), "empty"]);
     assert_eq!(
         std::fs::metadata(&file).expect("still there").len(),
@@ -227,14 +209,14 @@ fn create_makes_a_store_and_info_shows_what_it_is() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
     let store = ["--data-dir", text(&data)];
-    let curated = vitals(&[&RECIPE[..], &store, &["--create"]].concat(), &[]);
+    let curated = vitals(&[&recipe()[..], &store, &["--create"]].concat(), &[]);
     assert_exit("curate --create", &curated, OK, &[]);
     assert!(
         !curated.stdout.trim().is_empty(),
         "prints the id: {curated}"
     );
     // Once made, a second `--create` opens it: the recipe is still there.
-    let again = vitals(&[&RECIPE[..], &store, &["--create"]].concat(), &[]);
+    let again = vitals(&[&recipe()[..], &store, &["--create"]].concat(), &[]);
     assert_exit("curate --create again", &again, OK, &[]);
     let info = vitals(&[&["info"][..], &store].concat(), &[]);
     assert_exit("info", &info, OK, &[]);
@@ -270,7 +252,7 @@ fn exit_codes_a_script_can_trust() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
     let store = ["--data-dir", text(&data)];
-    let made = vitals(&[&RECIPE[..], &store, &["--create"]].concat(), &[]);
+    let made = vitals(&[&recipe()[..], &store, &["--create"]].concat(), &[]);
     assert_exit("curate --create", &made, OK, &[]);
     let on_store = |args: &[&str]| vitals(&[args, &store[..]].concat(), &[]);
 
@@ -336,20 +318,7 @@ fn exit_codes_a_script_can_trust() {
     // A running server holds the store: a store command runs there (through its admin
     // socket) and ends with its own status (what no server answers for is in
     // admin_while_serving.rs).
-    let mut server = Command::new(env!("CARGO_BIN_EXE_vitals"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--data-dir",
-            text(&data),
-        ])
-        .env_clear()
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("serve starts");
+    let mut server = serve_quietly("127.0.0.1:0", &data);
     let served = support::served_address(&mut server);
     let nobody = on_store(&["admin", "residue", "01J0000000000000000000USER"]);
     let info = on_store(&["info"]);
@@ -520,20 +489,7 @@ fn serve_checks_its_settings_before_it_listens() {
     drop(taken);
 
     // A host name is resolved.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_vitals"))
-        .args([
-            "serve",
-            "--listen",
-            "localhost:0",
-            "--data-dir",
-            text(&data),
-        ])
-        .env_clear()
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("serve starts");
+    let mut child = serve_quietly("localhost:0", &data);
     let served = support::served_address(&mut child);
     let health = served
         .as_ref()
@@ -649,4 +605,22 @@ fn no_subcommand_panics_on_bad_settings() {
             "vitals {args:?} made {missing}"
         );
     }
+}
+
+/// `admin curate-recipe` with valid fields (it writes, so needs a store).
+fn recipe() -> Vec<&'static str> {
+    support::curate_recipe("Overnight oats")
+}
+
+/// `vitals serve --listen <listen> --data-dir <data>` with nothing but `RUST_LOG=warn`
+/// in its environment, its address line piped, its log dropped.
+fn serve_quietly(listen: &str, data: &std::path::Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_vitals"))
+        .args(["serve", "--listen", listen, "--data-dir", text(data)])
+        .env_clear()
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve starts")
 }

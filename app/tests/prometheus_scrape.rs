@@ -7,22 +7,13 @@
 
 mod support;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::Process;
 use support::aws_local::Tables;
 
 /// How long Prometheus gets to have every query answered.
 const WITHIN: Duration = Duration::from_secs(60);
-
-/// A child process killed when the test ends.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn prometheus_binary() -> String {
     let candidates = ["/usr/bin/prometheus", "/usr/local/bin/prometheus"];

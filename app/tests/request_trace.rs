@@ -15,23 +15,14 @@ use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use support::aws_local::Tables;
-use support::{Case, Client, exchange, registration};
+use support::{Case, Client, Process, exchange, registration};
 
 const CONVERGE_WITHIN: Duration = Duration::from_secs(60);
 const PASSWORD: &str = "correct horse battery";
 const MEAL_NAME: &str = "Porridge with blueberries";
-
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Every line of the logs, each a JSON object (a line that is not one fails the test).
 fn read_lines(logs: &[PathBuf]) -> Vec<Value> {

@@ -17,6 +17,36 @@ use vitals::http::auth::{Auth, Verifier};
 use vitals::http::limits::{LimitSettings, Limits};
 use vitals::http::{AppState, app};
 
+/// A child process killed (and reaped) when the test ends, whatever the test did.
+pub struct Process(pub Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `vitals admin curate-recipe` of a breakfast named `name`, with valid fields.
+pub fn curate_recipe(name: &str) -> Vec<&str> {
+    vec![
+        "admin",
+        "curate-recipe",
+        "--name",
+        name,
+        "--category",
+        "breakfast",
+        "--calories",
+        "420",
+        "--protein-g",
+        "18",
+        "--carbs-g",
+        "60",
+        "--fat-g",
+        "9",
+    ]
+}
+
 pub struct Server {
     pub child: Child,
     pub address: String,
