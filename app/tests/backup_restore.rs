@@ -8,8 +8,9 @@
 //! change it holds. The backup is the source exactly as it was once the commit holding
 //! change S was made, when:
 //! 1. it opens (restored, as a store), and its change log ends at S;
-//! 2. its meals are exactly the meals whose creation is logged at or before S: every
-//!    meal created in its log is there, as logged, and none is there whose creation its
+//! 2. its meals are exactly the meals whose creation is logged at or before S (a meal's
+//!    creation is logged as its `MealLogged` outbox item, written in the meal's
+//!    transaction): every meal created in its log is there, as logged, and none is there whose creation its
 //!    log does not hold (a copy torn between the items and the log, or taken across
 //!    several commits, breaks this);
 //! 3. each day summary counts exactly the meals of its day it holds (the meal and its
@@ -185,14 +186,20 @@ fn a_backup_taken_under_write_load_is_the_source_at_one_commit() {
         Some(sequence),
         "the log ends at S"
     );
-    // 2. Its meals are exactly those created in its log, as logged.
+    // 2. Its meals are exactly those created in its log, as logged: a meal's creation is
+    // logged as its `MealLogged` event, written in the meal's transaction.
     let mut created: BTreeMap<String, (u64, Value)> = BTreeMap::new();
     for change in &log {
-        let is_meal =
-            change.table == events_schema::Context::Nutrition && change.sk.starts_with("MEAL#");
-        if let (true, Some(new)) = (is_meal, &change.new) {
-            let id = new["meal_id"].as_str().expect("a meal id").to_owned();
-            created.insert(id, (change.seq, Value::Object(new.clone())));
+        let event = change
+            .new
+            .as_ref()
+            .filter(|_| change.table == events_schema::Context::Nutrition)
+            .and_then(events_schema::envelope::outbox_event)
+            .map(|decoded| decoded.expect("an event that decodes"));
+        if let Some(event) = event.filter(|e| e.event_type == "MealLogged") {
+            let meal = event.payload["meal"].clone();
+            let id = meal["meal_id"].as_str().expect("a meal id").to_owned();
+            created.insert(id, (change.seq, meal));
         }
     }
     let held: BTreeSet<&String> = meals.keys().collect();
@@ -206,12 +213,17 @@ fn a_backup_taken_under_write_load_is_the_source_at_one_commit() {
         held.difference(&logged).count(),
         logged.difference(&held).count()
     );
-    for (id, (_, image)) in &created {
-        assert_eq!(
-            &Value::Object(meals[id].1.clone()),
-            image,
-            "meal {id} as logged"
-        );
+    for (id, (_, logged)) in &created {
+        // The event carries the stored meal's fields: each is held as logged.
+        let held = &meals[id].1;
+        let fields = logged.as_object().expect("the event's meal");
+        for (field, value) in fields {
+            assert_eq!(
+                held.get(field),
+                Some(value),
+                "meal {id}'s {field} as logged"
+            );
+        }
     }
     // 3. Each day summary counts the meals of its day held.
     let mut per_user: BTreeMap<&str, u64> = BTreeMap::new();

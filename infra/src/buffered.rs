@@ -129,19 +129,27 @@ impl Buffered {
     /// partitions; returns how many rows it wrote or deleted.
     pub async fn flush(&self) -> Result<usize, StoreError> {
         let partitions = std::mem::take(&mut *self.lock()?);
-        let mut by_table: BTreeMap<Context, Vec<BatchWrite>> = BTreeMap::new();
+        // In key order, table by table: a B-tree store then appends to the pages it
+        // just wrote rather than touching one page per row all over the file.
+        let mut by_table: BTreeMap<Context, BTreeMap<(&str, &str), BatchWrite>> = BTreeMap::new();
         for ((table, pk), partition) in &partitions {
             for (sk, now) in partition.changed() {
-                by_table.entry(*table).or_default().push(match now {
+                let write = match now {
                     Some(item) => BatchWrite::Put(item.clone()),
                     None => BatchWrite::Delete(Key::new(pk.clone(), sk.clone())),
-                });
+                };
+                by_table
+                    .entry(*table)
+                    .or_default()
+                    .insert((pk.as_str(), sk.as_str()), write);
             }
         }
         let mut written = 0;
         for (table, writes) in by_table {
             written += writes.len();
-            self.base.write_batch(table, writes).await?;
+            self.base
+                .write_batch(table, writes.into_values().collect())
+                .await?;
         }
         Ok(written)
     }

@@ -1,6 +1,6 @@
-//! Behaviour only the embedded backend has: its change log (written in the same commit
-//! as the items), TTL purging, persistence across reopen, exclusive opening, and group
-//! commit under concurrency.
+//! Behaviour only the embedded backend has: its change log (of the outbox items, written
+//! in the same commit as the items), TTL purging, persistence across reopen, exclusive
+//! opening, and group commit under concurrency.
 
 use events_schema::Context;
 use infra::Store;
@@ -18,14 +18,14 @@ fn open() -> (EmbeddedStore, tempfile::TempDir) {
 }
 
 #[tokio::test]
-async fn change_log_holds_every_committed_change_with_both_images() {
+async fn change_log_holds_every_committed_outbox_write_with_both_images() {
     let (store, _dir) = open();
     let pk = fresh_pk();
-    let key = Key::new(&pk, "GOAL#g1");
+    let key = Key::new(&pk, "EVT#g1");
     put_json(
         &store,
         Context::Goals,
-        json!({"pk": pk, "sk": "GOAL#g1", "v": 1}),
+        json!({"pk": pk, "sk": "EVT#g1", "v": 1}),
     )
     .await;
     store
@@ -33,10 +33,10 @@ async fn change_log_holds_every_committed_change_with_both_images() {
         .await
         .expect("update");
     // A failed condition and a cancelled transaction add nothing to the log.
-    refused_again(&store, &pk, "GOAL#g1").await;
+    refused_again(&store, &pk, "EVT#g1").await;
     let cancelled = store
         .transact(vec![
-            plain_put(Context::Goals, item(json!({"pk": pk, "sk": "EVT#1"}))),
+            plain_put(Context::Goals, item(json!({"pk": pk, "sk": "EVT#2"}))),
             TransactAction::ConditionCheck {
                 table: Context::Goals,
                 key: Key::new(&pk, "GOAL#none"),
@@ -48,17 +48,25 @@ async fn change_log_holds_every_committed_change_with_both_images() {
         cancelled,
         Err(StoreError::TransactionCanceled { .. })
     ));
+    // Nor do what no consumer reads: an item that is not an outbox item, and the
+    // removal of an outbox item.
+    put_json(&store, Context::Goals, json!({"pk": pk, "sk": "GOAL#g1"})).await;
     store
         .delete(Context::Goals, &key, None)
         .await
         .expect("delete");
+    assert!(
+        read_item(&store, Context::Goals, &Key::new(&pk, "GOAL#g1"))
+            .await
+            .is_some()
+    );
 
     let log = store.changes_after(0, 100).await.expect("log");
     let seqs: Vec<u64> = log.iter().map(|r| r.seq).collect();
-    assert_eq!(seqs, vec![1, 2, 3]);
+    assert_eq!(seqs, vec![1, 2]);
     assert!(
         log.iter()
-            .all(|r| r.table == Context::Goals && r.pk == pk && r.sk == "GOAL#g1")
+            .all(|r| r.table == Context::Goals && r.pk == pk && r.sk == "EVT#g1")
     );
     assert_eq!(
         (
@@ -69,15 +77,8 @@ async fn change_log_holds_every_committed_change_with_both_images() {
     );
     assert_eq!(log[1].old.as_ref().map(|i| i["v"].clone()), Some(json!(1)));
     assert_eq!(log[1].new.as_ref().map(|i| i["v"].clone()), Some(json!(2)));
-    assert_eq!(
-        (
-            log[2].old.as_ref().map(|i| i["v"].clone()),
-            log[2].new.clone()
-        ),
-        (Some(json!(2)), None)
-    );
-    assert_eq!(store.changes_after(2, 100).await.expect("log").len(), 1);
-    assert_eq!(store.last_sequence().await.expect("seq"), 3);
+    assert_eq!(store.changes_after(1, 100).await.expect("log").len(), 1);
+    assert_eq!(store.last_sequence().await.expect("seq"), 2);
 }
 
 #[tokio::test]
@@ -87,52 +88,48 @@ async fn tables_without_a_stream_do_not_publish() {
     put_json(
         &store,
         Context::Environment,
-        json!({"pk": pk, "sk": "WEATHER", "temp_c": 4}),
+        json!({"pk": pk, "sk": "EVT#1", "temp_c": 4}),
     )
     .await;
     assert!(store.changes_after(0, 10).await.expect("log").is_empty());
 }
 
 #[tokio::test]
-async fn expired_items_are_purged_and_the_deletion_is_published() {
+async fn expired_items_are_purged_and_their_removal_publishes_nothing() {
     let (store, _dir) = open();
     let pk = fresh_pk();
     let now = now_epoch_seconds();
     let items = vec![
-        item(json!({"pk": pk, "sk": "A", "expires_at": now - 1})),
-        item(json!({"pk": pk, "sk": "B", "expires_at": now + 3600})),
-        item(json!({"pk": pk, "sk": "C"})),
+        item(json!({"pk": pk, "sk": "EVT#A", "expires_at": now - 1})),
+        item(json!({"pk": pk, "sk": "EVT#B", "expires_at": now + 3600})),
+        item(json!({"pk": pk, "sk": "EVT#C"})),
     ];
     put_all(&store, Context::Integrations, items).await;
     // Moving an item's TTL forward moves its expiry entry.
     store
         .update(
             Context::Integrations,
-            &Key::new(&pk, "B"),
+            &Key::new(&pk, "EVT#B"),
             Update::default().set("expires_at", now - 2),
             None,
         )
         .await
         .expect("update");
+    assert_eq!(store.last_sequence().await.expect("seq"), 4);
     assert_eq!(store.purge_expired(now, 100).await.expect("purge"), 2);
     assert_eq!(store.purge_expired(now, 100).await.expect("purge"), 0);
-    let log = store.changes_after(4, 10).await.expect("log");
-    let deleted: Vec<&str> = log
-        .iter()
-        .filter(|r| r.new.is_none())
-        .map(|r| r.sk.as_str())
-        .collect();
-    assert_eq!(deleted, vec!["B", "A"]);
+    // An outbox item's removal is no event: the log holds nothing of it.
+    assert!(store.changes_after(4, 10).await.expect("log").is_empty());
     // C, without a TTL, stays; a put on A's key now creates a fresh item.
     assert!(
-        read_item(&store, Context::Integrations, &Key::new(&pk, "C"))
+        read_item(&store, Context::Integrations, &Key::new(&pk, "EVT#C"))
             .await
             .is_some()
     );
     put_if_absent(
         &store,
         Context::Integrations,
-        item(json!({"pk": pk, "sk": "A"})),
+        item(json!({"pk": pk, "sk": "EVT#A"})),
     )
     .await
     .expect("A is gone");
@@ -144,7 +141,7 @@ async fn data_and_sequence_survive_reopening() {
     let pk = fresh_pk();
     {
         let store = EmbeddedStore::open(dir.path()).expect("opens");
-        put_key(&store, Context::Sleep, &pk, "SLEEP#2026-01-01#s").await;
+        put_key(&store, Context::Sleep, &pk, "EVT#2026-01-01#s").await;
         let second = EmbeddedStore::open(dir.path());
         match second {
             Err(StoreError::Backend(message)) => {
@@ -155,11 +152,11 @@ async fn data_and_sequence_survive_reopening() {
     }
     let store = EmbeddedStore::open(dir.path()).expect("reopens");
     assert!(
-        read_item(&store, Context::Sleep, &Key::new(&pk, "SLEEP#2026-01-01#s"))
+        read_item(&store, Context::Sleep, &Key::new(&pk, "EVT#2026-01-01#s"))
             .await
             .is_some()
     );
-    put_key(&store, Context::Sleep, &pk, "SLEEP#2026-01-02#s").await;
+    put_key(&store, Context::Sleep, &pk, "EVT#2026-01-02#s").await;
     let log = store.changes_after(0, 10).await.expect("log");
     assert_eq!(log.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![1, 2]);
 }
@@ -176,7 +173,7 @@ async fn concurrent_transactions_are_all_committed_in_order() {
             let actions = (0..3)
                 .map(|part| TransactAction::Put {
                     table: Context::Activity,
-                    item: item(json!({"pk": pk, "sk": format!("W#{writer:02}#{part}")})),
+                    item: item(json!({"pk": pk, "sk": format!("EVT#{writer:02}#{part}")})),
                     condition: Some(Condition::ItemNotExists),
                 })
                 .collect();
@@ -194,42 +191,52 @@ async fn concurrent_transactions_are_all_committed_in_order() {
     );
     // The three changes of one transaction are adjacent in the log.
     for chunk in log.chunks(3) {
-        let writer = &chunk[0].sk[..4];
+        let writer = &chunk[0].sk[..7];
         assert!(
-            chunk.iter().all(|r| &r.sk[..4] == writer),
+            chunk.iter().all(|r| &r.sk[..7] == writer),
             "interleaved transactions: {chunk:?}"
         );
     }
 }
 
 #[tokio::test]
-async fn trimming_the_change_log_keeps_the_newest_record_and_its_numbering() {
+async fn trimming_the_change_log_can_empty_it_and_keeps_its_numbering() {
     let dir = tempfile::tempdir().expect("tempdir");
     let pk = fresh_pk();
     {
         let store = EmbeddedStore::open(dir.path()).expect("store");
         for n in 0..10 {
-            put_key(&store, Context::Nutrition, &pk, &format!("MEAL#{n}")).await;
+            put_key(&store, Context::Nutrition, &pk, &format!("EVT#{n}")).await;
         }
         assert_eq!(store.last_sequence().await.expect("seq"), 10);
         assert_eq!(store.trim_changes(4, 100).await.expect("trim"), 4);
         let left = store.changes_after(0, 100).await.expect("changes");
         assert_eq!(left.first().map(|r| r.seq), Some(5));
-        // Asked to trim everything, it keeps the newest record.
         assert_eq!(
             store.trim_changes(u64::MAX, 3).await.expect("trim"),
             3,
             "the limit holds"
         );
-        store.trim_changes(u64::MAX, 100).await.expect("trim");
-        let left = store.changes_after(0, 100).await.expect("changes");
-        assert_eq!(left.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![10]);
+        // Asked to trim everything, it does: nothing of what was processed stays (an
+        // erased user's last event among it).
+        assert_eq!(store.trim_changes(u64::MAX, 100).await.expect("trim"), 3);
+        assert!(
+            store
+                .changes_after(0, 100)
+                .await
+                .expect("changes")
+                .is_empty()
+        );
+        assert_eq!(store.last_sequence().await.expect("seq"), 10);
         store.close();
     }
-    // Numbering goes on after a restart.
+    // Numbering goes on after a restart, from the empty log.
     let store = EmbeddedStore::open(dir.path()).expect("reopen");
-    put_key(&store, Context::Nutrition, &pk, "MEAL#new").await;
+    assert_eq!(store.last_sequence().await.expect("seq"), 10);
+    put_key(&store, Context::Nutrition, &pk, "EVT#new").await;
     assert_eq!(store.last_sequence().await.expect("seq"), 11);
+    let log = store.changes_after(0, 100).await.expect("changes");
+    assert_eq!(log.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![11]);
     store.close();
 }
 

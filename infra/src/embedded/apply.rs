@@ -1,8 +1,8 @@
 //! Applying write actions inside one redb write transaction: validate everything, check
 //! every condition, and only then write items, index entries, expiry entries and the
-//! change log. A request that fails validation or a condition has written nothing.
+//! change log records of the changes it publishes. A request that fails validation or a condition has written nothing.
 
-use super::changelog::ChangeRecordRef;
+use super::changelog::{self, ChangeRecordRef};
 use super::layout::{self, CHANGELOG, EXPIRY, Names};
 use crate::store::plan as store_plan;
 use crate::store::{Item, Key, StoreError, TransactAction};
@@ -80,7 +80,7 @@ pub(super) fn write(
         }
         write_index_entries(txn, change)?;
         write_expiry_entries(txn, change)?;
-        if tables::table(change.table).stream {
+        if changelog::publishes(change) {
             let record = ChangeRecordRef {
                 seq: *next_seq,
                 table: change.table,

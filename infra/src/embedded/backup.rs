@@ -15,7 +15,7 @@
 //! ([`KEPT_ASIDE`]).
 
 use super::apply::backend;
-use super::layout::{self, CHANGELOG, EachTable, Names};
+use super::layout::{self, EachTable, Names};
 use super::meta::{self, OpenError};
 use super::{FILE_NAME, private};
 use crate::store::StoreError;
@@ -228,10 +228,10 @@ impl EachTable for ReadThrough<'_> {
     }
 }
 
-/// The sequence number of the newest change record in `read` (0 when none).
+/// The sequence number of the newest change record in `read`, trimmed or not (0 when
+/// none).
 fn newest_change(read: &redb::ReadTransaction) -> Result<u64, StoreError> {
-    let log = read.open_table(CHANGELOG).map_err(backend)?;
-    Ok(log.last().map_err(backend)?.map_or(0, |(k, _)| k.value()))
+    super::writer::last_sequence_in(read)
 }
 
 /// Checks the backup `from` and installs it as the store of `data_dir` (made if

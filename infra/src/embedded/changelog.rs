@@ -1,9 +1,27 @@
-//! The embedded store's change log: one record per committed item change, written in
-//! the same redb commit as the change itself, numbered without gaps. It is to the
-//! embedded shape what a DynamoDB stream is to the aws shape.
+//! The embedded store's change log: one record per committed change that a consumer
+//! reads (see [`publishes`]), written in the same redb commit as the change itself,
+//! numbered without gaps. It is to the embedded shape what a DynamoDB stream is to the
+//! aws shape, less the records nobody reads.
 
+use super::apply::Change;
 use crate::store::{Item, StoreError};
 use events_schema::Context;
+use events_schema::keys::prefix;
+use events_schema::tables;
+
+/// Whether `change` gets a change record: an outbox item (`EVT#`) written to a table
+/// with a stream. Only these are read: the projector workers take the events of
+/// outbox items (`ChangeFeed::poll_events`), and an outbox item's removal (TTL purge,
+/// erasure) publishes nothing (`FeedRecord::event` is `None` without a new image).
+/// Why not log every change, as a DynamoDB stream does: a logged meal changes about
+/// ten items through the pipeline, and each record cost the writer a second row in the
+/// same commit that nothing read. The aws shape's consumers filter the full stream
+/// the same way (`poll_events`).
+pub(super) fn publishes(change: &Change) -> bool {
+    change.new.is_some()
+        && change.key.sk.starts_with(prefix::EVENT)
+        && tables::table(change.table).stream
+}
 use serde::{Deserialize, Serialize};
 
 /// One committed item change.

@@ -1,10 +1,10 @@
 //! The embedded backend: one redb file in a data directory, durable commits (fsync
-//! before a write is acknowledged), secondary indexes and a change log kept in the same
-//! commit as the items. Reads run on redb's MVCC snapshots in parallel with the writer.
-//! The directory and the file are their owner's only (see [`private`]). A store records
-//! its format version and when it was made, and is opened, never conjured: only
-//! [`Open::OrCreate`] makes one (see `meta.rs`). A backup is taken while it serves and
-//! restored whole (see [`backup`]).
+//! before a write is acknowledged), secondary indexes and a change log of the outbox
+//! items (what the projector workers read) kept in the same commit as the items. Reads
+//! run on redb's MVCC snapshots in parallel with the writer. The directory and the file
+//! are their owner's only (see [`private`]). A store records its format version and when
+//! it was made, and is opened, never conjured: only [`Open::OrCreate`] makes one (see
+//! `meta.rs`). A backup is taken while it serves and restored whole (see [`backup`]).
 
 mod apply;
 mod backup;
@@ -310,8 +310,8 @@ impl EmbeddedStore {
         }
     }
 
-    /// Deletes up to `limit` change records numbered `through` or less (the newest one
-    /// always stays); returns how many. Run with the lowest checkpoint of every
+    /// Deletes up to `limit` change records numbered `through` or less; returns how
+    /// many. Numbering goes on after the newest, even from an empty log. Run with the lowest checkpoint of every
     /// consumer, it keeps the log to what is still unprocessed, as a stream's retention
     /// does: an erased user's old images do not outlive their processing.
     pub async fn trim_changes(&self, through: u64, limit: usize) -> Result<usize, StoreError> {

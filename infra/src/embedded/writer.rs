@@ -40,8 +40,9 @@ pub(super) enum WriteOp {
         consumer: String,
         seq: u64,
     },
-    /// Deletes up to `limit` change records numbered `through` or less; the newest
-    /// record always stays, so numbering continues after a restart.
+    /// Deletes up to `limit` change records numbered `through` or less; the number of
+    /// the newest one deleted is kept (see [`TRIMMED`]), so numbering continues after a
+    /// restart even when the log is left empty.
     TrimChanges {
         through: u64,
         limit: usize,
@@ -85,7 +86,7 @@ pub(super) struct Spent {
 pub(super) struct WriterCounters {
     commits: AtomicU64,
     requests: AtomicU64,
-    /// Items written, put or deleted (each with its change record).
+    /// Items written, put or deleted (outbox items also with their change record).
     items: AtomicU64,
     /// Requests' time from being handed over to the start of their group's transaction.
     queued_nanos: AtomicU64,
@@ -102,8 +103,8 @@ pub struct WriterTotals {
     pub commits: u64,
     /// Write requests answered.
     pub requests: u64,
-    /// Items written, put or deleted, by committed requests (each also writes its
-    /// change record): the unit of the engine's ceiling in the store benchmark.
+    /// Items written, put or deleted, by committed requests (an outbox item also
+    /// writes its change record): the unit of the engine's ceiling in the store benchmark.
     pub items: u64,
     /// Summed over requests: the wait in the writer's queue.
     pub queued: Duration,
@@ -180,15 +181,28 @@ pub(super) fn spawn(
     Ok((tx, handle))
 }
 
+/// The checkpoint under which trimming keeps the number of the newest change record it
+/// deleted: the log's numbering goes on from it when the log is empty. (Consumers are
+/// subscriptions, named `<context>.<projection>`: none is named this.)
+pub(super) const TRIMMED: &str = "(trimmed)";
+
 pub(super) fn last_sequence(db: &Database) -> Result<u64, StoreError> {
     use redb::ReadableDatabase as _;
     let txn = db.begin_read().map_err(backend)?;
+    last_sequence_in(&txn)
+}
+
+/// The number of the newest change record committed in `txn`'s snapshot, trimmed or
+/// not (0 when none ever was).
+pub(super) fn last_sequence_in(txn: &redb::ReadTransaction) -> Result<u64, StoreError> {
     let log = txn.open_table(CHANGELOG).map_err(backend)?;
-    Ok(log
-        .last()
+    let newest = log.last().map_err(backend)?.map_or(0, |(k, _)| k.value());
+    let trimmed = txn.open_table(CHECKPOINTS).map_err(backend)?;
+    let trimmed = trimmed
+        .get(TRIMMED)
         .map_err(backend)?
-        .map(|(k, _)| k.value())
-        .unwrap_or(0))
+        .map_or(0, |v| v.value());
+    Ok(newest.max(trimmed))
 }
 
 fn commit_group(
@@ -281,8 +295,7 @@ fn apply_job(
             return Ok((done, Vec::new()));
         }
         WriteOp::TrimChanges { through, limit } => {
-            let newest = seq.saturating_sub(1);
-            let through = (*through).min(newest.saturating_sub(1));
+            let through = (*through).min(seq.saturating_sub(1));
             let trimmed = trim_changes(txn, through, *limit).map(WriteOutcome::Deleted);
             return Ok((trimmed, Vec::new()));
         }
@@ -333,6 +346,9 @@ fn trim_changes(
         .map_err(backend)?;
     for seq in &doomed {
         log.remove(seq).map_err(backend)?;
+    }
+    if let Some(&newest) = doomed.last() {
+        write_checkpoint(txn, TRIMMED, newest)?;
     }
     Ok(doomed.len())
 }

@@ -33,7 +33,7 @@ async fn main() -> anyhow::Result<()> {
                     .into_iter()
                     .map(|part| TransactAction::Put {
                         table: Context::Nutrition,
-                        item: json!({"pk": pk, "sk": format!("TXN#{n:08}#{part}"), "n": n, "pad": "x".repeat(200)})
+                        item: json!({"pk": pk, "sk": format!("EVT#{n:08}#{part}"), "n": n, "pad": "x".repeat(200)})
                             .as_object()
                             .cloned()
                             .unwrap_or_default(),
