@@ -66,6 +66,10 @@ impl Sizes {
     }
 }
 
+/// The binary's allocator (`app/src/main.rs`), so the figures are the product's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
     let sizes = Sizes::from_env()?;
     support::run_bench(bench(sizes))

@@ -58,6 +58,10 @@ impl Sizes {
     }
 }
 
+/// The binary's allocator (`app/src/main.rs`), so the figures are the product's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
     // `cargo bench` passes `--bench` (and any filter); this harness has nothing to filter.
     let sizes = Sizes::from_env()?;

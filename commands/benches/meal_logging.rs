@@ -60,6 +60,10 @@ async fn run(
     Ok((started.elapsed().as_secs_f64(), all))
 }
 
+/// The binary's allocator (`app/src/main.rs`), so the figures are the product's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
     let scale: f64 = std::env::var("BENCH_SCALE")
         .ok()

@@ -41,6 +41,10 @@ const WRITES_C32: f64 = 20_000.0;
 const READS_C1: f64 = 50_000.0;
 const READS_C32: f64 = 100_000.0;
 
+/// The binary's allocator (`app/src/main.rs`), so the figures are the product's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<()> {
     let scale: f64 = match std::env::var("BENCH_SCALE") {
         Ok(s) => s

@@ -51,6 +51,10 @@ const FSYNCS: f64 = 4_000.0;
 /// Requests the writer takes into one commit at most (the store's `MAX_GROUP`).
 const MAX_GROUP: usize = 512;
 
+/// The binary's allocator (`app/src/main.rs`), so the figures are the product's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<()> {
     let scale: f64 = match std::env::var("BENCH_SCALE") {
         Ok(s) => s.parse().with_context(|| format!("BENCH_SCALE={s}"))?,

@@ -29,6 +29,10 @@ fn env(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// The binary's allocator (`app/src/main.rs`), so the figures are the product's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
     let users = env("BENCH_USERS", 200);
     let meals = env("BENCH_MEALS", 10);

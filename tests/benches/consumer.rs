@@ -340,6 +340,10 @@ fn shard_len(shard: &Shard) -> usize {
     shard.backlog("never-reads")
 }
 
+/// The binary's allocator (`app/src/main.rs`), so the figures are the product's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
     let events = env("BENCH_EVENTS", 2_000);
     let rate = env("BENCH_RATE", 150);
