@@ -53,6 +53,9 @@ impl Partition {
 
 type PartitionId = (Context, String);
 
+/// Items a partition is loaded in per query.
+const LOAD_PAGE: usize = 100;
+
 /// See the module docs.
 pub struct Buffered {
     base: Arc<dyn Store>,
@@ -91,10 +94,14 @@ impl Buffered {
         let mut partition = Partition::default();
         let mut cursor = None;
         loop {
-            let page = self
-                .base
-                .query(table, &Query::partition(pk).consistent().after(cursor))
-                .await?;
+            // In pages of 100: a store may serve a read that small on the calling task
+            // (the embedded one does), where an unbounded one goes to a thread pool. A
+            // rebuild loads a partition per user and table, most of them small.
+            let query = Query::partition(pk)
+                .consistent()
+                .limit(LOAD_PAGE)
+                .after(cursor);
+            let page = self.base.query(table, &query).await?;
             for item in page.items {
                 if let Some(sk) = item.get(SK).and_then(|v| v.as_str()) {
                     partition.items.insert(sk.to_owned(), item);

@@ -456,7 +456,7 @@ mod tests {
         for n in 0..items {
             let put = TransactAction::Put {
                 table: Context::Nutrition,
-                item: item("USER#u", &format!("X#{n:03}")),
+                item: item("USER#u", &format!("EVT#{n:03}")),
                 condition: None,
             };
             store.transact(vec![put]).await.expect("a write");
