@@ -3,7 +3,7 @@
 //! numbered without gaps. It is to the embedded shape what a DynamoDB stream is to the
 //! aws shape, less the records nobody reads.
 
-use super::apply::Change;
+use crate::store::plan::Planned as Change;
 use crate::store::{Item, StoreError};
 use events_schema::Context;
 use events_schema::keys::prefix;
