@@ -7,6 +7,8 @@
 //! JSON: each measured operation includes encoding the item (writes) or decoding the
 //! items (reads), so engines differ only by storage engine and layer.
 
+mod support;
+
 use anyhow::{Context as _, Result, bail, ensure};
 use events_schema::Context;
 use hdrhistogram::Histogram;
@@ -21,6 +23,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use support::{Rng, histogram, record};
 
 /// Table of every benchmark item.
 const TABLE: Context = Context::Nutrition;
@@ -158,23 +161,6 @@ fn ceiling(data: &Dataset, items: u64) -> Result<()> {
 
 // ---------------------------------------------------------------------------
 // Data
-
-/// A small deterministic generator (SplitMix64): no dependency, same data every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// A ULID-like id: 26 Crockford base32 characters, millisecond time first.
 fn ulid_like(rng: &mut Rng) -> String {
@@ -328,15 +314,6 @@ struct Row {
     ops: u64,
     elapsed: Duration,
     latency: Histogram<u64>,
-}
-
-fn histogram() -> Result<Histogram<u64>> {
-    // 1 us to 100 s, 3 significant digits.
-    Ok(Histogram::new_with_bounds(1, 100_000_000, 3)?)
-}
-
-fn record(h: &mut Histogram<u64>, started: Instant) {
-    h.saturating_record(started.elapsed().as_micros().max(1) as u64);
 }
 
 /// Keeps the row of a measured run (`engine`, `op`, clients, operations) and says it is

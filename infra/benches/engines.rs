@@ -26,6 +26,8 @@
 //!   key order (a rebuild's flush) or shuffled, into a fresh store;
 //! - `get`: one existing item by key; `query`: 20 items of a day of a partition.
 
+mod support;
+
 use anyhow::{Context as _, Result, bail, ensure};
 use hdrhistogram::Histogram;
 use serde_json::{Map, Value, json};
@@ -34,6 +36,7 @@ use std::os::unix::fs::FileExt as _;
 use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use support::{Rng, histogram, record};
 
 type Item = Map<String, Value>;
 
@@ -608,73 +611,48 @@ fn bench_engine(
             let (warm, _, _) = run_writes(engine, data, op, clients, ops / 20, &mut seq)?;
             let (measured, elapsed, latency) = run_writes(warm, data, op, clients, ops, &mut seq)?;
             engine = measured;
-            rows.push(Row::measured(name, label, clients, ops, elapsed, latency));
+            rows.push(Row::measured(name, label, clients, ops, (elapsed, latency)));
             eprintln!("{name}: {label} c{clients} done");
         }
     }
     let reads = count(READS);
     let mut rng = Rng(99);
-    let mut latency = histogram()?;
-    let started = Instant::now();
-    for _ in 0..reads {
-        let (pk, sk) = data.existing(&mut rng);
-        let t = Instant::now();
+    let latency = measure_reads(reads, &mut rng, |rng| {
+        let (pk, sk) = data.existing(rng);
         ensure!(engine.get(pk, sk)?.is_some(), "{name}: no {pk} {sk}");
-        record(&mut latency, t);
-    }
-    rows.push(Row::measured(
-        name,
-        "get",
-        1,
-        reads,
-        started.elapsed(),
-        latency,
-    ));
-    let mut latency = histogram()?;
-    let started = Instant::now();
-    for _ in 0..reads {
-        let (pk, prefix) = data.day(&mut rng);
-        let t = Instant::now();
-        let found = engine.query(pk, &prefix, QUERY_LIMIT)?;
-        ensure!(
-            found.len() == QUERY_LIMIT,
-            "{name}: query found {}",
-            found.len()
-        );
-        record(&mut latency, t);
-    }
-    rows.push(Row::measured(
-        name,
-        "query",
-        1,
-        reads,
-        started.elapsed(),
-        latency,
-    ));
+        Ok(())
+    })?;
+    rows.push(Row::measured(name, "get", 1, reads, latency));
+    let latency = measure_reads(reads, &mut rng, |rng| {
+        let (pk, prefix) = data.day(rng);
+        let found = engine.query(pk, &prefix, QUERY_LIMIT)?.len();
+        ensure!(found == QUERY_LIMIT, "{name}: query found {found}");
+        Ok(())
+    })?;
+    rows.push(Row::measured(name, "query", 1, reads, latency));
     drop(engine);
     dir.close()?;
     Ok(())
 }
 
+/// Runs `read` `n` times from one client; the time taken and each read's latency.
+fn measure_reads(
+    n: u64,
+    rng: &mut Rng,
+    mut read: impl FnMut(&mut Rng) -> Result<()>,
+) -> Result<(Duration, Histogram<u64>)> {
+    let mut latency = histogram()?;
+    let started = Instant::now();
+    for _ in 0..n {
+        let t = Instant::now();
+        read(rng)?;
+        record(&mut latency, t);
+    }
+    Ok((started.elapsed(), latency))
+}
+
 // ---------------------------------------------------------------------------
 // Data
-
-/// SplitMix64: the same data every run, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 struct Dataset {
     users: Vec<String>,
@@ -819,22 +797,13 @@ impl Row {
         workload: &'static str,
         clients: usize,
         ops: u64,
-        elapsed: Duration,
-        latency: Histogram<u64>,
+        (elapsed, latency): (Duration, Histogram<u64>),
     ) -> Self {
         Self {
             latency: Some(latency),
             ..Self::rate(engine, workload, clients, ops, elapsed)
         }
     }
-}
-
-fn histogram() -> Result<Histogram<u64>> {
-    Ok(Histogram::new_with_bounds(1, 100_000_000, 3)?)
-}
-
-fn record(h: &mut Histogram<u64>, started: Instant) {
-    h.saturating_record(started.elapsed().as_micros().max(1) as u64);
 }
 
 fn print_table(rows: &[Row], floor: &Floor) {
