@@ -375,8 +375,9 @@ impl Run {
         // Subscriptions of one source write rows of their own, so units need not wait
         // for each other: through the store, one task per unit puts more writers in
         // flight to share commits; on a buffered view, where writes are in memory, a
-        // few lanes working through many units each spare the scheduler (measured: a
-        // task per unit made a rebuild spend a tenth of its time switching tasks).
+        // few lanes working through many units each spare the scheduler (task switches
+        // and futex calls were about 6% of a rebuild's profile; the gain measured was
+        // within the machine's noise: docs/embedded-engine.md).
         let mut units = Vec::new();
         for (_, events) in by_partition {
             let events = Arc::new(events);

@@ -1,6 +1,7 @@
 //! Applying write actions inside one redb write transaction: validate everything, check
 //! every condition, and only then write items, index entries, expiry entries and the
-//! change log records of the changes it publishes. A request that fails validation or a condition has written nothing.
+//! change log records of the changes it publishes. A request that fails validation or
+//! a condition has written nothing.
 
 use super::changelog::{self, ChangeRecordRef};
 use super::layout::{self, CHANGELOG, EXPIRY, Names};

@@ -17,6 +17,7 @@
 use super::apply::backend;
 use super::layout::{self, EachTable, Names};
 use super::meta::{self, OpenError};
+use super::writer::last_sequence_in;
 use super::{FILE_NAME, private};
 use crate::store::StoreError;
 use events_schema::tables::TABLES;
@@ -163,7 +164,7 @@ fn copy_into(
     drop(target);
     Ok(Snapshot {
         format_version: recorded.map_or(1, |r| r.format_version),
-        sequence: newest_change(&read).map_err(BackupError::Store)?,
+        sequence: last_sequence_in(&read).map_err(BackupError::Store)?,
         tables: copied,
     })
 }
@@ -226,12 +227,6 @@ impl EachTable for ReadThrough<'_> {
         self.counted.push((def.name().to_owned(), entries));
         Ok(())
     }
-}
-
-/// The sequence number of the newest change record in `read`, trimmed or not (0 when
-/// none).
-fn newest_change(read: &redb::ReadTransaction) -> Result<u64, StoreError> {
-    super::writer::last_sequence_in(read)
 }
 
 /// Checks the backup `from` and installs it as the store of `data_dir` (made if
@@ -378,7 +373,7 @@ fn stage(from: &Path, staged: &Path) -> Result<Snapshot, BackupError> {
         counted: Vec::new(),
     };
     layout::each_table(&Names::new(), &mut through).map_err(|e| not_a_backup(&e))?;
-    let sequence = newest_change(&read).map_err(|e| not_a_backup(&e))?;
+    let sequence = last_sequence_in(&read).map_err(|e| not_a_backup(&e))?;
     let tables = through.counted;
     drop(read);
     drop(db);

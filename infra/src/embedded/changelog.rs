@@ -8,6 +8,7 @@ use crate::store::{Item, StoreError};
 use events_schema::Context;
 use events_schema::keys::prefix;
 use events_schema::tables;
+use serde::{Deserialize, Serialize};
 
 /// Whether `change` gets a change record: an outbox item (`EVT#`) written to a table
 /// with a stream. Only these are read: the projector workers take the events of
@@ -22,7 +23,6 @@ pub(super) fn publishes(change: &Change) -> bool {
         && change.key.sk.starts_with(prefix::EVENT)
         && tables::table(change.table).stream
 }
-use serde::{Deserialize, Serialize};
 
 /// One committed item change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

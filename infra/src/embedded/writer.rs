@@ -104,7 +104,8 @@ pub struct WriterTotals {
     /// Write requests answered.
     pub requests: u64,
     /// Items written, put or deleted, by committed requests (an outbox item also
-    /// writes its change record): the unit of the engine's ceiling in the store benchmark.
+    /// writes its change record): the unit of the engine's ceiling in the store
+    /// benchmark.
     pub items: u64,
     /// Summed over requests: the wait in the writer's queue.
     pub queued: Duration,
@@ -183,7 +184,7 @@ pub(super) fn spawn(
 
 /// The checkpoint under which trimming keeps the number of the newest change record it
 /// deleted: the log's numbering goes on from it when the log is empty. (Consumers are
-/// subscriptions, named `<context>.<projection>`: none is named this.)
+/// subscriptions, named like `goals-from-nutrition`: none has parentheses.)
 pub(super) const TRIMMED: &str = "(trimmed)";
 
 pub(super) fn last_sequence(db: &Database) -> Result<u64, StoreError> {
