@@ -207,12 +207,23 @@ async fn serve(args: &vitals::cli::ServeArgs) -> anyhow::Result<Exit> {
     let api =
         vitals::setup::api_with(storage.store.clone(), &args.api, secrets).or_exit(Exit::Config)?;
     // The start line says which key signs the tokens (a generated one is kept for the
-    // next start); standard output holds only the address line scripts read.
+    // next start); standard output holds only the address lines scripts read.
     tracing::info!(backend = storage.store.backend(), %address, signing = %signing, "vitals serving");
     // A signal from whoever read the address line stops the server cleanly.
     let shutdown = server::shutdown_signal();
-    // The address on stdout, so scripts and tests can find a port-0 server.
-    println!("listening on http://{address}");
+    // The address on stdout, so scripts and tests can find a port-0 server, then where
+    // the web app is. One write, whose failure is ignored: a reader may close standard
+    // output once it has the first line, and `println!` would panic on the closed pipe.
+    {
+        use std::io::Write as _;
+        let lines = format!(
+            "listening on http://{address}\nthe app: http://{address}/ (the API: http://{address}/openapi.json)\n"
+        );
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout
+            .write_all(lines.as_bytes())
+            .and_then(|()| stdout.flush());
+    }
     // Built here, not by the server from `ServeArgs`: the command line depends on the
     // server (its timeout parser), never the other way round.
     let limits = server::ConnectionLimits {

@@ -1,5 +1,6 @@
 //! The committed OpenAPI document (`docs/openapi.json`) is exactly what the code
-//! generates, and it describes exactly the router: every route of `http::app` is in it,
+//! generates, and it describes exactly the router: every API route of `http::app` is in
+//! it (the web app's page and assets, `http/web.rs`, are not API operations),
 //! every operation in it is routed, and what the handlers really answer (statuses,
 //! content types, bodies) is what it documents.
 //!

@@ -269,13 +269,14 @@ fn password_guessing_through_a_password_change_is_throttled_like_a_sign_in() {
     );
 }
 
-/// The operations routes answer without a token, and health and metrics read the store:
+/// The operations routes and the web app answer without a token, and health and metrics
+/// read the store:
 /// limited per address too (here 5 a second, so the test outruns the refill).
 #[test]
 fn operations_routes_are_throttled_per_address() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let server = serve(&dir, &[("VITALS_OPERATIONS_RATE_LIMIT", "5")]);
-    for path in ["/healthz", "/metrics", "/openapi.json"] {
+    for path in ["/healthz", "/metrics", "/openapi.json", "/", "/app/app.js"] {
         let mut statuses = Vec::new();
         for _ in 0..40 {
             let (status, headers, body) =

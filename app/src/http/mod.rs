@@ -17,6 +17,7 @@ pub mod request_log;
 pub mod responses;
 mod routes;
 mod signing_keys;
+mod web;
 
 mod state;
 pub use state::AppState;
@@ -42,6 +43,7 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::plans::router())
         .merge(routes::catalog::router())
         .merge(routes::insights::router())
+        .merge(web::router())
         .route_layer(axum::middleware::from_fn(request_log::route))
         .fallback(|| async { error::ApiError::not_found() })
         .method_not_allowed_fallback(|| async {

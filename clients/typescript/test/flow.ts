@@ -107,7 +107,11 @@ async function dashboardConverges(vitals: Vitals, day: string, meals: Schemas["M
   const protein = meals.reduce((sum, m) => sum + m.nutrients.protein_g, 0);
   const home = await eventually("the dashboard shows both meals", async () => {
     const read = ok(await vitals.api.GET("/v1/me/dashboard", { params: { query: { date: day } } }));
-    return read.day.nutrition.meals === meals.length ? read : undefined;
+    // The day's totals and the recent meals are separate projections: each lands
+    // on its own.
+    const recent = new Set(read.recent_meals.map((m) => m.meal_id));
+    const listed = meals.every((m) => recent.has(m.meal_id));
+    return read.day.nutrition.meals === meals.length && listed ? read : undefined;
   });
   assert.equal(home.day.nutrition.totals.calories, calories);
   assert.equal(home.day.nutrition.totals.protein_g, protein);

@@ -1,0 +1,58 @@
+//! The reference web app `vitals serve` serves at `/` (issue 42): its page, script and
+//! style come from the binary, same-origin only, with a policy that lets the page load
+//! nothing from elsewhere. (Its behaviour in a browser is tested by
+//! `clients/web/test/browser.ts`, run by `scripts/client-test`.)
+
+mod support;
+
+#[test]
+fn the_page_its_script_and_style_are_served_from_the_binary() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let data_dir = dir.path().join("data");
+    let server = support::start_with_env(&["--data-dir", data_dir.to_str().expect("utf-8")], &[]);
+    let cases = [
+        ("/", "text/html; charset=utf-8", "/app/app.js"),
+        (
+            "/app/app.js",
+            "text/javascript; charset=utf-8",
+            "/v1/me/dashboard",
+        ),
+        ("/app/app.css", "text/css; charset=utf-8", ".card"),
+    ];
+    for (path, content_type, holds) in cases {
+        let (status, headers, body) = support::exchange(&server.address, "GET", path, &[], None);
+        assert_eq!(status, 200, "{path}: {body}");
+        assert_eq!(
+            headers.get("content-type").map(String::as_str),
+            Some(content_type),
+            "{path}"
+        );
+        assert!(body.contains(holds), "{path} holds {holds}");
+        let policy = headers.get("content-security-policy").expect("a policy");
+        assert!(
+            policy.contains("default-src 'self'") && policy.contains("frame-ancestors 'none'"),
+            "{policy}"
+        );
+        assert_eq!(
+            headers.get("x-content-type-options").map(String::as_str),
+            Some("nosniff")
+        );
+        // Nothing is fetched from elsewhere at run time: no other origin is named but
+        // the SVG namespace.
+        let elsewhere: Vec<&str> = body
+            .match_indices("http")
+            .map(|(at, _)| &body[at..(at + 30).min(body.len())])
+            .filter(|s| {
+                (s.starts_with("http://") || s.starts_with("https://"))
+                    && !s.starts_with("http://www.w3.org/2000/svg")
+            })
+            .collect();
+        assert!(
+            elsewhere.is_empty(),
+            "{path} names other origins: {elsewhere:?}"
+        );
+    }
+    let (status, _, _) = support::exchange(&server.address, "GET", "/app/other.js", &[], None);
+    assert_eq!(status, 404, "only the app's own files");
+    assert!(server.stop().success());
+}
