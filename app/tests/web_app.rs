@@ -56,3 +56,39 @@ fn the_page_its_script_and_style_are_served_from_the_binary() {
     assert_eq!(status, 404, "only the app's own files");
     assert!(server.stop().success());
 }
+
+/// The first command of the README says where the app is: its second line names the
+/// page on the address of the first.
+#[test]
+fn serve_says_where_the_app_is() {
+    use std::io::{BufRead as _, BufReader};
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let data_dir = dir.path().join("data");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vitals"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("vitals starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+    let mut next = || lines.next().expect("a line").expect("utf-8");
+    let (first, second) = (next(), next());
+    let address = first
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("{first}"));
+    assert!(
+        second.starts_with(&format!("the app: {address}/ ")),
+        "{first} / {second}"
+    );
+    let (status, _, page) =
+        support::exchange(address.trim_start_matches("http://"), "GET", "/", &[], None);
+    assert_eq!(status, 200, "{page}");
+    let stopped = support::terminate(
+        &mut child,
+        std::time::Duration::from_secs(30),
+        std::time::Duration::from_millis(50),
+    );
+    assert!(stopped.is_some_and(|s| s.success()), "{stopped:?}");
+}
