@@ -276,7 +276,14 @@ fn password_guessing_through_a_password_change_is_throttled_like_a_sign_in() {
 fn operations_routes_are_throttled_per_address() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let server = serve(&dir, &[("VITALS_OPERATIONS_RATE_LIMIT", "5")]);
-    for path in ["/healthz", "/metrics", "/openapi.json", "/", "/app/app.js"] {
+    for path in [
+        "/healthz",
+        "/metrics",
+        "/openapi.json",
+        "/",
+        "/app/app.js",
+        "/docs",
+    ] {
         let mut statuses = Vec::new();
         for _ in 0..40 {
             let (status, headers, body) =

@@ -1,7 +1,7 @@
-//! The reference web app `vitals serve` serves at `/` (issue 42): its page, script and
-//! style come from the binary, same-origin only, with a policy that lets the page load
-//! nothing from elsewhere. (Its behaviour in a browser is tested by
-//! `clients/web/test/browser.ts`, run by `scripts/client-test`.)
+//! The reference web app `vitals serve` serves at `/` (issue 42) and the API reference at
+//! `/docs` (issue 41): their pages, scripts and styles come from the binary, same-origin
+//! only, with a policy that lets a page load nothing from elsewhere. (Their behaviour in
+//! a browser is tested by `clients/web/test/browser.ts`, run by `scripts/client-test`.)
 
 mod support;
 
@@ -51,6 +51,40 @@ fn the_page_its_script_and_style_are_served_from_the_binary() {
             elsewhere.is_empty(),
             "{path} names other origins: {elsewhere:?}"
         );
+    }
+    // The API reference: Swagger UI over this server's document, from the binary too.
+    let reference = [
+        (
+            "/docs",
+            "text/html; charset=utf-8",
+            "/docs/swagger-ui-bundle.js",
+        ),
+        (
+            "/docs/docs.js",
+            "text/javascript; charset=utf-8",
+            "\"/openapi.json\"",
+        ),
+        (
+            "/docs/swagger-ui-bundle.js",
+            "text/javascript; charset=utf-8",
+            "SwaggerUIBundle",
+        ),
+        (
+            "/docs/swagger-ui.css",
+            "text/css; charset=utf-8",
+            ".swagger-ui",
+        ),
+    ];
+    for (path, content_type, holds) in reference {
+        let (status, headers, body) = support::exchange(&server.address, "GET", path, &[], None);
+        assert_eq!(status, 200, "{path}: {body}");
+        assert_eq!(
+            headers.get("content-type").map(String::as_str),
+            Some(content_type),
+            "{path}"
+        );
+        assert!(body.contains(holds), "{path} holds {holds}");
+        assert!(headers.contains_key("content-security-policy"), "{path}");
     }
     let (status, _, _) = support::exchange(&server.address, "GET", "/app/other.js", &[], None);
     assert_eq!(status, 404, "only the app's own files");

@@ -124,6 +124,24 @@ async function signOutAndIn(page: Page, email: string): Promise<void> {
   await waitForStat(page, "calories", "450");
 }
 
+/**
+ * The API reference at /docs renders this server's OpenAPI document: one block per
+ * operation; the time to render it is printed.
+ */
+async function apiReference(page: Page): Promise<void> {
+  const spec = (await (await fetch(`${baseUrl}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+  const methods = new Set(["get", "put", "post", "delete", "patch"]);
+  const operations = Object.values(spec.paths).flatMap((item) => Object.keys(item).filter((m) => methods.has(m)));
+  const opened = performance.now();
+  await page.goto(`${baseUrl}/docs`);
+  const blocks = page.locator(".opblock");
+  await blocks.first().waitFor();
+  await page.waitForFunction((n) => document.querySelectorAll(".opblock").length === n, operations.length);
+  console.log(`web-flow: /docs lists ${await blocks.count()} operations (the document has ${operations.length}), rendered in ${(performance.now() - opened).toFixed(0)} ms`);
+  await page.locator(".opblock-summary-path", { hasText: "/v1/me/dashboard" }).first().waitFor();
+  await page.screenshot({ path: join(artifacts, "api-reference.png") });
+}
+
 async function main(): Promise<void> {
   assert.ok(baseUrl, "VITALS_URL is not set");
   mkdirSync(artifacts, { recursive: true });
@@ -160,6 +178,7 @@ async function main(): Promise<void> {
     await page.locator("[data-test=week]").screenshot({ path: join(artifacts, "week-chart.png") });
     console.log(`web-flow: screenshots in ${artifacts} (dashboard.png, week-chart.png)`);
     await step("signed out, refused a wrong password, signed in", () => signOutAndIn(page, email));
+    await step("read the API reference", () => apiReference(page));
   } finally {
     await browser.close();
   }
