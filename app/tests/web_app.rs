@@ -10,81 +10,46 @@ fn the_page_its_script_and_style_are_served_from_the_binary() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let data_dir = dir.path().join("data");
     let server = support::start_with_env(&["--data-dir", data_dir.to_str().expect("utf-8")], &[]);
+    const HTML: &str = "text/html; charset=utf-8";
+    const JS: &str = "text/javascript; charset=utf-8";
+    const CSS: &str = "text/css; charset=utf-8";
+    // (path, type, what it holds, whether it is ours: Swagger UI's bundle names its
+    // authors' sites in its text, and asks none of them with our settings)
     let cases = [
-        ("/", "text/html; charset=utf-8", "/app/app.js"),
-        (
-            "/app/app.js",
-            "text/javascript; charset=utf-8",
-            "/v1/me/dashboard",
-        ),
-        ("/app/app.css", "text/css; charset=utf-8", ".card"),
+        ("/", HTML, "/app/app.js", true),
+        ("/app/app.js", JS, "/v1/me/dashboard", true),
+        ("/app/app.css", CSS, ".card", true),
+        ("/docs", HTML, "/docs/swagger-ui-bundle.js", true),
+        ("/docs/docs.js", JS, "\"/openapi.json\"", true),
+        ("/docs/swagger-ui-bundle.js", JS, "SwaggerUIBundle", false),
+        ("/docs/swagger-ui.css", CSS, ".swagger-ui", false),
     ];
-    for (path, content_type, holds) in cases {
+    for (path, content_type, holds, ours) in cases {
         let (status, headers, body) = support::exchange(&server.address, "GET", path, &[], None);
         assert_eq!(status, 200, "{path}: {body}");
-        assert_eq!(
-            headers.get("content-type").map(String::as_str),
-            Some(content_type),
-            "{path}"
-        );
+        let header = |name: &str| headers.get(name).map(String::as_str);
+        assert_eq!(header("content-type"), Some(content_type), "{path}");
         assert!(body.contains(holds), "{path} holds {holds}");
-        let policy = headers.get("content-security-policy").expect("a policy");
+        let policy = header("content-security-policy").unwrap_or_default();
         assert!(
             policy.contains("default-src 'self'") && policy.contains("frame-ancestors 'none'"),
-            "{policy}"
+            "{path}: {policy}"
         );
-        assert_eq!(
-            headers.get("x-content-type-options").map(String::as_str),
-            Some("nosniff")
-        );
+        assert_eq!(header("x-content-type-options"), Some("nosniff"), "{path}");
         // Nothing is fetched from elsewhere at run time: no other origin is named but
         // the SVG namespace.
-        let elsewhere: Vec<&str> = body
+        let elsewhere: Vec<String> = body
             .match_indices("http")
-            .map(|(at, _)| &body[at..(at + 30).min(body.len())])
+            .map(|(at, _)| body[at..].chars().take(30).collect::<String>())
             .filter(|s| {
                 (s.starts_with("http://") || s.starts_with("https://"))
                     && !s.starts_with("http://www.w3.org/2000/svg")
             })
             .collect();
         assert!(
-            elsewhere.is_empty(),
+            !ours || elsewhere.is_empty(),
             "{path} names other origins: {elsewhere:?}"
         );
-    }
-    // The API reference: Swagger UI over this server's document, from the binary too.
-    let reference = [
-        (
-            "/docs",
-            "text/html; charset=utf-8",
-            "/docs/swagger-ui-bundle.js",
-        ),
-        (
-            "/docs/docs.js",
-            "text/javascript; charset=utf-8",
-            "\"/openapi.json\"",
-        ),
-        (
-            "/docs/swagger-ui-bundle.js",
-            "text/javascript; charset=utf-8",
-            "SwaggerUIBundle",
-        ),
-        (
-            "/docs/swagger-ui.css",
-            "text/css; charset=utf-8",
-            ".swagger-ui",
-        ),
-    ];
-    for (path, content_type, holds) in reference {
-        let (status, headers, body) = support::exchange(&server.address, "GET", path, &[], None);
-        assert_eq!(status, 200, "{path}: {body}");
-        assert_eq!(
-            headers.get("content-type").map(String::as_str),
-            Some(content_type),
-            "{path}"
-        );
-        assert!(body.contains(holds), "{path} holds {holds}");
-        assert!(headers.contains_key("content-security-policy"), "{path}");
     }
     let (status, _, _) = support::exchange(&server.address, "GET", "/app/other.js", &[], None);
     assert_eq!(status, 404, "only the app's own files");
