@@ -1,15 +1,14 @@
 //! The outbox: every event is an `EVT#<event-id>` item written in the same transaction
 //! as the state it describes. It is the durable event log replay reads and the only
-//! kind of record projectors consume.
+//! kind of record projectors consume. The item itself is built by
+//! `events_schema::envelope::outbox_item`, beside its readers.
 
 use crate::CommandError;
 use crate::meta::CommandMeta;
-use events_schema::envelope::{EventEnvelope, EventPayload, OUTBOX_ATTR};
-use events_schema::keys::SortKey;
+use events_schema::envelope::{EventEnvelope, EventPayload, outbox_item};
 use events_schema::time::{Clock, Timestamp};
-use infra::store::{Condition, Item};
+use infra::store::Condition;
 use infra::table::Action;
-use serde_json::Value;
 
 /// A new envelope for `payload`, stamped with the command's user and correlation and
 /// recorded at the handler's clock's now.
@@ -29,28 +28,11 @@ pub fn envelope<P: EventPayload>(
     Ok(envelope)
 }
 
-/// The outbox item of an envelope, in partition `pk`.
-pub fn event_item(pk: &str, envelope: &EventEnvelope) -> Result<Item, CommandError> {
-    let body = serde_json::to_value(envelope)
-        .map_err(|e| CommandError::Internal(format!("event does not serialize: {e}")))?;
-    let mut item = Item::new();
-    item.insert("pk".into(), Value::String(pk.to_owned()));
-    item.insert(
-        "sk".into(),
-        Value::String(SortKey::Event(envelope.event_id.clone()).to_string()),
-    );
-    item.insert(
-        "event_type".into(),
-        Value::String(envelope.event_type.clone()),
-    );
-    item.insert(OUTBOX_ATTR.into(), body);
-    Ok(item)
-}
-
 /// The transaction action that writes an event (event ids are fresh, never overwritten).
 pub fn event_action(pk: &str, envelope: &EventEnvelope) -> Result<Action, CommandError> {
     Ok(Action::Put {
-        item: event_item(pk, envelope)?,
+        item: outbox_item(pk, envelope)
+            .map_err(|e| CommandError::Internal(format!("event does not serialize: {e}")))?,
         condition: Some(Condition::ItemNotExists),
     })
 }

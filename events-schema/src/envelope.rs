@@ -87,6 +87,27 @@ pub enum EnvelopeError {
     Payload(#[from] serde_json::Error),
 }
 
+/// The outbox item of `envelope` in partition `pk`: its key (`EVT#<event-id>`), its
+/// `event_type` (what the stream filters match) and the envelope in [`OUTBOX_ATTR`].
+/// The one writer of outbox items (commands, projectors that publish, erasure, the
+/// tests), next to their readers ([`outbox_event`], [`envelope_in`]).
+pub fn outbox_item(
+    pk: &str,
+    envelope: &EventEnvelope,
+) -> Result<serde_json::Map<String, serde_json::Value>, serde_json::Error> {
+    use serde_json::Value;
+    let sk = crate::keys::SortKey::Event(envelope.event_id.clone()).to_string();
+    Ok(serde_json::Map::from_iter([
+        ("pk".to_owned(), Value::String(pk.to_owned())),
+        ("sk".to_owned(), Value::String(sk)),
+        (
+            "event_type".to_owned(),
+            Value::String(envelope.event_type.clone()),
+        ),
+        (OUTBOX_ATTR.to_owned(), serde_json::to_value(envelope)?),
+    ]))
+}
+
 /// Whether `item` is an outbox item: an `EVT#<event-id>` key and an envelope in
 /// [`OUTBOX_ATTR`].
 pub fn is_outbox_item(item: &serde_json::Map<String, serde_json::Value>) -> bool {
@@ -279,6 +300,26 @@ mod tests {
             payload,
             ..sample()
         }
+    }
+
+    #[test]
+    fn an_outbox_item_is_read_back_as_the_envelope_it_was_built_from() {
+        let envelope = sample();
+        let item = outbox_item("USER#u", &envelope).expect("serializes");
+        assert_eq!(item["pk"], "USER#u");
+        assert_eq!(item["sk"], format!("EVT#{}", envelope.event_id));
+        assert_eq!(item["event_type"], envelope.event_type.as_str());
+        assert!(is_outbox_item(&item));
+        let read = outbox_event(&item)
+            .expect("an outbox item")
+            .expect("decodes");
+        assert_eq!(read, envelope);
+        let mut other = item.clone();
+        other.insert("sk".into(), "MEAL#x".into());
+        assert!(
+            outbox_event(&other).is_none(),
+            "another key is not an outbox item"
+        );
     }
 
     #[test]

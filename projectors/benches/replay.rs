@@ -16,10 +16,10 @@ use commands::CommandMeta;
 use commands::activity::{ActivityCommands, RecordWorkout};
 use commands::identity::{IdentityCommands, Register};
 use commands::nutrition::{MealInput, NutritionCommands};
-use commands::outbox::event_item;
 use commands::sleep::{RecordSleep, SleepCommands};
 use events_schema::Context;
 use events_schema::envelope::EventEnvelope;
+use events_schema::envelope::outbox_item;
 use events_schema::events::nutrition::{DayTotals, Meal, MealLogged, Nutrients};
 use events_schema::ids::{EventId, MealId, UserId};
 use events_schema::keys::PartitionKey;
@@ -124,7 +124,7 @@ async fn seeded_store(
             if written == events {
                 break 'users;
             }
-            let item = event_item(&pk, &meal_event(&user, n)?)?;
+            let item = outbox_item(&pk, &meal_event(&user, n)?)?;
             batch.push(TransactAction::Put {
                 table: Context::Nutrition,
                 item,

@@ -25,9 +25,9 @@
 use crate::projector::{ProjectionError, Projector, Subscription};
 use async_trait::async_trait;
 use commands::erasure;
-use commands::outbox::event_item;
 use events_schema::Context;
 use events_schema::envelope::EventEnvelope;
+use events_schema::envelope::outbox_item;
 use events_schema::events::erasure::PartitionDrained;
 use events_schema::events::identity::AccountDeletionRequested;
 use events_schema::ids::{EventId, UserId};
@@ -266,7 +266,7 @@ impl<C: ContextTable> Eraser<C> {
         let seed = format!("{user}|{}|drained", C::CONTEXT);
         event.event_id = EventId::derived(&seed, requested_at);
         let (pk, _) = erased(user);
-        let outbox = event_item(&pk.to_string(), &event)
+        let outbox = outbox_item(&pk.to_string(), &event)
             .map_err(|e| ProjectionError::Rejected(e.to_string()))?;
         let outbox_key = Key::of(&outbox)?;
         self.table

@@ -26,7 +26,7 @@ use crate::rows::{
 };
 use async_trait::async_trait;
 use chrono::{Datelike, Duration};
-use events_schema::envelope::{EventEnvelope, OUTBOX_ATTR};
+use events_schema::envelope::{EventEnvelope, outbox_item};
 use events_schema::events::goals::{Goal, GoalCreated, GoalKind, GoalPeriod, GoalProgressed};
 use events_schema::keys::{SortKey, prefix};
 use events_schema::time::{Day, Timestamp};
@@ -392,9 +392,8 @@ impl GoalRows {
             met,
         };
         let event = progress_event(pk, &progressed, revision)?;
-        let mut event_item = object(json!({"event_type": event.event_type, OUTBOX_ATTR: event}));
-        event_item
-            .extend(Key::new(pk, SortKey::Event(event.event_id.clone()).to_string()).to_item());
+        let event_item =
+            outbox_item(pk, &event).map_err(|e| ProjectionError::Decode(e.to_string()))?;
         Ok(vec![
             Action::Update {
                 key: Key::new(pk, SortKey::Goal(goal.goal_id.clone()).to_string()),

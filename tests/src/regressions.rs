@@ -280,7 +280,7 @@ pub async fn a_dead_letter_put_after_the_users_erasure_is_dropped(store: Arc<dyn
         pk: world.pk(),
         sk: format!("EVT#{}", poison.event_id),
         old_image: None,
-        new_image: Some(commands::outbox::event_item(&world.pk(), &poison).expect("item")),
+        new_image: Some(events_schema::envelope::outbox_item(&world.pk(), &poison).expect("item")),
         fault: None,
     };
     let subscription = "dashboard-from-nutrition";

@@ -12,9 +12,9 @@
 //! are never rewritten) and a history of this release with
 //! `VITALS_WRITE_CORPUS=<label> cargo test -p vitals-tests --test event_corpus`.
 
-use commands::outbox::event_item;
 use events_schema::EventEnvelope;
 use events_schema::catalog::{self, schema_file};
+use events_schema::envelope::outbox_item;
 use infra::Store;
 use infra::embedded::EmbeddedStore;
 use infra::store::TransactAction;
@@ -182,7 +182,7 @@ async fn rebuilt_rows(
     let store: Arc<dyn Store> = embedded.clone();
     for (i, stored) in history.iter().enumerate() {
         let envelope = read(i, &stored.envelope);
-        let item = event_item(&stored.pk, &envelope).expect("outbox item");
+        let item = outbox_item(&stored.pk, &envelope).expect("outbox item");
         let put = TransactAction::Put {
             table: envelope.context,
             item,

@@ -161,16 +161,12 @@ impl NutritionCommands {
         event: EventEnvelope,
         id: T,
     ) -> Result<Outcome<T>, CommandError> {
-        let event_item = crate::outbox::event_item(&key.pk, &event)?;
         let actions = vec![
             Action::Put {
                 item,
                 condition: Some(Condition::ItemNotExists),
             },
-            Action::Put {
-                item: event_item,
-                condition: Some(Condition::ItemNotExists),
-            },
+            crate::outbox::event_action(&key.pk, &event)?,
         ];
         let pk = meta.user_pk();
         optimistic::commit_through_conflicts(&self.table, meta, &pk, request, actions, id)

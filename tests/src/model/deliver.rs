@@ -254,7 +254,7 @@ fn change_of(event: &EventEnvelope) -> infra::feed::FeedRecord {
         .user_id
         .as_ref()
         .map_or_else(|| "SYSTEM".to_owned(), |u| format!("USER#{u}"));
-    let item = commands::outbox::event_item(&pk, event)
+    let item = events_schema::envelope::outbox_item(&pk, event)
         .unwrap_or_else(|e| panic!("an outbox item of {}: {e}", event.event_id));
     infra::feed::FeedRecord {
         position: event.event_id.to_string(),
