@@ -78,6 +78,8 @@ export class Vitals {
   /** Every operation of the document, typed (`GET`, `POST`, `PUT`, `PATCH`, `DELETE`). */
   readonly api: Client<paths>;
   private current: Session | null = null;
+  /** The refresh under way, shared by every caller that needs one meanwhile. */
+  private refreshing: Promise<Session> | null = null;
 
   constructor(private readonly options: VitalsOptions) {
     const fetchImpl = options.fetch;
@@ -130,6 +132,42 @@ export class Vitals {
     const refresh_token = this.requireSession().refreshToken;
     ok(await this.api.POST("/v1/auth/logout", { body: { refresh_token } }));
     this.setSession(null);
+  }
+
+  /**
+   * Runs `call`; when the API answers 401 to the access token `call` was sent with (it
+   * expired), exchanges the refresh token and runs `call` again. Callers that meet the
+   * expiry at the same moment share one exchange: a refresh token exchanges once, so a
+   * second exchange of it would be refused and sign the user out. A refused exchange
+   * ends the session.
+   */
+  async authorized<T>(call: () => Promise<T>): Promise<T> {
+    const sent = this.current?.accessToken;
+    try {
+      return await call();
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.status !== 401 || !this.current) {
+        throw error;
+      }
+      // Another caller may have refreshed since `call` was sent: then just send again.
+      if (this.current.accessToken === sent) {
+        try {
+          await this.refreshOnce();
+        } catch (refused) {
+          this.setSession(null);
+          throw refused;
+        }
+      }
+      return call();
+    }
+  }
+
+  /** One exchange of the refresh token, however many callers ask meanwhile. */
+  private refreshOnce(): Promise<Session> {
+    this.refreshing ??= this.refresh().finally(() => {
+      this.refreshing = null;
+    });
+    return this.refreshing;
   }
 
   private requireSession(): Session {

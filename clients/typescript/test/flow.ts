@@ -1,8 +1,8 @@
 /**
  * The mobile app's flow through the typed client, against a running `vitals serve`
  * (`VITALS_URL`; `VITALS_WEBHOOK_SECRET`, the server's, signs the wearable's delivery):
- * sign up, log meals as a phone sends them, refresh the token, read the dashboard until
- * it converges, open the history, set a goal and see its progress, connect the sandbox
+ * sign up, log meals as a phone sends them, refresh the token (and meet an expired one
+ * with three calls at once), read the dashboard until it converges, open the history, set a goal and see its progress, connect the sandbox
  * wearable and receive a delivery, sign out, delete the account.
  *
  * Every call goes through `Vitals` and is typed by the OpenAPI document; a step that
@@ -85,7 +85,10 @@ async function logMeals(vitals: Vitals, day: string): Promise<Schemas["MealView"
   return [first, second];
 }
 
-/** Exchanges the refresh token: the new pair works, the old refresh token is spent. */
+/**
+ * Exchanges the refresh token: the new pair works, the old refresh token is spent, and
+ * presenting it again ends the session.
+ */
 async function refreshToken(vitals: Vitals): Promise<void> {
   const before = vitals.session;
   assert.ok(before);
@@ -99,6 +102,31 @@ async function refreshToken(vitals: Vitals): Promise<void> {
       .then(ok),
   );
   assert.equal(replayed, 401, "a refresh token exchanges once");
+  // A replay is a stolen token's sign: it ends the session it belonged to, so the
+  // refresh token the client holds now is refused too (its access token still works
+  // until it expires).
+  const ended = await refusal(() => vitals.refresh());
+  assert.equal(ended, 401, "a replayed refresh token ends its session");
+}
+
+/**
+ * An expired access token (here one the server cannot verify) met by three calls at
+ * once: each is answered, after one exchange of the refresh token between them.
+ */
+async function expiredTokenRefreshedOnce(vitals: Vitals, sessions: () => number): Promise<void> {
+  const session = vitals.session;
+  assert.ok(session);
+  vitals.resume({ ...session, accessToken: "expired.access.token" });
+  const before = sessions();
+  const [profile, home, goals] = await Promise.all([
+    vitals.authorized(async () => ok(await vitals.api.GET("/v1/me/profile", {}))),
+    vitals.authorized(async () => ok(await vitals.api.GET("/v1/me/dashboard", {}))),
+    vitals.authorized(async () => ok(await vitals.api.GET("/v1/me/goals", {}))),
+  ]);
+  assert.equal(profile.timezone, timezone);
+  assert.ok(home.day.day && Array.isArray(goals.goals));
+  assert.equal(sessions() - before, 1, "one exchange of the refresh token for the three calls");
+  assert.notEqual(vitals.session?.accessToken, "expired.access.token");
 }
 
 /** Reads the day's dashboard until both meals are in it; the converged dashboard. */
@@ -245,14 +273,18 @@ async function signOutAndDelete(vitals: Vitals, email: string) {
 
 async function main() {
   const started = performance.now();
-  const vitals = new Vitals({ baseUrl });
+  let sessions = 0;
+  const vitals = new Vitals({ baseUrl, onSession: () => (sessions += 1) });
   const email = `ana-${run}@example.com`;
   await step("signed up", () =>
     vitals.register({ email, password, display_name: "Ana", timezone }),
   );
   const day = await today(vitals);
   const meals = await step("logged two meals (one retried)", () => logMeals(vitals, day));
-  await step("refreshed the token", () => refreshToken(vitals));
+  await step("an expired token refreshed once for three calls", () =>
+    expiredTokenRefreshedOnce(vitals, () => sessions),
+  );
+  await step("refreshed the token; a replayed one ended the session", () => refreshToken(vitals));
   await step("dashboard converged", () => dashboardConverges(vitals, day, meals));
   await step("opened the history", () => history(vitals, day, meals));
   const protein = meals.reduce((sum, m) => sum + m.nutrients.protein_g, 0);

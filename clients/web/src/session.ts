@@ -1,9 +1,10 @@
 /**
  * The app's one connection to the API: the generated client on this page's origin, its
  * session kept in the tab's `sessionStorage` (gone when the tab closes; a phone would use
- * its keychain), and a refresh of the access token when the API says it has expired.
+ * its keychain), and every call sent through `withSession`, which refreshes an expired
+ * access token (once, however many sections meet the expiry together).
  */
-import { ApiError, Vitals, type Session } from "../../typescript/src/index.js";
+import { Vitals, type Session } from "../../typescript/src/index.js";
 
 const KEY = "vitals.session";
 
@@ -28,23 +29,7 @@ export const vitals = new Vitals({
 });
 vitals.resume(kept());
 
-/**
- * Runs `call`; when the access token has expired (401) and a refresh token is kept,
- * exchanges it once and runs `call` again. A refused refresh signs the user out.
- */
-export async function withSession<T>(call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (error) {
-    if (!(error instanceof ApiError) || error.status !== 401 || !vitals.session) {
-      throw error;
-    }
-    try {
-      await vitals.refresh();
-    } catch (refused) {
-      vitals.resume(null);
-      throw refused;
-    }
-    return call();
-  }
+/** Runs `call` with the session, refreshing an expired access token (see `authorized`). */
+export function withSession<T>(call: () => Promise<T>): Promise<T> {
+  return vitals.authorized(call);
 }

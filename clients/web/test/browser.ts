@@ -3,7 +3,8 @@
  * playwright-core against a running `vitals serve` (`VITALS_URL`). Signs up, logs a meal
  * and sees it reach the dashboard without a reload, edits it, reads the week's chart,
  * sets a goal and sees its progress, starts a training block, connects the sandbox
- * wearable, signs out and back in (a wrong password shows the API's error). Keeps
+ * wearable, meets an expired access token, signs out and back in (a wrong password
+ * shows the API's error). Keeps
  * screenshots of the dashboard and the week chart in `VITALS_ARTIFACTS` and prints the
  * time from opening the page to a rendered dashboard. Run by `scripts/client-test`.
  */
@@ -110,6 +111,22 @@ async function wearable(page: Page): Promise<void> {
   await page.locator("[data-test=connection]", { hasText: "sandbox" }).waitFor({ timeout: LANDS_WITHIN });
 }
 
+/** The tab's kept access token expires (made unverifiable): a reload refreshes it. */
+async function expiredSession(page: Page): Promise<void> {
+  const expire = () => {
+    const kept = JSON.parse(sessionStorage.getItem("vitals.session") ?? "{}") as { accessToken?: string };
+    kept.accessToken = "expired.access.token";
+    sessionStorage.setItem("vitals.session", JSON.stringify(kept));
+  };
+  await page.evaluate(expire);
+  await page.reload();
+  await waitForStat(page, "calories", "450");
+  const token = await page.evaluate(
+    () => (JSON.parse(sessionStorage.getItem("vitals.session") ?? "{}") as { accessToken?: string }).accessToken,
+  );
+  assert.ok(token && token !== "expired.access.token", "a new access token is kept");
+}
+
 async function signOutAndIn(page: Page, email: string): Promise<void> {
   await page.locator("[data-test=sign-out]").click();
   const form = page.locator("[data-test=sign-in]");
@@ -177,6 +194,7 @@ async function main(): Promise<void> {
     await page.screenshot({ path: join(artifacts, "dashboard.png"), fullPage: true });
     await page.locator("[data-test=week]").screenshot({ path: join(artifacts, "week-chart.png") });
     console.log(`web-flow: screenshots in ${artifacts} (dashboard.png, week-chart.png)`);
+    await step("an expired access token refreshed on reload", () => expiredSession(page));
     await step("signed out, refused a wrong password, signed in", () => signOutAndIn(page, email));
     await step("read the API reference", () => apiReference(page));
   } finally {
