@@ -17,7 +17,7 @@ pub struct ActivityFromNutrition(pub Table<contexts::Activity>);
 
 #[async_trait]
 impl Projector for ActivityFromNutrition {
-    subscription!("activity-from-nutrition", Nutrition -> Activity, consumes crate::facts::MEAL_EVENTS);
+    subscription!("activity-from-nutrition", Nutrition -> Activity, consumes crate::facts::MEAL_EVENTS, writes &["INTAKE#"]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let Some((pk, days)) = meal_days(event)? else {
@@ -49,7 +49,7 @@ pub struct NutritionFromActivity(pub Table<contexts::Nutrition>);
 
 #[async_trait]
 impl Projector for NutritionFromActivity {
-    subscription!("nutrition-from-activity", Activity -> Nutrition, consumes crate::facts::WORKOUT_EVENTS);
+    subscription!("nutrition-from-activity", Activity -> Nutrition, consumes crate::facts::WORKOUT_EVENTS, writes &["TRAINING_LOAD#"]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let Some((workout, previous_day)) = workout_of(event)? else {

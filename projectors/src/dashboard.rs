@@ -244,7 +244,7 @@ pub struct DashboardFromIdentity(pub DashboardRows);
 
 #[async_trait]
 impl Projector for DashboardFromIdentity {
-    subscription!("dashboard-from-identity", Identity -> Dashboard, consumes event_types![UserRegistered, EmailChanged, ProfileUpdated]);
+    subscription!("dashboard-from-identity", Identity -> Dashboard, consumes event_types![UserRegistered, EmailChanged, ProfileUpdated], writes &["PROFILE"]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let profile: ProfileState = match event.event_type.as_str() {
@@ -346,7 +346,7 @@ impl DashboardFromNutrition {
 
 #[async_trait]
 impl Projector for DashboardFromNutrition {
-    subscription!("dashboard-from-nutrition", Nutrition -> Dashboard, consumes crate::facts::MEAL_EVENTS);
+    subscription!("dashboard-from-nutrition", Nutrition -> Dashboard, consumes crate::facts::MEAL_EVENTS, writes &["RECENT_MEAL#", "~MEAL#", "DAILY#", "WINDOW"]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let mut memo = Admissions::default();
@@ -422,7 +422,7 @@ fn workout_keys(day: Day, workout: &WorkoutId) -> (String, String) {
 
 #[async_trait]
 impl Projector for DashboardFromActivity {
-    subscription!("dashboard-from-activity", Activity -> Dashboard, consumes crate::facts::WORKOUT_EVENTS);
+    subscription!("dashboard-from-activity", Activity -> Dashboard, consumes crate::facts::WORKOUT_EVENTS, writes &["RECENT_WORKOUT#", "~WORKOUT#", "DAILY#", "WINDOW"]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let mut memo = Admissions::default();
@@ -501,7 +501,7 @@ pub fn sleep_of_night(entries: &serde_json::Map<String, serde_json::Value>) -> s
 
 #[async_trait]
 impl Projector for DashboardFromSleep {
-    subscription!("dashboard-from-sleep", Sleep -> Dashboard, consumes crate::facts::SLEEP_EVENTS);
+    subscription!("dashboard-from-sleep", Sleep -> Dashboard, consumes crate::facts::SLEEP_EVENTS, writes &["~SLEEP#", "DAILY#", "WINDOW"]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let mut memo = Admissions::default();
@@ -555,7 +555,7 @@ pub struct DashboardFromGoals(pub DashboardRows);
 
 #[async_trait]
 impl Projector for DashboardFromGoals {
-    subscription!("dashboard-from-goals", Goals -> Dashboard, consumes event_types![GoalCreated, GoalStatusChanged]);
+    subscription!("dashboard-from-goals", Goals -> Dashboard, consumes event_types![GoalCreated, GoalStatusChanged], writes &["ACTIVE_GOAL#"]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let goal: Goal = match event.event_type.as_str() {
@@ -594,7 +594,7 @@ pub struct DashboardFromIntegrations(pub DashboardRows);
 
 #[async_trait]
 impl Projector for DashboardFromIntegrations {
-    subscription!("dashboard-from-integrations", Integrations -> Dashboard, consumes event_types![ProviderConnected, ProviderDisconnected]);
+    subscription!("dashboard-from-integrations", Integrations -> Dashboard, consumes event_types![ProviderConnected, ProviderDisconnected], writes &["CONNECTION#"]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let mut row = match event.event_type.as_str() {

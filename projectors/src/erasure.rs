@@ -299,6 +299,9 @@ impl<C: ContextTable> Projector for Eraser<C> {
             } else {
                 crate::projector::event_types![PartitionDrained]
             },
+            // The erased user's tombstone and the PartitionDrained event handing on to
+            // the next context (the drain itself deletes, it writes no row).
+            writes: &["TOMBSTONE", "EVT#"],
         }
     }
 
@@ -349,6 +352,8 @@ impl Projector for Completer {
             source: LAST,
             target: Context::Identity,
             consumes: crate::projector::event_types![PartitionDrained],
+            // The account's tombstone; its profile and email claim are deleted.
+            writes: &["TOMBSTONE", "PROFILE", "EMAIL"],
         }
     }
 

@@ -1,6 +1,8 @@
-//! The events index (`vitals docs events`, committed as `docs/events.md`): every event
-//! type with its publishing context and stream, its version history and the
-//! subscriptions that apply it, from the event catalog and the subscription registry.
+//! The events index (`vitals docs events`, committed as `docs/events.md`): the wiring
+//! of the contexts (a Mermaid diagram: each subscription from its source's stream to
+//! the rows it writes in its target's table), then every event type with its
+//! publishing context and stream, its version history and the subscriptions that apply
+//! it, from the event catalog and the subscription registry.
 
 use crate::projector::Projector;
 use events_schema::catalog::{self, EventSpec, schema_file};
@@ -20,6 +22,7 @@ pub fn document(subscriptions: &[Arc<dyn Projector>]) -> String {
          redrive read the whole history. The JSON Schema of each version is in \
          `events-schema/schemas/`; a real envelope of each is in `events-schema/corpus/`.\n",
     );
+    wiring(&mut doc, subscriptions);
     let mut context = None;
     for spec in catalog::all() {
         if spec.context != context || context.is_none() {
@@ -73,4 +76,40 @@ fn consumers(spec: &EventSpec, subscriptions: &[Arc<dyn Projector>]) -> String {
     } else {
         names.join(", ")
     }
+}
+
+/// The wiring diagram: one arrow per subscription, from the context whose stream it
+/// reads to the context whose table it writes, labelled with its name and the kinds of
+/// row it writes (`Subscription::writes`, which the projector fixtures hold it to).
+/// Erasure's chain is drawn dotted.
+fn wiring(doc: &mut String, subscriptions: &[Arc<dyn Projector>]) {
+    doc.push_str(
+        "\n## Wiring\n\n\
+         Why is there a workout row in the goals table? Each arrow is a subscription: it \
+         reads its source context's stream and writes, in its target's table, the rows \
+         named on it (declared with the subscription; the projector fixtures refuse any \
+         other write). A context's tables are written by its commands and by these \
+         arrows only. Dotted arrows are account erasure's chain, one context after \
+         another.\n\n```mermaid\nflowchart LR\n",
+    );
+    for context in events_schema::Context::ALL {
+        let _ = writeln!(doc, "  {context}[({context})]");
+    }
+    let mut arrows: Vec<_> = subscriptions.iter().map(|s| s.subscription()).collect();
+    arrows.sort_by_key(|s| (s.source.as_str(), s.target.as_str(), s.name));
+    for s in arrows {
+        // `#` starts an entity in a Mermaid label: written as `#35;`.
+        let rows = s.writes.join(", ").replace('#', "#35;");
+        let arrow = if s.name.starts_with("erase-") || s.name.ends_with("-erasure") {
+            "-.->"
+        } else {
+            "-->"
+        };
+        let _ = writeln!(
+            doc,
+            "  {} {arrow}|\"{}: {rows}\"| {}",
+            s.source, s.name, s.target
+        );
+    }
+    doc.push_str("```\n");
 }

@@ -416,7 +416,7 @@ pub struct GoalsFromGoals(pub GoalRows);
 
 #[async_trait]
 impl Projector for GoalsFromGoals {
-    subscription!("goals-from-goals", Goals -> Goals, consumes event_types![GoalCreated]);
+    subscription!("goals-from-goals", Goals -> Goals, consumes event_types![GoalCreated], writes &["GOAL#", "PROGRESS#", "EVT#"]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         if !event.is::<GoalCreated>() {
@@ -458,7 +458,7 @@ pub struct GoalsFromActivity(pub GoalRows);
 
 #[async_trait]
 impl Projector for GoalsFromActivity {
-    subscription!("goals-from-activity", Activity -> Goals, consumes crate::facts::WORKOUT_EVENTS);
+    subscription!("goals-from-activity", Activity -> Goals, consumes crate::facts::WORKOUT_EVENTS, writes &["ACT_WORKOUT#", "GOAL#", "PROGRESS#", "EVT#"]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let Some((workout, previous_day)) = workout_of(event)? else {
@@ -495,7 +495,7 @@ pub struct GoalsFromNutrition(pub GoalRows);
 
 #[async_trait]
 impl Projector for GoalsFromNutrition {
-    subscription!("goals-from-nutrition", Nutrition -> Goals, consumes crate::facts::MEAL_EVENTS);
+    subscription!("goals-from-nutrition", Nutrition -> Goals, consumes crate::facts::MEAL_EVENTS, writes &["NUT_DAILY#", "GOAL#", "PROGRESS#", "EVT#"]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let Some((pk, days)) = meal_days(event)? else {
@@ -528,7 +528,7 @@ pub struct GoalsFromSleep(pub GoalRows);
 
 #[async_trait]
 impl Projector for GoalsFromSleep {
-    subscription!("goals-from-sleep", Sleep -> Goals, consumes crate::facts::SLEEP_EVENTS);
+    subscription!("goals-from-sleep", Sleep -> Goals, consumes crate::facts::SLEEP_EVENTS, writes &["SLEEP_NIGHT#", "GOAL#", "PROGRESS#", "EVT#"]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let Some((session, previous)) = sleep_of(event)? else {

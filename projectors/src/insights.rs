@@ -57,7 +57,7 @@ pub struct InsightsFromNutrition(pub Table<contexts::Insights>, pub Clock);
 
 #[async_trait]
 impl Projector for InsightsFromNutrition {
-    subscription!("insights-from-nutrition", Nutrition -> Insights, consumes crate::facts::MEAL_EVENTS);
+    subscription!("insights-from-nutrition", Nutrition -> Insights, consumes crate::facts::MEAL_EVENTS, writes &["ACTIVE_DAY#", "READINESS#"]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let Some((pk, days)) = meal_days(event)? else {
@@ -80,7 +80,7 @@ pub struct InsightsFromActivity(pub Table<contexts::Insights>, pub Clock);
 
 #[async_trait]
 impl Projector for InsightsFromActivity {
-    subscription!("insights-from-activity", Activity -> Insights, consumes crate::facts::WORKOUT_EVENTS);
+    subscription!("insights-from-activity", Activity -> Insights, consumes crate::facts::WORKOUT_EVENTS, writes &["ACTIVE_DAY#", "READINESS#"]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let Some((workout, previous_day)) = workout_of(event)? else {
@@ -106,7 +106,7 @@ pub struct InsightsFromSleep(pub Table<contexts::Insights>, pub Clock);
 
 #[async_trait]
 impl Projector for InsightsFromSleep {
-    subscription!("insights-from-sleep", Sleep -> Insights, consumes crate::facts::SLEEP_EVENTS);
+    subscription!("insights-from-sleep", Sleep -> Insights, consumes crate::facts::SLEEP_EVENTS, writes &["ACTIVE_DAY#", "READINESS#"]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         let Some((session, previous)) = sleep_of(event)? else {

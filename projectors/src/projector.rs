@@ -38,6 +38,19 @@ pub struct Subscription {
     /// The event types of its source it applies; it ignores every other one (the events
     /// index, `vitals docs events`, lists the subscriptions of each event).
     pub consumes: &'static [&'static str],
+    /// The kinds of row it writes in its target's table: a sort-key prefix ending in
+    /// `#` (`ACT_WORKOUT#`), or a whole sort key (`PROFILE`). The events index draws the
+    /// wiring from them; the projector fixtures refuse a write outside them.
+    pub writes: &'static [&'static str],
+}
+
+impl Subscription {
+    /// Whether `sort_key` is of a kind it declares it writes.
+    pub fn declares(&self, sort_key: &str) -> bool {
+        self.writes
+            .iter()
+            .any(|kind| sort_key == *kind || (kind.ends_with('#') && sort_key.starts_with(kind)))
+    }
 }
 
 #[async_trait]
@@ -74,13 +87,14 @@ pub trait Projector: Send + Sync {
 /// The identity of a subscription inside an `impl Projector`: its name, the context it
 /// consumes, the context whose table it writes and the event types it applies.
 macro_rules! subscription {
-    ($name:literal, $source:ident -> $target:ident, consumes $consumes:expr) => {
+    ($name:literal, $source:ident -> $target:ident, consumes $consumes:expr, writes $writes:expr) => {
         fn subscription(&self) -> $crate::projector::Subscription {
             $crate::projector::Subscription {
                 name: $name,
                 source: events_schema::Context::$source,
                 target: events_schema::Context::$target,
                 consumes: $consumes,
+                writes: $writes,
             }
         }
     };

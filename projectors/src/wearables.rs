@@ -39,7 +39,7 @@ pub struct ActivityFromIntegrations(pub ActivityCommands);
 
 #[async_trait]
 impl Projector for ActivityFromIntegrations {
-    subscription!("activity-from-integrations", Integrations -> Activity, consumes event_types![WearableWorkoutReceived]);
+    subscription!("activity-from-integrations", Integrations -> Activity, consumes event_types![WearableWorkoutReceived], writes &["WORKOUT#", "EXTERNAL#", "EVT#"]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         if event.event_type != WearableWorkoutReceived::EVENT_TYPE {
@@ -63,7 +63,7 @@ pub struct SleepFromIntegrations(pub SleepCommands);
 
 #[async_trait]
 impl Projector for SleepFromIntegrations {
-    subscription!("sleep-from-integrations", Integrations -> Sleep, consumes event_types![WearableSleepReceived]);
+    subscription!("sleep-from-integrations", Integrations -> Sleep, consumes event_types![WearableSleepReceived], writes &["SLEEP#", "EXTERNAL#", "EVT#"]);
 
     async fn apply(&self, event: &EventEnvelope) -> Result<(), ProjectionError> {
         if event.event_type != WearableSleepReceived::EVENT_TYPE {

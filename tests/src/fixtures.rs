@@ -3,16 +3,20 @@
 //! user, payload; the harness fills in the rest of the envelope) and the rows expected
 //! afterwards. Every fixture is run under several deliveries (in order, every event
 //! twice, seeded shuffles, a batch that fails halfway and is retried) and every delivery
-//! must leave exactly the same rows, which must match the expectation.
+//! must leave exactly the same rows, which must match the expectation. Each projector
+//! writes through [`DeclaredWrites`]: a row outside its subscription's declared kinds
+//! (or outside its own table) fails the fixture.
 
 use events_schema::Context;
 use events_schema::envelope::EventEnvelope;
 use events_schema::events::{activity, goals, identity, integrations, nutrition, sleep};
 use events_schema::ids::{EventId, UserId};
 use events_schema::time::Timestamp;
-use infra::Store;
+use infra::observed::{Observed, Observer, Row, Write};
 use infra::store::{Item, Query};
+use infra::{Store, StoreError};
 use projectors::Projector;
+use projectors::projector::Subscription;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -162,6 +166,42 @@ impl Delivery {
     }
 }
 
+/// Refuses a write of a row its subscription does not declare (`Subscription::writes`)
+/// or of another table than its target: the declarations the events index draws the
+/// wiring from are kept true by every fixture.
+pub struct DeclaredWrites(pub Subscription);
+
+#[async_trait::async_trait]
+impl Observer for DeclaredWrites {
+    type Note = ();
+
+    fn refuses(&self, write: &Write<'_>) -> Option<StoreError> {
+        let declared = &self.0;
+        write.rows().into_iter().find_map(|row| {
+            let (table, sk) = match row {
+                Row::Put { table, item } => (
+                    table,
+                    item.get("sk").and_then(Value::as_str).unwrap_or_default(),
+                ),
+                Row::Update { table, key, .. } | Row::Delete { table, key } => {
+                    (table, key.sk.as_str())
+                }
+            };
+            (table != declared.target || !declared.declares(sk)).then(|| {
+                StoreError::Validation(format!(
+                    "{} wrote {sk} in the {table} table, which its subscription does not \
+                     declare (it writes {:?} in {})",
+                    declared.name, declared.writes, declared.target
+                ))
+            })
+        })
+    }
+
+    async fn before(&self, _write: Write<'_>) -> Self::Note {}
+
+    fn written(&self, _note: Self::Note) {}
+}
+
 /// Every row of the partitions the fixture expects, per table and partition.
 pub type Rows = BTreeMap<String, BTreeMap<String, Vec<Item>>>;
 
@@ -177,7 +217,12 @@ pub async fn run(fixture: &Fixture, delivery: &Delivery, store: Arc<dyn Store>) 
         .subscriptions
         .iter()
         .map(|name| {
-            projectors::registry::find(store.clone(), name)
+            let declared = projectors::registry::find(store.clone(), name)
+                .unwrap_or_else(|| panic!("unknown subscription {name}"))
+                .subscription();
+            let checked: Arc<dyn Store> =
+                Arc::new(Observed::new(store.clone(), DeclaredWrites(declared)));
+            projectors::registry::find(checked, name)
                 .unwrap_or_else(|| panic!("unknown subscription {name}"))
         })
         .collect();

@@ -362,6 +362,7 @@ impl projectors::Projector for RecordsOrder {
             source: Context::Nutrition,
             target: Context::Dashboard,
             consumes: &["MealLogged"],
+            writes: &[],
         }
     }
 
@@ -647,6 +648,7 @@ impl projectors::Projector for Meets {
             source: Context::Nutrition,
             target: Context::Dashboard,
             consumes: &["MealLogged"],
+            writes: &[],
         }
     }
 

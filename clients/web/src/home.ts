@@ -21,7 +21,12 @@ export async function homeScreen(root: HTMLElement, signedOut: () => void): Prom
   const sections = h("div", { class: "grid" });
   const signOut = h("button", { type: "button", class: "link", "data-test": "sign-out" }, "Sign out");
   signOut.addEventListener("click", () => {
-    vitals.logout().finally(signedOut).catch(() => undefined);
+    // Signed out here whatever the API answers (a network failure included): the
+    // refresh token it could not end expires unused.
+    vitals
+      .logout()
+      .catch(() => vitals.resume(null))
+      .finally(signedOut);
   });
 
   const screen: Screen = {
