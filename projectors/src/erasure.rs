@@ -300,8 +300,13 @@ impl<C: ContextTable> Projector for Eraser<C> {
                 crate::projector::event_types![PartitionDrained]
             },
             // The erased user's tombstone and the PartitionDrained event handing on to
-            // the next context (the drain itself deletes, it writes no row).
-            writes: &["TOMBSTONE", "EVT#"],
+            // the next context (the drain itself deletes, it writes no row), and the
+            // rows outside the user's partition it deletes: integrations' claims on
+            // provider users.
+            writes: match C::CONTEXT {
+                Context::Integrations => &["TOMBSTONE", "EVT#", "PROVIDER_USER"],
+                _ => &["TOMBSTONE", "EVT#"],
+            },
         }
     }
 
@@ -352,8 +357,9 @@ impl Projector for Completer {
             source: LAST,
             target: Context::Identity,
             consumes: crate::projector::event_types![PartitionDrained],
-            // The account's tombstone; its profile and email claim are deleted.
-            writes: &["TOMBSTONE", "PROFILE", "EMAIL"],
+            // The account's tombstone, the event saying it is erased; its profile and
+            // email claim are deleted.
+            writes: &["TOMBSTONE", "PROFILE", "EMAIL", "EVT#"],
         }
     }
 

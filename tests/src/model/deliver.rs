@@ -99,7 +99,8 @@ pub async fn deliver(
 ) -> Vec<EventEnvelope> {
     let mut published = Vec::new();
     let store: Arc<dyn Store> = capture.clone();
-    let subscriptions = projectors::registry::all_on(store.clone(), clock);
+    // Each subscription held to the rows it declares it writes.
+    let subscriptions = crate::fixtures::held_to_declared_writes(&store, clock);
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
     let mut round = first;
     if matches!(delivery, Delivery::Replay | Delivery::Rebuild) {
