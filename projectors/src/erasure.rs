@@ -357,9 +357,10 @@ impl Projector for Completer {
             source: LAST,
             target: Context::Identity,
             consumes: crate::projector::event_types![PartitionDrained],
-            // The account's tombstone, the event saying it is erased; its profile and
-            // email claim are deleted.
-            writes: &["TOMBSTONE", "PROFILE", "EMAIL", "EVT#"],
+            // The account's tombstone and its email claim, and every row of the
+            // user's identity partition, which it deletes (identity is drained last,
+            // by it): any kind.
+            writes: &["TOMBSTONE", "EMAIL", "*"],
         }
     }
 

@@ -39,17 +39,19 @@ pub struct Subscription {
     /// index, `vitals docs events`, lists the subscriptions of each event).
     pub consumes: &'static [&'static str],
     /// The kinds of row it writes in its target's table: a sort-key prefix ending in
-    /// `#` (`ACT_WORKOUT#`), or a whole sort key (`PROFILE`). The events index draws the
-    /// wiring from them; the projector fixtures refuse a write outside them.
+    /// `#` (`ACT_WORKOUT#`), a whole sort key (`PROFILE`), or `*` for any (erasure's
+    /// completer, which deletes whatever identity holds of the user). The events index
+    /// draws the wiring from them; the projector fixtures and the model-based test
+    /// refuse a write outside them.
     pub writes: &'static [&'static str],
 }
 
 impl Subscription {
     /// Whether `sort_key` is of a kind it declares it writes.
     pub fn declares(&self, sort_key: &str) -> bool {
-        self.writes
-            .iter()
-            .any(|kind| sort_key == *kind || (kind.ends_with('#') && sort_key.starts_with(kind)))
+        self.writes.iter().any(|kind| {
+            *kind == "*" || sort_key == *kind || (kind.ends_with('#') && sort_key.starts_with(kind))
+        })
     }
 }
 
@@ -128,4 +130,29 @@ pub fn user_pk(event: &EventEnvelope) -> Result<String, ProjectionError> {
         .clone()
         .map(|u| events_schema::keys::PartitionKey::User(u).to_string())
         .ok_or_else(|| ProjectionError::Decode("user event without a user id".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Subscription;
+    use events_schema::Context;
+
+    #[test]
+    fn a_declared_kind_is_a_prefix_ending_in_a_hash_a_whole_key_or_any() {
+        let of = |writes| Subscription {
+            name: "x",
+            source: Context::Nutrition,
+            target: Context::Dashboard,
+            consumes: &[],
+            writes,
+        };
+        let declared = of(&["DAILY#", "WINDOW"]);
+        assert!(declared.declares("DAILY#2026-03-01"));
+        assert!(declared.declares("WINDOW"));
+        assert!(!declared.declares("WINDOW#x"), "a whole key is not a prefix");
+        assert!(!declared.declares("DAILY"), "a prefix needs its #");
+        assert!(!declared.declares("RECENT_MEAL#1"));
+        assert!(of(&["*"]).declares("SESSION#1"));
+        assert!(!of(&[]).declares(""));
+    }
 }
