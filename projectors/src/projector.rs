@@ -149,7 +149,10 @@ mod tests {
         let declared = of(&["DAILY#", "WINDOW"]);
         assert!(declared.declares("DAILY#2026-03-01"));
         assert!(declared.declares("WINDOW"));
-        assert!(!declared.declares("WINDOW#x"), "a whole key is not a prefix");
+        assert!(
+            !declared.declares("WINDOW#x"),
+            "a whole key is not a prefix"
+        );
         assert!(!declared.declares("DAILY"), "a prefix needs its #");
         assert!(!declared.declares("RECENT_MEAL#1"));
         assert!(of(&["*"]).declares("SESSION#1"));
