@@ -129,7 +129,7 @@ pub async fn run_with(
             };
             tokio::spawn(socket.serve(Storage { store, embedded }, stopped))
         });
-    let app = http::app(AppState {
+    let app = http::app_with_web(AppState {
         store: storage.store.clone(),
         pipeline: pipeline.clone(),
         api,

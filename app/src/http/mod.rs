@@ -27,7 +27,20 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::get;
 
+/// The API: every operation of the OpenAPI document and the operations routes (what
+/// Lambda hosts behind API Gateway).
 pub fn app(state: AppState) -> Router {
+    build(state, Router::new())
+}
+
+/// The API and, at `/` and `/docs`, the web app and the API reference ([`web`]): what
+/// `vitals serve` hosts.
+pub fn app_with_web(state: AppState) -> Router {
+    build(state, web::router())
+}
+
+/// The API's routes beside `extra`, with the layers and fallbacks every route shares.
+fn build(state: AppState, extra: Router<AppState>) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/metrics", get(metrics::metrics))
@@ -43,7 +56,7 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::plans::router())
         .merge(routes::catalog::router())
         .merge(routes::insights::router())
-        .merge(web::router())
+        .merge(extra)
         .route_layer(axum::middleware::from_fn(request_log::route))
         .fallback(|| async { error::ApiError::not_found() })
         .method_not_allowed_fallback(|| async {

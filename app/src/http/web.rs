@@ -4,9 +4,10 @@
 //! checked against its sources by `scripts/client-test`) and compiled into the binary,
 //! so the app needs no CDN and no file beside the binary.
 //!
-//! These are not API operations, so the OpenAPI document does not list them; like the
-//! operations routes they answer without a token and are rate-limited per client
-//! address.
+//! These are not API operations, so the OpenAPI document does not list them, and only
+//! `vitals serve` hosts them (`http::app_with_web`; the Lambda functions serve the API
+//! alone). Like the operations routes they answer without a token and are rate-limited
+//! per client address.
 
 use super::error::ApiError;
 use super::limits::ClientAddress;
