@@ -1,7 +1,7 @@
 /** The signed-out screen: sign up or sign in. */
 import type { Schemas } from "../../typescript/src/index.js";
 import { vitals } from "./session.js";
-import { errorLine, field, h, submitting, values } from "./dom.js";
+import { errorLine, field, h, onSubmit, values } from "./dom.js";
 
 /** The two forms; `signedIn` runs once either succeeds. */
 export function authScreen(signedIn: () => void): HTMLElement {
@@ -17,19 +17,16 @@ export function authScreen(signedIn: () => void): HTMLElement {
     h("button", { type: "submit" }, "Sign up"),
     errorLine(),
   );
-  signUp.addEventListener("submit", (event) => {
-    event.preventDefault();
-    void submitting(signUp, async () => {
-      const v = values(signUp);
-      await vitals.register({
-        display_name: v.display_name ?? "",
-        email: v.email ?? "",
-        password: v.password ?? "",
-        // An IANA name: the API checks it (a refusal shows in the form's error line).
-        timezone: (v.timezone ?? "UTC") as Schemas["Timezone"],
-      });
-      signedIn();
+  onSubmit(signUp, async () => {
+    const v = values(signUp);
+    await vitals.register({
+      display_name: v.display_name ?? "",
+      email: v.email ?? "",
+      password: v.password ?? "",
+      // An IANA name: the API checks it (a refusal shows in the form's error line).
+      timezone: (v.timezone ?? "UTC") as Schemas["Timezone"],
     });
+    signedIn();
   });
   const signIn = h(
     "form",
@@ -40,13 +37,10 @@ export function authScreen(signedIn: () => void): HTMLElement {
     h("button", { type: "submit" }, "Sign in"),
     errorLine(),
   );
-  signIn.addEventListener("submit", (event) => {
-    event.preventDefault();
-    void submitting(signIn, async () => {
-      const v = values(signIn);
-      await vitals.login(v.email ?? "", v.password ?? "");
-      signedIn();
-    });
+  onSubmit(signIn, async () => {
+    const v = values(signIn);
+    await vitals.login(v.email ?? "", v.password ?? "");
+    signedIn();
   });
   return h(
     "main",

@@ -64,11 +64,19 @@ export function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** Runs `action` when `form` is submitted, as [`submitting`] says (no page load). */
+export function onSubmit(form: HTMLFormElement, action: () => Promise<void>): void {
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    void submitting(form, action);
+  });
+}
+
 /**
  * Runs `action` for a form: disables its button and shows "…" while it runs, and puts
  * a refusal in the form's error line (role=alert) rather than losing it.
  */
-export async function submitting(form: HTMLFormElement, action: () => Promise<void>): Promise<void> {
+async function submitting(form: HTMLFormElement, action: () => Promise<void>): Promise<void> {
   const button = form.querySelector("button");
   const line = form.querySelector<HTMLElement>("[role=alert]");
   if (line) {

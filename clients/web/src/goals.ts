@@ -1,6 +1,6 @@
 /** Goals with their latest progress, and the form that sets one. */
 import { ok, type Schemas } from "../../typescript/src/index.js";
-import { describe, errorLine, field, h, submitting, values } from "./dom.js";
+import { describe, errorLine, field, h, onSubmit, values } from "./dom.js";
 import { vitals, withSession } from "./session.js";
 import { amount, type Screen } from "./screen.js";
 
@@ -53,15 +53,12 @@ export function goalsSection(screen: Screen): HTMLElement {
     h("button", { type: "submit" }, "Set goal"),
     errorLine(),
   );
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    void submitting(form, async () => {
-      const v = values(form);
-      const body = { kind: (v.kind ?? "daily_protein_grams") as Schemas["GoalKind"], target: Number(v.target), title: v.title ?? "" };
-      const goal = await withSession(async () => ok(await vitals.api.POST("/v1/me/goals", { body })));
-      form.reset();
-      await screen.converge((home) => home.active_goals.some((g) => g.goal_id === goal.goal_id));
-    });
+  onSubmit(form, async () => {
+    const v = values(form);
+    const body = { kind: (v.kind ?? "daily_protein_grams") as Schemas["GoalKind"], target: Number(v.target), title: v.title ?? "" };
+    const goal = await withSession(async () => ok(await vitals.api.POST("/v1/me/goals", { body })));
+    form.reset();
+    await screen.converge((home) => home.active_goals.some((g) => g.goal_id === goal.goal_id));
   });
   const section = h("section", { class: "card", "data-test": "goals" }, h("h2", {}, "Goals"), list, form);
   drawGoals(list).catch((error: unknown) => list.replaceChildren(h("li", { class: "error", role: "alert" }, describe(error))));

@@ -3,7 +3,7 @@
  * dashboard to show the change (the write answers before the projection lands).
  */
 import { ok, type Schemas } from "../../typescript/src/index.js";
-import { errorLine, field, h, submitting, values } from "./dom.js";
+import { errorLine, field, h, onSubmit, values } from "./dom.js";
 import { vitals, withSession } from "./session.js";
 import { amount, type Screen } from "./screen.js";
 
@@ -52,20 +52,17 @@ export function logMealSection(screen: Screen): HTMLElement {
     h("button", { type: "submit" }, "Log meal"),
     errorLine(),
   );
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    void submitting(form, async () => {
-      const body = mealBody(form, screen.day);
-      const before = screen.home.day.nutrition.meals;
-      const meal = await withSession(async () => ok(await vitals.api.POST("/v1/me/meals", { body })));
-      form.reset();
-      // The recent meals and the day's totals are separate projections: shown once both
-      // have the meal.
-      const counted = before + (meal.day === screen.day ? 1 : 0);
-      await screen.converge(
-        (home) => home.recent_meals.some((m) => m.meal_id === meal.meal_id) && home.day.nutrition.meals === counted,
-      );
-    });
+  onSubmit(form, async () => {
+    const body = mealBody(form, screen.day);
+    const before = screen.home.day.nutrition.meals;
+    const meal = await withSession(async () => ok(await vitals.api.POST("/v1/me/meals", { body })));
+    form.reset();
+    // The recent meals and the day's totals are separate projections: shown once both
+    // have the meal.
+    const counted = before + (meal.day === screen.day ? 1 : 0);
+    await screen.converge(
+      (home) => home.recent_meals.some((m) => m.meal_id === meal.meal_id) && home.day.nutrition.meals === counted,
+    );
   });
   return h("section", { class: "card" }, h("h2", {}, "Log a meal"), form);
 }
@@ -98,26 +95,23 @@ function editForm(screen: Screen, meal: Meal): HTMLElement {
     h("button", { type: "submit" }, "Save"),
     errorLine(),
   );
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    void submitting(form, async () => {
-      const body = mealBody(form, meal.day);
-      const path = { id: meal.meal_id };
-      const before = screen.home.day.nutrition.totals.calories;
-      const saved = await withSession(async () =>
-        ok(await vitals.api.PUT("/v1/me/meals/{id}", { params: { path }, body })),
-      );
-      // Today's calories once the edit is in the day's totals (a separate projection
-      // from the recent meals).
-      const today = (m: Meal) => (m.day === screen.day ? m.nutrients.calories : 0);
-      const expected = before - today(meal) + today(saved);
-      await screen.converge(
-        (home) =>
-          home.recent_meals.some(
-            (m) => m.meal_id === saved.meal_id && m.name === saved.name && m.nutrients.calories === saved.nutrients.calories,
-          ) && Math.abs(home.day.nutrition.totals.calories - expected) < 0.05,
-      );
-    });
+  onSubmit(form, async () => {
+    const body = mealBody(form, meal.day);
+    const path = { id: meal.meal_id };
+    const before = screen.home.day.nutrition.totals.calories;
+    const saved = await withSession(async () =>
+      ok(await vitals.api.PUT("/v1/me/meals/{id}", { params: { path }, body })),
+    );
+    // Today's calories once the edit is in the day's totals (a separate projection
+    // from the recent meals).
+    const today = (m: Meal) => (m.day === screen.day ? m.nutrients.calories : 0);
+    const expected = before - today(meal) + today(saved);
+    await screen.converge(
+      (home) =>
+        home.recent_meals.some(
+          (m) => m.meal_id === saved.meal_id && m.name === saved.name && m.nutrients.calories === saved.nutrients.calories,
+        ) && Math.abs(home.day.nutrition.totals.calories - expected) < 0.05,
+    );
   });
   const cancel = h("button", { type: "button", class: "link" }, "Cancel");
   cancel.addEventListener("click", () => screen.redraw());

@@ -1,6 +1,6 @@
 /** The training block running today, or the form that starts one. */
 import { ApiError, eventually, ok, type Schemas } from "../../typescript/src/index.js";
-import { describe, errorLine, field, h, submitting, values } from "./dom.js";
+import { describe, errorLine, field, h, onSubmit, values } from "./dom.js";
 import { vitals, withSession } from "./session.js";
 import type { Screen } from "./screen.js";
 
@@ -36,16 +36,13 @@ function startForm(screen: Screen, body: HTMLElement): HTMLFormElement {
     h("button", { type: "submit" }, "Start block"),
     errorLine(),
   );
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    void submitting(form, async () => {
-      const v = values(form);
-      const request = { start_day: screen.day, weeks: Number(v.weeks), focus: v.focus ?? "" };
-      await withSession(async () => ok(await vitals.api.POST("/v1/me/training-blocks", { body: request })));
-      // The current block is a projection: shown once it lands.
-      const block = await eventually("the block to be current", async () => (await current()) ?? undefined, 20_000, 250);
-      body.replaceChildren(blockView(block));
-    });
+  onSubmit(form, async () => {
+    const v = values(form);
+    const request = { start_day: screen.day, weeks: Number(v.weeks), focus: v.focus ?? "" };
+    await withSession(async () => ok(await vitals.api.POST("/v1/me/training-blocks", { body: request })));
+    // The current block is a projection: shown once it lands.
+    const block = await eventually("the block to be current", async () => (await current()) ?? undefined, 20_000, 250);
+    body.replaceChildren(blockView(block));
   });
   return form;
 }

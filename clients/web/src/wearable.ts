@@ -4,7 +4,7 @@
  * and complete it with what the vendor's redirect would carry.
  */
 import { ok } from "../../typescript/src/index.js";
-import { errorLine, field, h, submitting, values } from "./dom.js";
+import { errorLine, field, h, onSubmit, values } from "./dom.js";
 import { vitals, withSession } from "./session.js";
 import type { Screen } from "./screen.js";
 
@@ -21,15 +21,12 @@ function approveForm(screen: Screen, state: string, authorizeUrl: string): HTMLF
     h("button", { type: "submit" }, "Approve"),
     errorLine(),
   );
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    void submitting(form, async () => {
-      const code = `code-${values(form).provider_user ?? ""}.${challenge}`;
-      await withSession(async () =>
-        ok(await vitals.api.POST("/v1/integrations/{provider}/complete", { params: { path: { provider } }, body: { state, code } })),
-      );
-      await screen.converge((home) => home.connections.some((c) => c.provider === provider && c.connected));
-    });
+  onSubmit(form, async () => {
+    const code = `code-${values(form).provider_user ?? ""}.${challenge}`;
+    await withSession(async () =>
+      ok(await vitals.api.POST("/v1/integrations/{provider}/complete", { params: { path: { provider } }, body: { state, code } })),
+    );
+    await screen.converge((home) => home.connections.some((c) => c.provider === provider && c.connected));
   });
   return form;
 }
@@ -49,14 +46,11 @@ export function wearableSection(screen: Screen): HTMLElement {
     );
   } else {
     const start = h("form", { "data-test": "connect-wearable" }, h("button", { type: "submit" }, "Connect the sandbox wearable"), errorLine());
-    start.addEventListener("submit", (event) => {
-      event.preventDefault();
-      void submitting(start, async () => {
-        const started = await withSession(async () =>
-          ok(await vitals.api.POST("/v1/integrations/{provider}/connect", { params: { path: { provider } } })),
-        );
-        start.replaceWith(approveForm(screen, started.state, started.authorize_url));
-      });
+    onSubmit(start, async () => {
+      const started = await withSession(async () =>
+        ok(await vitals.api.POST("/v1/integrations/{provider}/connect", { params: { path: { provider } } })),
+      );
+      start.replaceWith(approveForm(screen, started.state, started.authorize_url));
     });
     body.append(start);
   }
