@@ -415,6 +415,14 @@ pub async fn is_complete(
     Ok(erasure::status(identity, user).await?.as_deref() == Some("complete"))
 }
 
+/// Whether `name` is one of erasure's subscriptions (an eraser or the completer), by
+/// the names given here.
+pub fn is_erasure_subscription(name: &str) -> bool {
+    Context::ALL
+        .into_iter()
+        .any(|c| eraser_name(c) == name || completer_name(c) == name)
+}
+
 pub(crate) fn eraser_name(context: Context) -> &'static str {
     match context {
         Context::Identity => "erase-identity",

@@ -100,7 +100,7 @@ fn wiring(doc: &mut String, subscriptions: &[Arc<dyn Projector>]) {
     for s in arrows {
         // `#` starts an entity in a Mermaid label: written as `#35;`.
         let rows = s.writes.join(", ").replace('#', "#35;");
-        let arrow = if s.name.starts_with("erase-") || s.name.ends_with("-erasure") {
+        let arrow = if crate::erasure::is_erasure_subscription(s.name) {
             "-.->"
         } else {
             "-->"
