@@ -71,23 +71,21 @@ fn serve_says_where_the_app_is() {
         .stderr(Stdio::null())
         .spawn()
         .expect("vitals starts");
-    let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut lines = BufReader::new(stdout).lines();
     let mut next = || lines.next().expect("a line").expect("utf-8");
     let (first, second) = (next(), next());
     let address = first
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("{first}"));
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_owned();
+    // Stopped (and killed if the test fails first) as every test server is.
+    let server = support::Server { child, address };
     assert!(
-        second.starts_with(&format!("the app: {address}/ ")),
+        second.starts_with(&format!("the app: http://{}/ ", server.address)),
         "{first} / {second}"
     );
-    let (status, _, page) =
-        support::exchange(address.trim_start_matches("http://"), "GET", "/", &[], None);
+    let (status, _, page) = support::exchange(&server.address, "GET", "/", &[], None);
     assert_eq!(status, 200, "{page}");
-    let stopped = support::terminate(
-        &mut child,
-        std::time::Duration::from_secs(30),
-        std::time::Duration::from_millis(50),
-    );
-    assert!(stopped.is_some_and(|s| s.success()), "{stopped:?}");
+    assert!(server.stop().success());
 }

@@ -14,9 +14,10 @@
 //!   the owner out;
 //! - provider webhooks, per client address, with a higher allowance (providers send in
 //!   bursts from few addresses);
-//! - the operations routes (`/healthz`, `/metrics`, `/openapi.json`) and the web app's
-//!   page and assets (`/`, `/app/...`), per client address: they answer without a
-//!   token, and health and metrics read the store.
+//! - the operations routes (`/healthz`, `/metrics`, `/openapi.json`), and the web app's
+//!   and the API reference's pages and assets (`/`, `/app/...`, `/docs...`), per
+//!   client address: they answer without a token, and health and metrics read the
+//!   store.
 //!
 //! The client address is the socket's peer, or behind API Gateway the `sourceIp` of the
 //! request context; an IPv6 address counts by its /64 (a host's usual allocation), an

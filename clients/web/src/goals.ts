@@ -1,7 +1,7 @@
 /** Goals with their latest progress, and the form that sets one. */
 import { ok, type Schemas } from "../../typescript/src/index.js";
 import { describe, errorLine, field, h, onSubmit, values } from "./dom.js";
-import { vitals, withSession } from "./session.js";
+import { vitals } from "./session.js";
 import { amount, type Screen } from "./screen.js";
 
 const KINDS: [Schemas["GoalKind"], string][] = [
@@ -32,7 +32,7 @@ function goalRow(goal: Schemas["GoalView"]): HTMLElement {
 
 /** Reads the goals, again while one still has no progress (its projection is on the way). */
 async function drawGoals(list: HTMLElement, tries = 40): Promise<void> {
-  const goals = await withSession(async () => ok(await vitals.api.GET("/v1/me/goals", {})));
+  const goals = await vitals.authorized(async () => ok(await vitals.api.GET("/v1/me/goals", {})));
   list.replaceChildren(
     ...(goals.goals.length ? goals.goals.map(goalRow) : [h("li", { class: "empty" }, "No goals yet.")]),
   );
@@ -56,7 +56,7 @@ export function goalsSection(screen: Screen): HTMLElement {
   onSubmit(form, async () => {
     const v = values(form);
     const body = { kind: (v.kind ?? "daily_protein_grams") as Schemas["GoalKind"], target: Number(v.target), title: v.title ?? "" };
-    const goal = await withSession(async () => ok(await vitals.api.POST("/v1/me/goals", { body })));
+    const goal = await vitals.authorized(async () => ok(await vitals.api.POST("/v1/me/goals", { body })));
     form.reset();
     await screen.converge((home) => home.active_goals.some((g) => g.goal_id === goal.goal_id));
   });

@@ -4,7 +4,7 @@
  */
 import { ok, type Schemas } from "../../typescript/src/index.js";
 import { errorLine, field, h, onSubmit, values } from "./dom.js";
-import { vitals, withSession } from "./session.js";
+import { vitals } from "./session.js";
 import { amount, type Screen } from "./screen.js";
 
 type Meal = Schemas["MealView"];
@@ -55,7 +55,7 @@ export function logMealSection(screen: Screen): HTMLElement {
   onSubmit(form, async () => {
     const body = mealBody(form, screen.day);
     const before = screen.home.day.nutrition.meals;
-    const meal = await withSession(async () => ok(await vitals.api.POST("/v1/me/meals", { body })));
+    const meal = await vitals.authorized(async () => ok(await vitals.api.POST("/v1/me/meals", { body })));
     form.reset();
     // The recent meals and the day's totals are separate projections: shown once both
     // have the meal.
@@ -99,7 +99,7 @@ function editForm(screen: Screen, meal: Meal): HTMLElement {
     const body = mealBody(form, meal.day);
     const path = { id: meal.meal_id };
     const before = screen.home.day.nutrition.totals.calories;
-    const saved = await withSession(async () =>
+    const saved = await vitals.authorized(async () =>
       ok(await vitals.api.PUT("/v1/me/meals/{id}", { params: { path }, body })),
     );
     // Today's calories once the edit is in the day's totals (a separate projection

@@ -4,7 +4,7 @@
  * before the screen shows it.
  */
 import { eventually, ok, type Schemas } from "../../typescript/src/index.js";
-import { vitals, withSession } from "./session.js";
+import { vitals } from "./session.js";
 
 export type Home = Schemas["HomeView"];
 
@@ -26,7 +26,7 @@ export interface Screen {
 /** The dashboard of `day` (today when absent). */
 export async function readHome(day?: string): Promise<Home> {
   const query = day ? { date: day } : {};
-  return withSession(async () =>
+  return vitals.authorized(async () =>
     ok(await vitals.api.GET("/v1/me/dashboard", { params: { query } })),
   );
 }

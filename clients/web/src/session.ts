@@ -1,7 +1,7 @@
 /**
  * The app's one connection to the API: the generated client on this page's origin, its
  * session kept in the tab's `sessionStorage` (gone when the tab closes; a phone would use
- * its keychain), and every call sent through `withSession`, which refreshes an expired
+ * its keychain). Every call goes through `vitals.authorized`, which refreshes an expired
  * access token (once, however many sections meet the expiry together).
  */
 import { Vitals, type Session } from "../../typescript/src/index.js";
@@ -28,8 +28,3 @@ export const vitals = new Vitals({
   },
 });
 vitals.resume(kept());
-
-/** Runs `call` with the session, refreshing an expired access token (see `authorized`). */
-export function withSession<T>(call: () => Promise<T>): Promise<T> {
-  return vitals.authorized(call);
-}

@@ -1,7 +1,7 @@
 /** The training block running today, or the form that starts one. */
 import { ApiError, eventually, ok, type Schemas } from "../../typescript/src/index.js";
 import { describe, errorLine, field, h, onSubmit, values } from "./dom.js";
-import { vitals, withSession } from "./session.js";
+import { vitals } from "./session.js";
 import type { Screen } from "./screen.js";
 
 type Block = Schemas["TrainingBlockView"];
@@ -9,7 +9,7 @@ type Block = Schemas["TrainingBlockView"];
 /** The block running today, or none (a 404 is the API's "no block today"). */
 async function current(): Promise<Block | null> {
   try {
-    return await withSession(async () => ok(await vitals.api.GET("/v1/me/training-block/current", {})));
+    return await vitals.authorized(async () => ok(await vitals.api.GET("/v1/me/training-block/current", {})));
   } catch (error) {
     if (error instanceof ApiError && error.status === 404) {
       return null;
@@ -39,7 +39,7 @@ function startForm(screen: Screen, body: HTMLElement): HTMLFormElement {
   onSubmit(form, async () => {
     const v = values(form);
     const request = { start_day: screen.day, weeks: Number(v.weeks), focus: v.focus ?? "" };
-    await withSession(async () => ok(await vitals.api.POST("/v1/me/training-blocks", { body: request })));
+    await vitals.authorized(async () => ok(await vitals.api.POST("/v1/me/training-blocks", { body: request })));
     // The current block is a projection: shown once it lands.
     const block = await eventually("the block to be current", async () => (await current()) ?? undefined, 20_000, 250);
     body.replaceChildren(blockView(block));

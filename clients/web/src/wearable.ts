@@ -5,7 +5,7 @@
  */
 import { ok } from "../../typescript/src/index.js";
 import { errorLine, field, h, onSubmit, values } from "./dom.js";
-import { vitals, withSession } from "./session.js";
+import { vitals } from "./session.js";
 import type { Screen } from "./screen.js";
 
 const provider = "sandbox";
@@ -23,7 +23,7 @@ function approveForm(screen: Screen, state: string, authorizeUrl: string): HTMLF
   );
   onSubmit(form, async () => {
     const code = `code-${values(form).provider_user ?? ""}.${challenge}`;
-    await withSession(async () =>
+    await vitals.authorized(async () =>
       ok(await vitals.api.POST("/v1/integrations/{provider}/complete", { params: { path: { provider } }, body: { state, code } })),
     );
     await screen.converge((home) => home.connections.some((c) => c.provider === provider && c.connected));
@@ -47,7 +47,7 @@ export function wearableSection(screen: Screen): HTMLElement {
   } else {
     const start = h("form", { "data-test": "connect-wearable" }, h("button", { type: "submit" }, "Connect the sandbox wearable"), errorLine());
     onSubmit(start, async () => {
-      const started = await withSession(async () =>
+      const started = await vitals.authorized(async () =>
         ok(await vitals.api.POST("/v1/integrations/{provider}/connect", { params: { path: { provider } } })),
       );
       start.replaceWith(approveForm(screen, started.state, started.authorize_url));

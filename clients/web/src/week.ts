@@ -1,7 +1,7 @@
 /** A week of nutrition as a bar chart of calories (SVG), from the daily summaries. */
 import { ok, type Schemas } from "../../typescript/src/index.js";
 import { describe, h } from "./dom.js";
-import { vitals, withSession } from "./session.js";
+import { vitals } from "./session.js";
 import { addDays, amount, type Screen } from "./screen.js";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -51,7 +51,7 @@ export function weekSection(screen: Screen): HTMLElement {
   const body = h("div", { class: "loading" }, "Loading the week…");
   const section = h("section", { class: "card", "data-test": "week" }, h("h2", {}, "This week's calories"), body);
   const from = addDays(screen.day, -6);
-  withSession(async () => ok(await vitals.api.GET("/v1/me/nutrition/daily", { params: { query: { from, to: screen.day } } })))
+  vitals.authorized(async () => ok(await vitals.api.GET("/v1/me/nutrition/daily", { params: { query: { from, to: screen.day } } })))
     .then((daily) => {
       const drawn = h("div", { class: "chart", "data-test": "week-chart" });
       drawn.append(chart(weekOf(screen.day, daily.days)));

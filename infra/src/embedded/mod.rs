@@ -312,8 +312,9 @@ impl EmbeddedStore {
 
     /// Deletes up to `limit` change records numbered `through` or less; returns how
     /// many. Numbering goes on after the newest, even from an empty log. Run with the
-    /// lowest checkpoint of every consumer, it keeps the log to what is still unprocessed, as a stream's retention
-    /// does: an erased user's old images do not outlive their processing.
+    /// lowest checkpoint of every consumer, it keeps the log to what is still
+    /// unprocessed, as a stream's retention does: an erased user's old images do not
+    /// outlive their processing.
     pub async fn trim_changes(&self, through: u64, limit: usize) -> Result<usize, StoreError> {
         match self.submit(WriteOp::TrimChanges { through, limit }).await? {
             WriteOutcome::Deleted(n) => Ok(n),
