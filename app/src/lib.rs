@@ -22,6 +22,7 @@
 //! - [`lambda_api`]: the same router behind API Gateway (`vitals api-lambda`).
 //! - [`logging`]: log lines as text or JSON on standard error.
 
+pub mod access;
 pub mod admin;
 pub mod admin_client;
 pub mod admin_socket;

@@ -671,13 +671,14 @@ async fn what_the_handlers_answer_is_what_the_document_says() {
     let ana = sessions(&walk, &ana).await;
     leaving(&walk, &ana).await;
     every_operation_was_walked(&walk);
+    vitals_tests::access::finish(&walk.recorded, "http-walk");
 }
 
 /// The server the cases share.
 struct Walk {
     client: Client,
     api: Arc<vitals::http::api::Api>,
-    store: Arc<dyn infra::Store>,
+    recorded: Arc<infra::recorded::Recorded>,
     pipeline: Arc<projectors::pipeline::Pipeline>,
     _dir: tempfile::TempDir,
 }
@@ -685,9 +686,14 @@ struct Walk {
 impl Walk {
     async fn start() -> Self {
         let (embedded, dir) = vitals_tests::pipeline::open();
-        let pipeline = Arc::new(vitals_tests::pipeline::start(&embedded));
-        let store: Arc<dyn infra::Store> = embedded;
-        let shared = store.clone();
+        // Every call the handlers and projectors make is recorded against the declared
+        // access patterns (checked once the walk is done); the cases' own reads are not.
+        let recorded = vitals_tests::access::recording(embedded.clone(), vitals::access::catalog());
+        let pipeline = Arc::new(vitals_tests::pipeline::start_on(
+            &embedded,
+            recorded.clone(),
+        ));
+        let store: Arc<dyn infra::Store> = recorded.clone();
         let api = support::api(store.clone(), 10000);
         let client = Client {
             router: app(AppState {
@@ -703,7 +709,7 @@ impl Walk {
         Self {
             client,
             api,
-            store: shared,
+            recorded,
             pipeline,
             _dir: dir,
         }
@@ -1208,7 +1214,9 @@ async fn scheduled_meals_and_training_blocks(
 /// Readiness: the nightly job scores today once the day's markers are projected.
 async fn readiness(walk: &Walk, ana: &Ana) {
     let _case = Case("readiness");
-    let (client, shared, token) = (&walk.client, &walk.store, ana.token.as_str());
+    let (client, token) = (&walk.client, ana.token.as_str());
+    // The nightly job is code under test: its calls are recorded too.
+    let shared: Arc<dyn infra::Store> = walk.recorded.clone();
     let today = utc_today();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {

@@ -320,6 +320,62 @@ fn block_ending(
     Ok((ending, block))
 }
 
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use crate::idempotency::command_tx;
+    use events_schema::Context::Activity as ACTIVITY;
+    use infra::access::{AccessPattern as P, Action::*, Op, Sk, Written as W};
+
+    const EVENT: W = W::new(Put, ACTIVITY, "USER#", "EVT#");
+
+    /// The activity commands' calls.
+    pub static ACCESS: &[P] = &[
+        P::transact(
+            "log a workout",
+            command_tx!(
+                Activity,
+                "USER#",
+                [W::new(Put, ACTIVITY, "USER#", "WORKOUT#"), EVENT]
+            ),
+            "POST /v1/me/workouts",
+        )
+        .volume(0.5)
+        .size(2, 600),
+        P::transact(
+            "start a training block",
+            command_tx!(
+                Activity,
+                "USER#",
+                [W::new(Put, ACTIVITY, "USER#", "TRAINING_BLOCK#"), EVENT,]
+            ),
+            "POST /v1/me/training-blocks",
+        )
+        .volume(0.02)
+        .size(2, 500),
+        P::new(
+            "a training block, to end it",
+            ACTIVITY,
+            Op::get(true),
+            "USER#",
+            Sk::exact("TRAINING_BLOCK#"),
+            "POST /v1/me/training-blocks/{start_day}/{id}/end",
+        )
+        .volume(0.02)
+        .size(1, 400),
+        P::transact(
+            "end a training block",
+            command_tx!(
+                Activity,
+                "USER#",
+                [W::new(Update, ACTIVITY, "USER#", "TRAINING_BLOCK#"), EVENT,]
+            ),
+            "POST /v1/me/training-blocks/{start_day}/{id}/end",
+        )
+        .volume(0.02)
+        .size(2, 500),
+    ];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -167,6 +167,56 @@ impl EnvironmentCommands {
     }
 }
 
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use events_schema::Context::Environment as ENVIRONMENT;
+    use infra::access::{AccessPattern as P, Op, Sk};
+
+    /// The environment cache's calls (shared by every user near the same place and hour).
+    pub static ACCESS: &[P] = &[
+        P::new(
+            "cached weather",
+            ENVIRONMENT,
+            Op::get(false),
+            "WEATHER#",
+            Sk::exact("WEATHER"),
+            "GET /v1/me/environment",
+        )
+        .volume(1.0)
+        .size(1, 400),
+        P::new(
+            "cache weather",
+            ENVIRONMENT,
+            Op::Put,
+            "WEATHER#",
+            Sk::exact("WEATHER"),
+            "GET /v1/me/environment (a miss; expires in hours)",
+        )
+        .volume(0.1)
+        .size(1, 400),
+        P::new(
+            "cached air quality",
+            ENVIRONMENT,
+            Op::get(false),
+            "AIR#",
+            Sk::exact("AIR"),
+            "GET /v1/me/environment",
+        )
+        .volume(1.0)
+        .size(1, 300),
+        P::new(
+            "cache air quality",
+            ENVIRONMENT,
+            Op::Put,
+            "AIR#",
+            Sk::exact("AIR"),
+            "GET /v1/me/environment (a miss; expires in hours)",
+        )
+        .volume(0.1)
+        .size(1, 300),
+    ];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -246,3 +246,210 @@ pub async fn finish_identity(
     }
     table.transact(actions).await
 }
+
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use events_schema::Context::{self, Identity as IDENTITY, Insights, Integrations};
+    use infra::access::{AccessPattern as P, Action::*, Op, Order::Forward, Sk, Written as W};
+
+    /// The per-table steps of an erasure, in `$table`.
+    macro_rules! erasure_steps {
+        ($table:ident) => {
+            [
+                P::new(
+                    "an erasure's tombstone",
+                    Context::$table,
+                    Op::get(true),
+                    "ERASED#",
+                    Sk::exact("TOMBSTONE"),
+                    "account erasure (and every check that a user is not being erased)",
+                )
+                .volume(0.0003)
+                .size(1, 200),
+                P::new(
+                    "mark an erasure's progress",
+                    Context::$table,
+                    Op::Update,
+                    "ERASED#",
+                    Sk::exact("TOMBSTONE"),
+                    "account erasure",
+                )
+                .volume(0.0003)
+                .size(1, 200),
+            ]
+        };
+    }
+
+    /// The steps of a context erasing a user's partition.
+    macro_rules! partition_steps {
+        ($table:ident) => {
+            [
+                P::new(
+                    "begin an erasure",
+                    Context::$table,
+                    Op::Put,
+                    "ERASED#",
+                    Sk::exact("TOMBSTONE"),
+                    "account erasure (the context's subscription to AccountDeletionRequested)",
+                )
+                .volume(0.0003)
+                .size(1, 200),
+                P::new(
+                    "drain a user's partition",
+                    Context::$table,
+                    Op::Drain,
+                    "USER#",
+                    Sk::Whole,
+                    "account erasure",
+                )
+                .volume(0.0003)
+                .size(1000, 400),
+            ]
+        };
+    }
+
+    /// Erasure's calls, table by table.
+    pub static ACCESS: &[[P; 2]] = &[
+        erasure_steps!(Identity),
+        erasure_steps!(Nutrition),
+        erasure_steps!(Activity),
+        erasure_steps!(Sleep),
+        erasure_steps!(Goals),
+        erasure_steps!(Integrations),
+        erasure_steps!(Insights),
+        erasure_steps!(Dashboard),
+        partition_steps!(Nutrition),
+        partition_steps!(Activity),
+        partition_steps!(Sleep),
+        partition_steps!(Goals),
+        partition_steps!(Integrations),
+        partition_steps!(Insights),
+        partition_steps!(Dashboard),
+        [
+            P::new(
+                "a user's connections, to unlink them",
+                Integrations,
+                Op::query(Forward, false, true),
+                "USER#",
+                Sk::prefix("CONNECTION#"),
+                "account erasure",
+            )
+            .volume(0.0003),
+            P::new(
+                "a user's pending connects",
+                Integrations,
+                Op::query(Forward, false, true),
+                "USER#",
+                Sk::prefix("OAUTH_STATE#"),
+                "account erasure",
+            )
+            .volume(0.0003),
+        ],
+        [
+            P::new(
+                "unlink a provider's account",
+                Integrations,
+                Op::Delete,
+                "PROVIDER_USER#",
+                Sk::exact("PROVIDER_USER"),
+                "account erasure (only while it is still this user's)",
+            )
+            .volume(0.0003),
+            P::new(
+                "forget a pending connect",
+                Integrations,
+                Op::Delete,
+                "OAUTH_STATE#",
+                Sk::exact("OAUTH_STATE"),
+                "account erasure (only while it is still this user's)",
+            )
+            .volume(0.0003),
+        ],
+        [
+            P::new(
+                "the readiness job's runs",
+                Insights,
+                Op::query(Forward, false, true),
+                "JOB#",
+                Sk::Whole,
+                "account erasure (a run's cursor naming the user is forgotten), the nightly job",
+            )
+            .volume(0.0003)
+            .size(7, 200),
+            P::new(
+                "forget a run's cursor",
+                Insights,
+                Op::Update,
+                "JOB#",
+                Sk::exact("RUN#"),
+                "account erasure",
+            )
+            .volume(0.0003)
+            .size(1, 200),
+        ],
+        [
+            P::new(
+                "the rest of an identity partition",
+                IDENTITY,
+                Op::query(Forward, false, true),
+                "USER#",
+                Sk::Whole,
+                "account erasure (identity's last step)",
+            )
+            .volume(0.0003)
+            .size(10, 300),
+            P::new(
+                "an email's reservation",
+                IDENTITY,
+                Op::get(true),
+                "EMAIL#",
+                Sk::exact("EMAIL"),
+                "account erasure (identity's last step)",
+            )
+            .volume(0.0003)
+            .size(1, 200),
+        ],
+        [
+            P::new(
+                "forget a sign-up's idempotency record",
+                IDENTITY,
+                Op::Delete,
+                "EMAIL#",
+                Sk::exact("IDEMPOTENCY#"),
+                "account erasure (identity's last step)",
+            )
+            .volume(0.0003),
+            P::new(
+                "delete an identity item",
+                IDENTITY,
+                Op::Delete,
+                "USER#",
+                Sk::exact("EVT#"),
+                "account erasure (identity's last step)",
+            )
+            .volume(0.0003),
+        ],
+        [
+            P::new(
+                "delete an idempotency record",
+                IDENTITY,
+                Op::Delete,
+                "USER#",
+                Sk::exact("IDEMPOTENCY#"),
+                "account erasure (identity's last step)",
+            )
+            .volume(0.0003),
+            P::transact(
+                "finish an identity's erasure",
+                &[
+                    W::new(Delete, IDENTITY, "USER#", "PROFILE"),
+                    W::new(Update, IDENTITY, "ERASED#", "TOMBSTONE"),
+                    W::new(Delete, IDENTITY, "EMAIL#", "EMAIL"),
+                ],
+                "account erasure (identity's last step: the email is free again)",
+            )
+            .volume(0.0003)
+            .size(3, 300),
+        ],
+    ];
+}

@@ -585,6 +585,71 @@ fn canonical(
     written
 }
 
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use crate::idempotency::command_tx;
+    use events_schema::Context::{Activity as ACTIVITY, Sleep as SLEEP};
+    use infra::access::{AccessPattern as P, Action::*, Op, Sk, Written as W};
+
+    /// The wearables' sync calls: a record found by its external id, then written once.
+    pub static ACCESS: &[P] = &[
+        P::new(
+            "a synced workout, by external id",
+            ACTIVITY,
+            Op::get(true),
+            "USER#",
+            Sk::exact("EXTERNAL#"),
+            "POST /v1/integrations/{provider}/webhook (a workout)",
+        )
+        .volume(1.0)
+        .size(1, 200),
+        P::transact(
+            "sync a workout",
+            command_tx!(
+                Activity,
+                "USER#",
+                [
+                    W::new(Put, ACTIVITY, "USER#", "EXTERNAL#"),
+                    W::new(Update, ACTIVITY, "USER#", "EXTERNAL#"),
+                    W::new(Delete, ACTIVITY, "USER#", "WORKOUT#"),
+                    W::new(Put, ACTIVITY, "USER#", "WORKOUT#"),
+                    W::new(Put, ACTIVITY, "USER#", "EVT#"),
+                ]
+            ),
+            "POST /v1/integrations/{provider}/webhook (a workout)",
+        )
+        .volume(1.0)
+        .size(3, 500),
+        P::new(
+            "a synced night, by external id",
+            SLEEP,
+            Op::get(true),
+            "USER#",
+            Sk::exact("EXTERNAL#"),
+            "POST /v1/integrations/{provider}/webhook (a night)",
+        )
+        .volume(1.0)
+        .size(1, 200),
+        P::transact(
+            "sync a night",
+            command_tx!(
+                Sleep,
+                "USER#",
+                [
+                    W::new(Put, SLEEP, "USER#", "EXTERNAL#"),
+                    W::new(Update, SLEEP, "USER#", "EXTERNAL#"),
+                    W::new(Delete, SLEEP, "USER#", "SLEEP#"),
+                    W::new(Put, SLEEP, "USER#", "SLEEP#"),
+                    W::new(Put, SLEEP, "USER#", "EVT#"),
+                ]
+            ),
+            "POST /v1/integrations/{provider}/webhook (a night)",
+        )
+        .volume(1.0)
+        .size(3, 500),
+    ];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

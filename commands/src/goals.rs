@@ -177,6 +177,55 @@ impl GoalCommands {
     }
 }
 
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use crate::idempotency::command_tx;
+    use events_schema::Context::Goals as GOALS;
+    use infra::access::{AccessPattern as P, Action::*, Op, Sk, Written as W};
+
+    /// The goal commands' calls.
+    pub static ACCESS: &[P] = &[
+        P::transact(
+            "set a goal",
+            command_tx!(
+                Goals,
+                "USER#",
+                [
+                    W::new(Put, GOALS, "USER#", "GOAL#"),
+                    W::new(Put, GOALS, "USER#", "EVT#"),
+                ]
+            ),
+            "POST /v1/me/goals",
+        )
+        .volume(0.05)
+        .size(2, 500),
+        P::new(
+            "a goal, to change it",
+            GOALS,
+            Op::get(true),
+            "USER#",
+            Sk::exact("GOAL#"),
+            "PATCH /v1/me/goals/{id}",
+        )
+        .volume(0.05)
+        .size(1, 600),
+        P::transact(
+            "change a goal",
+            command_tx!(
+                Goals,
+                "USER#",
+                [
+                    W::new(Update, GOALS, "USER#", "GOAL#"),
+                    W::new(Put, GOALS, "USER#", "EVT#"),
+                ]
+            ),
+            "PATCH /v1/me/goals/{id}",
+        )
+        .volume(0.05)
+        .size(2, 600),
+    ];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

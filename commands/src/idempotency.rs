@@ -160,6 +160,59 @@ pub fn unexpected(reasons: &[CancelReason]) -> CommandError {
     }
 }
 
+/// The items of a command's transaction as an access pattern declares them: `$items`,
+/// plus what [`commit`] adds: the idempotency record (in the `$record` partition) and
+/// the check that the user is not being erased.
+macro_rules! command_tx {
+    ($table:ident, $record:literal, [$($item:expr),* $(,)?]) => {
+        &[
+            $($item,)*
+            infra::access::Written::new(
+                infra::access::Action::Put,
+                events_schema::Context::$table,
+                $record,
+                "IDEMPOTENCY#",
+            ),
+            infra::access::Written::new(
+                infra::access::Action::Check,
+                events_schema::Context::$table,
+                "ERASED#",
+                "TOMBSTONE",
+            ),
+        ]
+    };
+}
+pub(crate) use command_tx;
+
+/// The idempotency record read of every context (a retried request's answer).
+macro_rules! replay_pattern {
+    ($table:ident) => {
+        infra::access::AccessPattern::new(
+            "replay a retried request",
+            events_schema::Context::$table,
+            infra::access::Op::get(true),
+            "USER#",
+            infra::access::Sk::exact("IDEMPOTENCY#"),
+            "any command sent with an Idempotency-Key",
+        )
+        .volume(0.5)
+        .size(1, 800)
+    };
+}
+
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    /// The idempotency reads (one per context that takes keys).
+    pub static ACCESS: &[infra::access::AccessPattern] = &[
+        replay_pattern!(Identity),
+        replay_pattern!(Nutrition),
+        replay_pattern!(Activity),
+        replay_pattern!(Sleep),
+        replay_pattern!(Goals),
+        replay_pattern!(Integrations),
+    ];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -46,3 +46,26 @@ pub(crate) mod validate;
 
 pub use error::CommandError;
 pub use meta::{CommandMeta, Outcome};
+
+/// The access patterns this crate's code issues, declared beside the calls (see
+/// `infra::access`).
+pub fn access_patterns() -> Vec<&'static infra::access::AccessPattern> {
+    let modules: &[&'static [infra::access::AccessPattern]] = &[
+        idempotency::access::ACCESS,
+        identity::access::ACCESS,
+        identity::sessions::access::ACCESS,
+        identity::tries::access::ACCESS,
+        nutrition::meals::access::ACCESS,
+        nutrition::scheduled::access::ACCESS,
+        nutrition::catalog::access::ACCESS,
+        activity::access::ACCESS,
+        sleep::access::ACCESS,
+        goals::access::ACCESS,
+        external_sync::access::ACCESS,
+        integrations::oauth::access::ACCESS,
+        integrations::webhook::access::ACCESS,
+        environment::access::ACCESS,
+        erasure::access::ACCESS.as_flattened(),
+    ];
+    modules.iter().flat_map(|m| m.iter()).collect()
+}

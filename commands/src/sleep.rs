@@ -172,6 +172,29 @@ impl SleepCommands {
 // A wearable's night, versioned by `sync_sleep`.
 external_sync::delivered!(ProviderSleep, began: start);
 
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use crate::idempotency::command_tx;
+    use events_schema::Context::Sleep as SLEEP;
+    use infra::access::{AccessPattern as P, Action::*, Written as W};
+
+    /// The sleep command's call.
+    pub static ACCESS: &[P] = &[P::transact(
+        "record a night's sleep",
+        command_tx!(
+            Sleep,
+            "USER#",
+            [
+                W::new(Put, SLEEP, "USER#", "SLEEP#"),
+                W::new(Put, SLEEP, "USER#", "EVT#"),
+            ]
+        ),
+        "POST /v1/me/sleep",
+    )
+    .volume(0.5)
+    .size(2, 500)];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,6 +22,7 @@ pub mod context;
 pub mod envelope;
 pub mod events;
 pub mod ids;
+pub mod item_kinds;
 pub mod keys;
 pub mod rows;
 pub mod schema_compat;

@@ -21,6 +21,7 @@
 //!   budget), which benchmarks put around their store.
 //! - [`aws_client`]: SDK configuration shared by every AWS adapter.
 
+pub mod access;
 pub mod aws_client;
 pub mod buffered;
 pub mod capacity;
@@ -32,8 +33,15 @@ pub mod feed;
 pub mod folded;
 pub mod logged;
 pub mod observed;
+pub mod recorded;
 pub mod slow;
 pub mod store;
 pub mod table;
 
 pub use store::{Store, StoreError};
+
+/// The access patterns this crate's own code issues (the dead-letter rows), declared
+/// beside the calls (see [`access`]).
+pub fn access_patterns() -> Vec<&'static access::AccessPattern> {
+    dlq::access::ACCESS.as_flattened().iter().collect()
+}

@@ -71,3 +71,43 @@ impl Projector for NutritionFromActivity {
         Ok(())
     }
 }
+
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use events_schema::Context::{Activity as ACTIVITY, Nutrition as NUTRITION};
+    use infra::access::{AccessPattern as P, Op, Sk};
+
+    /// The cross-context projections' calls.
+    pub static ACCESS: &[P] = &[
+        P::new(
+            "project a day's intake for activity",
+            ACTIVITY,
+            Op::Put,
+            "USER#",
+            Sk::exact("INTAKE#"),
+            "MealLogged, MealEdited, MealDeleted (nutrition-to-activity)",
+        )
+        .volume(4.0)
+        .size(1, 300),
+        P::new(
+            "a day's training load",
+            NUTRITION,
+            Op::get(true),
+            "USER#",
+            Sk::exact("TRAINING_LOAD#"),
+            "WorkoutLogged (activity-to-nutrition, merged into the day)",
+        )
+        .volume(1.0)
+        .size(1, 300),
+        P::new(
+            "project a day's training load for nutrition",
+            NUTRITION,
+            Op::Put,
+            "USER#",
+            Sk::exact("TRAINING_LOAD#"),
+            "WorkoutLogged (activity-to-nutrition)",
+        )
+        .volume(1.0)
+        .size(1, 300),
+    ];
+}

@@ -274,3 +274,45 @@ impl Folding {
         Ok(())
     }
 }
+
+/// A fold's own calls, generated from the folded subscriptions' declared writes: each
+/// row of a kind they write read once (strongly consistent), then written once,
+/// conditioned on being as read (created, changed or deleted).
+pub fn fold_access() -> Vec<&'static infra::access::AccessPattern> {
+    use infra::access::{AccessPattern as P, Op, Sk};
+    static PATTERNS: std::sync::OnceLock<Vec<P>> = std::sync::OnceLock::new();
+    let patterns = PATTERNS.get_or_init(|| {
+        let mut patterns = Vec::new();
+        for projector in crate::registry::described_foldable() {
+            let subscription = projector.subscription();
+            for kind in subscription.writes {
+                let kind = infra::access::intern(kind);
+                let ops = [
+                    ("a row read once for a fold", Op::get(true)),
+                    ("a folded row created", Op::Put),
+                    ("a folded row changed", Op::Update),
+                    ("a folded row deleted", Op::Delete),
+                ];
+                for (name, op) in ops {
+                    let feature =
+                        "a Lambda batch's records of one user, folded (projector Lambdas)";
+                    let pattern = P::new(
+                        name,
+                        subscription.target,
+                        op,
+                        "USER#",
+                        Sk::exact(kind),
+                        feature,
+                    )
+                    .volume(0.0)
+                    .size(1, 400);
+                    if !patterns.iter().any(|p: &P| p.shape == pattern.shape) {
+                        patterns.push(pattern);
+                    }
+                }
+            }
+        }
+        patterns
+    });
+    patterns.iter().collect()
+}

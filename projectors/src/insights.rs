@@ -125,3 +125,33 @@ impl Projector for InsightsFromSleep {
         Ok(())
     }
 }
+
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use events_schema::Context::Insights as INSIGHTS;
+    use infra::access::{AccessPattern as P, Op, Sk};
+
+    /// The day markers' calls.
+    pub static ACCESS: &[P] = &[
+        P::new(
+            "a user's day marker",
+            INSIGHTS,
+            Op::get(true),
+            "USER#",
+            Sk::exact("ACTIVE_DAY#"),
+            "every meal, workout and night (merged into the day's marker)",
+        )
+        .volume(6.0)
+        .size(1, 300),
+        P::new(
+            "mark a day active",
+            INSIGHTS,
+            Op::Put,
+            "USER#",
+            Sk::exact("ACTIVE_DAY#"),
+            "every meal, workout and night",
+        )
+        .volume(6.0)
+        .size(1, 300),
+    ];
+}

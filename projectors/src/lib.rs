@@ -45,3 +45,33 @@ pub mod runtime;
 pub mod wearables;
 
 pub use projector::{ProjectionError, Projector, Subscription};
+
+/// The access patterns this crate's code issues, declared beside the calls (see
+/// `infra::access`).
+pub fn access_patterns() -> Vec<&'static infra::access::AccessPattern> {
+    let modules: &[&'static [infra::access::AccessPattern]] = &[
+        dashboard::access::ACCESS,
+        dashboard::access::TRIMMING.as_flattened(),
+        goals::access::ACCESS,
+        goals::access::FACTS.as_flattened(),
+        insights::access::ACCESS,
+        cross::access::ACCESS,
+        nightly::access::ACCESS,
+        erasure::access::GUARDS,
+        erasure::access::ANNOUNCEMENTS.as_flattened(),
+        replay::access::SOURCES.as_flattened(),
+        replay::access::CHECKPOINTS.as_flattened(),
+    ];
+    let mut all: Vec<_> = modules.iter().flat_map(|m| m.iter()).collect();
+    // The generated ones (a rebuild's, a fold's) where no declaration above has the
+    // same shape: one physical access, one pattern, whoever issues it.
+    for generated in replay::rebuild_access()
+        .into_iter()
+        .chain(fold::fold_access())
+    {
+        if !all.iter().any(|p| p.shape == generated.shape) {
+            all.push(generated);
+        }
+    }
+    all
+}

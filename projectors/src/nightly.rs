@@ -398,6 +398,56 @@ fn checkpoint(day: Day, next: Option<&Cursor>, finished: bool) -> Item {
     item
 }
 
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use events_schema::Context::Insights as INSIGHTS;
+    use infra::access::{AccessPattern as P, Op, Order::Forward, Sk};
+
+    /// The nightly readiness job's calls.
+    pub static ACCESS: &[P] = &[
+        P::new(
+            "the users active on a day",
+            INSIGHTS,
+            Op::query_index("active-day", Forward, true),
+            "DAY#",
+            Sk::Whole,
+            "the nightly readiness job (a page of users at a time)",
+        )
+        .volume(0.01)
+        .size(100, 300),
+        P::new(
+            "save the job's place",
+            INSIGHTS,
+            Op::Put,
+            "JOB#",
+            Sk::exact("RUN#"),
+            "the nightly readiness job (after each page)",
+        )
+        .volume(0.01)
+        .size(1, 200),
+        P::new(
+            "a user's week of day markers",
+            INSIGHTS,
+            Op::query(Forward, false, true),
+            "USER#",
+            Sk::range("ACTIVE_DAY#"),
+            "the nightly readiness job (one user scored)",
+        )
+        .volume(1.0)
+        .size(7, 300),
+        P::new(
+            "record a day's readiness",
+            INSIGHTS,
+            Op::Put,
+            "USER#",
+            Sk::exact("READINESS#"),
+            "the nightly readiness job",
+        )
+        .volume(1.0)
+        .size(1, 300),
+    ];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

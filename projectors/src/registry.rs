@@ -217,6 +217,11 @@ pub fn described() -> Vec<Arc<dyn Projector>> {
     all(Arc::new(Detached))
 }
 
+/// The subscriptions [`foldable`] folds, built only to be described.
+pub fn described_foldable() -> Vec<Arc<dyn Projector>> {
+    foldable(Arc::new(Detached), &Clock::System)
+}
+
 /// A store for subscriptions that are described, never run.
 struct Detached;
 

@@ -463,3 +463,161 @@ impl Run {
         Ok(())
     }
 }
+
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use events_schema::Context;
+    use infra::access::{AccessPattern as P, Op, Order::Forward, Sk};
+
+    /// The replay tool's reads of a source table's outbox.
+    macro_rules! source {
+        ($table:ident) => {
+            [
+                P::new(
+                    "every event of a table",
+                    Context::$table,
+                    Op::Scan,
+                    "*",
+                    Sk::Whole,
+                    "vitals replay (all users), a page at a time; operators only",
+                )
+                .volume(0.0)
+                .size(1000, 800),
+                P::new(
+                    "a user's events",
+                    Context::$table,
+                    Op::query(Forward, true, true),
+                    "USER#",
+                    Sk::prefix("EVT#"),
+                    "vitals replay --user, a page at a time; operators only",
+                )
+                .volume(0.0)
+                .size(100, 800),
+            ]
+        };
+    }
+
+    /// The replay tool's checkpoints in a target table: `REPLAY#<subscription>`, scoped
+    /// `all` or `user-<digest>`.
+    macro_rules! checkpoints {
+        ($table:ident) => {
+            [
+                checkpoint!(
+                    $table,
+                    Op::get(true),
+                    "all",
+                    "where a replay of every user stopped"
+                ),
+                checkpoint!($table, Op::Put, "all", "save a replay's place"),
+                checkpoint!($table, Op::Delete, "all", "a replay done"),
+                checkpoint!(
+                    $table,
+                    Op::get(true),
+                    "user-",
+                    "where a user's replay stopped"
+                ),
+                checkpoint!($table, Op::Put, "user-", "save a user's replay's place"),
+                checkpoint!($table, Op::Delete, "user-", "a user's replay done"),
+            ]
+        };
+    }
+
+    macro_rules! checkpoint {
+        ($table:ident, $op:expr, $scope:literal, $name:literal) => {
+            P::new(
+                $name,
+                Context::$table,
+                $op,
+                "REPLAY#",
+                Sk::exact($scope),
+                "vitals replay (a page at a time); operators only",
+            )
+            .volume(0.0)
+            .size(1, 200)
+        };
+    }
+
+    /// The replay tool's reads, per source table.
+    pub static SOURCES: &[[P; 2]] = &[
+        source!(Identity),
+        source!(Nutrition),
+        source!(Activity),
+        source!(Sleep),
+        source!(Goals),
+        source!(Integrations),
+        source!(Insights),
+        source!(Dashboard),
+    ];
+
+    /// The replay tool's checkpoints, per target table.
+    pub static CHECKPOINTS: &[[P; 6]] = &[
+        checkpoints!(Identity),
+        checkpoints!(Nutrition),
+        checkpoints!(Activity),
+        checkpoints!(Sleep),
+        checkpoints!(Goals),
+        checkpoints!(Integrations),
+        checkpoints!(Insights),
+        checkpoints!(Dashboard),
+    ];
+}
+
+/// A rebuild's own calls (`Mode::Rebuild`, through `infra::buffered`), generated from
+/// the subscriptions' declared writes: each target table's partitions loaded a page at
+/// a time, and its final rows written in batches: the kinds its subscriptions declare
+/// (put or deleted), an erased user's partition drained, tombstones.
+pub fn rebuild_access() -> Vec<&'static infra::access::AccessPattern> {
+    use crate::Subscription;
+    use infra::access::{AccessPattern as P, Action::*, Op, Order::Forward, Sk, Written as W};
+    static PATTERNS: std::sync::OnceLock<Vec<P>> = std::sync::OnceLock::new();
+    let patterns = PATTERNS.get_or_init(|| {
+        let subscriptions: Vec<Subscription> = crate::registry::described()
+            .iter()
+            .map(|p| p.subscription())
+            .collect();
+        let mut patterns = Vec::new();
+        for table in Context::ALL {
+            let writers: Vec<&Subscription> =
+                subscriptions.iter().filter(|s| s.target == table).collect();
+            if writers.is_empty() {
+                continue;
+            }
+            for pk in ["USER#", "ERASED#", "JOB#"] {
+                patterns.push(
+                    P::new(
+                        "load a partition for a rebuild",
+                        table,
+                        Op::query(Forward, true, true),
+                        pk,
+                        Sk::Whole,
+                        "vitals replay --rebuild (each partition read once, 100 rows a page)",
+                    )
+                    .volume(0.0)
+                    .size(100, 400),
+                );
+            }
+            let mut items = vec![
+                W::new(Delete, table, "USER#", W::ANY),
+                W::new(Put, table, "ERASED#", "TOMBSTONE"),
+            ];
+            for kind in writers.iter().flat_map(|s| s.writes.iter()) {
+                let kind = infra::access::intern(kind);
+                items.push(W::new(Put, table, "USER#", kind));
+                items.push(W::new(Delete, table, "USER#", kind));
+            }
+            items.dedup();
+            let items: &'static [W] = Box::leak(items.into_boxed_slice());
+            patterns.push(
+                P::batch(
+                    "write a rebuild's final rows",
+                    items,
+                    "vitals replay --rebuild (rows in key order, unconditional)",
+                )
+                .volume(0.0)
+                .size(25, 400),
+            );
+        }
+        patterns
+    });
+    patterns.iter().collect()
+}

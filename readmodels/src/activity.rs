@@ -52,3 +52,33 @@ impl Activity {
         Ok((today <= block.end_day).then_some(block))
     }
 }
+
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use events_schema::Context::Activity as ACTIVITY;
+    use infra::access::{AccessPattern as P, Op, Order::Backward, Sk};
+
+    /// The activity reads.
+    pub static ACCESS: &[P] = &[
+        P::new(
+            "the latest workout",
+            ACTIVITY,
+            Op::query(Backward, true, false),
+            "USER#",
+            Sk::prefix("WORKOUT#"),
+            "GET /v1/me/workouts/latest",
+        )
+        .volume(1.0)
+        .size(1, 500),
+        P::new(
+            "the block in progress",
+            ACTIVITY,
+            Op::query(Backward, true, false),
+            "USER#",
+            Sk::range("TRAINING_BLOCK#"),
+            "GET /v1/me/training-block/current (the latest block started by today)",
+        )
+        .volume(1.0)
+        .size(1, 400),
+    ];
+}

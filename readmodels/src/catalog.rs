@@ -87,3 +87,21 @@ impl Catalog {
         page_of::<MealPlanCurated, MealPlanView>(found)
     }
 }
+
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use events_schema::Context::Nutrition as NUTRITION;
+    use infra::access::{AccessPattern as P, Op, Order::Forward, Sk};
+
+    /// The catalog's read: one category, by name, through the sparse index.
+    pub static ACCESS: &[P] = &[P::new(
+        "a catalog category, by name",
+        NUTRITION,
+        Op::query_index("catalog", Forward, true),
+        "CATALOG#",
+        Sk::Whole,
+        "GET /v1/catalog/recipes, GET /v1/catalog/meal-plans, vitals admin catalog",
+    )
+    .volume(0.5)
+    .size(20, 1500)];
+}

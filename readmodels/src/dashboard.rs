@@ -113,3 +113,33 @@ impl Dashboard {
             .transpose()
     }
 }
+
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use events_schema::Context::Dashboard as DASHBOARD;
+    use infra::access::{AccessPattern as P, Op, Order::Forward, Sk};
+
+    /// The home screen's reads.
+    pub static ACCESS: &[P] = &[
+        P::new(
+            "the home screen",
+            DASHBOARD,
+            Op::query(Forward, false, false),
+            "USER#",
+            Sk::below("~"),
+            "GET /v1/me/dashboard (every row before the history, which sorts after `~`)",
+        )
+        .volume(20.0)
+        .size(30, 400),
+        P::new(
+            "the profile as shown",
+            DASHBOARD,
+            Op::get(false),
+            "USER#",
+            Sk::exact("PROFILE"),
+            "GET /v1/me/profile",
+        )
+        .volume(2.0)
+        .size(1, 300),
+    ];
+}

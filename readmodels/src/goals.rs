@@ -100,3 +100,43 @@ impl Goals {
         })
     }
 }
+
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use events_schema::Context::Goals as GOALS;
+    use infra::access::{AccessPattern as P, Op, Order::Forward, Sk};
+
+    /// The goals screens' reads.
+    pub static ACCESS: &[P] = &[
+        P::new(
+            "a user's goals in one status",
+            GOALS,
+            Op::query_index("by-status", Forward, true),
+            "USER#",
+            Sk::Whole,
+            "GET /v1/me/goals",
+        )
+        .volume(3.0)
+        .size(5, 500),
+        P::new(
+            "a goal",
+            GOALS,
+            Op::get(false),
+            "USER#",
+            Sk::exact("GOAL#"),
+            "GET /v1/me/goals/{id}",
+        )
+        .volume(1.0)
+        .size(1, 600),
+        P::new(
+            "a goal's progress by period",
+            GOALS,
+            Op::query(Forward, true, false),
+            "USER#",
+            Sk::prefix("PROGRESS#"),
+            "GET /v1/me/goals/{id}/progress",
+        )
+        .volume(1.0)
+        .size(10, 300),
+    ];
+}

@@ -137,3 +137,43 @@ impl History {
             .await
     }
 }
+
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use events_schema::Context::Dashboard as DASHBOARD;
+    use infra::access::{AccessPattern as P, Op, Order::*, Sk};
+
+    /// The history screens' reads, a page at a time.
+    pub static ACCESS: &[P] = &[
+        P::new(
+            "a day's meals",
+            DASHBOARD,
+            Op::query(Forward, true, false),
+            "USER#",
+            Sk::prefix("~MEAL#"),
+            "GET /v1/me/meals?date=",
+        )
+        .volume(2.0)
+        .size(5, 400),
+        P::new(
+            "workouts of a range of days, newest first",
+            DASHBOARD,
+            Op::query(Backward, true, false),
+            "USER#",
+            Sk::range("~WORKOUT#"),
+            "GET /v1/me/workouts",
+        )
+        .volume(1.0)
+        .size(10, 400),
+        P::new(
+            "nights of a range, newest first",
+            DASHBOARD,
+            Op::query(Backward, true, false),
+            "USER#",
+            Sk::range("~SLEEP#"),
+            "GET /v1/me/sleep",
+        )
+        .volume(1.0)
+        .size(7, 300),
+    ];
+}

@@ -47,3 +47,21 @@ impl Insights {
         }
     }
 }
+
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use events_schema::Context::Insights as INSIGHTS;
+    use infra::access::{AccessPattern as P, Op, Sk};
+
+    /// The readiness read.
+    pub static ACCESS: &[P] = &[P::new(
+        "a day's readiness",
+        INSIGHTS,
+        Op::get(false),
+        "USER#",
+        Sk::exact("READINESS#"),
+        "GET /v1/me/readiness",
+    )
+    .volume(1.0)
+    .size(1, 300)];
+}

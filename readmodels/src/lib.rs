@@ -60,3 +60,19 @@ pub(crate) fn live(rows: Vec<infra::store::Item>) -> impl Iterator<Item = infra:
     rows.into_iter()
         .filter(|row| !events_schema::rows::is_tombstone(row))
 }
+
+/// The access patterns this crate's code issues, declared beside the calls (see
+/// `infra::access`).
+pub fn access_patterns() -> Vec<&'static infra::access::AccessPattern> {
+    let modules: &[&'static [infra::access::AccessPattern]] = &[
+        dashboard::access::ACCESS,
+        goals::access::ACCESS,
+        history::access::ACCESS,
+        nutrition::access::ACCESS,
+        insights::access::ACCESS,
+        activity::access::ACCESS,
+        planning::access::ACCESS,
+        catalog::access::ACCESS,
+    ];
+    modules.iter().flat_map(|m| m.iter()).collect()
+}

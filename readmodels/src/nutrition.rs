@@ -71,3 +71,21 @@ impl Nutrition {
         Ok(DailyNutritionView { days })
     }
 }
+
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use events_schema::Context::Nutrition as NUTRITION;
+    use infra::access::{AccessPattern as P, Op, Order::Forward, Sk};
+
+    /// The daily nutrition read.
+    pub static ACCESS: &[P] = &[P::new(
+        "daily totals of a range of days",
+        NUTRITION,
+        Op::query(Forward, false, false),
+        "USER#",
+        Sk::range("DAILY_SUMMARY#"),
+        "GET /v1/me/nutrition/daily (at most 31 days)",
+    )
+    .volume(2.0)
+    .size(7, 300)];
+}

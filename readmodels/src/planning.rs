@@ -118,3 +118,33 @@ impl TrainingBlocks {
         page_of::<BlockRow, TrainingBlockListed>(found)
     }
 }
+
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use events_schema::Context::{Activity as ACTIVITY, Nutrition as NUTRITION};
+    use infra::access::{AccessPattern as P, Op, Order::*, Sk};
+
+    /// The planning reads.
+    pub static ACCESS: &[P] = &[
+        P::new(
+            "scheduled meals of a range of days",
+            NUTRITION,
+            Op::query(Forward, true, false),
+            "USER#",
+            Sk::range("SCHEDULED_MEAL#"),
+            "GET /v1/me/scheduled-meals",
+        )
+        .volume(1.0)
+        .size(7, 500),
+        P::new(
+            "training blocks, newest first",
+            ACTIVITY,
+            Op::query(Backward, true, false),
+            "USER#",
+            Sk::prefix("TRAINING_BLOCK#"),
+            "GET /v1/me/training-blocks",
+        )
+        .volume(0.1)
+        .size(5, 400),
+    ];
+}

@@ -230,6 +230,10 @@ pub type Rows = BTreeMap<String, BTreeMap<String, Vec<Item>>>;
 
 /// Runs a fixture under one delivery on a fresh store; returns the rows.
 pub async fn run(fixture: &Fixture, delivery: &Delivery, store: Arc<dyn Store>) -> Rows {
+    // The projectors' calls are recorded against the declared access patterns; the
+    // seeding and the reading back below are the test's own.
+    let recorded = crate::access::recording(store.clone(), crate::access::catalog());
+    let projected: Arc<dyn Store> = recorded.clone();
     for seed in &fixture.seed {
         store
             .put(seed.table, seed.item.clone(), None)
@@ -240,11 +244,11 @@ pub async fn run(fixture: &Fixture, delivery: &Delivery, store: Arc<dyn Store>) 
         .subscriptions
         .iter()
         .map(|name| {
-            let declared = projectors::registry::find(store.clone(), name)
+            let declared = projectors::registry::find(projected.clone(), name)
                 .unwrap_or_else(|| panic!("unknown subscription {name}"))
                 .subscription();
             let checked: Arc<dyn Store> =
-                Arc::new(Observed::new(store.clone(), DeclaredWrites(declared)));
+                Arc::new(Observed::new(projected.clone(), DeclaredWrites(declared)));
             projectors::registry::find(checked, name)
                 .unwrap_or_else(|| panic!("unknown subscription {name}"))
         })
@@ -257,6 +261,7 @@ pub async fn run(fixture: &Fixture, delivery: &Delivery, store: Arc<dyn Store>) 
                 .unwrap_or_else(|e| panic!("{} on {}: {e}", projector.name(), event.event_type));
         }
     }
+    crate::access::finish(&recorded, "projector-fixtures");
     let mut rows = Rows::new();
     for (table, partitions) in &fixture.expect {
         let context: Context = table.parse().expect("table name");

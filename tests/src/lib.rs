@@ -29,6 +29,7 @@
 //! - [`instants`]: nights across clock changes and weeks at either end of the world, on a
 //!   manual clock; [`instants_suite!`] expands them per backend.
 
+pub mod access;
 pub mod backends;
 pub mod commands;
 pub mod conformance;

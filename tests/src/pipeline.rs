@@ -50,6 +50,16 @@ pub fn start(store: &Arc<EmbeddedStore>) -> Pipeline {
     )
 }
 
+/// As [`start`], with the projectors (and their dead letters) on `projected`: `store`
+/// seen through a wrapper, such as a recording of their calls.
+pub fn start_on(store: &Arc<EmbeddedStore>, projected: Arc<dyn Store>) -> Pipeline {
+    Pipeline::start(
+        projected.clone(),
+        Arc::new(EmbeddedFeed::new(store.clone())),
+        projectors::registry::all(projected),
+    )
+}
+
 /// Waits until every worker of `pipeline` has applied everything committed to `store`.
 pub async fn wait_caught_up(pipeline: &Pipeline, store: &EmbeddedStore) {
     let deadline = Instant::now() + DEADLINE;

@@ -237,8 +237,8 @@ async fn dummy_hash() -> Result<&'static str, CommandError> {
         .map(String::as_str)
 }
 
-mod sessions;
-mod tries;
+pub(crate) mod sessions;
+pub(crate) mod tries;
 
 pub use sessions::{Access, RefreshToken, SESSION_DAYS, SignedIn};
 pub use tries::Tried;
@@ -662,6 +662,93 @@ fn email_change_cancelled<T>(reasons: &[CancelReason]) -> Result<Attempt<T>, Com
         other if other.contains(&CancelReason::Conflict) => Ok(Attempt::LostRace),
         other => Err(idempotency::unexpected(other)),
     }
+}
+
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use crate::idempotency::command_tx;
+    use events_schema::Context::Identity as IDENTITY;
+    use infra::access::{AccessPattern as P, Action::*, Op, Order::Forward, Sk, Written as W};
+
+    /// The identity commands' calls: sign-up, profile changes, the deletion request.
+    pub static ACCESS: &[P] = &[
+        P::transact(
+            "sign up",
+            command_tx!(Identity, "EMAIL#", [
+                W::new(Put, IDENTITY, "USER#", "PROFILE"),
+                W::new(Put, IDENTITY, "EMAIL#", "EMAIL"),
+                W::new(Put, IDENTITY, "USER#", "EVT#"),
+            ]),
+            "POST /v1/auth/register",
+        )
+        .volume(0.01)
+        .size(3, 600),
+        P::new(
+            "a sign-up retried",
+            IDENTITY,
+            Op::query(Forward, false, true),
+            "EMAIL#",
+            Sk::prefix("IDEMPOTENCY#"),
+            "POST /v1/auth/register with an Idempotency-Key; erasure's last step (the user's records)",
+        )
+        .volume(0.01),
+        P::new(
+            "the account of an email",
+            IDENTITY,
+            Op::query_index("by-email", Forward, true),
+            infra::access::EMAIL,
+            Sk::Whole,
+            "POST /v1/auth/login",
+        )
+        .volume(0.3)
+        .size(1, 400),
+        P::new(
+            "the profile, to decide",
+            IDENTITY,
+            Op::get(true),
+            "USER#",
+            Sk::exact("PROFILE"),
+            "PATCH /v1/me/profile, POST /v1/me/password, DELETE /v1/me, token checks, erasure's last step",
+        )
+        .volume(2.0)
+        .size(1, 600),
+        P::transact(
+            "change the profile",
+            command_tx!(Identity, "USER#", [
+                W::new(Update, IDENTITY, "USER#", "PROFILE"),
+                W::new(Put, IDENTITY, "USER#", "EVT#"),
+            ]),
+            "PATCH /v1/me/profile",
+        )
+        .volume(0.05)
+        .size(2, 700),
+        P::transact(
+            "change the email",
+            command_tx!(Identity, "USER#", [
+                W::new(Update, IDENTITY, "USER#", "PROFILE"),
+                W::new(Delete, IDENTITY, "EMAIL#", "EMAIL"),
+                W::new(Put, IDENTITY, "EMAIL#", "EMAIL"),
+                W::new(Put, IDENTITY, "USER#", "EVT#"),
+                W::new(Delete, IDENTITY, "USER#", "SESSION#"),
+            ]),
+            "PATCH /v1/me/profile with an email (other sessions end)",
+        )
+        .volume(0.001)
+        .size(5, 600),
+        P::transact(
+            "ask for the account's deletion",
+            &[
+                W::new(Update, IDENTITY, "USER#", "PROFILE"),
+                W::new(Put, IDENTITY, "USER#", "EVT#"),
+                W::new(Put, IDENTITY, "ERASED#", "TOMBSTONE"),
+                W::new(Delete, IDENTITY, "USER#", "SESSION#"),
+                W::new(Put, IDENTITY, "USER#", "IDEMPOTENCY#"),
+            ],
+            "DELETE /v1/me",
+        )
+        .volume(0.0003)
+        .size(4, 500),
+    ];
 }
 
 #[cfg(test)]

@@ -538,6 +538,82 @@ impl IdentityCommands {
     }
 }
 
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use crate::idempotency::command_tx;
+    use events_schema::Context::Identity as IDENTITY;
+    use infra::access::{AccessPattern as P, Action::*, Op, Order::Forward, Sk, Written as W};
+
+    /// The sessions' calls: sign-in, refresh, sign-out, password change.
+    pub static ACCESS: &[P] = &[
+        P::transact(
+            "open a session",
+            &[
+                W::new(Put, IDENTITY, "USER#", "SESSION#"),
+                W::new(Update, IDENTITY, "USER#", "PROFILE"),
+            ],
+            "POST /v1/auth/login",
+        )
+        .volume(0.3)
+        .size(2, 400),
+        P::new(
+            "a user's sessions",
+            IDENTITY,
+            Op::query(Forward, false, true),
+            "USER#",
+            Sk::prefix("SESSION#"),
+            "POST /v1/auth/login (the oldest beyond the cap end), POST /v1/me/password",
+        )
+        .volume(0.3)
+        .size(5, 300),
+        P::new(
+            "a session",
+            IDENTITY,
+            Op::get(true),
+            "USER#",
+            Sk::exact("SESSION#"),
+            "POST /v1/auth/refresh, POST /v1/auth/logout",
+        )
+        .volume(4.0)
+        .size(1, 300),
+        P::transact(
+            "rotate a session's refresh token",
+            &[
+                W::new(Update, IDENTITY, "USER#", "SESSION#"),
+                W::new(Check, IDENTITY, "USER#", "PROFILE"),
+            ],
+            "POST /v1/auth/refresh",
+        )
+        .volume(4.0)
+        .size(2, 400),
+        P::new(
+            "end a session",
+            IDENTITY,
+            Op::Delete,
+            "USER#",
+            Sk::exact("SESSION#"),
+            "POST /v1/auth/logout, a refresh token replayed, the session cap, erasure's last step",
+        )
+        .volume(0.1)
+        .size(1, 300),
+        P::transact(
+            "change the password",
+            command_tx!(
+                Identity,
+                "USER#",
+                [
+                    W::new(Update, IDENTITY, "USER#", "PROFILE"),
+                    W::new(Delete, IDENTITY, "USER#", "SESSION#"),
+                    W::new(Put, IDENTITY, "USER#", "EVT#"),
+                ]
+            ),
+            "POST /v1/me/password (every other session ends)",
+        )
+        .volume(0.001)
+        .size(4, 500),
+    ];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -131,6 +131,21 @@ impl IdentityCommands {
     }
 }
 
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    /// The credential-tries counter's call.
+    pub static ACCESS: &[infra::access::AccessPattern] = &[infra::access::AccessPattern::new(
+        "count a credential try",
+        events_schema::Context::Identity,
+        infra::access::Op::Update,
+        "TRIES#",
+        infra::access::Sk::exact("TRIES"),
+        "POST /v1/auth/login, POST /v1/me/password, DELETE /v1/me (per subject per minute)",
+    )
+    .volume(0.5)
+    .size(1, 150)];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

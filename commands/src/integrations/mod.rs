@@ -13,7 +13,7 @@ pub mod oauth;
 mod pkce;
 mod provider;
 mod sandbox;
-mod webhook;
+pub(crate) mod webhook;
 
 pub use crate::secret::Secret;
 pub use oauth::ConnectStarted;

@@ -477,6 +477,96 @@ fn released(identity: &Key, user: &UserId) -> Action {
     }
 }
 
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use crate::idempotency::command_tx;
+    use events_schema::Context::Integrations as INTEGRATIONS;
+    use infra::access::{AccessPattern as P, Action::*, Op, Sk, Written as W};
+
+    const EVENT: W = W::new(Put, INTEGRATIONS, "USER#", "EVT#");
+
+    /// The wearable connection's calls.
+    pub static ACCESS: &[P] = &[
+        P::transact(
+            "start a connect",
+            command_tx!(
+                Integrations,
+                "USER#",
+                [
+                    W::new(Put, INTEGRATIONS, "OAUTH_STATE#", "OAUTH_STATE"),
+                    W::new(Put, INTEGRATIONS, "USER#", "OAUTH_STATE#"),
+                ]
+            ),
+            "POST /v1/integrations/{provider}/connect",
+        )
+        .volume(0.001)
+        .size(2, 400),
+        P::new(
+            "a pending connect",
+            INTEGRATIONS,
+            Op::get(true),
+            "OAUTH_STATE#",
+            Sk::exact("OAUTH_STATE"),
+            "GET /v1/integrations/{provider}/callback, POST …/complete",
+        )
+        .volume(0.002)
+        .size(1, 400),
+        P::new(
+            "a connection",
+            INTEGRATIONS,
+            Op::get(true),
+            "USER#",
+            Sk::exact("CONNECTION#"),
+            "POST /v1/integrations/{provider}/complete, …/disconnect",
+        )
+        .volume(0.002)
+        .size(1, 500),
+        P::new(
+            "the user a provider's account is linked to",
+            INTEGRATIONS,
+            Op::get(true),
+            "PROVIDER_USER#",
+            Sk::exact("PROVIDER_USER"),
+            "POST /v1/integrations/{provider}/complete (another account's link is refused)",
+        )
+        .volume(0.001)
+        .size(1, 200),
+        P::transact(
+            "complete a connect",
+            command_tx!(
+                Integrations,
+                "USER#",
+                [
+                    W::new(Delete, INTEGRATIONS, "OAUTH_STATE#", "OAUTH_STATE"),
+                    W::new(Delete, INTEGRATIONS, "USER#", "OAUTH_STATE#"),
+                    W::new(Put, INTEGRATIONS, "USER#", "CONNECTION#"),
+                    W::new(Put, INTEGRATIONS, "PROVIDER_USER#", "PROVIDER_USER"),
+                    W::new(Delete, INTEGRATIONS, "PROVIDER_USER#", "PROVIDER_USER"),
+                    EVENT,
+                ]
+            ),
+            "POST /v1/integrations/{provider}/complete",
+        )
+        .volume(0.001)
+        .size(5, 500),
+        P::transact(
+            "disconnect",
+            command_tx!(
+                Integrations,
+                "USER#",
+                [
+                    W::new(Put, INTEGRATIONS, "USER#", "CONNECTION#"),
+                    W::new(Delete, INTEGRATIONS, "PROVIDER_USER#", "PROVIDER_USER"),
+                    EVENT,
+                ]
+            ),
+            "POST /v1/integrations/{provider}/disconnect",
+        )
+        .volume(0.0005)
+        .size(3, 500),
+    ];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

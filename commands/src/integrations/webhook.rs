@@ -281,6 +281,30 @@ fn parse_delivery(body: &[u8]) -> Result<Delivered, CommandError> {
     })
 }
 
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use crate::idempotency::command_tx;
+    use events_schema::Context::Integrations as INTEGRATIONS;
+    use infra::access::{AccessPattern as P, Action::*, Written as W};
+
+    /// A webhook delivery's call: recorded once, for a linked account only.
+    pub static ACCESS: &[P] = &[P::transact(
+        "record a webhook delivery",
+        command_tx!(
+            Integrations,
+            "USER#",
+            [
+                W::new(Put, INTEGRATIONS, "USER#", "DELIVERY#"),
+                W::new(Check, INTEGRATIONS, "PROVIDER_USER#", "PROVIDER_USER"),
+                W::new(Put, INTEGRATIONS, "USER#", "EVT#"),
+            ]
+        ),
+        "POST /v1/integrations/{provider}/webhook",
+    )
+    .volume(2.0)
+    .size(3, 600)];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -229,6 +229,45 @@ impl NutritionCommands {
     }
 }
 
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use crate::idempotency::command_tx;
+    use events_schema::Context::Nutrition as NUTRITION;
+    use infra::access::{AccessPattern as P, Action::*, Written as W};
+
+    /// The catalog's editors' calls (curated rows, no user's partition).
+    pub static ACCESS: &[P] = &[
+        P::transact(
+            "curate a recipe",
+            command_tx!(
+                Nutrition,
+                "RECIPE#",
+                [
+                    W::new(Put, NUTRITION, "RECIPE#", "RECIPE"),
+                    W::new(Put, NUTRITION, "RECIPE#", "EVT#"),
+                ]
+            ),
+            "vitals admin curate-recipe (editors; not per user)",
+        )
+        .volume(0.0)
+        .size(2, 1500),
+        P::transact(
+            "curate a meal plan",
+            command_tx!(
+                Nutrition,
+                "MEAL_PLAN#",
+                [
+                    W::new(Put, NUTRITION, "MEAL_PLAN#", "MEAL_PLAN"),
+                    W::new(Put, NUTRITION, "MEAL_PLAN#", "EVT#"),
+                ]
+            ),
+            "vitals admin curate-meal-plan (editors; not per user)",
+        )
+        .volume(0.0)
+        .size(2, 2000),
+    ];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -537,6 +537,93 @@ fn meal_event(record: &MealRecord) -> Meal {
     }
 }
 
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use crate::idempotency::command_tx;
+    use events_schema::Context::Nutrition as NUTRITION;
+    use infra::access::{AccessPattern as P, Action::*, Op, Sk, Written as W};
+
+    /// A meal's items.
+    const MEAL: W = W::new(Put, NUTRITION, "USER#", "MEAL#");
+    const MEAL_REF: W = W::new(Put, NUTRITION, "USER#", "MEAL_REF#");
+    const SUMMARY: W = W::new(Put, NUTRITION, "USER#", "DAILY_SUMMARY#");
+    const EVENT: W = W::new(Put, NUTRITION, "USER#", "EVT#");
+
+    /// The meal commands' calls.
+    pub static ACCESS: &[P] = &[
+        P::transact(
+            "log a meal",
+            command_tx!(Nutrition, "USER#", [MEAL, MEAL_REF, SUMMARY, EVENT]),
+            "POST /v1/me/meals",
+        )
+        .volume(4.0)
+        .size(4, 700),
+        P::new(
+            "the day a meal is filed under",
+            NUTRITION,
+            Op::get(true),
+            "USER#",
+            Sk::exact("MEAL_REF#"),
+            "PUT and DELETE /v1/me/meals/{id}",
+        )
+        .volume(0.5)
+        .size(1, 150),
+        P::new(
+            "a meal, to change it",
+            NUTRITION,
+            Op::get(true),
+            "USER#",
+            Sk::exact("MEAL#"),
+            "PUT and DELETE /v1/me/meals/{id}",
+        )
+        .volume(0.5)
+        .size(1, 500),
+        P::new(
+            "a day's totals, to change them",
+            NUTRITION,
+            Op::get(true),
+            "USER#",
+            Sk::exact("DAILY_SUMMARY#"),
+            "POST, PUT and DELETE /v1/me/meals (the totals move with the meal)",
+        )
+        .volume(5.0)
+        .size(1, 300),
+        P::transact(
+            "edit a meal",
+            command_tx!(
+                Nutrition,
+                "USER#",
+                [
+                    W::new(Delete, NUTRITION, "USER#", "MEAL#"),
+                    MEAL,
+                    SUMMARY,
+                    MEAL_REF,
+                    EVENT,
+                ]
+            ),
+            "PUT /v1/me/meals/{id} (a moved meal changes two days' totals)",
+        )
+        .volume(0.3)
+        .size(5, 600),
+        P::transact(
+            "delete a meal",
+            command_tx!(
+                Nutrition,
+                "USER#",
+                [
+                    W::new(Delete, NUTRITION, "USER#", "MEAL#"),
+                    W::new(Delete, NUTRITION, "USER#", "MEAL_REF#"),
+                    SUMMARY,
+                    EVENT,
+                ]
+            ),
+            "DELETE /v1/me/meals/{id}",
+        )
+        .volume(0.1)
+        .size(4, 400),
+    ];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

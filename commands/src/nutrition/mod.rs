@@ -5,9 +5,9 @@
 //! found by id alone), `DAILY_SUMMARY#<date>` (version-guarded), `SCHEDULED_MEAL#<date>#<id>`,
 //! and catalog items `RECIPE#<id>` / `MEAL_PLAN#<id>` with the sparse `catalog` index keys.
 
-mod catalog;
-mod meals;
-mod scheduled;
+pub(crate) mod catalog;
+pub(crate) mod meals;
+pub(crate) mod scheduled;
 
 pub use catalog::{CatalogKind, CurateMealPlan, CurateRecipe};
 pub use meals::{EditMeal, LogMeal, MealInput, MealRecord, SummaryRecord};

@@ -214,6 +214,75 @@ impl NutritionCommands {
     }
 }
 
+/// The calls this module makes, as declared access patterns (see `infra::access`).
+pub(crate) mod access {
+    use crate::idempotency::command_tx;
+    use events_schema::Context::Nutrition as NUTRITION;
+    use infra::access::{AccessPattern as P, Action::*, Op, Sk, Written as W};
+
+    const SCHEDULED: W = W::new(Put, NUTRITION, "USER#", "SCHEDULED_MEAL#");
+    const EVENT: W = W::new(Put, NUTRITION, "USER#", "EVT#");
+
+    /// The scheduled meals' calls.
+    pub static ACCESS: &[P] = &[
+        P::new(
+            "a recipe to schedule",
+            NUTRITION,
+            Op::get(false),
+            "RECIPE#",
+            Sk::exact("RECIPE"),
+            "POST /v1/me/scheduled-meals",
+        )
+        .volume(0.5)
+        .size(1, 1500),
+        P::transact(
+            "schedule a meal",
+            command_tx!(Nutrition, "USER#", [SCHEDULED, EVENT]),
+            "POST /v1/me/scheduled-meals",
+        )
+        .volume(0.5)
+        .size(2, 600),
+        P::new(
+            "a scheduled meal, to change it",
+            NUTRITION,
+            Op::get(true),
+            "USER#",
+            Sk::exact("SCHEDULED_MEAL#"),
+            "DELETE /v1/me/scheduled-meals/{day}/{id}, POST …/eaten",
+        )
+        .volume(0.4)
+        .size(1, 600),
+        P::transact(
+            "cancel a scheduled meal",
+            command_tx!(
+                Nutrition,
+                "USER#",
+                [W::new(Delete, NUTRITION, "USER#", "SCHEDULED_MEAL#"), EVENT,]
+            ),
+            "DELETE /v1/me/scheduled-meals/{day}/{id}",
+        )
+        .volume(0.05)
+        .size(2, 400),
+        P::transact(
+            "eat a scheduled meal",
+            command_tx!(
+                Nutrition,
+                "USER#",
+                [
+                    W::new(Put, NUTRITION, "USER#", "MEAL#"),
+                    W::new(Put, NUTRITION, "USER#", "MEAL_REF#"),
+                    W::new(Put, NUTRITION, "USER#", "DAILY_SUMMARY#"),
+                    EVENT,
+                    W::new(Delete, NUTRITION, "USER#", "SCHEDULED_MEAL#"),
+                ]
+            ),
+            "POST /v1/me/scheduled-meals/{day}/{id}/eaten (a meal logged, the plan consumed)",
+        )
+        .volume(0.3)
+        .size(6, 600),
+    ];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

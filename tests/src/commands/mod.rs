@@ -32,6 +32,7 @@ use events_schema::time::{Clock, Day};
 use infra::Store;
 use infra::counting::CountingStore;
 use infra::observed::Row;
+use infra::recorded::Recorded;
 use infra::store::{Item, Key, Query, SortKeyCondition};
 use infra::table::{ContextTable, Table};
 use std::sync::Arc;
@@ -72,9 +73,27 @@ impl World {
         Self::of_process(store, Clock::System, Writers::separate())
     }
 
+    /// A world whose handlers' calls are recorded by `recorded` (against the declared
+    /// access patterns), the request counter's own reads left out.
+    pub fn recorded(store: Arc<dyn Store>, clock: Clock, recorded: &Recorded) -> Self {
+        Self::of_process_seen(store, clock, Writers::process(), |counting| {
+            Arc::new(recorded.over(counting))
+        })
+    }
+
     fn of_process(store: Arc<dyn Store>, clock: Clock, writers: Writers) -> Self {
+        Self::of_process_seen(store, clock, writers, |counting| counting)
+    }
+
+    /// The handlers call `seen(counting store)`.
+    fn of_process_seen(
+        store: Arc<dyn Store>,
+        clock: Clock,
+        writers: Writers,
+        seen: impl FnOnce(Arc<dyn Store>) -> Arc<dyn Store>,
+    ) -> Self {
         let store = Arc::new(CountingStore::new(store));
-        let shared: Arc<dyn Store> = store.clone();
+        let shared: Arc<dyn Store> = seen(store.clone());
         // One server secret for every world, as every process of a deployment holds it.
         let providers = Providers::sandbox(WEBHOOK_SECRET).with_verifier_key(
             VerifierKey::derived_from(b"test-server-secret-32-bytes-or-more"),

@@ -97,8 +97,20 @@ pub async fn deliver(
     first: Vec<EventEnvelope>,
     clock: &Clock,
 ) -> Vec<EventEnvelope> {
+    deliver_on(seed, capture, capture.clone(), delivery, first, clock).await
+}
+
+/// As [`deliver`], the subscriptions calling `store` (`capture` seen through a wrapper,
+/// such as a recording of their calls).
+pub async fn deliver_on(
+    seed: u64,
+    capture: &Arc<CapturingStore>,
+    store: Arc<dyn Store>,
+    delivery: Delivery,
+    first: Vec<EventEnvelope>,
+    clock: &Clock,
+) -> Vec<EventEnvelope> {
     let mut published = Vec::new();
-    let store: Arc<dyn Store> = capture.clone();
     // Each subscription held to the rows it declares it writes.
     let subscriptions = crate::fixtures::held_to_declared_writes(&store, clock);
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
@@ -110,7 +122,7 @@ pub async fn deliver(
         };
         projectors::replay::replay_on(
             store.clone(),
-            &projectors::registry::projections_on(capture.clone(), clock),
+            &projectors::registry::projections_on(store.clone(), clock),
             None,
             &projectors::replay::Quiet,
             // Small batches, so a user's rows folded in one are read back by the next.

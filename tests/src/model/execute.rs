@@ -96,12 +96,18 @@ fn expected<T>(seed: u64, what: &str, result: Result<T, CommandError>) -> Option
 
 /// Runs `history` on `store` (commands only: nothing is projected) on `clock`, which
 /// shows the history's start and is advanced as its steps pass; returns each user's run.
-pub async fn run(history: &History, store: Arc<dyn Store>, clock: &Clock) -> Vec<UserRun> {
+/// Every handler's calls are recorded by `recorded`.
+pub async fn run(
+    history: &History,
+    store: Arc<dyn Store>,
+    clock: &Clock,
+    recorded: &infra::recorded::Recorded,
+) -> Vec<UserRun> {
     let start = clock.now();
     let seed = history.seed;
     let mut runners = Vec::new();
     for (n, tz) in history.timezones.iter().enumerate() {
-        let mut world = World::with_clock(store.clone(), clock.clone());
+        let mut world = World::recorded(store.clone(), clock.clone(), recorded);
         let timezone = TIMEZONES[*tz].to_owned();
         let register = serde_json::from_value(serde_json::json!({
             "email": format!("user{n}-{}@model.example", world.meta.user.as_str().to_lowercase()),

@@ -82,10 +82,22 @@ where
     let backend = make().await;
     let capture = Arc::new(capturing(backend.store.clone()));
     let shared: Arc<dyn Store> = capture.clone();
+    // The handlers' and projectors' calls are recorded against the declared access
+    // patterns; the oracle's reads below are the test's own.
+    let recorded = crate::access::recording(shared.clone(), crate::access::catalog());
     let clock = Clock::manual(start(seed));
-    let runs = execute::run(&history, shared.clone(), &clock).await;
+    let runs = execute::run(&history, shared.clone(), &clock, &recorded).await;
     let committed = capture.observer().take();
-    deliver::deliver(seed, &capture, delivery, committed, &clock).await;
+    deliver::deliver_on(
+        seed,
+        &capture,
+        recorded.clone(),
+        delivery,
+        committed,
+        &clock,
+    )
+    .await;
+    crate::access::finish(&recorded, "model");
     let mut verdict = Verdict::default();
     for run in &runs {
         if run.erased {
