@@ -17,3 +17,20 @@ pub fn catalog() -> Vec<&'static AccessPattern> {
     all.extend(ACCESS.iter());
     all
 }
+
+/// The declared patterns no log in `logs` names (each line of a log is a pattern's
+/// shape, as the recording store writes them): what no test exercised.
+pub fn unexercised(logs: &std::path::Path) -> std::io::Result<Vec<&'static AccessPattern>> {
+    let mut exercised = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(logs)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "txt") {
+            let text = std::fs::read_to_string(&path)?;
+            exercised.extend(text.lines().map(str::to_owned));
+        }
+    }
+    Ok(catalog()
+        .into_iter()
+        .filter(|p| !exercised.contains(&p.shape.to_string()))
+        .collect())
+}

@@ -258,8 +258,14 @@ pub enum Deploy {
 
 #[derive(Debug, Subcommand)]
 pub enum Doc {
-    /// The access-pattern document, generated from the table definitions.
+    /// The access-pattern map, generated from the declared access patterns, item kinds,
+    /// indexes and subscriptions.
     AccessPatterns,
+    /// Reports the declared access patterns that no recorded test run exercised.
+    UnexercisedPatterns {
+        /// The recording store's logs (`target/test-logs/access-patterns`).
+        logs: std::path::PathBuf,
+    },
     /// The events index: each event's context, versions and subscriptions.
     Events,
     /// Writes the JSON Schema of every event version into a directory.

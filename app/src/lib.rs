@@ -23,6 +23,7 @@
 //! - [`logging`]: log lines as text or JSON on standard error.
 
 pub mod access;
+pub mod access_doc;
 pub mod admin;
 pub mod admin_client;
 pub mod admin_socket;

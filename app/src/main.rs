@@ -327,7 +327,21 @@ async fn redrive_failures(target: &str, aws: &vitals::cli::AwsArgs) -> anyhow::R
 /// `vitals docs ...`: the generated documents.
 fn docs(doc: Doc) -> anyhow::Result<Exit> {
     match doc {
-        Doc::AccessPatterns => print!("{}", events_schema::tables::access_pattern_document()),
+        Doc::AccessPatterns => print!("{}", vitals::access_doc::document()),
+        Doc::UnexercisedPatterns { logs } => {
+            let declared = vitals::access::catalog().len();
+            let left = vitals::access::unexercised(&logs)?;
+            let mut report = format!(
+                "{} of {declared} declared access patterns exercised by the recorded suites\n",
+                declared - left.len()
+            );
+            for p in left {
+                report += &format!("not exercised: {} ({}): {}\n", p.name, p.feature, p.shape);
+            }
+            // One write, its error ignored: a reader that closed early (`| head`) is no
+            // failure of the report.
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), report.as_bytes());
+        }
         Doc::Events => print!("{}", vitals::event_docs::index()),
         Doc::EventSchemas { out } => {
             let written = vitals::event_docs::write_schemas(&out)?;

@@ -444,7 +444,7 @@ pub(crate) mod access {
                 &[
                     W::new(Delete, IDENTITY, "USER#", "PROFILE"),
                     W::new(Update, IDENTITY, "ERASED#", "TOMBSTONE"),
-                    W::new(Delete, IDENTITY, "EMAIL#", "EMAIL"),
+                    W::new(Delete, IDENTITY, "EMAIL#", "EMAIL").optional(),
                 ],
                 "account erasure (identity's last step: the email is free again)",
             )

@@ -609,9 +609,9 @@ pub(crate) mod access {
                 Activity,
                 "USER#",
                 [
-                    W::new(Put, ACTIVITY, "USER#", "EXTERNAL#"),
-                    W::new(Update, ACTIVITY, "USER#", "EXTERNAL#"),
-                    W::new(Delete, ACTIVITY, "USER#", "WORKOUT#"),
+                    W::new(Put, ACTIVITY, "USER#", "EXTERNAL#").optional(),
+                    W::new(Update, ACTIVITY, "USER#", "EXTERNAL#").optional(),
+                    W::new(Delete, ACTIVITY, "USER#", "WORKOUT#").optional(),
                     W::new(Put, ACTIVITY, "USER#", "WORKOUT#"),
                     W::new(Put, ACTIVITY, "USER#", "EVT#"),
                 ]
@@ -636,9 +636,9 @@ pub(crate) mod access {
                 Sleep,
                 "USER#",
                 [
-                    W::new(Put, SLEEP, "USER#", "EXTERNAL#"),
-                    W::new(Update, SLEEP, "USER#", "EXTERNAL#"),
-                    W::new(Delete, SLEEP, "USER#", "SLEEP#"),
+                    W::new(Put, SLEEP, "USER#", "EXTERNAL#").optional(),
+                    W::new(Update, SLEEP, "USER#", "EXTERNAL#").optional(),
+                    W::new(Delete, SLEEP, "USER#", "SLEEP#").optional(),
                     W::new(Put, SLEEP, "USER#", "SLEEP#"),
                     W::new(Put, SLEEP, "USER#", "EVT#"),
                 ]

@@ -172,7 +172,8 @@ macro_rules! command_tx {
                 events_schema::Context::$table,
                 $record,
                 "IDEMPOTENCY#",
-            ),
+            )
+            .optional(),
             infra::access::Written::new(
                 infra::access::Action::Check,
                 events_schema::Context::$table,

@@ -127,6 +127,21 @@ macro_rules! kind {
     };
 }
 
+/// The partition-key kinds under which `table` holds items of sort-key kind `sk`
+/// (`USER#` when none is declared: a projection's row).
+pub fn partitions_of(table: Context, sk: &str) -> Vec<&'static str> {
+    let found: Vec<&'static str> = ALL
+        .iter()
+        .filter(|k| k.table == table && k.sk == sk)
+        .map(|k| k.pk)
+        .collect();
+    if found.is_empty() {
+        vec!["USER#"]
+    } else {
+        found
+    }
+}
+
 /// Every declared kind, table by table.
 #[rustfmt::skip]
 pub static ALL: &[ItemKind] = &[
@@ -148,8 +163,6 @@ pub static ALL: &[ItemKind] = &[
          response: S]),
     kind!(Identity "TRIES#" "TRIES", Expires, "a credential's tries in one minute",
         [expires_at: N, failures: N, tries: N]),
-    kind!(Identity "ERASED#" "EVT#", Bookkeeping, "an erasure step's outbox event (removed once published)",
-        [envelope: M, event_type: S]),
     kind!(Identity "ERASED#" "TOMBSTONE", Kept, "an erased account's tombstone (and its progress)",
         [drained_activity: Bool, drained_dashboard: Bool, drained_goals: Bool,
          drained_insights: Bool, drained_integrations: Bool, drained_nutrition: Bool,

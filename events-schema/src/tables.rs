@@ -3,7 +3,6 @@
 //! justification of an index lives next to the index and cannot drift from it.
 
 use crate::context::Context;
-use std::fmt::Write as _;
 
 /// Partition key attribute of every table.
 pub const PK: &str = "pk";
@@ -173,38 +172,6 @@ pub fn table(context: Context) -> &'static TableDef {
     &TABLES[context as usize]
 }
 
-/// The access-pattern document (Markdown), generated from the definitions above.
-pub fn access_pattern_document() -> String {
-    let mut doc = String::from(
-        "# Vitals access patterns\n\nGenerated from `events-schema/src/tables.rs`; do not edit.\n\n\
-         Every table: partition key `pk`, sort key `sk` (strings), TTL attribute `expires_at`.\n",
-    );
-    for def in &TABLES {
-        let _ = write!(
-            doc,
-            "\n## {}\n\nstream: {}\n",
-            def.context,
-            if def.stream { "on" } else { "off" }
-        );
-        if def.gsis.is_empty() {
-            doc.push_str("\nNo secondary index: every access is by `pk` (and `sk`).\n");
-        }
-        for gsi in def.gsis {
-            let sk = gsi
-                .sort_key
-                .map(|s| format!(", sort key `{s}`"))
-                .unwrap_or_default();
-            let j = gsi.justification;
-            let _ = write!(
-                doc,
-                "\n### index `{}`: partition key `{}`{sk}\n\n- access pattern: {}\n- expected volume: {}\n- projected cost: {}\n",
-                gsi.name, gsi.partition_key, j.access_pattern, j.expected_volume, j.projected_cost
-            );
-        }
-    }
-    doc
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,32 +224,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn document_names_every_index() {
-        let doc = access_pattern_document();
-        for def in &TABLES {
-            assert!(doc.contains(&format!("## {}", def.context)));
-            for gsi in def.gsis {
-                assert!(doc.contains(gsi.name));
-                assert!(doc.contains(gsi.justification.access_pattern));
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod committed_document {
-    /// The committed document must be the generated one: regenerate it with
-    /// `cargo run -p vitals -- docs access-patterns > docs/access-patterns.md`.
-    #[test]
-    fn docs_access_patterns_md_is_up_to_date() {
-        let committed = include_str!("../../docs/access-patterns.md");
-        assert_eq!(
-            committed,
-            super::access_pattern_document(),
-            "docs/access-patterns.md is stale"
-        );
     }
 }

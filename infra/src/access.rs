@@ -169,6 +169,10 @@ pub struct Written {
     pub pk: Text,
     /// The sort key's kind.
     pub sk: Text,
+    /// In a declaration: whether a call may leave it out (an idempotency record is
+    /// written only for a request with a key). A call must write every item its
+    /// pattern does not mark optional.
+    pub optional: bool,
 }
 
 /// What an action of a transaction does to its item.
@@ -187,7 +191,14 @@ impl Written {
             table,
             pk,
             sk,
+            optional: false,
         }
+    }
+
+    /// The same item, which a call may leave out.
+    pub const fn optional(mut self) -> Self {
+        self.optional = true;
+        self
     }
 
     fn of_key(action: Action, table: Context, key: &Key) -> Self {
@@ -196,6 +207,7 @@ impl Written {
             table,
             pk: owned_kind(&key.pk),
             sk: owned_kind(&key.sk),
+            optional: false,
         }
     }
 
@@ -424,16 +436,18 @@ impl Shape {
     }
 
     /// Whether the declared shape `self` admits the call `call`: the same shape, except
-    /// that a transaction or batch may write any of the declared items (each at most as
-    /// declared, so a write of an undeclared kind never passes).
+    /// that a transaction or batch writes every declared item not marked optional and
+    /// no item that is not declared.
     pub fn admits(&self, call: &Shape) -> bool {
         match (&self.op, &call.op) {
             (Op::Transact(declared), Op::Transact(made))
             | (Op::Batch(declared), Op::Batch(made)) => {
-                !made.is_empty()
-                    && made
-                        .iter()
-                        .all(|item| declared.iter().any(|d| d.covers(item)))
+                let each_declared = made.iter().all(|m| declared.iter().any(|d| d.covers(m)));
+                let required = declared
+                    .iter()
+                    .filter(|d| !d.optional)
+                    .all(|d| made.iter().any(|m| d.covers(m)));
+                !made.is_empty() && each_declared && required
             }
             _ => self == call,
         }
@@ -466,9 +480,8 @@ impl Written {
 
     /// Whether the declared item `self` covers the written `item`.
     fn covers(&self, item: &Written) -> bool {
-        self == item
-            || (self.sk == Self::ANY
-                && (self.action, self.table, self.pk) == (item.action, item.table, item.pk))
+        (self.action, self.table, self.pk) == (item.action, item.table, item.pk)
+            && (self.sk == item.sk || self.sk == Self::ANY)
     }
 
     fn describe(&self) -> String {
@@ -478,7 +491,11 @@ impl Written {
             Action::Delete => "delete",
             Action::Check => "check",
         };
-        format!("{action} {} `{}…`/`{}…`", self.table, self.pk, self.sk)
+        let optional = if self.optional { " (optional)" } else { "" };
+        format!(
+            "{action} {} `{}…`/`{}…`{optional}",
+            self.table, self.pk, self.sk
+        )
     }
 }
 
@@ -616,6 +633,7 @@ mod tests {
     const MEAL: &[Written] = &[
         Written::new(Action::Put, Context::Nutrition, "USER#", "MEAL#"),
         Written::new(Action::Put, Context::Nutrition, "USER#", "EVT#"),
+        Written::new(Action::Put, Context::Nutrition, "USER#", "IDEMPOTENCY#").optional(),
     ];
 
     #[test]
@@ -676,7 +694,11 @@ mod tests {
         };
         let made = Shape::transact(&[put("MEAL#2026-12-07#1"), put("EVT#1")]);
         assert!(declared.shape.admits(&made));
-        assert!(declared.shape.admits(&Shape::transact(&[put("EVT#2")])));
+        // The meal is required: the event alone is another transaction.
+        assert!(!declared.shape.admits(&Shape::transact(&[put("EVT#2")])));
+        let keyed =
+            Shape::transact(&[put("MEAL#2026-12-07#1"), put("EVT#1"), put("IDEMPOTENCY#k")]);
+        assert!(declared.shape.admits(&keyed));
         let undeclared = Shape::transact(&[put("MEAL#2026-12-07#1"), put("SLEEP#x")]);
         assert!(!declared.shape.admits(&undeclared));
         assert!(!declared.shape.admits(&Shape::transact(&[])));

@@ -82,7 +82,7 @@ fn consumers(spec: &EventSpec, subscriptions: &[Arc<dyn Projector>]) -> String {
 /// reads to the context whose table it writes, labelled with its name and the kinds of
 /// row it writes (`Subscription::writes`, which the projector fixtures hold it to).
 /// Erasure's chain is drawn dotted.
-fn wiring(doc: &mut String, subscriptions: &[Arc<dyn Projector>]) {
+pub fn wiring(doc: &mut String, subscriptions: &[Arc<dyn Projector>]) {
     doc.push_str(
         "\n## Wiring\n\n\
          Why is there a workout row in the goals table? Each arrow is a subscription: it \

@@ -641,9 +641,9 @@ pub(crate) mod access {
             "record a goal's progress",
             &[
                 W::new(Update, GOALS, "USER#", "GOAL#"),
-                W::new(Put, GOALS, "USER#", "PROGRESS#"),
-                W::new(Delete, GOALS, "USER#", "PROGRESS#"),
-                W::new(Put, GOALS, "USER#", "EVT#"),
+                W::new(Put, GOALS, "USER#", "PROGRESS#").optional(),
+                W::new(Delete, GOALS, "USER#", "PROGRESS#").optional(),
+                W::new(Put, GOALS, "USER#", "EVT#").optional(),
             ],
             "a goal's progress recomputed (GoalProgressed published with it)",
         )

@@ -597,13 +597,15 @@ pub fn rebuild_access() -> Vec<&'static infra::access::AccessPattern> {
                 );
             }
             let mut items = vec![
-                W::new(Delete, table, "USER#", W::ANY),
-                W::new(Put, table, "ERASED#", "TOMBSTONE"),
+                W::new(Delete, table, "USER#", W::ANY).optional(),
+                W::new(Put, table, "ERASED#", "TOMBSTONE").optional(),
             ];
             for kind in writers.iter().flat_map(|s| s.writes.iter()) {
                 let kind = infra::access::intern(kind);
-                items.push(W::new(Put, table, "USER#", kind));
-                items.push(W::new(Delete, table, "USER#", kind));
+                for pk in events_schema::item_kinds::partitions_of(table, kind) {
+                    items.push(W::new(Put, table, pk, kind).optional());
+                    items.push(W::new(Delete, table, pk, kind).optional());
+                }
             }
             items.dedup();
             let items: &'static [W] = Box::leak(items.into_boxed_slice());

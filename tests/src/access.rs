@@ -64,10 +64,9 @@ pub fn finish(recorded: &Recorded, suite: &str) {
     }
 }
 
-/// Where the exercised patterns are kept: `target/test-logs/access-patterns`.
+/// Where the exercised patterns are kept: the repository's
+/// `target/test-logs/access-patterns`, beside the other test logs (whatever the build's
+/// target directory).
 pub fn log_dir() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    target.join("test-logs").join("access-patterns")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/test-logs/access-patterns")
 }

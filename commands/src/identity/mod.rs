@@ -729,7 +729,7 @@ pub(crate) mod access {
                 W::new(Delete, IDENTITY, "EMAIL#", "EMAIL"),
                 W::new(Put, IDENTITY, "EMAIL#", "EMAIL"),
                 W::new(Put, IDENTITY, "USER#", "EVT#"),
-                W::new(Delete, IDENTITY, "USER#", "SESSION#"),
+                W::new(Delete, IDENTITY, "USER#", "SESSION#").optional(),
             ]),
             "PATCH /v1/me/profile with an email (other sessions end)",
         )
@@ -741,8 +741,8 @@ pub(crate) mod access {
                 W::new(Update, IDENTITY, "USER#", "PROFILE"),
                 W::new(Put, IDENTITY, "USER#", "EVT#"),
                 W::new(Put, IDENTITY, "ERASED#", "TOMBSTONE"),
-                W::new(Delete, IDENTITY, "USER#", "SESSION#"),
-                W::new(Put, IDENTITY, "USER#", "IDEMPOTENCY#"),
+                W::new(Delete, IDENTITY, "USER#", "SESSION#").optional(),
+                W::new(Put, IDENTITY, "USER#", "IDEMPOTENCY#").optional(),
             ],
             "DELETE /v1/me",
         )

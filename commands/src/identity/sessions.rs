@@ -603,7 +603,7 @@ pub(crate) mod access {
                 "USER#",
                 [
                     W::new(Update, IDENTITY, "USER#", "PROFILE"),
-                    W::new(Delete, IDENTITY, "USER#", "SESSION#"),
+                    W::new(Delete, IDENTITY, "USER#", "SESSION#").optional(),
                     W::new(Put, IDENTITY, "USER#", "EVT#"),
                 ]
             ),

@@ -541,7 +541,7 @@ pub(crate) mod access {
                     W::new(Delete, INTEGRATIONS, "USER#", "OAUTH_STATE#"),
                     W::new(Put, INTEGRATIONS, "USER#", "CONNECTION#"),
                     W::new(Put, INTEGRATIONS, "PROVIDER_USER#", "PROVIDER_USER"),
-                    W::new(Delete, INTEGRATIONS, "PROVIDER_USER#", "PROVIDER_USER"),
+                    W::new(Delete, INTEGRATIONS, "PROVIDER_USER#", "PROVIDER_USER").optional(),
                     EVENT,
                 ]
             ),
@@ -556,7 +556,7 @@ pub(crate) mod access {
                 "USER#",
                 [
                     W::new(Put, INTEGRATIONS, "USER#", "CONNECTION#"),
-                    W::new(Delete, INTEGRATIONS, "PROVIDER_USER#", "PROVIDER_USER"),
+                    W::new(Delete, INTEGRATIONS, "PROVIDER_USER#", "PROVIDER_USER").optional(),
                     EVENT,
                 ]
             ),

@@ -590,6 +590,13 @@ pub(crate) mod access {
         .size(1, 300),
         P::transact(
             "edit a meal",
+            command_tx!(Nutrition, "USER#", [MEAL, SUMMARY, EVENT]),
+            "PUT /v1/me/meals/{id} (the same day)",
+        )
+        .volume(0.3)
+        .size(3, 600),
+        P::transact(
+            "move a meal to another day",
             command_tx!(
                 Nutrition,
                 "USER#",
@@ -601,10 +608,10 @@ pub(crate) mod access {
                     EVENT,
                 ]
             ),
-            "PUT /v1/me/meals/{id} (a moved meal changes two days' totals)",
+            "PUT /v1/me/meals/{id} (another day: both days' totals change)",
         )
-        .volume(0.3)
-        .size(5, 600),
+        .volume(0.02)
+        .size(6, 600),
         P::transact(
             "delete a meal",
             command_tx!(
