@@ -416,6 +416,16 @@ pub(crate) mod access {
         .volume(0.01)
         .size(100, 300),
         P::new(
+            "where the job is in a day",
+            INSIGHTS,
+            Op::get(true),
+            "JOB#",
+            Sk::exact("RUN#"),
+            "the nightly readiness job (a day's run resumed or skipped once finished)",
+        )
+        .volume(0.01)
+        .size(1, 200),
+        P::new(
             "save the job's place",
             INSIGHTS,
             Op::Put,

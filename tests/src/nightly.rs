@@ -81,7 +81,9 @@ pub async fn scores_active_users_once_their_day_has_ended(store: Arc<dyn Store>)
     deliver(0, &capture, Delivery::InOrder, committed, &clock).await;
 
     let insights = Insights::new(Table::new(shared.clone()));
-    let table = Table::new(shared.clone());
+    // The job's calls are recorded against the declared access patterns.
+    let recorded = crate::access::recording(shared.clone(), crate::access::catalog());
+    let table = Table::new(recorded.clone() as Arc<dyn Store>);
     let tick = |now: Timestamp| {
         let table = table.clone();
         async move {
@@ -117,6 +119,7 @@ pub async fn scores_active_users_once_their_day_has_ended(store: Arc<dyn Store>)
     let scored = tick(at("2026-03-13T12:00:00.000Z")).await;
     let days: Vec<Day> = scored.iter().map(|(d, _)| *d).collect();
     assert_eq!(days, vec![day("2026-03-11"), day("2026-03-12")]);
+    crate::access::finish(&recorded, "nightly");
 }
 
 /// `user`'s readiness score of `day`, if the job has scored it.

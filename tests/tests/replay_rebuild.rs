@@ -83,10 +83,14 @@ async fn rebuild_matches_live(replica: Arc<dyn Store>, users: usize, mode: Mode)
         Arc::new(EmbeddedFeed::new(live.clone())),
         projectors::registry::all(live_store.clone()),
     );
-    // Small batches: a user's events span several.
-    let replayed = replay_all(replica.clone(), 512, mode)
+    // Small batches: a user's events span several. The replay's calls are recorded
+    // against the declared access patterns.
+    let recorded =
+        vitals_tests::access::recording(replica.clone(), vitals_tests::access::catalog());
+    let replayed = replay_all(recorded.clone(), 512, mode)
         .await
         .expect("replay");
+    vitals_tests::access::finish(&recorded, "replay");
     assert_eq!(replayed.rejected, 0);
     eprintln!("replay done: {:?}", started.elapsed());
     let deadline = Instant::now() + Duration::from_secs(180);
@@ -212,10 +216,14 @@ async fn an_interrupted_replay_resumes_where_it_stopped() {
     // Interrupted after two batches of 50 events...
     let subscriptions = projectors::registry::projections(interrupted.clone());
     let first_run = interrupt(&interrupted, subscriptions, 2).await;
-    // ...then run again: it resumes from its checkpoint instead of starting over.
-    let resumed = replay_all(interrupted.clone(), 50, Mode::Incremental)
+    // ...then run again: it resumes from its checkpoint instead of starting over (its
+    // calls recorded against the declared access patterns).
+    let recorded =
+        vitals_tests::access::recording(interrupted.clone(), vitals_tests::access::catalog());
+    let resumed = replay_all(recorded.clone(), 50, Mode::Incremental)
         .await
         .expect("resumed replay");
+    vitals_tests::access::finish(&recorded, "replay");
     let full = replay_all(whole.clone(), BATCH_EVENTS, Mode::Incremental)
         .await
         .expect("whole replay");
