@@ -4,8 +4,21 @@
 
 use infra::access::AccessPattern;
 
-/// The binary's own patterns (migration, the residue check, the admin commands).
-pub static ACCESS: &[AccessPattern] = &[];
+/// The binary's own patterns: the operators' whole-table reads (`vitals migrate` copies
+/// every table; the residue check after an erasure reads every table and index). The
+/// scans of the tables with an outbox are the replay tool's too, declared with it
+/// (`projectors::replay`); the environment table, which has none, is only theirs. The
+/// migration's writes go to DynamoDB's `BatchWriteItem` directly, not through the port.
+pub static ACCESS: &[AccessPattern] = &[AccessPattern::new(
+    "every item of a table",
+    events_schema::Context::Environment,
+    infra::access::Op::Scan,
+    "*",
+    infra::access::Sk::Whole,
+    "vitals migrate, the residue check of an erasure; operators only",
+)
+.volume(0.0)
+.size(1000, 400)];
 
 /// Every declared pattern.
 pub fn catalog() -> Vec<&'static AccessPattern> {

@@ -479,7 +479,7 @@ pub(crate) mod access {
                     Op::Scan,
                     "*",
                     Sk::Whole,
-                    "vitals replay (all users), a page at a time; operators only",
+                    "vitals replay (all users), vitals migrate, the residue check of an erasure; a page at a time; operators only",
                 )
                 .volume(0.0)
                 .size(1000, 800),
