@@ -56,7 +56,7 @@ impl Observer for WriteLog {
         }
     }
 
-    fn drained(&self, table: Context, deleted: usize) {
+    fn drained(&self, table: Context, _pk: &str, deleted: usize) {
         if deleted > 0 {
             tracing::info!(target: "vitals::store", %table, deleted, "partition page drained");
         }

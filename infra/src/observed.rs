@@ -1,12 +1,14 @@
 //! A storage wrapper that passes every request on to the store it wraps and shows an
 //! [`Observer`] each write twice: before it is passed on (where a test may hold it, or
 //! refuse it with an error) and once it took effect (what a log line or a test's change
-//! feed records). Reads pass through unseen. One forwarding implementation of the port
-//! serves every such wrapper: the write log of `vitals serve` ([`crate::logged`]) and
-//! the tests' event capture, interleaving gates and injected faults.
+//! feed records), and each read before it is passed on. One forwarding implementation
+//! of the port serves every such wrapper: the write log of `vitals serve`
+//! ([`crate::logged`]), the tests' access-pattern recording ([`crate::recorded`]), event
+//! capture, interleaving gates and injected faults.
 
 use crate::store::{
-    Condition, IndexQuery, Item, Key, Page, Query, Scan, Store, StoreError, TransactAction, Update,
+    BatchWrite, Condition, IndexQuery, Item, Key, Page, Query, Scan, Store, StoreError,
+    TransactAction, Update,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -51,10 +53,14 @@ impl<'a> Row<'a> {
     }
 }
 
-/// A write request: a single row, or a transaction.
+/// A write request: a single row, a transaction, or a batch of unconditional writes.
 pub enum Write<'a> {
     Single(Row<'a>),
     Transaction(&'a [TransactAction]),
+    Batch {
+        table: Context,
+        writes: &'a [BatchWrite],
+    },
 }
 
 impl<'a> Write<'a> {
@@ -63,8 +69,40 @@ impl<'a> Write<'a> {
         match self {
             Write::Single(row) => vec![*row],
             Write::Transaction(actions) => actions.iter().filter_map(Row::of).collect(),
+            Write::Batch { table, writes } => writes
+                .iter()
+                .map(|write| match write {
+                    BatchWrite::Put(item) => Row::Put {
+                        table: *table,
+                        item,
+                    },
+                    BatchWrite::Delete(key) => Row::Delete { table: *table, key },
+                })
+                .collect(),
         }
     }
+}
+
+/// A read request.
+#[derive(Clone, Copy)]
+pub enum Read<'a> {
+    Get {
+        table: Context,
+        key: &'a Key,
+        consistent: bool,
+    },
+    Query {
+        table: Context,
+        query: &'a Query,
+    },
+    QueryIndex {
+        table: Context,
+        query: &'a IndexQuery,
+    },
+    Scan {
+        table: Context,
+        scan: &'a Scan,
+    },
 }
 
 /// What a wrapper does around the writes it passes on.
@@ -87,8 +125,11 @@ pub trait Observer: Send + Sync {
     /// The write took effect (a refused or failed one is not reported).
     fn written(&self, note: Self::Note);
 
-    /// A drain took effect and deleted `deleted` items of a partition.
-    fn drained(&self, _table: Context, _deleted: usize) {}
+    /// A drain took effect and deleted `deleted` items of the partition `pk`.
+    fn drained(&self, _table: Context, _pk: &str, _deleted: usize) {}
+
+    /// Sees a read before it is passed on (nothing, by default).
+    fn read(&self, _read: Read<'_>) {}
 }
 
 /// See the module docs.
@@ -136,18 +177,26 @@ impl<O: Observer> Store for Observed<O> {
         key: &Key,
         consistent: bool,
     ) -> Result<Option<Item>, StoreError> {
+        self.observer.read(Read::Get {
+            table,
+            key,
+            consistent,
+        });
         self.inner.get(table, key, consistent).await
     }
 
     async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError> {
+        self.observer.read(Read::Query { table, query });
         self.inner.query(table, query).await
     }
 
     async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
+        self.observer.read(Read::QueryIndex { table, query });
         self.inner.query_index(table, query).await
     }
 
     async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError> {
+        self.observer.read(Read::Scan { table, scan });
         self.inner.scan(table, scan).await
     }
 
@@ -202,6 +251,17 @@ impl<O: Observer> Store for Observed<O> {
         Ok(())
     }
 
+    async fn write_batch(&self, table: Context, writes: Vec<BatchWrite>) -> Result<(), StoreError> {
+        let batch = Write::Batch {
+            table,
+            writes: &writes,
+        };
+        let note = self.seen(batch).await?;
+        self.inner.write_batch(table, writes).await?;
+        self.observer.written(note);
+        Ok(())
+    }
+
     async fn drain_partition_page(
         &self,
         table: Context,
@@ -212,7 +272,7 @@ impl<O: Observer> Store for Observed<O> {
             .inner
             .drain_partition_page(table, pk, page_size)
             .await?;
-        self.observer.drained(table, deleted);
+        self.observer.drained(table, pk, deleted);
         Ok(deleted)
     }
 }
@@ -261,7 +321,7 @@ mod tests {
             self.push(format!("written {rows}"));
         }
 
-        fn drained(&self, _: Context, deleted: usize) {
+        fn drained(&self, _: Context, _: &str, deleted: usize) {
             self.push(format!("drained {deleted}"));
         }
     }

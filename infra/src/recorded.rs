@@ -1,14 +1,14 @@
-//! A storage wrapper for tests: it passes every call on, reads included, and matches
-//! each against a catalog of declared access patterns ([`crate::access`]). A call that
-//! matches none is kept with the code that made it (the first frames of the workspace's
-//! own code in its backtrace), so a test fails naming both; the patterns the calls
-//! matched are kept too, to report the declared ones nothing exercised.
+//! The tests' access-pattern recording: an [`Observer`] (so a [`Recorded`] store passes
+//! every call on) that matches each call, reads included, against a catalog of declared
+//! access patterns ([`crate::access`]), and each written item against the declared item
+//! kinds (`events_schema::item_kinds`). A call that matches no pattern is kept with the
+//! code that made it (the first frames of the workspace's own code in its backtrace), so
+//! a test fails naming both; the patterns the calls matched are kept too, to report the
+//! declared ones nothing exercised.
 
 use crate::access::{AccessPattern, Shape, kind_of, matching};
-use crate::store::{
-    BatchWrite, Condition, IndexQuery, Item, Key, Page, Query, Scan, Store, StoreError,
-    TransactAction, Update,
-};
+use crate::observed::{Observed, Observer, Read, Row, Write};
+use crate::store::{BatchWrite, Item, Key, Store, TransactAction, Update};
 use async_trait::async_trait;
 use events_schema::Context;
 use events_schema::item_kinds::{self, Ty};
@@ -73,33 +73,54 @@ impl<'a> Written<'a> {
     }
 }
 
-/// See the module docs.
-pub struct Recorded {
-    inner: Arc<dyn Store>,
+/// What a [`Recorded`] store's observer keeps: shared by every view of one recording.
+#[derive(Clone)]
+pub struct Recorder {
     catalog: Arc<Vec<&'static AccessPattern>>,
     record: Arc<Mutex<Record>>,
 }
 
+/// A store whose calls are recorded (see the module docs).
+pub type Recorded = Observed<Recorder>;
+
 impl Recorded {
-    pub fn new(inner: Arc<dyn Store>, catalog: Vec<&'static AccessPattern>) -> Self {
-        Self {
+    /// `inner`, its calls recorded against `catalog`.
+    pub fn recording(inner: Arc<dyn Store>, catalog: Vec<&'static AccessPattern>) -> Self {
+        Observed::new(
             inner,
-            catalog: Arc::new(catalog),
-            record: Arc::default(),
-        }
+            Recorder {
+                catalog: Arc::new(catalog),
+                record: Arc::default(),
+            },
+        )
     }
 
     /// The same recording, of the calls made to `inner`: for code whose store is
     /// `inner` seen through a test's own wrapper (a request counter, whose pricing
     /// reads are the test's, not the code's).
     pub fn over(&self, inner: Arc<dyn Store>) -> Self {
-        Self {
-            inner,
-            catalog: self.catalog.clone(),
-            record: self.record.clone(),
-        }
+        Observed::new(inner, self.observer().clone())
     }
 
+    /// The patterns the calls matched, by shape (as `Shape`'s `Display` writes it).
+    pub fn exercised(&self) -> BTreeSet<String> {
+        self.observer().exercised()
+    }
+
+    /// The attributes written per item kind, with their types (to declare a kind).
+    pub fn written_attributes(&self) -> BTreeMap<String, BTreeSet<(String, Ty)>> {
+        let record = self.observer().record.lock();
+        record.map(|r| r.written.clone()).unwrap_or_default()
+    }
+
+    /// Every call was declared, and every written item; otherwise a report naming each
+    /// undeclared call and the code that made it, and each stray item or attribute.
+    pub fn all_declared(&self) -> Result<(), String> {
+        self.observer().all_declared()
+    }
+}
+
+impl Recorder {
     fn note(&self, shape: Shape) {
         let found = matching(&self.catalog, &shape);
         let Ok(mut record) = self.record.lock() else {
@@ -147,29 +168,19 @@ impl Recorded {
         }
     }
 
-    /// The attributes written per item kind, with their types (to declare a kind).
-    pub fn written_attributes(&self) -> BTreeMap<String, BTreeSet<(String, Ty)>> {
-        let record = self.record.lock();
-        record.map(|r| r.written.clone()).unwrap_or_default()
-    }
-
-    /// The patterns the calls matched, by shape (as `Shape`'s `Display` writes it).
-    pub fn exercised(&self) -> BTreeSet<String> {
+    fn exercised(&self) -> BTreeSet<String> {
         let record = self.record.lock();
         record
             .map(|r| r.exercised.keys().cloned().collect())
             .unwrap_or_default()
     }
 
-    /// The calls that matched no pattern, one per shape.
-    pub fn undeclared(&self) -> Vec<Undeclared> {
+    fn undeclared(&self) -> Vec<Undeclared> {
         let record = self.record.lock();
         record.map(|r| r.undeclared.clone()).unwrap_or_default()
     }
 
-    /// Every call was declared; otherwise a report naming each undeclared call and the
-    /// code that made it.
-    pub fn all_declared(&self) -> Result<(), String> {
+    fn all_declared(&self) -> Result<(), String> {
         let undeclared = self.undeclared();
         let strays = self
             .record
@@ -231,101 +242,59 @@ fn caller() -> String {
 }
 
 #[async_trait]
-impl Store for Recorded {
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
+impl Observer for Recorder {
+    type Note = ();
+
+    async fn before(&self, write: Write<'_>) {
+        let shape = match &write {
+            Write::Single(Row::Put { table, item }) => match Key::of(item) {
+                Ok(key) => Shape::put(*table, &key),
+                // The store refuses an item without a key: no call to record.
+                Err(_) => return,
+            },
+            Write::Single(Row::Update { table, key, update }) => Shape::update(*table, key, update),
+            Write::Single(Row::Delete { table, key }) => Shape::delete(*table, key),
+            Write::Transaction(actions) => Shape::transact(actions),
+            Write::Batch { table, writes } => Shape::batch(*table, writes),
+        };
+        self.note(shape);
+        let items: Vec<Written<'_>> = match write {
+            Write::Single(Row::Put { table, item }) => {
+                Written::put(table, item).into_iter().collect()
+            }
+            Write::Single(Row::Update { table, key, update }) => {
+                vec![Written::update(table, key, update)]
+            }
+            Write::Single(Row::Delete { .. }) => vec![],
+            Write::Transaction(actions) => actions.iter().filter_map(Written::of_action).collect(),
+            Write::Batch { table, writes } => writes
+                .iter()
+                .filter_map(|w| match w {
+                    BatchWrite::Put(item) => Written::put(table, item),
+                    BatchWrite::Delete(_) => None,
+                })
+                .collect(),
+        };
+        self.note_items(items);
     }
 
-    fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
-        self.inner.register_metrics(registry);
-    }
+    fn written(&self, _note: ()) {}
 
-    async fn health(&self) -> Result<(), StoreError> {
-        self.inner.health().await
-    }
-
-    async fn get(
-        &self,
-        table: Context,
-        key: &Key,
-        consistent: bool,
-    ) -> Result<Option<Item>, StoreError> {
-        self.note(Shape::get(table, key, consistent));
-        self.inner.get(table, key, consistent).await
-    }
-
-    async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError> {
-        self.note(Shape::query(table, query));
-        self.inner.query(table, query).await
-    }
-
-    async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
-        self.note(Shape::query_index(table, query));
-        self.inner.query_index(table, query).await
-    }
-
-    async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError> {
-        self.note(Shape::scan(table, scan));
-        self.inner.scan(table, scan).await
-    }
-
-    async fn put(
-        &self,
-        table: Context,
-        item: Item,
-        condition: Option<Condition>,
-    ) -> Result<(), StoreError> {
-        let key = Key::of(&item)?;
-        self.note(Shape::put(table, &key));
-        self.note_items(Written::put(table, &item));
-        self.inner.put(table, item, condition).await
-    }
-
-    async fn update(
-        &self,
-        table: Context,
-        key: &Key,
-        update: Update,
-        condition: Option<Condition>,
-    ) -> Result<Item, StoreError> {
-        self.note(Shape::update(table, key, &update));
-        self.note_items([Written::update(table, key, &update)]);
-        self.inner.update(table, key, update, condition).await
-    }
-
-    async fn delete(
-        &self,
-        table: Context,
-        key: &Key,
-        condition: Option<Condition>,
-    ) -> Result<Option<Item>, StoreError> {
-        self.note(Shape::delete(table, key));
-        self.inner.delete(table, key, condition).await
-    }
-
-    async fn transact(&self, actions: Vec<TransactAction>) -> Result<(), StoreError> {
-        self.note(Shape::transact(&actions));
-        self.note_items(actions.iter().filter_map(Written::of_action));
-        self.inner.transact(actions).await
-    }
-
-    async fn write_batch(&self, table: Context, writes: Vec<BatchWrite>) -> Result<(), StoreError> {
-        self.note(Shape::batch(table, &writes));
-        self.note_items(writes.iter().filter_map(|w| match w {
-            BatchWrite::Put(item) => Written::put(table, item),
-            BatchWrite::Delete(_) => None,
-        }));
-        self.inner.write_batch(table, writes).await
-    }
-
-    async fn drain_partition_page(
-        &self,
-        table: Context,
-        pk: &str,
-        page_size: usize,
-    ) -> Result<usize, StoreError> {
+    fn drained(&self, table: Context, pk: &str, _deleted: usize) {
         self.note(Shape::drain(table, pk));
-        self.inner.drain_partition_page(table, pk, page_size).await
+    }
+
+    fn read(&self, read: Read<'_>) {
+        self.note(match read {
+            Read::Get {
+                table,
+                key,
+                consistent,
+            } => Shape::get(table, key, consistent),
+            Read::Query { table, query } => Shape::query(table, query),
+            Read::QueryIndex { table, query } => Shape::query_index(table, query),
+            Read::Scan { table, scan } => Shape::scan(table, scan),
+        });
     }
 }
 
@@ -334,6 +303,7 @@ mod tests {
     use super::*;
     use crate::access::{Op, Order, Sk};
     use crate::embedded::EmbeddedStore;
+    use crate::store::Query;
 
     static PROFILE: AccessPattern = AccessPattern::new(
         "a profile",
@@ -349,7 +319,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let inner: Arc<dyn Store> =
             Arc::new(EmbeddedStore::open(&dir.path().join("s")).expect("store"));
-        let recorded = Recorded::new(inner, vec![&PROFILE]);
+        let recorded = Recorded::recording(inner, vec![&PROFILE]);
         let profile = Key::new("USER#1", "PROFILE");
         recorded
             .get(Context::Identity, &profile, true)

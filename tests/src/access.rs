@@ -25,7 +25,7 @@ pub fn catalog() -> Vec<&'static AccessPattern> {
 
 /// `store`, recorded against `catalog`.
 pub fn recording(store: Arc<dyn Store>, catalog: Vec<&'static AccessPattern>) -> Arc<Recorded> {
-    Arc::new(Recorded::new(store, catalog))
+    Arc::new(Recorded::recording(store, catalog))
 }
 
 /// Fails (naming each call and its caller) if the code made an undeclared call; keeps

@@ -25,7 +25,7 @@ fn clock() -> Clock {
 /// Logs a meal through the real handler, recorded against `catalog`.
 async fn log_a_meal(catalog: Vec<&'static infra::access::AccessPattern>) -> Recorded {
     let (store, _dir) = store();
-    let recorded = Recorded::new(store.clone(), catalog);
+    let recorded = Recorded::recording(store.clone(), catalog);
     let world = World::recorded(store, clock(), &recorded);
     world
         .log_meal(meal("2026-03-02T07:30:00.000Z", "420.5", "30"))
@@ -71,7 +71,7 @@ async fn an_undeclared_call_fails_naming_the_call_and_its_code() {
 #[tokio::test]
 async fn an_undeclared_attribute_or_kind_fails() {
     let (store, _dir) = store();
-    let recorded = Recorded::new(store, vitals_tests::access::catalog());
+    let recorded = Recorded::recording(store, vitals_tests::access::catalog());
     let mut item = Item::new();
     item.insert("pk".into(), json!("USER#01J0000000000000000000000"));
     item.insert("sk".into(), json!("WINDOW"));
