@@ -464,7 +464,7 @@ pub(crate) mod access {
     use events_schema::Context;
 
     /// The dead-letter rows' calls in `$table`: `DLQ#<subscription>` partitions whose sort
-    /// key is the letter's id (its event's outbox key).
+    /// key is the letter's id: its record's feed position and key (`DeadLetter::id_for`).
     macro_rules! letters {
         ($table:ident) => {
             [
@@ -473,7 +473,7 @@ pub(crate) mod access {
                     Context::$table,
                     Op::Put,
                     "DLQ#",
-                    Sk::exact("EVT#"),
+                    Sk::exact(crate::access::POSITION),
                     "a projection failing an event past its retries",
                 )
                 .volume(0.0)
@@ -503,7 +503,7 @@ pub(crate) mod access {
                     Context::$table,
                     Op::Delete,
                     "DLQ#",
-                    Sk::exact("EVT#"),
+                    Sk::exact(crate::access::POSITION),
                     "redrive, erasure",
                 )
                 .volume(0.0)

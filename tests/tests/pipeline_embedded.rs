@@ -187,7 +187,10 @@ async fn a_poison_event_is_dead_lettered_while_others_flow_and_redrive_applies_i
         poisoned_user: poisoned.meta.user.to_string(),
         fault: AtomicBool::new(true),
     });
-    let dlq = Arc::new(TableDlq::new(shared.clone(), Context::Dashboard));
+    // The dead-letter queue's calls (the worker's, the listing's and redrive's) are
+    // recorded against the declared access patterns.
+    let recorded = vitals_tests::access::recording(shared.clone(), vitals_tests::access::catalog());
+    let dlq = Arc::new(TableDlq::new(recorded.clone(), Context::Dashboard));
     let mut worker = Worker::new(
         faulty.clone(),
         Arc::new(EmbeddedFeed::new(store.clone())),
@@ -275,6 +278,7 @@ async fn a_poison_event_is_dead_lettered_while_others_flow_and_redrive_applies_i
     assert_eq!(at(&row, "nutrition.totals.calories"), "300");
     let _ = stop.send(true);
     task.await.expect("worker stops");
+    vitals_tests::access::finish(&recorded, "dead-letters");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

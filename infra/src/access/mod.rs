@@ -13,7 +13,7 @@
 
 mod shape;
 
-pub use shape::{Action, EMAIL, Op, Order, Shape, Sk, Text, Written, intern, kind_of};
+pub use shape::{Action, EMAIL, Op, Order, POSITION, Shape, Sk, Text, Written, intern, kind_of};
 
 use crate::capacity;
 use events_schema::Context;
@@ -163,6 +163,7 @@ mod tests {
         assert_eq!(kind_of("~MEAL#x"), "~MEAL#");
         assert_eq!(kind_of("ana@example.com"), EMAIL);
         assert_eq!(kind_of("user-5f3a"), "user-");
+        assert_eq!(kind_of("003.412#USER#01J#EVT#01K"), POSITION);
     }
 
     #[test]

@@ -47,12 +47,15 @@ fn intern_items(items: Vec<Written>) -> &'static [Written] {
     kept
 }
 
-/// The tag of a key: up to and including its first `#`; for a key without one, up to
+/// The tag of a key: up to and including its first `#` (`<position>#` when it starts
+/// with a feed position's digits); for a key without one, up to
 /// and including its first `-` (a replay checkpoint's `user-<digest>` scope), or the
 /// whole key (`PROFILE`); `<email>` for the `by-email` index's partition key, which is
 /// a bare normalized email.
 pub fn kind_of(key: &str) -> &str {
     match (key.find('#'), key.find('-')) {
+        // A dead letter's id starts with its record's feed position, a number.
+        (Some(_), _) if key.starts_with(|c: char| c.is_ascii_digit()) => POSITION,
         (Some(at), _) => &key[..=at],
         (None, _) if key.contains('@') => EMAIL,
         (None, Some(at)) => &key[..=at],
@@ -62,6 +65,10 @@ pub fn kind_of(key: &str) -> &str {
 
 /// The kind of a bare email key (see [`kind_of`]).
 pub const EMAIL: &str = "<email>";
+
+/// The kind of a key that starts with a feed position (a dead letter's id,
+/// `<digits>.<position>#<pk>#<sk>`; see [`kind_of`]).
+pub const POSITION: &str = "<position>#";
 
 fn owned_kind(key: &str) -> Text {
     intern(kind_of(key))
