@@ -593,6 +593,28 @@ pub(crate) mod access {
 
     /// The wearables' sync calls: a record found by its external id, then written once.
     pub static ACCESS: &[P] = &[
+        P::transact(
+            "note a synced workout's later revision",
+            command_tx!(
+                Activity,
+                "USER#",
+                [W::new(Update, ACTIVITY, "USER#", "EXTERNAL#")]
+            ),
+            "POST /v1/integrations/{provider}/webhook (a revision with the same content)",
+        )
+        .volume(0.1)
+        .size(1, 200),
+        P::transact(
+            "note a synced night's later revision",
+            command_tx!(
+                Sleep,
+                "USER#",
+                [W::new(Update, SLEEP, "USER#", "EXTERNAL#")]
+            ),
+            "POST /v1/integrations/{provider}/webhook (a revision with the same content)",
+        )
+        .volume(0.1)
+        .size(1, 200),
         P::new(
             "a synced workout, by external id",
             ACTIVITY,

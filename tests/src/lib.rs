@@ -54,7 +54,7 @@ pub mod workload;
 #[macro_export]
 macro_rules! commands_suite {
     ($make:path) => {
-        $crate::spec_tests!($make, $crate::commands::identity;
+        $crate::recorded_spec_tests!($make, $crate::commands::identity;
             register_writes_profile_reservation_and_event,
             register_with_a_taken_email_fails_and_writes_nothing,
             racing_sign_ups_of_one_email_create_one_account,
@@ -76,7 +76,7 @@ macro_rules! commands_suite {
             access_tokens_hold_until_the_credentials_change,
             a_credentials_tries_are_counted_by_every_process_together,
         );
-        $crate::spec_tests!($make, $crate::commands::nutrition;
+        $crate::recorded_spec_tests!($make, $crate::commands::nutrition;
             log_meal_writes_meal_summary_and_event,
             log_meal_costs_one_read_and_one_transaction,
             log_meal_repeated_with_the_same_key_writes_nothing,
@@ -94,7 +94,7 @@ macro_rules! commands_suite {
             a_scheduled_meal_is_eaten_once,
             plans_and_the_catalog_cancelled_as_a_conflict_are_written_on_the_next_attempt,
         );
-        $crate::spec_tests!($make, $crate::commands::activity_sleep;
+        $crate::recorded_spec_tests!($make, $crate::commands::activity_sleep;
             record_workout_writes_workout_and_event_once_per_key,
             a_workout_cancelled_as_a_conflict_is_recorded_on_the_next_attempt,
             retried_wearable_sync_returns_the_original_workout_in_one_request,
@@ -108,12 +108,12 @@ macro_rules! commands_suite {
             ending_a_block_cancelled_as_a_conflict_ends_it_on_the_next_attempt,
             sleep_sessions_recorded_and_synced_idempotently,
         );
-        $crate::spec_tests!($make, $crate::commands::goals;
+        $crate::recorded_spec_tests!($make, $crate::commands::goals;
             created_goal_is_active_and_in_the_index,
             status_changes_move_the_goal_between_index_partitions,
             a_status_change_cancelled_as_a_conflict_commits_on_the_next_attempt,
         );
-        $crate::spec_tests!($make, $crate::commands::integrations;
+        $crate::recorded_spec_tests!($make, $crate::commands::integrations;
             oauth_connect_uses_a_single_use_state,
             an_expired_state_cannot_complete,
             a_connect_completes_only_for_the_account_that_started_it,
@@ -126,10 +126,10 @@ macro_rules! commands_suite {
             a_connection_stored_before_versions_disconnects_and_reconnects,
             environment_readings_are_cached_per_cell_and_hour,
         );
-        $crate::spec_tests!($make, $crate::commands::environment;
+        $crate::recorded_spec_tests!($make, $crate::commands::environment;
             a_past_hour_is_asked_of_the_provider_once,
         );
-        $crate::spec_tests!($make, $crate::commands::keyed;
+        $crate::recorded_spec_tests!($make, $crate::commands::keyed;
             keyed_activity_and_goal_commands_met_by_a_conflict_commit_on_the_next_attempt,
             keyed_meal_changes_met_by_a_conflict_commit_on_the_next_attempt,
             keyed_account_and_connection_changes_met_by_a_conflict_commit_on_the_next_attempt,
@@ -148,6 +148,30 @@ macro_rules! spec_tests {
                 use $module as spec;
                 let backend = $make().await;
                 spec::$name(backend.store.clone()).await;
+            }
+        )*
+    };
+}
+
+/// As [`spec_tests!`], the handlers of every world the spec builds recorded against the
+/// declared access patterns (`commands::RECORDING`): a call no pattern declares, or an
+/// item no kind declares, fails the spec.
+#[macro_export]
+macro_rules! recorded_spec_tests {
+    ($make:path, $module:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                use $module as spec;
+                let backend = $make().await;
+                let recorded = $crate::access::recording(
+                    backend.store.clone(),
+                    $crate::access::catalog(),
+                );
+                $crate::commands::RECORDING
+                    .scope(recorded.clone(), spec::$name(backend.store.clone()))
+                    .await;
+                $crate::access::finish(&recorded, "commands");
             }
         )*
     };

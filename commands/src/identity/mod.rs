@@ -730,6 +730,8 @@ pub(crate) mod access {
                 W::new(Put, IDENTITY, "EMAIL#", "EMAIL"),
                 W::new(Put, IDENTITY, "USER#", "EVT#"),
                 W::new(Delete, IDENTITY, "USER#", "SESSION#").optional(),
+                // The old email's sign-up record: a retried sign-up must not replay it.
+                W::new(Delete, IDENTITY, "EMAIL#", "IDEMPOTENCY#").optional(),
             ]),
             "PATCH /v1/me/profile with an email (other sessions end)",
         )

@@ -241,7 +241,7 @@ pub(crate) mod access {
             "curate a recipe",
             command_tx!(
                 Nutrition,
-                "RECIPE#",
+                "USER#",
                 [
                     W::new(Put, NUTRITION, "RECIPE#", "RECIPE"),
                     W::new(Put, NUTRITION, "RECIPE#", "EVT#"),
@@ -255,7 +255,7 @@ pub(crate) mod access {
             "curate a meal plan",
             command_tx!(
                 Nutrition,
-                "MEAL_PLAN#",
+                "USER#",
                 [
                     W::new(Put, NUTRITION, "MEAL_PLAN#", "MEAL_PLAN"),
                     W::new(Put, NUTRITION, "MEAL_PLAN#", "EVT#"),

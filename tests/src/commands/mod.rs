@@ -41,6 +41,13 @@ use std::sync::Arc;
 /// binary requires of its secrets).
 pub const WEBHOOK_SECRET: &str = "test-webhook-secret-32-bytes-or-more";
 
+tokio::task_local! {
+    /// The recording every world built in a recorded spec (`commands_suite!`) calls
+    /// through: the handlers' calls are matched against the declared access patterns,
+    /// the spec's own reads of the store are not.
+    pub static RECORDING: Arc<Recorded>;
+}
+
 /// Every context's command handlers over one (counting) store, and a fresh user.
 pub struct World {
     pub store: Arc<CountingStore>,
@@ -81,8 +88,14 @@ impl World {
         })
     }
 
+    /// In a recorded spec ([`RECORDING`]), the handlers' calls are recorded.
     fn of_process(store: Arc<dyn Store>, clock: Clock, writers: Writers) -> Self {
-        Self::of_process_seen(store, clock, writers, |counting| counting)
+        match RECORDING.try_with(Arc::clone) {
+            Ok(recorded) => Self::of_process_seen(store, clock, writers, move |counting| {
+                Arc::new(recorded.over(counting))
+            }),
+            Err(_) => Self::of_process_seen(store, clock, writers, |counting| counting),
+        }
     }
 
     /// The handlers call `seen(counting store)`.
