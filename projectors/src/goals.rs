@@ -29,7 +29,7 @@ use chrono::{Datelike, Duration};
 use events_schema::envelope::{EventEnvelope, outbox_item};
 use events_schema::events::goals::{Goal, GoalCreated, GoalKind, GoalPeriod, GoalProgressed};
 use events_schema::keys::{SortKey, prefix};
-use events_schema::time::{Day, Timestamp};
+use events_schema::time::{Clock, Day, Timestamp};
 use infra::StoreError;
 use infra::store::{CancelReason, Condition, Item, Key, Query, SortKeyCondition, Update};
 use infra::table::Action;
@@ -46,6 +46,8 @@ const MAX_ATTEMPTS: usize = 64;
 #[derive(Clone)]
 pub struct GoalRows {
     table: Table<contexts::Goals>,
+    /// When a `GoalProgressed` it publishes occurred.
+    clock: Clock,
 }
 
 /// Monday of the ISO week holding `day`.
@@ -150,16 +152,17 @@ fn progress_key(pk: &str, goal: &Goal, start: Day) -> Result<Key, ProjectionErro
     ))
 }
 
-/// The `GoalProgressed` event of change number `revision` of a goal's progress.
+/// The `GoalProgressed` event of change number `revision` of a goal's progress,
+/// occurring `at`.
 fn progress_event(
     pk: &str,
     progressed: &GoalProgressed,
     revision: u64,
+    at: Timestamp,
 ) -> Result<EventEnvelope, ProjectionError> {
     let user = pk
         .strip_prefix("USER#")
         .and_then(|u| events_schema::ids::UserId::parse(u).ok());
-    let at = Timestamp::now();
     let mut event = EventEnvelope::new(user, at, progressed)
         .map_err(|e| ProjectionError::Decode(e.to_string()))?;
     let seed = format!("{}|progress|{revision}", progressed.goal_id);
@@ -177,8 +180,9 @@ fn revision_guard(state: &GoalState) -> Condition {
 }
 
 impl GoalRows {
-    pub fn new(table: Table<contexts::Goals>) -> Self {
-        Self { table }
+    /// The goals' rows in `table`, telling time by `clock`.
+    pub fn new(table: Table<contexts::Goals>, clock: Clock) -> Self {
+        Self { table, clock }
     }
 
     async fn rows(&self, pk: &str, condition: SortKeyCondition) -> Result<Vec<Item>, StoreError> {
@@ -391,7 +395,7 @@ impl GoalRows {
             target: goal.target,
             met,
         };
-        let event = progress_event(pk, &progressed, revision)?;
+        let event = progress_event(pk, &progressed, revision, self.clock.now())?;
         let event_item =
             outbox_item(pk, &event).map_err(|e| ProjectionError::Decode(e.to_string()))?;
         Ok(vec![

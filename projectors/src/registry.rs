@@ -141,7 +141,7 @@ fn eraser<C: ContextTable + 'static>(
 }
 
 fn unguarded(store: Arc<dyn Store>, clock: &Clock) -> Vec<Arc<dyn Projector>> {
-    let goals = GoalRows::new(Table::new(store.clone()));
+    let goals = GoalRows::new(Table::new(store.clone()), clock.clone());
     let mut all = foldable(store.clone(), clock);
     // In the registry's order (the documents listing subscriptions follow it): the
     // dashboard's, the goals', the cross-context ones, the wearables', the insights'.
