@@ -32,7 +32,7 @@ use events_schema::events::erasure::PartitionDrained;
 use events_schema::events::identity::AccountDeletionRequested;
 use events_schema::ids::{EventId, UserId};
 use events_schema::keys::{PartitionKey, erased};
-use events_schema::time::Timestamp;
+use events_schema::time::{Clock, Timestamp};
 use infra::dlq::DeadLetterQueue;
 use infra::store::{Key, Update};
 use infra::table::{Action, ContextTable, Table};
@@ -185,6 +185,8 @@ pub struct Eraser<C: ContextTable> {
     /// with whole item images.
     dead_letters: Arc<dyn DeadLetterQueue>,
     subscriptions: Vec<&'static str>,
+    /// When its `PartitionDrained` occurs.
+    clock: Clock,
 }
 
 impl<C: ContextTable> Eraser<C> {
@@ -200,7 +202,13 @@ impl<C: ContextTable> Eraser<C> {
             table,
             dead_letters,
             subscriptions,
+            clock: Clock::System,
         })
+    }
+
+    /// The same eraser, telling time by `clock`.
+    pub fn with_clock(self, clock: Clock) -> Self {
+        Self { clock, ..self }
     }
 
     /// The erasure `event` sets off here, if it is this eraser's trigger: identity's
@@ -253,7 +261,7 @@ impl<C: ContextTable> Eraser<C> {
     ) -> Result<(), ProjectionError> {
         let mut event = EventEnvelope::new(
             Some(user.clone()),
-            Timestamp::now(),
+            self.clock.now(),
             &PartitionDrained {
                 context: C::CONTEXT,
                 items_deleted,

@@ -50,7 +50,7 @@ fn subscriptions(
 ) -> Vec<Arc<dyn Projector>> {
     let projections = projections_on(store.clone(), clock);
     let mut subscriptions = projections.clone();
-    subscriptions.extend(erasure(store, dead_letters, &projections));
+    subscriptions.extend(erasure(store, dead_letters, &projections, clock));
     subscriptions
 }
 
@@ -102,16 +102,17 @@ fn erasure(
     store: Arc<dyn Store>,
     dead_letters: &DeadLetterStore,
     projections: &[Arc<dyn Projector>],
+    clock: &Clock,
 ) -> Vec<Arc<dyn Projector>> {
     use infra::table::contexts;
     let erasers = [
-        eraser::<contexts::Integrations>(&store, dead_letters, projections),
-        eraser::<contexts::Activity>(&store, dead_letters, projections),
-        eraser::<contexts::Nutrition>(&store, dead_letters, projections),
-        eraser::<contexts::Goals>(&store, dead_letters, projections),
-        eraser::<contexts::Sleep>(&store, dead_letters, projections),
-        eraser::<contexts::Insights>(&store, dead_letters, projections),
-        eraser::<contexts::Dashboard>(&store, dead_letters, projections),
+        eraser::<contexts::Integrations>(&store, dead_letters, projections, clock),
+        eraser::<contexts::Activity>(&store, dead_letters, projections, clock),
+        eraser::<contexts::Nutrition>(&store, dead_letters, projections, clock),
+        eraser::<contexts::Goals>(&store, dead_letters, projections, clock),
+        eraser::<contexts::Sleep>(&store, dead_letters, projections, clock),
+        eraser::<contexts::Insights>(&store, dead_letters, projections, clock),
+        eraser::<contexts::Dashboard>(&store, dead_letters, projections, clock),
     ];
     let mut subscriptions: Vec<Arc<dyn Projector>> = erasers.into_iter().flatten().collect();
     subscriptions.push(Arc::new(Completer::new(Table::new(store))));
@@ -125,6 +126,7 @@ fn eraser<C: ContextTable + 'static>(
     store: &Arc<dyn Store>,
     dead_letters: &DeadLetterStore,
     projections: &[Arc<dyn Projector>],
+    clock: &Clock,
 ) -> Option<Arc<dyn Projector>> {
     let subscriptions = projections
         .iter()
@@ -137,7 +139,7 @@ fn eraser<C: ContextTable + 'static>(
         dead_letters.queue_for(C::CONTEXT),
         subscriptions,
     )?;
-    Some(Arc::new(eraser))
+    Some(Arc::new(eraser.with_clock(clock.clone())))
 }
 
 fn unguarded(store: Arc<dyn Store>, clock: &Clock) -> Vec<Arc<dyn Projector>> {
