@@ -9,7 +9,7 @@
 use events_schema::Context;
 use events_schema::item_kinds::{self, ItemKind};
 use events_schema::tables;
-use infra::access::{AccessPattern, Op, Sk, Written};
+use infra::access::{AccessPattern, Action, Op, Sk, Written};
 use projectors::Subscription;
 use std::fmt::Write as _;
 
@@ -94,10 +94,14 @@ fn item_kinds_table(
             .map(|(name, ty)| format!("{name}: {}", ty.name()))
             .collect();
         let writers = names(catalog.iter().filter(|p| p.writes() && touches(p, kind)));
-        let readers = names(catalog.iter().filter(|p| !p.writes() && touches(p, kind)));
+        let readers = names(
+            catalog
+                .iter()
+                .filter(|p| (!p.writes() && touches(p, kind)) || checks(p, kind)),
+        );
         let projects: Vec<String> = subscriptions
             .iter()
-            .filter(|s| s.target == context && kind.pk == "USER#" && declares(s, kind))
+            .filter(|s| s.target == context && declares(s, kind))
             .map(|s| format!("`{}` ({})", s.name, s.consumes.join(", ")))
             .collect();
         let _ = writeln!(
@@ -120,16 +124,33 @@ fn item_kinds_table(
 }
 
 /// Whether a subscription declares writing rows of `kind` (not `*`, the completer's
-/// "whatever identity holds", which projects nothing).
+/// "whatever identity holds", which projects nothing). Erasure's subscriptions write
+/// outside the user's partition only (tombstones, their own events, the links they
+/// remove); the projections write in it only.
 fn declares(subscription: &Subscription, kind: &ItemKind) -> bool {
-    subscription.writes.contains(&kind.sk)
+    let erasure = projectors::erasure::is_erasure_subscription(subscription.name);
+    (kind.pk == "USER#") != erasure && subscription.writes.contains(&kind.sk)
 }
 
-/// Whether a pattern reads or writes items of `kind`.
+/// Whether a transaction checks a condition on an item of `kind` (a read, in effect:
+/// every command checks that its user is not being erased).
+fn checks(pattern: &AccessPattern, kind: &ItemKind) -> bool {
+    match &pattern.shape.op {
+        Op::Transact(items) => items
+            .iter()
+            .any(|w| w.action == Action::Check && item_of(w, kind)),
+        _ => false,
+    }
+}
+
+/// Whether a pattern reads or writes items of `kind` (a transaction's condition checks
+/// are neither: see [`checks`]).
 fn touches(pattern: &AccessPattern, kind: &ItemKind) -> bool {
     let shape = &pattern.shape;
     match &shape.op {
-        Op::Transact(items) | Op::Batch(items) => items.iter().any(|w| item_of(w, kind)),
+        Op::Transact(items) | Op::Batch(items) => items
+            .iter()
+            .any(|w| w.action != Action::Check && item_of(w, kind)),
         _ if shape.table != kind.table || shape.pk != kind.pk => false,
         Op::QueryIndex { .. } | Op::Scan | Op::Drain => false,
         _ => match shape.sk {

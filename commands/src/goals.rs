@@ -200,14 +200,14 @@ pub(crate) mod access {
         .volume(0.05)
         .size(2, 500),
         P::new(
-            "a goal, to change it",
+            "a goal, to change or score it",
             GOALS,
             Op::get(true),
             "USER#",
             Sk::exact("GOAL#"),
-            "PATCH /v1/me/goals/{id}",
+            "PATCH /v1/me/goals/{id}; the goals projections scoring it",
         )
-        .volume(0.05)
+        .volume(3.0)
         .size(1, 600),
         P::transact(
             "change a goal",
