@@ -603,11 +603,15 @@ pub fn rebuild_access() -> Vec<&'static infra::access::AccessPattern> {
             for kind in writers.iter().flat_map(|s| s.writes.iter()) {
                 let kind = infra::access::intern(kind);
                 for pk in events_schema::item_kinds::partitions_of(table, kind) {
-                    items.push(W::new(Put, table, pk, kind).optional());
-                    items.push(W::new(Delete, table, pk, kind).optional());
+                    // Several subscriptions write some kinds (`DAILY#`, `GOAL#`): once each.
+                    for action in [Put, Delete] {
+                        let item = W::new(action, table, pk, kind).optional();
+                        if !items.contains(&item) {
+                            items.push(item);
+                        }
+                    }
                 }
             }
-            items.dedup();
             let items: &'static [W] = Box::leak(items.into_boxed_slice());
             patterns.push(
                 P::batch(
