@@ -192,7 +192,7 @@ async fn bench(sizes: Sizes) -> anyhow::Result<()> {
     // of the clients' meals until the projections caught up.
     let meals = many.requests.max(1) as f64;
     println!(
-        "store writer, {} clients until caught up ({:.2} s): busy {:.0}% (redb commit {:.0}%); {} commits of {:.1} requests, {:.2} ms each; {:.1} write requests and {:.1} items per meal (the command's and every projection's), {:.0} items/s",
+        "store writer, {} clients until caught up ({:.2} s): busy {:.0}% (engine commit {:.0}%); {} commits of {:.1} requests, {:.2} ms each; {:.1} write requests and {:.1} items per meal (the command's and every projection's), {:.0} items/s",
         sizes.clients,
         writer_window.as_secs_f64(),
         100.0 * writer.busy.as_secs_f64() / writer_window.as_secs_f64(),

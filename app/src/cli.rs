@@ -59,7 +59,7 @@ pub enum Command {
     /// Install a backup as the embedded store of `--data-dir` (made if missing), once
     /// checked: it opens, its format version is one this release reads, its tables read
     /// through. A store in use is never replaced, one holding data only with `--force`
-    /// (it is then kept beside the new one as `vitals.redb.before-restore`).
+    /// (it is then kept beside the new one as `vitals.fjall.before-restore`).
     Restore {
         /// The backup file (written by `vitals backup`).
         #[arg(long)]
@@ -67,7 +67,7 @@ pub enum Command {
         /// Data directory to restore into (no default: name it).
         #[arg(long, env = "VITALS_DATA_DIR")]
         data_dir: PathBuf,
-        /// Replace a store that holds data (kept as `vitals.redb.before-restore`).
+        /// Replace a store that holds data (kept as `vitals.fjall.before-restore`).
         #[arg(long)]
         force: bool,
     },

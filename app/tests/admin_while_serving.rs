@@ -73,7 +73,7 @@ fn every_store_command(data: &Path, user: &str, day: &str, backup: &Path, throug
         &run,
         OK,
         &[
-            text(&data.join("vitals.redb")),
+            text(&data.join("vitals.fjall")),
             "format version",
             "created at",
         ],
@@ -281,7 +281,7 @@ fn a_stale_socket_is_no_obstacle_and_a_store_held_without_a_server_is_named() {
     let run = vitals(&data, &["info"]);
     assert_run("info beside a stale socket", &run, OK, &["format version"]);
 
-    let store_file = data.join("vitals.redb");
+    let store_file = data.join("vitals.fjall");
     let held = infra::embedded::EmbeddedStore::open_in(&data, infra::embedded::Open::Existing)
         .expect("the test holds the store");
     for socket_there in [true, false] {

@@ -27,7 +27,7 @@
 //! process; its first trim is at its start, before any meal), so the test keeps its
 //! load well within that minute: every meal's creation is still in the backup's log.
 //!
-//! Copying `vitals.redb` while the server writes is what not to do (issue 39 saw one
+//! Copying the store (`vitals.fjall`) while the server writes is what not to do (issue 39 saw one
 //! unopenable copy in fifteen); it is not tested here.
 //!
 //! Without the feature, both tests failed at their first backup: `vitals backup` was no
@@ -371,7 +371,7 @@ fn a_restore_checks_the_backup_and_keeps_what_it_replaces() {
     assert_eq!(run.code, Some(3), "junk: {run}");
     assert!(run.stderr.contains(text(&junk)), "{run}");
     assert!(
-        !target.join("vitals.redb").exists(),
+        !target.join("vitals.fjall").exists(),
         "nothing installed: {run}"
     );
     let missing = dir.path().join("missing.vbk");
@@ -388,7 +388,7 @@ fn a_restore_checks_the_backup_and_keeps_what_it_replaces() {
     let run = restore(&file, &target, &["--force"]);
     assert_eq!(run.code, Some(0), "--force: {run}");
     assert!(
-        target.join("vitals.redb.before-restore").is_file(),
+        target.join("vitals.fjall.before-restore").is_dir(),
         "kept aside: {run}"
     );
     let info = vitals(&["info", "--data-dir", text(&target)]);

@@ -2,7 +2,7 @@
 //! run with missing and bad settings (bad ids, nonexistent paths, bad addresses, outside
 //! Lambda), ends with a message and the exit status `vitals::exit::Exit` defines, never
 //! a panic (101); a store is opened, never conjured: a mistyped `--data-dir` or an
-//! empty `vitals.redb` is refused by every command but `serve` (which creates a store on
+//! empty store is refused by every command but `serve` (which creates a store on
 //! its first start) and `--create`, and nothing is made on disk.
 //!
 //! The binary runs with a cleared environment (and local AWS credentials that reach
@@ -167,9 +167,9 @@ fn a_mistyped_data_dir_is_refused_by_every_command_and_nothing_is_made() {
     assert!(!typo.exists());
 }
 
-/// An empty `vitals.redb` (a copy that failed, a crash while it was made) is not a
-/// store: every command refuses it, `serve` too, and it is left as it is, never replaced
-/// by a fresh store.
+/// An empty `vitals.redb` (an older release's store, which a command migrates: a copy
+/// that failed, a crash while it was made) is not a store: every command refuses it,
+/// `serve` too, and it is left as it is, never replaced by a fresh store.
 #[test]
 fn an_empty_store_file_is_refused_and_left_as_it_is() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -220,16 +220,19 @@ fn create_makes_a_store_and_info_shows_what_it_is() {
     assert_exit("curate --create again", &again, OK, &[]);
     let info = vitals(&[&["info"][..], &store].concat(), &[]);
     assert_exit("info", &info, OK, &[]);
-    let path = data.join("vitals.redb");
-    let size = std::fs::metadata(&path).expect("the store file").len();
-    for shown in [
-        text(&path),
-        "format version",
-        "created at",
-        &size.to_string(),
-    ] {
+    let path = data.join("vitals.fjall");
+    for shown in [text(&path), "format version", "created at"] {
         assert!(info.stdout.contains(shown), "info shows {shown:?}: {info}");
     }
+    // The size is what its files take: more than nothing, no more than they hold.
+    let size: u64 = info
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("size"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no size shown: {info}"));
+    assert!(size > 0 && size <= bytes_under(&path), "{size}: {info}");
     let created_line = info
         .stdout
         .lines()
@@ -243,6 +246,20 @@ fn create_makes_a_store_and_info_shows_what_it_is() {
         &[],
     );
     assert_exit("nightly", &nightly, OK, &[]);
+}
+
+/// The bytes of every file under `dir`.
+fn bytes_under(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => bytes_under(&e.path()),
+            _ => e.metadata().map_or(0, |m| m.len()),
+        })
+        .sum()
 }
 
 /// Exit statuses a script can tell apart: a bad id or name is 2 (not 0 with a warning),

@@ -60,7 +60,7 @@ fn serve_answers_healthz_with_backend_version_and_build_and_stops_on_sigterm() {
     let exit = server.stop();
     assert!(exit.success(), "graceful shutdown exits 0, got {exit:?}");
     assert!(
-        data_dir.join("vitals.redb").exists(),
+        data_dir.join("vitals.fjall").is_dir(),
         "the store lives in --data-dir"
     );
 }

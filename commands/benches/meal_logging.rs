@@ -99,7 +99,7 @@ fn main() -> anyhow::Result<()> {
         // Where the time goes: the single writer thread's share of the run.
         let ms = |d: std::time::Duration, n: u64| d.as_secs_f64() * 1000.0 / n.max(1) as f64;
         println!(
-            "       store writer: busy {:.0}% of the run (redb commit {:.0}%), {} commits of {:.1} requests, {:.2} ms each (redb commit {:.2} ms); a request waits {:.2} ms queued; {:.1} items per command, {:.0} items/s",
+            "       store writer: busy {:.0}% of the run (engine commit {:.0}%), {} commits of {:.1} requests, {:.2} ms each (engine commit {:.2} ms); a request waits {:.2} ms queued; {:.1} items per command, {:.0} items/s",
             100.0 * writer.busy.as_secs_f64() / secs,
             100.0 * writer.committing.as_secs_f64() / secs,
             writer.commits,

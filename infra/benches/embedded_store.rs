@@ -110,7 +110,7 @@ const CEILING_ITEMS: f64 = 400_000.0;
 const CEILING_CHUNK: usize = 4096;
 
 /// The engine's own write ceiling on this machine: the same items inserted into raw
-/// redb in large durable transactions, and through the embedded store's batch write
+/// fjall (the store's engine) in large durable batches, and through the embedded store's batch write
 /// (`Store::write_batch`, what a rebuild flushes with), so every write figure can be
 /// read as a fraction of it.
 fn ceiling(data: &Dataset, items: u64) -> Result<()> {
@@ -120,20 +120,23 @@ fn ceiling(data: &Dataset, items: u64) -> Result<()> {
         .collect();
 
     let dir = tempfile::tempdir_in(std::env::temp_dir())?;
-    let db = redb::Database::create(dir.path().join("ceiling.redb"))?;
+    let keyspace = fjall::Config::new(dir.path().join("ceiling")).open()?;
+    let table = keyspace.open_partition("items", fjall::PartitionCreateOptions::default())?;
     let started = Instant::now();
     for chunk in batch.chunks(CEILING_CHUNK) {
-        let txn = db.begin_write()?;
-        {
-            let mut table = txn.open_table(RAW_ITEMS)?;
-            for item in chunk {
-                table.insert(key_of(item), serde_json::to_vec(item)?.as_slice())?;
-            }
+        let mut txn = keyspace
+            .batch()
+            .durability(Some(fjall::PersistMode::SyncData));
+        for item in chunk {
+            let (pk, sk) = key_of(item);
+            let key = [pk.as_bytes(), &[0], sk.as_bytes()].concat();
+            txn.insert(&table, key, serde_json::to_vec(item)?);
         }
         txn.commit()?;
     }
     let raw = items as f64 / started.elapsed().as_secs_f64();
-    drop(db);
+    drop(table);
+    drop(keyspace);
     dir.close()?;
 
     let dir = tempfile::tempdir_in(std::env::temp_dir())?;
@@ -151,7 +154,7 @@ fn ceiling(data: &Dataset, items: u64) -> Result<()> {
     println!(
         "engine ceiling: {items} items of ~{ITEM_BYTES} B, durable transactions of {CEILING_CHUNK}"
     );
-    println!("  redb-raw inserts:              {raw:>10.0} items/s");
+    println!("  fjall-raw inserts:             {raw:>10.0} items/s");
     println!(
         "  embedded Store::write_batch:   {layered:>10.0} items/s ({:.0}% of raw: the layer adds the change log and index upkeep)",
         100.0 * layered / raw

@@ -4,7 +4,7 @@
 //! Layout:
 //! - [`store`]: the storage port: items, keys, conditions, queries, transactions, the
 //!   typed errors, and the cursor encoding both backends share.
-//! - [`embedded`]: the default backend on redb (durable commits), with its change log.
+//! - [`embedded`]: the default backend on fjall (durable commits), with its change log.
 //! - [`dynamodb`]: the backend on `aws-sdk-dynamodb`, plus `bootstrap` of the tables.
 //! - [`feed`]: the change-feed port and its adapters.
 //! - [`dlq`]: dead-letter queues for records a subscription gave up on.

@@ -141,7 +141,7 @@ fn main() -> anyhow::Result<()> {
         // Where a write's latency goes: the single writer's queue, then its commit.
         let per = |total: Duration, n: u64| total.as_secs_f64() * 1000.0 / n.max(1) as f64;
         println!(
-            "store writer: {} commits ({:.0}/s), {:.1} requests each, {:.1} write requests per meal; busy {:.0}% of the run (redb commit {:.0}%); a request waits {:.2} ms queued, a commit takes {:.2} ms (redb commit {:.2} ms); {:.1} items written per meal",
+            "store writer: {} commits ({:.0}/s), {:.1} requests each, {:.1} write requests per meal; busy {:.0}% of the run (engine commit {:.0}%); a request waits {:.2} ms queued, a commit takes {:.2} ms (engine commit {:.2} ms); {:.1} items written per meal",
             writer.commits,
             writer.commits as f64 / drained.as_secs_f64(),
             writer.requests as f64 / writer.commits.max(1) as f64,

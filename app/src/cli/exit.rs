@@ -257,7 +257,7 @@ mod tests {
     #[test]
     fn unclassified_errors_are_told_by_their_causes() {
         let open = infra::embedded::OpenError::NewerFormat {
-            path: "/data/vitals.redb".into(),
+            path: "/data/vitals.fjall".into(),
             found: 9,
         };
         assert_eq!(status_of(&anyhow::Error::new(open), true), Exit::Store);

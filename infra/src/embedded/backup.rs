@@ -1,36 +1,37 @@
 //! Backups of the embedded store, taken while it serves, and their restore.
 //!
-//! A backup is one redb read transaction (the store as one commit left it: items,
-//! indexes, expiry, change log, checkpoints and `meta`) copied table by table into a
-//! fresh redb file beside the destination, committed durably, then renamed into place:
-//! the writer goes on meanwhile, and the destination is never half written. (Copying
-//! the raw `vitals.redb` of an open store is not a backup: a copy torn between commits
-//! may not even open.)
+//! A backup is one snapshot of the store (items, indexes, expiry, change log,
+//! checkpoints and `meta`, as one commit left them) written table by table into a
+//! fresh redb file beside the destination (see `archive.rs`), committed durably, then
+//! renamed into place: the writer goes on meanwhile, and the destination is never half
+//! written. (Copying `vitals.fjall` of an open store is not a backup: a copy torn
+//! between its journal and its tables may not recover.)
 //!
 //! A restore copies a backup into the data directory and checks that copy (it opens
 //! with redb's integrity check, its format version is one this release reads, every
-//! table reads through), then installs it with a rename, so `vitals.redb` is at every
-//! moment the old store or the new one. It never replaces a store in use, replaces one
-//! holding items only when forced, and keeps the store it replaces beside it
-//! ([`KEPT_ASIDE`]).
+//! table reads through), builds a store from it beside the one it replaces, then swaps
+//! the two directories in one step, so `vitals.fjall` is at every moment the old store
+//! or the new one. It never replaces a store in use, replaces one holding items only
+//! when forced, and keeps the store it replaces beside it ([`KEPT_ASIDE`]).
 
 use super::apply::backend;
-use super::layout::{self, EachTable, Names};
+use super::archive;
+use super::engine::{self, STORE_DIR};
+use super::layout::Partitions;
 use super::meta::{self, OpenError};
+use super::private;
 use super::writer::last_sequence_in;
-use super::{FILE_NAME, private};
 use crate::store::StoreError;
-use events_schema::tables::TABLES;
-use redb::{
-    Database, ReadableDatabase as _, ReadableTable as _, ReadableTableMetadata as _,
-    TableDefinition, TableError, TableHandle as _,
-};
+use fjall::TxKeyspace;
+use redb::ReadableDatabase as _;
 use std::path::{Path, PathBuf};
 
 /// The name the store a restore replaces is kept under, in its data directory.
-pub const KEPT_ASIDE: &str = "vitals.redb.before-restore";
-/// Where a restore checks its copy of a backup before installing it.
-const STAGED: &str = "vitals.redb.restoring";
+pub const KEPT_ASIDE: &str = "vitals.fjall.before-restore";
+/// Where a restore copies a backup to check it.
+const STAGED_FILE: &str = "vitals.restoring.redb";
+/// Where a restore builds the store it installs.
+const STAGED_STORE: &str = "vitals.fjall.restoring";
 /// The page cache of a backup being written or checked (the copy streams through it).
 const CACHE_BYTES: usize = 64 * 1024 * 1024;
 
@@ -41,7 +42,7 @@ pub struct Snapshot {
     /// The sequence number of the newest change-log record it holds (0 for none): the
     /// backup is consistent at this point of the change log.
     pub sequence: u64,
-    /// Each redb table and its entries, in the order of the store's table list.
+    /// Each table and its entries, in the order of the store's table list.
     pub tables: Vec<(String, u64)>,
 }
 
@@ -95,21 +96,21 @@ pub enum BackupError {
     Write { path: PathBuf, why: String },
 }
 
-/// Writes a backup of the store open in `db` (at `store`) to `file`: a snapshot copied
-/// into `<file>.partial`, committed durably, renamed over `file`.
+/// Writes a backup of the store open in `keyspace` (at `store`) to `file`: a snapshot
+/// copied into `<file>.partial`, committed durably, renamed over `file`.
 pub(super) fn write(
-    db: &Database,
-    names: &Names,
+    keyspace: &TxKeyspace,
+    names: &Partitions,
     store: &Path,
     file: &Path,
 ) -> Result<Snapshot, BackupError> {
-    if same_file(store, file) {
-        return Err(write_error(file, &"that is the store itself"));
+    if inside(store, file) {
+        return Err(write_error(file, &"that is the store itself, or inside it"));
     }
     let mut partial = file.as_os_str().to_owned();
     partial.push(".partial");
     let partial = PathBuf::from(partial);
-    let written = copy_into(db, names, store, &partial)
+    let written = copy_into(keyspace, names, store, &partial)
         .and_then(|snapshot| rename_durably(&partial, file).map(|()| snapshot));
     if written.is_err() {
         let _ = std::fs::remove_file(&partial);
@@ -117,10 +118,10 @@ pub(super) fn write(
     written
 }
 
-/// The snapshot of `db` copied into a new database at `partial`, committed.
+/// A snapshot of the store written into a new redb file at `partial`, committed.
 fn copy_into(
-    db: &Database,
-    names: &Names,
+    keyspace: &TxKeyspace,
+    names: &Partitions,
     store: &Path,
     partial: &Path,
 ) -> Result<Snapshot, BackupError> {
@@ -131,102 +132,29 @@ fn copy_into(
         .set_cache_size(CACHE_BYTES)
         .create(partial)
         .map_err(|e| cannot(&e))?;
-    let read = db
-        .begin_read()
-        .map_err(|e| BackupError::Store(backend(e)))?;
-    let recorded = meta::recorded(&read, store).map_err(|e| BackupError::Store(e.into()))?;
-    let write = target.begin_write().map_err(|e| cannot(&e))?;
-    let mut copy = Copy {
-        from: &read,
-        to: &write,
-        copied: Vec::new(),
-        write_failed: None,
-    };
-    if let Err(error) = layout::each_table(names, &mut copy) {
-        return Err(match copy.write_failed {
-            Some(why) => cannot(&why),
-            None => BackupError::Store(error),
-        });
-    }
-    let Copy { copied, .. } = copy;
-    // Whatever the store holds is copied: a table outside the store's list is an error
-    // here, not a backup that silently lacks it.
-    let listed = read
-        .list_tables()
-        .map_err(|e| BackupError::Store(backend(e)))?;
-    for table in listed {
-        if !copied.iter().any(|(name, _)| name == table.name()) {
-            let why = format!("a table this release does not back up: {}", table.name());
+    let read = keyspace.read_tx();
+    let recorded = meta::recorded(&read, names, store).map_err(|e| BackupError::Store(e.into()))?;
+    // Whatever the store holds is copied: a partition outside the store's list is an
+    // error here, not a backup that silently lacks it.
+    for partition in keyspace.list_partitions() {
+        if !names
+            .all
+            .iter()
+            .any(|(def, _)| def.partition_name() == *partition)
+        {
+            let why = format!("a table this release does not back up: {partition}");
             return Err(BackupError::Store(StoreError::Backend(why)));
         }
     }
+    let write = target.begin_write().map_err(|e| cannot(&e))?;
+    let tables = archive::export(&read, names, &write).map_err(BackupError::Store)?;
     write.commit().map_err(|e| cannot(&e))?;
     drop(target);
     Ok(Snapshot {
-        format_version: recorded.map_or(1, |r| r.format_version),
-        sequence: last_sequence_in(&read).map_err(BackupError::Store)?,
-        tables: copied,
+        format_version: recorded.format_version,
+        sequence: last_sequence_in(&read, names).map_err(BackupError::Store)?,
+        tables,
     })
-}
-
-/// Copies each table of a read transaction into a write transaction.
-struct Copy<'a> {
-    from: &'a redb::ReadTransaction,
-    to: &'a redb::WriteTransaction,
-    copied: Vec<(String, u64)>,
-    /// Set when the failure was the new file's (the error says which side failed).
-    write_failed: Option<String>,
-}
-
-impl EachTable for Copy<'_> {
-    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
-        &mut self,
-        def: TableDefinition<'_, K, V>,
-    ) -> Result<(), StoreError> {
-        let source = self.from.open_table(def).map_err(backend)?;
-        let mut failed = |e: &dyn std::fmt::Display| {
-            self.write_failed = Some(e.to_string());
-            StoreError::Backend(e.to_string())
-        };
-        let mut target = self.to.open_table(def).map_err(|e| failed(&e))?;
-        let mut entries = 0;
-        for entry in source.iter().map_err(backend)? {
-            let (key, value) = entry.map_err(backend)?;
-            target
-                .insert(key.value(), value.value())
-                .map_err(|e| failed(&e))?;
-            entries += 1;
-        }
-        self.copied.push((def.name().to_owned(), entries));
-        Ok(())
-    }
-}
-
-/// Reads each table through, counting its entries (a table a backup lacks, which a
-/// newer release of the same format may have added, counts none: the store makes it).
-struct ReadThrough<'a> {
-    txn: &'a redb::ReadTransaction,
-    counted: Vec<(String, u64)>,
-}
-
-impl EachTable for ReadThrough<'_> {
-    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
-        &mut self,
-        def: TableDefinition<'_, K, V>,
-    ) -> Result<(), StoreError> {
-        let table = match self.txn.open_table(def) {
-            Ok(table) => table,
-            Err(TableError::TableDoesNotExist(_)) => return Ok(()),
-            Err(other) => return Err(backend(other)),
-        };
-        let mut entries = 0;
-        for entry in table.iter().map_err(backend)? {
-            entry.map_err(backend)?;
-            entries += 1;
-        }
-        self.counted.push((def.name().to_owned(), entries));
-        Ok(())
-    }
 }
 
 /// Checks the backup `from` and installs it as the store of `data_dir` (made if
@@ -242,47 +170,48 @@ pub fn restore(from: &Path, data_dir: &Path, force: bool) -> Result<Restored, Ba
     private::create_dir(data_dir).map_err(|e| write_error(data_dir, &e))?;
     let restored = restore_into(from, data_dir, force);
     if restored.is_err() && made_dir {
-        // Only an empty directory goes: nothing of a failed restore stays behind.
-        let _ = std::fs::remove_dir(data_dir);
+        // Nothing of a failed restore stays behind.
+        let _ = std::fs::remove_dir_all(data_dir);
     }
     restored
 }
 
 fn restore_into(from: &Path, data_dir: &Path, force: bool) -> Result<Restored, BackupError> {
-    let store = data_dir.join(FILE_NAME);
+    let store = data_dir.join(STORE_DIR);
     let aside = data_dir.join(KEPT_ASIDE);
+    // Held until the new store is in place: nothing opens the store meanwhile.
+    let _lock = engine::lock(data_dir, &store).map_err(|e| match e {
+        OpenError::Locked { path } => BackupError::InUse { path },
+        other => write_error(data_dir, &other),
+    })?;
+    let legacy = data_dir.join(archive::LEGACY_FILE);
+    if legacy.exists() {
+        return Err(BackupError::Occupied {
+            path: legacy,
+            what: "the store of an older release, not yet migrated (open it with this \
+                   release, which migrates it, then restore)"
+                .to_owned(),
+        });
+    }
     let old = Old::of(&store, force)?;
-    if !matches!(old, Old::Nothing) && aside.exists() {
+    if old != Old::Nothing && aside.exists() {
         return Err(BackupError::AsideTaken { path: aside });
     }
-    let staged = data_dir.join(STAGED);
-    remove_if_there(&staged)?;
-    let checked = stage(from, &staged);
-    if checked.is_err() {
-        let _ = std::fs::remove_file(&staged);
-    }
-    let snapshot = checked?;
+    let staged = data_dir.join(STAGED_STORE);
+    let snapshot = stage(from, &data_dir.join(STAGED_FILE), &staged)?;
     let kept = match old {
         Old::Nothing => {
-            // Linked, not renamed: a store made there meanwhile is not replaced.
-            std::fs::hard_link(&staged, &store).map_err(|e| match e.kind() {
-                std::io::ErrorKind::AlreadyExists => BackupError::InUse {
-                    path: store.clone(),
-                },
-                _ => write_error(&store, &e),
-            })?;
-            remove_if_there(&staged)?;
+            std::fs::rename(&staged, &store).map_err(|e| write_error(&store, &e))?;
             None
         }
-        Old::Held(_) | Old::Unreadable => {
-            std::fs::hard_link(&store, &aside).map_err(|e| write_error(&aside, &e))?;
-            std::fs::rename(&staged, &store).map_err(|e| write_error(&store, &e))?;
+        Old::Held | Old::Unreadable => {
+            // One step: `store` is the old store, then the new one, never neither.
+            engine::exchange(&staged, &store).map_err(|e| write_error(&store, &e))?;
+            std::fs::rename(&staged, &aside).map_err(|e| write_error(&aside, &e))?;
             Some(aside)
         }
     };
     sync_dir(data_dir).map_err(|e| write_error(data_dir, &e))?;
-    // The old store (held open so nothing opened it meanwhile) is let go only now.
-    drop(old);
     Ok(Restored {
         store,
         snapshot,
@@ -291,11 +220,12 @@ fn restore_into(from: &Path, data_dir: &Path, force: bool) -> Result<Restored, B
 }
 
 /// The store a restore would replace.
+#[derive(Debug, PartialEq, Eq)]
 enum Old {
     Nothing,
-    /// Open (so locked) until the new store is in place.
-    Held(#[allow(dead_code)] Database),
-    /// A file that is not a store this release opens (replaced only when forced).
+    /// A store (with no items, or replaced by force).
+    Held,
+    /// A directory that is not a store this release opens (replaced only when forced).
     Unreadable,
 }
 
@@ -308,79 +238,83 @@ impl Old {
             path: store.to_owned(),
             what,
         };
-        let db = match Database::open(store) {
-            Ok(db) => db,
-            Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
-                return Err(BackupError::InUse {
-                    path: store.to_owned(),
-                });
-            }
+        let (keyspace, names) = match engine::open(store) {
+            Ok(opened) => opened,
             Err(_) if force => return Ok(Old::Unreadable),
             Err(other) => {
                 return Err(occupied(format!(
-                    "a file that is not a store this release opens ({other})"
+                    "a directory that is not a store this release opens ({other})"
                 )));
             }
         };
-        let items = items_in(&db).map_err(BackupError::Store)?;
+        let items = items_in(&keyspace, &names).map_err(BackupError::Store)?;
         if items > 0 && !force {
             return Err(occupied(format!("a store of {items} items")));
         }
-        Ok(Old::Held(db))
+        Ok(Old::Held)
     }
 }
 
-/// The items of every context's table of the store in `db`.
-fn items_in(db: &Database) -> Result<u64, StoreError> {
-    let read = db.begin_read().map_err(backend)?;
-    let names = Names::new();
+/// The items of every context's table of the store.
+fn items_in(keyspace: &TxKeyspace, names: &Partitions) -> Result<u64, StoreError> {
+    let read = keyspace.read_tx();
     let mut items = 0;
-    for def in &TABLES {
-        match read.open_table(names.items(def.context)) {
-            Ok(table) => items += table.len().map_err(backend)?,
-            Err(TableError::TableDoesNotExist(_)) => {}
-            Err(other) => return Err(backend(other)),
+    for (def, partition) in &names.all {
+        if def.name.starts_with("items/") {
+            items += read.len(partition).map_err(backend)? as u64;
         }
     }
     Ok(items)
 }
 
-/// Copies the backup `from` to `staged` (its owner's only, durable) and checks the copy:
-/// it opens with redb's integrity check, records a format version this release reads,
-/// and every table reads through. Errors name `from`.
-fn stage(from: &Path, staged: &Path) -> Result<Snapshot, BackupError> {
-    private::create_file(staged).map_err(|e| write_error(staged, &e))?;
-    {
-        let mut source = std::fs::File::open(from).map_err(|e| missing(from, &e))?;
-        let mut copy = std::fs::OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(staged)
-            .map_err(|e| write_error(staged, &e))?;
-        std::io::copy(&mut source, &mut copy).map_err(|e| write_error(staged, &e))?;
-        copy.sync_all().map_err(|e| write_error(staged, &e))?;
+/// Copies the backup `from` to `file` (its owner's only, durable), checks the copy (it
+/// opens with redb's integrity check, records a format version this release reads,
+/// holds no table this release does not know) and builds a store from it at `staged`.
+/// Errors name `from`; nothing staged is left when it fails.
+fn stage(from: &Path, file: &Path, staged: &Path) -> Result<Snapshot, BackupError> {
+    let built = stage_file(from, file).and_then(|()| build_from(from, file, staged));
+    let _ = std::fs::remove_file(file);
+    if built.is_err() {
+        let _ = engine::remove_dir_if_there(staged);
     }
+    built
+}
+
+fn stage_file(from: &Path, file: &Path) -> Result<(), BackupError> {
+    remove_if_there(file)?;
+    private::create_file(file).map_err(|e| write_error(file, &e))?;
+    let mut source = std::fs::File::open(from).map_err(|e| missing(from, &e))?;
+    let mut copy = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(file)
+        .map_err(|e| write_error(file, &e))?;
+    std::io::copy(&mut source, &mut copy).map_err(|e| write_error(file, &e))?;
+    Ok(())
+}
+
+fn build_from(from: &Path, file: &Path, staged: &Path) -> Result<Snapshot, BackupError> {
     let not_a_backup = |e: &dyn std::fmt::Display| BackupError::NotABackup(meta::unusable(from, e));
     let db = redb::Builder::new()
         .set_cache_size(CACHE_BYTES)
         .set_check_integrity_on_open(true)
-        .open(staged)
+        .open(file)
         .map_err(|e| not_a_backup(&e))?;
     let read = db.begin_read().map_err(|e| not_a_backup(&e))?;
-    let recorded = meta::recorded(&read, from).map_err(BackupError::NotABackup)?;
-    let mut through = ReadThrough {
-        txn: &read,
-        counted: Vec::new(),
-    };
-    layout::each_table(&Names::new(), &mut through).map_err(|e| not_a_backup(&e))?;
-    let sequence = last_sequence_in(&read).map_err(|e| not_a_backup(&e))?;
-    let tables = through.counted;
-    drop(read);
-    drop(db);
-    // The integrity check may have written: durable before it is installed.
-    std::fs::File::open(staged)
-        .and_then(|f| f.sync_all())
-        .map_err(|e| write_error(staged, &e))?;
+    let recorded = archive::recorded(&read, from).map_err(BackupError::NotABackup)?;
+    let unknown = archive::unknown_tables(&read).map_err(|e| not_a_backup(&e))?;
+    if let Some(name) = unknown.first() {
+        return Err(not_a_backup(&format!(
+            "a table this release does not know: {name}"
+        )));
+    }
+    let sequence = archive::last_sequence(&read).map_err(|e| not_a_backup(&e))?;
+    let mut tables = Vec::new();
+    engine::build(staged, |keyspace, names| {
+        tables = archive::import(&read, keyspace, names)?;
+        Ok(())
+    })
+    .map_err(|e| write_error(staged, &e))?;
     Ok(Snapshot {
         format_version: recorded.map_or(1, |r| r.format_version),
         sequence,
@@ -394,11 +328,7 @@ fn rename_durably(from: &Path, to: &Path) -> Result<(), BackupError> {
         .and_then(|f| f.sync_all())
         .map_err(|e| write_error(from, &e))?;
     std::fs::rename(from, to).map_err(|e| write_error(to, &e))?;
-    let dir = match to.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    sync_dir(dir).map_err(|e| write_error(dir, &e))
+    engine::sync_parent(to).map_err(|e| write_error(to, &e))
 }
 
 fn sync_dir(dir: &Path) -> std::io::Result<()> {
@@ -412,12 +342,24 @@ fn remove_if_there(path: &Path) -> Result<(), BackupError> {
     }
 }
 
-/// Whether `a` and `b` name the same file (both there); false when either is not.
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
+/// Whether `file` is the directory `store` or inside it (false when `store` is not
+/// there).
+fn inside(store: &Path, file: &Path) -> bool {
+    let Ok(store) = store.canonicalize() else {
+        return false;
+    };
+    let named = file.canonicalize().ok();
+    let parent = file
+        .parent()
+        .map(|p| {
+            if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
+            }
+        })
+        .and_then(|p| p.canonicalize().ok());
+    named.is_some_and(|f| f.starts_with(&store)) || parent.is_some_and(|p| p.starts_with(&store))
 }
 
 fn write_error(path: &Path, why: &dyn std::fmt::Display) -> BackupError {
@@ -530,9 +472,10 @@ mod tests {
 
         // A backup of a newer format, named with both versions.
         {
-            let db = Database::open(&file).expect("redb opens the backup");
+            let db = redb::Database::open(&file).expect("redb opens the backup");
             let txn = db.begin_write().expect("write");
-            txn.open_table(layout::META)
+            let meta: redb::TableDefinition<&str, &str> = redb::TableDefinition::new("meta");
+            txn.open_table(meta)
                 .expect("meta")
                 .insert("format_version", "9")
                 .expect("insert");

@@ -1,22 +1,23 @@
-//! What a store is, and how one is opened: a store records its format version and when
-//! it was created in its `meta` table, written in the commit that makes the store, and
-//! checked whenever one is opened. A store is opened, never conjured: only
-//! [`Open::OrCreate`] (`vitals serve`'s first start, an explicit `--create`) makes one,
-//! and then whole (made aside and renamed into place, so a `vitals.redb` is never half
-//! made); a missing store, an empty file, or one of a format this release does not know
-//! is an [`OpenError`] naming the path, and is never replaced.
+//! What a store is: a store records its format version and when it was created in its
+//! `meta` table, written in the commit that makes the store, and checked whenever one
+//! is opened (the store's own, and a backup's or an older release's redb file, see
+//! `archive.rs`). A store is opened, never conjured: only [`Open::OrCreate`] (`vitals
+//! serve`'s first start, an explicit `--create`) makes one (see `engine.rs`); a missing
+//! store, an empty one, or one of a format this release does not know is an
+//! [`OpenError`] naming the path, and is never replaced.
 
-use super::layout::META;
-use redb::{Database, ReadableDatabase as _, TableError, TableHandle as _};
+use super::layout::Partitions;
 use std::path::{Path, PathBuf};
 
 /// The format of the stores this release makes and reads. A release that changes the
 /// layout (a table's key or value, what an item is) raises it, and opens the stores of
-/// older versions (upgrading them); a store of a newer version is refused.
+/// older versions (upgrading them); a store of a newer version is refused. (The engine
+/// under the tables is not the format: a redb store of version 1 is migrated to fjall
+/// as it is, and a backup is still a redb file of the same tables.)
 pub const FORMAT_VERSION: u32 = 1;
 
-const VERSION_KEY: &str = "format_version";
-const CREATED_KEY: &str = "created_at";
+pub(super) const VERSION_KEY: &str = "format_version";
+pub(super) const CREATED_KEY: &str = "created_at";
 
 /// Whether opening may make a new store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +36,8 @@ pub enum OpenError {
     /// No store where one was expected: the directory or the file is not there.
     #[error("no store at {}: {why}", path.display())]
     Missing { path: PathBuf, why: String },
-    /// The file is there but holds no store: empty, or a database without its tables.
+    /// The file or directory is there but holds no store: empty, or a database without
+    /// the store's record.
     #[error("{} is empty ({why}): it is not a store, and is left as it is", path.display())]
     Empty { path: PathBuf, why: String },
     /// A store of a format version newer than this release reads.
@@ -52,7 +54,7 @@ pub enum OpenError {
     /// Another process has the store open (one process at a time).
     #[error("{} is already open in another process", path.display())]
     Locked { path: PathBuf },
-    /// The file could not be read or made (permissions, a damaged file, a full disk).
+    /// The store could not be read or made (permissions, a damaged file, a full disk).
     #[error("cannot open {}: {why}", path.display())]
     Unusable { path: PathBuf, why: String },
 }
@@ -88,16 +90,16 @@ pub struct Recorded {
 /// What `vitals info` shows of a store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreInfo {
-    /// The store's file.
+    /// The store's directory.
     pub path: PathBuf,
     pub format_version: u32,
     /// When it was made (RFC 3339, UTC); None for a store made before stores recorded it.
     pub created_at: Option<String>,
-    /// The file's size in bytes.
+    /// The bytes it takes on disk (its tables and journal).
     pub size_bytes: u64,
 }
 
-/// The error of a redb failure on the file at `path`.
+/// The error of an engine failure on the store at `path`.
 pub(super) fn unusable(path: &Path, why: impl std::fmt::Display) -> OpenError {
     OpenError::Unusable {
         path: path.to_owned(),
@@ -105,118 +107,25 @@ pub(super) fn unusable(path: &Path, why: impl std::fmt::Display) -> OpenError {
     }
 }
 
-/// Opens the redb database at `path` (which exists and is not empty).
-pub(super) fn open_database(path: &Path) -> Result<Database, OpenError> {
-    Database::open(path).map_err(|e| match e {
-        redb::DatabaseError::DatabaseAlreadyOpen => OpenError::Locked {
-            path: path.to_owned(),
-        },
-        other => unusable(path, other),
-    })
+/// The record a new store starts with: this format, made now.
+pub(super) fn new_record() -> [(&'static str, String); 2] {
+    [
+        (VERSION_KEY, FORMAT_VERSION.to_string()),
+        (
+            CREATED_KEY,
+            events_schema::time::Timestamp::now().to_string(),
+        ),
+    ]
 }
 
-/// Makes a new store at `path`: in a file beside it, every table and the `meta` record
-/// in one durable commit, then renamed into place, so that a crash leaves either no
-/// `path` or a whole store. `make_tables` creates the store's tables in the commit.
-pub(super) fn create(
+/// A store's record checked: `version` is the text of its `format_version` (None when
+/// the store has none). A store of a newer or unknown format is refused.
+pub(super) fn checked(
     path: &Path,
-    make_tables: impl FnOnce(&redb::WriteTransaction) -> Result<(), crate::StoreError>,
-) -> Result<(), OpenError> {
-    let aside = path.with_extension("redb.new");
-    // What a crash during an earlier making left.
-    match std::fs::remove_file(&aside) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(unusable(&aside, e)),
-        _ => {}
-    }
-    super::private::create_file(&aside).map_err(|e| unusable(&aside, e))?;
-    let db = Database::create(&aside).map_err(|e| match e {
-        redb::DatabaseError::DatabaseAlreadyOpen => OpenError::Locked {
-            path: path.to_owned(),
-        },
-        other => unusable(&aside, other),
-    })?;
-    let txn = db.begin_write().map_err(|e| unusable(&aside, e))?;
-    make_tables(&txn).map_err(|e| unusable(&aside, e))?;
-    {
-        let mut meta = txn.open_table(META).map_err(|e| unusable(&aside, e))?;
-        let version = FORMAT_VERSION.to_string();
-        let created = events_schema::time::Timestamp::now().to_string();
-        for (key, value) in [(VERSION_KEY, version.as_str()), (CREATED_KEY, &created)] {
-            meta.insert(key, value).map_err(|e| unusable(&aside, e))?;
-        }
-    }
-    txn.commit().map_err(|e| unusable(&aside, e))?;
-    drop(db);
-    std::fs::rename(&aside, path).map_err(|e| unusable(path, e))?;
-    // The rename itself made durable.
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| unusable(path, e))?;
-    }
-    tracing::info!(store = %path.display(), format_version = FORMAT_VERSION, "created a new store");
-    Ok(())
-}
-
-/// What the store in `db` records, checked: a store of a newer or unknown format is
-/// refused, a database without the store's tables is empty. A store made before stores
-/// recorded their format (its tables are there, its `meta` is not) is of version 1,
-/// which is then recorded.
-pub(super) fn check(db: &Database, path: &Path) -> Result<Recorded, OpenError> {
-    let read = db.begin_read().map_err(|e| unusable(path, e))?;
-    if let Some(recorded) = recorded(&read, path)? {
-        return Ok(recorded);
-    }
-    drop(read);
-    let write = db.begin_write().map_err(|e| unusable(path, e))?;
-    write
-        .open_table(META)
-        .map_err(|e| unusable(path, e))?
-        .insert(VERSION_KEY, FORMAT_VERSION.to_string().as_str())
-        .map_err(|e| unusable(path, e))?;
-    write.commit().map_err(|e| unusable(path, e))?;
-    tracing::info!(
-        store = %path.display(),
-        format_version = FORMAT_VERSION,
-        "recorded the format version of a store made before stores recorded it"
-    );
-    Ok(Recorded {
-        format_version: FORMAT_VERSION,
-        created_at: None,
-    })
-}
-
-/// What the store read in `read` records, checked without writing: a store of a newer or
-/// unknown format is refused, a database without the store's tables is empty; `None`
-/// for a store made before stores recorded their format (of version 1).
-pub(super) fn recorded(
-    read: &redb::ReadTransaction,
-    path: &Path,
-) -> Result<Option<Recorded>, OpenError> {
-    let meta = match read.open_table(META) {
-        Ok(meta) => meta,
-        Err(TableError::TableDoesNotExist(_)) => {
-            let ours = read
-                .list_tables()
-                .map_err(|e| unusable(path, e))?
-                .any(|table| table.name().starts_with("items/"));
-            if !ours {
-                return Err(OpenError::Empty {
-                    path: path.to_owned(),
-                    why: "a database without the store's tables".to_owned(),
-                });
-            }
-            return Ok(None);
-        }
-        Err(other) => return Err(unusable(path, other)),
-    };
-    let get = |key: &str| -> Result<Option<String>, OpenError> {
-        Ok(meta
-            .get(key)
-            .map_err(|e| unusable(path, e))?
-            .map(|v| v.value().to_owned()))
-    };
-    let found = get(VERSION_KEY)?.unwrap_or_default();
+    version: Option<String>,
+    created_at: Option<String>,
+) -> Result<Recorded, OpenError> {
+    let found = version.unwrap_or_default();
     let format_version = match found.parse::<u32>() {
         Ok(version) if version >= 1 => version,
         _ => {
@@ -232,18 +141,38 @@ pub(super) fn recorded(
             found: format_version,
         });
     }
-    Ok(Some(Recorded {
+    Ok(Recorded {
         format_version,
-        created_at: get(CREATED_KEY)?,
-    }))
+        created_at,
+    })
+}
+
+/// What the store read in `txn` records, checked. A keyspace without a record is not a
+/// store (every store this release makes, or migrates, has one).
+pub(super) fn recorded(
+    txn: &fjall::ReadTransaction,
+    names: &Partitions,
+    path: &Path,
+) -> Result<Recorded, OpenError> {
+    let get = |key: &str| -> Result<Option<String>, OpenError> {
+        let value = txn.get(&names.meta, key).map_err(|e| unusable(path, e))?;
+        Ok(value.map(|v| String::from_utf8_lossy(&v).into_owned()))
+    };
+    let Some(version) = get(VERSION_KEY)? else {
+        return Err(OpenError::Empty {
+            path: path.to_owned(),
+            why: "a keyspace without the store's record".to_owned(),
+        });
+    };
+    checked(path, Some(version), get(CREATED_KEY)?)
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::embedded::EmbeddedStore;
-    use redb::{Database, TableDefinition};
-
-    const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
+    use crate::embedded::{EmbeddedStore, MIGRATED, Open, OpenError};
+    use crate::store::{Key, Store as _, TransactAction};
+    use events_schema::Context;
+    use std::path::{Path, PathBuf};
 
     fn error_of(result: Result<EmbeddedStore, impl std::fmt::Display>) -> String {
         match result {
@@ -252,28 +181,36 @@ mod tests {
         }
     }
 
-    #[test]
-    fn an_empty_store_file_is_refused_and_left_as_it_is() {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let file = dir.path().join("vitals.redb");
-        std::fs::write(&file, b"").expect("an empty file");
-        let error = error_of(EmbeddedStore::open(dir.path()));
-        assert!(error.contains(&file.display().to_string()), "{error}");
-        assert!(error.contains("empty"), "{error}");
-        assert_eq!(std::fs::metadata(&file).expect("still there").len(), 0);
+    /// Sets (or with `None` removes) `key` of the closed store at `path`'s record.
+    fn set_record(path: &Path, key: &str, value: Option<&str>) {
+        let (keyspace, names) = super::super::engine::open(path).expect("the keyspace opens");
+        let mut txn = keyspace.write_tx();
+        match value {
+            Some(value) => txn.insert(&names.meta, key, value),
+            None => txn.remove(&names.meta, key),
+        }
+        txn.commit().expect("commit");
+        keyspace
+            .persist(fjall::PersistMode::SyncAll)
+            .expect("persisted");
     }
 
-    /// A store in `dir` whose meta table records `version` as its format; its path.
-    fn a_store_recording_format(dir: &std::path::Path, version: &str) -> std::path::PathBuf {
+    /// A store in `dir` whose record says `version`; its path.
+    fn a_store_recording_format(dir: &Path, version: &str) -> PathBuf {
         let path = EmbeddedStore::open(dir).expect("a store").path().to_owned();
-        let db = Database::open(&path).expect("redb opens it");
-        let txn = db.begin_write().expect("write");
-        txn.open_table(META)
-            .expect("meta")
-            .insert("format_version", version)
-            .expect("insert");
-        txn.commit().expect("commit");
+        set_record(&path, "format_version", Some(version));
         path
+    }
+
+    #[test]
+    fn an_empty_store_directory_is_refused_and_left_as_it_is() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store = dir.path().join("vitals.fjall");
+        std::fs::create_dir(&store).expect("an empty directory");
+        let error = error_of(EmbeddedStore::open(dir.path()));
+        assert!(error.contains(&store.display().to_string()), "{error}");
+        assert!(error.contains("empty"), "{error}");
+        assert_eq!(std::fs::read_dir(&store).expect("still there").count(), 0);
     }
 
     #[test]
@@ -296,13 +233,25 @@ mod tests {
     }
 
     #[test]
+    fn a_keyspace_without_the_record_is_not_a_store() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = EmbeddedStore::open(dir.path())
+            .expect("a store")
+            .path()
+            .to_owned();
+        set_record(&path, "format_version", None);
+        let error = error_of(EmbeddedStore::open(dir.path()));
+        assert!(error.contains(&path.display().to_string()), "{error}");
+        assert!(error.contains("empty"), "{error}");
+    }
+
+    #[test]
     fn an_existing_store_is_opened_never_made() {
-        use crate::embedded::{Open, OpenError};
         let parent = tempfile::tempdir().expect("temporary directory");
         let typo = parent.path().join("vitals-dta");
         match EmbeddedStore::open_in(&typo, Open::Existing) {
             Err(OpenError::Missing { path, why }) => {
-                assert_eq!(path, typo.join("vitals.redb"));
+                assert_eq!(path, typo.join("vitals.fjall"));
                 assert!(why.contains("does not exist"), "{why}");
             }
             other => panic!("{other:?}"),
@@ -310,7 +259,7 @@ mod tests {
         assert!(!typo.exists(), "the directory was made");
         std::fs::create_dir(&typo).expect("a directory");
         let error = error_of(EmbeddedStore::open_in(&typo, Open::Existing));
-        assert!(error.contains("holds no vitals.redb"), "{error}");
+        assert!(error.contains("holds no vitals.fjall"), "{error}");
         assert_eq!(std::fs::read_dir(&typo).expect("read").count(), 0);
         // Made once, opened after.
         let made = EmbeddedStore::open_in(&typo, Open::OrCreate).expect("made");
@@ -319,56 +268,118 @@ mod tests {
         let created = info.created_at.clone().expect("a creation time");
         events_schema::time::Timestamp::parse(&created).expect("RFC 3339");
         assert!(info.size_bytes > 0);
-        assert_eq!(info.path, typo.join("vitals.redb"));
+        assert_eq!(info.path, typo.join("vitals.fjall"));
         drop(made);
         let opened = EmbeddedStore::open_in(&typo, Open::Existing).expect("opened");
         assert_eq!(opened.info().expect("info").created_at, Some(created));
         assert!(
-            !typo.join("vitals.redb.new").exists(),
+            !typo.join("vitals.fjall.new").exists(),
             "made aside, renamed"
         );
     }
 
     #[test]
-    fn a_store_open_in_another_process_is_locked() {
-        use crate::embedded::{Open, OpenError};
+    fn a_store_open_elsewhere_is_locked() {
         let dir = tempfile::tempdir().expect("temporary directory");
-        let path = EmbeddedStore::open(dir.path())
-            .expect("a store")
-            .path()
-            .to_owned();
-        let _held = Database::open(&path).expect("held");
+        let held = EmbeddedStore::open(dir.path()).expect("a store");
         match EmbeddedStore::open_in(dir.path(), Open::Existing) {
-            Err(OpenError::Locked { path: locked }) => assert_eq!(locked, path),
+            Err(OpenError::Locked { path }) => assert_eq!(path, held.path()),
             other => panic!("{other:?}"),
+        }
+        drop(held);
+        EmbeddedStore::open_in(dir.path(), Open::Existing).expect("free once closed");
+    }
+
+    /// An older release's store: a redb file of the same tables, the one of version 1
+    /// made before stores recorded their format (no `meta`) included.
+    fn a_legacy_store(path: &Path, with_record: bool) {
+        use redb::TableDefinition;
+        let db = redb::Database::create(path).expect("a redb file");
+        let txn = db.begin_write().expect("write");
+        {
+            let items: TableDefinition<(&str, &str), &[u8]> =
+                TableDefinition::new("items/nutrition");
+            let mut items = txn.open_table(items).expect("items");
+            for n in 0..3 {
+                let sk = format!("MEAL#{n}");
+                let item = serde_json::json!({"pk": "USER#u", "sk": sk, "kcal": n});
+                let bytes = serde_json::to_vec(&item).expect("json");
+                items
+                    .insert(("USER#u", sk.as_str()), bytes.as_slice())
+                    .expect("insert");
+            }
+            let log: TableDefinition<u64, &[u8]> = TableDefinition::new("changelog");
+            txn.open_table(log)
+                .expect("log")
+                .insert(41, b"{}".as_slice())
+                .expect("insert");
+            if with_record {
+                let meta: TableDefinition<&str, &str> = TableDefinition::new("meta");
+                let mut meta = txn.open_table(meta).expect("meta");
+                meta.insert("format_version", "1").expect("insert");
+                meta.insert("created_at", "2026-01-02T03:04:05Z")
+                    .expect("insert");
+            }
+        }
+        txn.commit().expect("commit");
+    }
+
+    #[tokio::test]
+    async fn an_older_releases_redb_store_is_migrated_when_opened_and_kept() {
+        for with_record in [true, false] {
+            let dir = tempfile::tempdir().expect("temporary directory");
+            let legacy = dir.path().join("vitals.redb");
+            a_legacy_store(&legacy, with_record);
+            let store = EmbeddedStore::open_in(dir.path(), Open::Existing).expect("migrated");
+            assert!(!legacy.exists(), "renamed once migrated");
+            assert!(dir.path().join(MIGRATED).is_file(), "kept as {MIGRATED}");
+            let info = store.info().expect("info");
+            assert_eq!(info.format_version, 1);
+            let created = with_record.then(|| "2026-01-02T03:04:05Z".to_owned());
+            assert_eq!(info.created_at, created);
+            let key = Key::new("USER#u", "MEAL#2");
+            let item = store
+                .get(Context::Nutrition, &key, true)
+                .await
+                .expect("read");
+            assert_eq!(item.and_then(|i| i.get("kcal").cloned()), Some(2.into()));
+            // The change log's numbering goes on after the migrated record's.
+            let event = serde_json::json!({"pk": "USER#u", "sk": "EVT#1"});
+            let put = TransactAction::Put {
+                table: Context::Nutrition,
+                item: serde_json::from_value(event).expect("an item"),
+                condition: None,
+            };
+            store.transact(vec![put]).await.expect("a write");
+            assert_eq!(store.last_sequence().await.expect("log"), 42);
         }
     }
 
-    /// A store made before stores recorded their format (its tables, no `meta`) is of
-    /// version 1, and is opened; a database without the store's tables is empty.
     #[test]
-    fn a_store_without_its_record_is_of_version_1_and_a_bare_database_is_empty() {
+    fn an_empty_or_newer_redb_store_is_refused_and_left_as_it_is() {
         let dir = tempfile::tempdir().expect("temporary directory");
-        let path = EmbeddedStore::open(dir.path())
-            .expect("a store")
-            .path()
-            .to_owned();
+        let legacy = dir.path().join("vitals.redb");
+        std::fs::write(&legacy, b"").expect("an empty file");
+        let error = error_of(EmbeddedStore::open(dir.path()));
+        assert!(error.contains(&legacy.display().to_string()), "{error}");
+        assert!(error.contains("empty"), "{error}");
+        assert_eq!(std::fs::metadata(&legacy).expect("still there").len(), 0);
+        assert!(!dir.path().join("vitals.fjall").exists(), "nothing made");
+
+        std::fs::remove_file(&legacy).expect("removed");
+        a_legacy_store(&legacy, true);
         {
-            let db = Database::open(&path).expect("redb opens it");
+            let db = redb::Database::open(&legacy).expect("open");
             let txn = db.begin_write().expect("write");
-            txn.delete_table(META).expect("meta dropped");
+            let meta: redb::TableDefinition<&str, &str> = redb::TableDefinition::new("meta");
+            txn.open_table(meta)
+                .expect("meta")
+                .insert("format_version", "9")
+                .expect("insert");
             txn.commit().expect("commit");
         }
-        let store = EmbeddedStore::open(dir.path()).expect("an older store opens");
-        let info = store.info().expect("info");
-        assert_eq!((info.format_version, info.created_at), (1, None));
-        drop(store);
-
-        let bare = tempfile::tempdir().expect("temporary directory");
-        let file = bare.path().join("vitals.redb");
-        drop(Database::create(&file).expect("a redb database"));
-        let error = error_of(EmbeddedStore::open(bare.path()));
-        assert!(error.contains("empty"), "{error}");
-        assert!(error.contains(&file.display().to_string()), "{error}");
+        let error = error_of(EmbeddedStore::open(dir.path()));
+        assert!(error.contains("format version 9"), "{error}");
+        assert!(legacy.is_file() && !dir.path().join("vitals.fjall").exists());
     }
 }

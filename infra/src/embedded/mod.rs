@@ -1,27 +1,33 @@
-//! The embedded backend: one redb file in a data directory, durable commits (fsync
-//! before a write is acknowledged), secondary indexes and a change log of the outbox
-//! items (what the projector workers read) kept in the same commit as the items. Reads
-//! run on redb's MVCC snapshots in parallel with the writer. The directory and the file
-//! are their owner's only (see [`private`]). A store records its format version and when
-//! it was made, and is opened, never conjured: only [`Open::OrCreate`] makes one (see
-//! `meta.rs`). A backup is taken while it serves and restored whole (see [`backup`]).
+//! The embedded backend: a fjall keyspace in a data directory (`vitals.fjall`; why
+//! fjall: `docs/embedded-engine.md`), durable commits (the journal `fdatasync`ed before
+//! a write is acknowledged), secondary indexes and a change log of the outbox items
+//! (what the projector workers read) kept in the same commit as the items. Reads run on
+//! snapshots in parallel with the writer. The directory is its owner's only (see
+//! [`private`]). A store records its format version and when it was made, and is
+//! opened, never conjured: only [`Open::OrCreate`] makes one (see `meta.rs`,
+//! `engine.rs`); an older release's `vitals.redb` is migrated when it is opened (see
+//! `archive.rs`). A backup is taken while it serves and restored whole (see [`backup`]).
 
 mod apply;
+mod archive;
 mod backup;
 mod changelog;
+mod engine;
 mod layout;
 mod meta;
 mod private;
 mod read;
 mod writer;
 
+pub use archive::MIGRATED;
 pub use backup::{BackupError, KEPT_ASIDE, Restored, Snapshot, restore};
 pub use changelog::ChangeRecord;
 pub use meta::{FORMAT_VERSION, Open, OpenError, Recorded, StoreInfo};
 pub use writer::WriterTotals;
 
 use self::apply::backend;
-use self::layout::{CHECKPOINTS, Names};
+use self::engine::STORE_DIR;
+use self::layout::Partitions;
 use self::writer::{Job, WriteOp, WriteOutcome};
 use crate::store::{
     BatchWrite, CancelReason, Condition, IndexQuery, Item, Key, Page, Query, Scan, Store,
@@ -29,25 +35,24 @@ use crate::store::{
 };
 use async_trait::async_trait;
 use events_schema::Context;
-use redb::{Database, ReadableDatabase as _};
+use fjall::TxKeyspace;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, mpsc};
-
-/// The file inside the data directory.
-const FILE_NAME: &str = "vitals.redb";
 
 /// Queries with a limit up to this run inline (see `EmbeddedStore::read`).
 const INLINE_READ_LIMIT: usize = 100;
 
 pub struct EmbeddedStore {
-    db: Arc<Database>,
-    names: Arc<Names>,
+    db: TxKeyspace,
+    names: Arc<Partitions>,
     path: PathBuf,
     recorded: Recorded,
     writer: Mutex<Option<mpsc::Sender<Job>>>,
     committed: tokio::sync::watch::Receiver<u64>,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     counters: Arc<writer::WriterCounters>,
+    /// Held while the store is open: one process at a time.
+    _lock: engine::Lock,
 }
 
 impl std::fmt::Debug for EmbeddedStore {
@@ -64,9 +69,11 @@ impl EmbeddedStore {
         Ok(Self::open_in(data_dir, Open::OrCreate)?)
     }
 
-    /// Opens the store in `data_dir`; `mode` says whether one may be made there.
+    /// Opens the store in `data_dir`; `mode` says whether one may be made there. An
+    /// older release's store there (`vitals.redb`) is migrated first.
     pub fn open_in(data_dir: &Path, mode: Open) -> Result<Self, OpenError> {
-        let path = data_dir.join(FILE_NAME);
+        let path = data_dir.join(STORE_DIR);
+        let legacy = data_dir.join(archive::LEGACY_FILE);
         let missing = |why: String| OpenError::Missing {
             path: path.clone(),
             why,
@@ -81,9 +88,9 @@ impl EmbeddedStore {
                     data_dir.display()
                 )));
             }
-            Open::Existing if !path.exists() => {
+            Open::Existing if !path.exists() && !legacy.exists() => {
                 return Err(missing(format!(
-                    "{} holds no {FILE_NAME}",
+                    "{} holds no {STORE_DIR}",
                     data_dir.display()
                 )));
             }
@@ -92,30 +99,28 @@ impl EmbeddedStore {
             Open::OrCreate => private::create_dir(data_dir),
         }
         .map_err(|e| meta::unusable(&path, e))?;
-        let names = Names::new();
-        if mode == Open::OrCreate && !path.exists() {
-            meta::create(&path, |txn| create_tables(txn, &names))?;
+        let lock = engine::lock(data_dir, &path)?;
+        if !path.exists() {
+            if legacy.exists() {
+                archive::migrate(&legacy, &path)?;
+            } else {
+                engine::create(&path, engine::write_new_record)?;
+                tracing::info!(store = %path.display(), format_version = FORMAT_VERSION, "created a new store");
+            }
+        } else if legacy.exists() {
+            tracing::warn!(
+                store = %path.display(),
+                ignored = %legacy.display(),
+                "an older release's store is beside the store (a migration stopped before \
+                 renaming it?): it is not read; move it away"
+            );
         }
-        let size = std::fs::metadata(&path)
-            .map_err(|e| meta::unusable(&path, e))?
-            .len();
-        if size == 0 {
-            return Err(OpenError::Empty {
-                path,
-                why: "0 bytes".to_owned(),
-            });
-        }
-        // Tightened to its owner before redb reads it: it holds everything.
-        private::create_file(&path).map_err(|e| meta::unusable(&path, e))?;
-        let db = meta::open_database(&path)?;
-        let recorded = meta::check(&db, &path)?;
-        // Tables a newer release added (an index) are made in a store of an older one.
-        let txn = db.begin_write().map_err(|e| meta::unusable(&path, e))?;
-        create_tables(&txn, &names).map_err(|e| meta::unusable(&path, e))?;
-        txn.commit().map_err(|e| meta::unusable(&path, e))?;
-        let db = Arc::new(db);
+        // Tightened to its owner before anything is read: it holds everything.
+        private::tighten_dir(&path).map_err(|e| meta::unusable(&path, e))?;
+        let (db, names) = engine::open(&path)?;
+        let recorded = meta::recorded(&db.read_tx(), &names, &path)?;
         let names = Arc::new(names);
-        let last = writer::last_sequence(&db).map_err(|e| meta::unusable(&path, e))?;
+        let last = writer::last_sequence(&db, &names).map_err(|e| meta::unusable(&path, e))?;
         let (notify, committed) = tokio::sync::watch::channel(last);
         let counters = Arc::new(writer::WriterCounters::default());
         let (sender, thread) = writer::spawn(db.clone(), names.clone(), notify, counters.clone())
@@ -129,14 +134,13 @@ impl EmbeddedStore {
             committed,
             writer_thread: Mutex::new(Some(thread)),
             counters,
+            _lock: lock,
         })
     }
 
     /// What the store is: its path, format version, when it was made, its size now.
     pub fn info(&self) -> Result<StoreInfo, StoreError> {
-        let size_bytes = std::fs::metadata(&self.path)
-            .map_err(|e| StoreError::Backend(format!("{}: {e}", self.path.display())))?
-            .len();
+        let size_bytes = self.db.disk_space();
         Ok(StoreInfo {
             path: self.path.clone(),
             format_version: self.recorded.format_version,
@@ -149,8 +153,8 @@ impl EmbeddedStore {
         &self.path
     }
 
-    /// Writes a backup of the store to `file` while it goes on serving: one read
-    /// transaction copied whole (see [`backup`]); what it holds.
+    /// Writes a backup of the store to `file` while it goes on serving: one snapshot
+    /// copied whole (see [`backup`]); what it holds.
     pub async fn backup_to(&self, file: &Path) -> Result<Snapshot, BackupError> {
         let (db, names) = (self.db.clone(), self.names.clone());
         let (store, file) = (self.path.clone(), file.to_owned());
@@ -184,18 +188,16 @@ impl EmbeddedStore {
 
     /// Runs a read on a snapshot. Small reads (a get, a query of at most
     /// [`INLINE_READ_LIMIT`] items) run on the calling task: they take microseconds from
-    /// redb's cache, and handing them to the blocking pool cost more than the read
-    /// itself (measured: get p50 52 us through `spawn_blocking`, 3 us in redb). Larger
-    /// reads go to the blocking pool so they never stall the runtime.
+    /// the engine's cache, and handing them to the blocking pool cost more than the
+    /// read itself (measured on redb: get p50 52 us through `spawn_blocking`, 3 us in
+    /// the engine; fjall's gets are 9 us). Larger reads go to the blocking pool so they
+    /// never stall the runtime.
     async fn read<T, F>(&self, small: bool, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&redb::ReadTransaction, &Names) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&fjall::ReadTransaction, &Partitions) -> Result<T, StoreError> + Send + 'static,
     {
-        let run = |db: &Database, names: &Names| {
-            let txn = db.begin_read().map_err(backend)?;
-            f(&txn, names)
-        };
+        let run = |db: &TxKeyspace, names: &Partitions| f(&db.read_tx(), names);
         if small {
             return run(&self.db, &self.names);
         }
@@ -230,8 +232,8 @@ impl EmbeddedStore {
         after: u64,
         limit: usize,
     ) -> Result<Vec<ChangeRecord>, StoreError> {
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || read::changes_after(&db, after, limit))
+        let (db, names) = (self.db.clone(), self.names.clone());
+        tokio::task::spawn_blocking(move || read::changes_after(&db, &names, after, limit))
             .await
             .map_err(backend)?
     }
@@ -247,9 +249,10 @@ impl EmbeddedStore {
         table: Context,
         sk_prefix: &'static str,
     ) -> Result<(Vec<ChangeRecord>, u64), StoreError> {
-        let db = self.db.clone();
+        let (db, names) = (self.db.clone(), self.names.clone());
         tokio::task::spawn_blocking(move || {
-            read::matching_changes_after(&db, after, limit.max(1), scan.max(1), table, sk_prefix)
+            let (limit, scan) = (limit.max(1), scan.max(1));
+            read::matching_changes_after(&db, &names, after, limit, scan, table, sk_prefix)
         })
         .await
         .map_err(backend)?
@@ -257,8 +260,8 @@ impl EmbeddedStore {
 
     /// The sequence number of the newest change record (0 when the log is empty).
     pub async fn last_sequence(&self) -> Result<u64, StoreError> {
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || writer::last_sequence(&db))
+        let (db, names) = (self.db.clone(), self.names.clone());
+        tokio::task::spawn_blocking(move || writer::last_sequence(&db, &names))
             .await
             .map_err(backend)?
     }
@@ -278,13 +281,11 @@ impl EmbeddedStore {
     /// The last sequence number `consumer` has recorded as processed (0 if none).
     pub async fn checkpoint(&self, consumer: &str) -> Result<u64, StoreError> {
         let consumer = consumer.to_owned();
-        self.read(true, move |txn, _| {
-            let table = txn.open_table(CHECKPOINTS).map_err(backend)?;
-            Ok(table
-                .get(consumer.as_str())
-                .map_err(backend)?
-                .map(|v| v.value())
-                .unwrap_or(0))
+        self.read(true, move |txn, names| {
+            match txn.get(&names.checkpoints, &consumer).map_err(backend)? {
+                Some(value) => layout::number(&value),
+                None => Ok(0),
+            }
         })
         .await
     }
@@ -337,20 +338,6 @@ impl Drop for EmbeddedStore {
     fn drop(&mut self) {
         self.close();
     }
-}
-
-/// Creates, in `txn`, every table of the store that is not there yet.
-fn create_tables(txn: &redb::WriteTransaction, names: &Names) -> Result<(), StoreError> {
-    struct Create<'t>(&'t redb::WriteTransaction);
-    impl layout::EachTable for Create<'_> {
-        fn table<K: redb::Key + 'static, V: redb::Value + 'static>(
-            &mut self,
-            def: redb::TableDefinition<'_, K, V>,
-        ) -> Result<(), StoreError> {
-            self.0.open_table(def).map(drop).map_err(backend)
-        }
-    }
-    layout::each_table(names, &mut Create(txn))
 }
 
 #[async_trait]
@@ -461,7 +448,7 @@ impl Store for EmbeddedStore {
 
     async fn write_batch(&self, table: Context, writes: Vec<BatchWrite>) -> Result<(), StoreError> {
         // One commit per chunk: large enough to amortise the fsync, small enough that a
-        // redb transaction stays a few megabytes.
+        // write transaction (held in memory until it commits) stays a few megabytes.
         const CHUNK: usize = 4096;
         for chunk in batch_chunks(table, writes, CHUNK) {
             self.submit(WriteOp::Batch(chunk)).await?;

@@ -1,6 +1,7 @@
 //! The data directory holds password hashes, email addresses and health data: it is
-//! created readable by its owner only (0700), and the files in it are kept so (0600);
-//! a file found readable by others when the store opens is tightened, and says so.
+//! created readable by its owner only (0700), the store's directory in it is kept so
+//! (0700) and the files the store makes itself (its lock, backups) are kept 0600; one
+//! found open to others when the store opens is tightened, and says so.
 
 use crate::store::StoreError;
 use std::fs::{DirBuilder, OpenOptions, Permissions};
@@ -35,6 +36,29 @@ pub(super) fn create_dir(dir: &Path) -> Result<(), StoreError> {
             directory = %dir.display(),
             mode = format!("{:o}", mode & 0o777),
             "the data directory is open to other users; its files are kept to their owner"
+        );
+    }
+    Ok(())
+}
+
+/// Keeps the directory `dir` (the store's own, which holds everything) to its owner:
+/// one others could enter is tightened to [`DIRECTORY_MODE`] (logged). What is in it
+/// is then out of others' reach, whatever modes the engine gives its files.
+pub(super) fn tighten_dir(dir: &Path) -> Result<(), StoreError> {
+    let failed = |e: std::io::Error| {
+        StoreError::Backend(format!(
+            "cannot restrict the mode of {}: {e}",
+            dir.display()
+        ))
+    };
+    let mode = std::fs::metadata(dir).map_err(failed)?.permissions().mode();
+    if mode & 0o077 != 0 {
+        std::fs::set_permissions(dir, Permissions::from_mode(DIRECTORY_MODE)).map_err(failed)?;
+        tracing::warn!(
+            directory = %dir.display(),
+            was = format!("{:o}", mode & 0o777),
+            now = format!("{DIRECTORY_MODE:o}"),
+            "the store's directory was open to other users: restricted to its owner"
         );
     }
     Ok(())
@@ -93,16 +117,26 @@ mod tests {
         let dir = parent.path().join("data");
         let store = EmbeddedStore::open(&dir).expect("store");
         assert_eq!(format!("{:o}", mode(&dir)), "700", "data directory");
-        assert_eq!(format!("{:o}", mode(store.path())), "600", "database file");
+        assert_eq!(
+            format!("{:o}", mode(store.path())),
+            "700",
+            "store directory"
+        );
+        assert_eq!(
+            format!("{:o}", mode(&dir.join("vitals.lock"))),
+            "600",
+            "lock file"
+        );
     }
 
     #[test]
-    fn a_file_readable_by_others_is_tightened_when_the_store_opens() {
+    fn a_lock_file_readable_by_others_is_tightened_when_the_store_opens() {
         let parent = tempfile::tempdir().expect("temporary directory");
         let dir = parent.path().join("data");
-        let path = EmbeddedStore::open(&dir).expect("store").path().to_owned();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-        let store = EmbeddedStore::open(&dir).expect("store again");
-        assert_eq!(format!("{:o}", mode(store.path())), "600", "database file");
+        drop(EmbeddedStore::open(&dir).expect("store"));
+        let lock = dir.join("vitals.lock");
+        std::fs::set_permissions(&lock, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let _store = EmbeddedStore::open(&dir).expect("store again");
+        assert_eq!(format!("{:o}", mode(&lock)), "600", "lock file");
     }
 }

@@ -1,32 +1,29 @@
-//! Reads on a redb read transaction: get, partition query and index query, with TTL
+//! Reads on a fjall read transaction (a snapshot of every partition): get, partition query and index query, with TTL
 //! filtering, limits, the 1 MiB page budget and cursors.
 
 use super::apply::backend;
 use super::changelog::ChangeRecord;
-use super::layout::{self, CHANGELOG, Names, StrRange};
+use super::layout::{self, Partitions, StrRange};
 use crate::store::{
     Cursor, IndexQuery, Item, Key, MAX_PAGE_BYTES, Page, Query, Scan, StoreError, is_expired,
 };
 use events_schema::Context;
 use events_schema::tables::{self, PK, SK};
-use redb::{ReadTransaction, ReadableDatabase as _};
+use fjall::{ReadTransaction, TxKeyspace};
 use std::collections::BTreeMap;
 
 pub(super) fn get(
     txn: &ReadTransaction,
-    names: &Names,
+    names: &Partitions,
     table: Context,
     key: &Key,
     now: i64,
 ) -> Result<Option<Item>, StoreError> {
     key.validate()?;
-    let items = txn.open_table(names.items(table)).map_err(backend)?;
-    let found = items
-        .get((key.pk.as_str(), key.sk.as_str()))
+    let found = txn
+        .get(names.items(table), layout::item_key(&key.pk, &key.sk))
         .map_err(backend)?;
-    let item = found
-        .map(|bytes| layout::decode(bytes.value()))
-        .transpose()?;
+    let item = found.map(|bytes| layout::decode(&bytes)).transpose()?;
     Ok(item.filter(|item| !is_expired(item, now)))
 }
 
@@ -83,38 +80,36 @@ fn key_of<const N: usize>(attributes: [(&str, String); N]) -> BTreeMap<String, S
 
 pub(super) fn query(
     txn: &ReadTransaction,
-    names: &Names,
+    names: &Partitions,
     table: Context,
     query: &Query,
     now: i64,
 ) -> Result<Page, StoreError> {
     let mut page = PageBuilder::new(query.limit)?;
     let range = StrRange::of(query.sort_key.as_ref());
-    let pk_end = layout::partition_end(&query.pk);
-    let (mut lower, mut upper) = layout::item_bounds(&query.pk, &pk_end, &range);
+    let (mut lower, mut upper) = layout::item_bounds(&query.pk, &range);
     let start = query.resume_after()?;
     if let Some(sk) = &start {
-        let after = std::ops::Bound::Excluded((query.pk.as_str(), sk.as_str()));
+        let after = std::ops::Bound::Excluded(layout::item_key(&query.pk, sk));
         if query.forward {
             lower = after
         } else {
             upper = after
         }
     }
-    let items = txn.open_table(names.items(table)).map_err(backend)?;
-    let range = items.range((lower, upper)).map_err(backend)?;
+    let range = txn.range(names.items(table), (lower, upper));
     let mut entries = in_order(range, query.forward);
     let mut last = None;
     for entry in entries.by_ref() {
         let (key, value) = entry.map_err(backend)?;
-        let (_, sk) = key.value();
-        if !query.sort_key.as_ref().is_none_or(|c| c.matches(sk)) {
+        let (_, sk) = layout::split_item_key(&key)?;
+        if !query.sort_key.as_ref().is_none_or(|c| c.matches(&sk)) {
             continue;
         }
-        let item = layout::decode(value.value())?;
-        last = Some(sk.to_owned());
+        let item = layout::decode(&value)?;
+        last = Some(sk);
         if !is_expired(&item, now) {
-            page.push(item, value.value().len());
+            page.push(item, value.len());
         }
         if page.full() {
             break;
@@ -127,7 +122,7 @@ pub(super) fn query(
 
 pub(super) fn query_index(
     txn: &ReadTransaction,
-    names: &Names,
+    names: &Partitions,
     table: Context,
     query: &IndexQuery,
     now: i64,
@@ -135,13 +130,11 @@ pub(super) fn query_index(
     let gsi = query.index_of(table)?;
     let mut page = PageBuilder::new(query.limit)?;
     let range = StrRange::of(query.sort_key.as_ref());
-    let pk_end = layout::partition_end(&query.pk);
-    let (mut lower, mut upper) = layout::index_bounds(&query.pk, &pk_end, &range);
+    let (mut lower, mut upper) = layout::index_bounds(&query.pk, &range);
 
     let start = index_start(gsi, query)?;
     if let Some((gsk, pk, sk)) = &start {
-        let after =
-            std::ops::Bound::Excluded((query.pk.as_str(), gsk.as_str(), pk.as_str(), sk.as_str()));
+        let after = std::ops::Bound::Excluded(layout::key_of(&[&query.pk, gsk, pk, sk]));
         if query.forward {
             lower = after
         } else {
@@ -149,27 +142,26 @@ pub(super) fn query_index(
         }
     }
 
-    let index_name = layout::index_table_name(table, gsi);
-    let index = txn
-        .open_table(layout::index_def(&index_name))
-        .map_err(backend)?;
-    let items = txn.open_table(names.items(table)).map_err(backend)?;
-    let range = index.range((lower, upper)).map_err(backend)?;
+    let items = names.items(table);
+    let range = txn.range(names.index(table, gsi)?, (lower, upper));
     let mut entries = in_order(range, query.forward);
     let mut last = None;
     for entry in entries.by_ref() {
-        let (key, ()) = entry.map(|(k, _)| (k, ())).map_err(backend)?;
-        let (_, gsk, pk, sk) = key.value();
-        if !query.sort_key.as_ref().is_none_or(|c| c.matches(gsk)) {
+        let (key, _) = entry.map_err(backend)?;
+        let [_, gsk, pk, sk] = layout::split_index_key(&key)?;
+        if !query.sort_key.as_ref().is_none_or(|c| c.matches(&gsk)) {
             continue;
         }
-        last = Some((gsk.to_owned(), pk.to_owned(), sk.to_owned()));
-        let Some(bytes) = items.get((pk, sk)).map_err(backend)? else {
+        let found = txn
+            .get(items, layout::item_key(&pk, &sk))
+            .map_err(backend)?;
+        last = Some((gsk, pk, sk));
+        let Some(bytes) = found else {
             continue;
         };
-        let item = layout::decode(bytes.value())?;
+        let item = layout::decode(&bytes)?;
         if !is_expired(&item, now) {
-            page.push(item, bytes.value().len());
+            page.push(item, bytes.len());
         }
         if page.full() {
             break;
@@ -217,20 +209,17 @@ fn index_key(
 }
 
 pub(super) fn changes_after(
-    db: &redb::Database,
+    keyspace: &TxKeyspace,
+    names: &Partitions,
     after: u64,
     limit: usize,
 ) -> Result<Vec<ChangeRecord>, StoreError> {
-    let txn = db.begin_read().map_err(backend)?;
-    let log = txn.open_table(CHANGELOG).map_err(backend)?;
+    let txn = keyspace.read_tx();
     let mut records = Vec::new();
-    for entry in log
-        .range(after.saturating_add(1)..)
-        .map_err(backend)?
-        .take(limit)
-    {
+    let from = layout::seq_key(after.saturating_add(1));
+    for entry in txn.range(&names.changelog, from..).take(limit) {
         let (_, value) = entry.map_err(backend)?;
-        records.push(ChangeRecord::decode(value.value())?);
+        records.push(ChangeRecord::decode(&value)?);
     }
     Ok(records)
 }
@@ -239,26 +228,23 @@ pub(super) fn changes_after(
 /// `sk_prefix`, scanning at most `scan` records; returns them and the last sequence
 /// number scanned (`after` when none).
 pub(super) fn matching_changes_after(
-    db: &redb::Database,
+    keyspace: &TxKeyspace,
+    names: &Partitions,
     after: u64,
     limit: usize,
     scan: usize,
     table: Context,
     sk_prefix: &str,
 ) -> Result<(Vec<ChangeRecord>, u64), StoreError> {
-    let txn = db.begin_read().map_err(backend)?;
-    let log = txn.open_table(CHANGELOG).map_err(backend)?;
+    let txn = keyspace.read_tx();
     let mut records = Vec::new();
     let mut last = after;
-    for entry in log
-        .range(after.saturating_add(1)..)
-        .map_err(backend)?
-        .take(scan)
-    {
+    let from = layout::seq_key(after.saturating_add(1));
+    for entry in txn.range(&names.changelog, from..).take(scan) {
         let (seq, value) = entry.map_err(backend)?;
-        last = seq.value();
-        if ChangeRecord::matches(value.value(), table, sk_prefix)? {
-            records.push(ChangeRecord::decode(value.value())?);
+        last = layout::number(&seq)?;
+        if ChangeRecord::matches(&value, table, sk_prefix)? {
+            records.push(ChangeRecord::decode(&value)?);
             if records.len() == limit {
                 break;
             }
@@ -270,7 +256,7 @@ pub(super) fn matching_changes_after(
 /// One page of a whole table (`scan.index` None) or index, expired items included.
 pub(super) fn scan(
     txn: &ReadTransaction,
-    names: &Names,
+    names: &Partitions,
     table: Context,
     scan: &Scan,
 ) -> Result<Page, StoreError> {
@@ -283,31 +269,26 @@ pub(super) fn scan(
 
 fn scan_items(
     txn: &ReadTransaction,
-    names: &Names,
+    names: &Partitions,
     table: Context,
     scan: &Scan,
     mut page: PageBuilder,
 ) -> Result<Page, StoreError> {
-    let items = txn.open_table(names.items(table)).map_err(backend)?;
     let start = match &scan.cursor {
         Some(cursor) => Some(cursor.to_key(&[PK, SK])?),
         None => None,
     };
-    let range = match &start {
-        Some(key) => items.range((
-            std::ops::Bound::Excluded((key[PK].as_str(), key[SK].as_str())),
-            std::ops::Bound::Unbounded,
-        )),
-        None => items.range::<(&str, &str)>(..),
-    }
-    .map_err(backend)?;
+    let lower = match &start {
+        Some(key) => std::ops::Bound::Excluded(layout::item_key(&key[PK], &key[SK])),
+        None => std::ops::Bound::Unbounded,
+    };
+    let range = txn.range(names.items(table), (lower, std::ops::Bound::Unbounded));
     let mut entries = range.peekable();
     let mut last = None;
     for entry in entries.by_ref() {
         let (key, value) = entry.map_err(backend)?;
-        let (pk, sk) = key.value();
-        last = Some((pk.to_owned(), sk.to_owned()));
-        page.push(layout::decode(value.value())?, value.value().len());
+        last = Some(layout::split_item_key(&key)?);
+        page.push(layout::decode(&value)?, value.len());
         if page.full() {
             break;
         }
@@ -318,7 +299,7 @@ fn scan_items(
 
 fn scan_index(
     txn: &ReadTransaction,
-    names: &Names,
+    names: &Partitions,
     table: Context,
     gsi: &tables::GsiDef,
     scan: &Scan,
@@ -332,38 +313,34 @@ fn scan_index(
         Some(cursor) => Some(cursor.to_key(&[IPK, ISK, PK, SK])?),
         None => None,
     };
-    let items = txn.open_table(names.items(table)).map_err(backend)?;
-    let index_name = layout::index_table_name(table, gsi);
-    let entries_table = txn
-        .open_table(layout::index_def(&index_name))
-        .map_err(backend)?;
-    let range = match &start {
-        Some(key) => entries_table.range((
-            std::ops::Bound::Excluded((
-                key[IPK].as_str(),
-                key[ISK].as_str(),
-                key[PK].as_str(),
-                key[SK].as_str(),
-            )),
-            std::ops::Bound::Unbounded,
-        )),
-        None => entries_table.range::<(&str, &str, &str, &str)>(..),
-    }
-    .map_err(backend)?;
+    let items = names.items(table);
+    let lower = match &start {
+        Some(key) => {
+            std::ops::Bound::Excluded(layout::key_of(&[&key[IPK], &key[ISK], &key[PK], &key[SK]]))
+        }
+        None => std::ops::Bound::Unbounded,
+    };
+    let range = txn.range(
+        names.index(table, gsi)?,
+        (lower, std::ops::Bound::Unbounded),
+    );
     let mut entries = range.peekable();
     let mut last = None;
     for entry in entries.by_ref() {
         let (key, _) = entry.map_err(backend)?;
-        let (ipk, isk, pk, sk) = key.value();
-        last = Some([ipk, isk, pk, sk].map(str::to_owned));
+        let [ipk, isk, pk, sk] = layout::split_index_key(&key)?;
         // An entry without its item would be a store bug; report it rather than hide it.
-        let Some(bytes) = items.get((pk, sk)).map_err(backend)? else {
+        let Some(bytes) = txn
+            .get(items, layout::item_key(&pk, &sk))
+            .map_err(backend)?
+        else {
             return Err(StoreError::Backend(format!(
                 "index {} of {table} lists {pk} {sk}, which does not exist",
                 gsi.name
             )));
         };
-        page.push(layout::decode(bytes.value())?, bytes.value().len());
+        last = Some([ipk, isk, pk, sk]);
+        page.push(layout::decode(&bytes)?, bytes.len());
         if page.full() {
             break;
         }

@@ -1,17 +1,18 @@
 //! The single writer thread of the embedded store, with group commit.
 //!
-//! redb allows one write transaction at a time and each durable commit costs an fsync.
+//! The store has one write transaction at a time and each durable commit costs an fsync.
 //! Rather than queue writers behind each other's fsyncs, the writer takes every request
-//! waiting at that moment, applies them one after the other in one redb transaction
+//! waiting at that moment, applies them one after the other in one write transaction
 //! (each request sees the ones before it, and a request that fails validation or a
-//! condition writes nothing), commits once, and only then answers them all. A request
+//! condition writes nothing), commits once (its journal appended and `fdatasync`ed:
+//! `PersistMode::SyncData`), and only then answers them all. A request
 //! is acknowledged only after the commit that holds it is durable.
 
 use super::apply::{self, Change, backend};
-use super::layout::{CHANGELOG, CHECKPOINTS, Names};
+use super::layout::{self, Partitions};
 use crate::store::{Item, StoreError, TransactAction};
 use events_schema::Context;
-use redb::{Database, ReadableTable};
+use fjall::{PersistMode, TxKeyspace, WriteTransaction};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -92,7 +93,7 @@ pub(super) struct WriterCounters {
     queued_nanos: AtomicU64,
     /// Time from the start of a group's transaction to its durable commit.
     busy_nanos: AtomicU64,
-    /// Of that, the time in redb's commit (page writes and the fsync).
+    /// Of that, the time in the engine's commit (the journal write and its fsync).
     commit_nanos: AtomicU64,
 }
 
@@ -111,7 +112,7 @@ pub struct WriterTotals {
     pub queued: Duration,
     /// Summed over commits: the writer's time applying and committing a group.
     pub busy: Duration,
-    /// Summed over commits: the time in redb's commit alone (page writes, fsync).
+    /// Summed over commits: the time in the engine's commit alone (journal, fsync).
     pub committing: Duration,
 }
 
@@ -150,12 +151,12 @@ fn nanos(elapsed: Duration) -> u64 {
 
 /// Starts the writer thread; it stops when every sender is dropped.
 pub(super) fn spawn(
-    db: Arc<Database>,
-    names: Arc<Names>,
+    db: TxKeyspace,
+    names: Arc<Partitions>,
     committed: tokio::sync::watch::Sender<u64>,
     counters: Arc<WriterCounters>,
 ) -> Result<(mpsc::Sender<Job>, std::thread::JoinHandle<()>), StoreError> {
-    let mut next_seq = last_sequence(&db)? + 1;
+    let mut next_seq = last_sequence(&db, &names)? + 1;
     let (tx, rx) = mpsc::channel::<Job>();
     let handle = std::thread::Builder::new()
         .name("vitals-store-writer".into())
@@ -187,28 +188,30 @@ pub(super) fn spawn(
 /// subscriptions, named like `goals-from-nutrition`: none has parentheses.)
 pub(super) const TRIMMED: &str = "(trimmed)";
 
-pub(super) fn last_sequence(db: &Database) -> Result<u64, StoreError> {
-    use redb::ReadableDatabase as _;
-    let txn = db.begin_read().map_err(backend)?;
-    last_sequence_in(&txn)
+pub(super) fn last_sequence(db: &TxKeyspace, names: &Partitions) -> Result<u64, StoreError> {
+    last_sequence_in(&db.read_tx(), names)
 }
 
 /// The number of the newest change record committed in `txn`'s snapshot, trimmed or
 /// not (0 when none ever was).
-pub(super) fn last_sequence_in(txn: &redb::ReadTransaction) -> Result<u64, StoreError> {
-    let log = txn.open_table(CHANGELOG).map_err(backend)?;
-    let newest = log.last().map_err(backend)?.map_or(0, |(k, _)| k.value());
-    let trimmed = txn.open_table(CHECKPOINTS).map_err(backend)?;
-    let trimmed = trimmed
-        .get(TRIMMED)
-        .map_err(backend)?
-        .map_or(0, |v| v.value());
+pub(super) fn last_sequence_in(
+    txn: &fjall::ReadTransaction,
+    names: &Partitions,
+) -> Result<u64, StoreError> {
+    let newest = match txn.last_key_value(&names.changelog).map_err(backend)? {
+        Some((key, _)) => layout::number(&key)?,
+        None => 0,
+    };
+    let trimmed = match txn.get(&names.checkpoints, TRIMMED).map_err(backend)? {
+        Some(value) => layout::number(&value)?,
+        None => 0,
+    };
     Ok(newest.max(trimmed))
 }
 
 fn commit_group(
-    db: &Database,
-    names: &Names,
+    db: &TxKeyspace,
+    names: &Partitions,
     group: Vec<Job>,
     next_seq: &mut u64,
     counters: &WriterCounters,
@@ -221,16 +224,13 @@ fn commit_group(
     counters
         .requests
         .fetch_add(group.len() as u64, Ordering::Relaxed);
-    let txn = match db.begin_write() {
-        Ok(txn) => txn,
-        Err(e) => return fail_all(group, e.to_string()),
-    };
+    let mut txn = db.write_tx().durability(Some(PersistMode::SyncData));
     let at_ms = events_schema::time::Timestamp::now().millis();
     let mut seq = *next_seq;
     let mut results = Vec::with_capacity(group.len());
     let mut items = 0;
     for job in &group {
-        match apply_job(&txn, names, &job.op, &mut seq, at_ms, &mut items) {
+        match apply_job(&mut txn, names, &job.op, &mut seq, at_ms, &mut items) {
             Ok(result) => results.push(result),
             // A failure while writing leaves this transaction half-written: abandon the
             // whole group rather than commit it.
@@ -283,8 +283,8 @@ fn fail_all(group: Vec<Job>, error: String) {
 /// `Err` when a write failed half-way: the transaction must not be committed. Counts
 /// the items it wrote into `items`.
 fn apply_job(
-    txn: &redb::WriteTransaction,
-    names: &Names,
+    txn: &mut WriteTransaction,
+    names: &Partitions,
     op: &WriteOp,
     seq: &mut u64,
     at_ms: i64,
@@ -292,12 +292,12 @@ fn apply_job(
 ) -> Result<(Result<WriteOutcome, StoreError>, Vec<Change>), StoreError> {
     let planned = match op {
         WriteOp::Checkpoint { consumer, seq } => {
-            let done = write_checkpoint(txn, consumer, *seq).map(|()| WriteOutcome::Done);
+            let done = write_checkpoint(txn, names, consumer, *seq).map(|()| WriteOutcome::Done);
             return Ok((done, Vec::new()));
         }
         WriteOp::TrimChanges { through, limit } => {
             let through = (*through).min(seq.saturating_sub(1));
-            let trimmed = trim_changes(txn, through, *limit).map(WriteOutcome::Deleted);
+            let trimmed = trim_changes(txn, names, through, *limit).map(WriteOutcome::Deleted);
             return Ok((trimmed, Vec::new()));
         }
         WriteOp::Transact(actions) => apply::plan(txn, names, actions),
@@ -316,42 +316,42 @@ fn apply_job(
 }
 
 fn write_checkpoint(
-    txn: &redb::WriteTransaction,
+    txn: &mut WriteTransaction,
+    names: &Partitions,
     consumer: &str,
     seq: u64,
 ) -> Result<(), StoreError> {
-    let mut table = txn.open_table(CHECKPOINTS).map_err(backend)?;
-    let current = table
-        .get(consumer)
-        .map_err(backend)?
-        .map(|v| v.value())
-        .unwrap_or(0);
+    let current = match txn.get(&names.checkpoints, consumer).map_err(backend)? {
+        Some(value) => layout::number(&value)?,
+        None => 0,
+    };
     if seq > current {
-        table.insert(consumer, seq).map_err(backend)?;
+        txn.insert(&names.checkpoints, consumer, layout::seq_key(seq));
     }
     Ok(())
 }
 
 fn trim_changes(
-    txn: &redb::WriteTransaction,
+    txn: &mut WriteTransaction,
+    names: &Partitions,
     through: u64,
     limit: usize,
 ) -> Result<usize, StoreError> {
-    let mut log = txn.open_table(CHANGELOG).map_err(backend)?;
-    let doomed: Vec<u64> = log
-        .range(..=through)
-        .map_err(backend)?
+    let doomed: Vec<fjall::Slice> = txn
+        .range(&names.changelog, ..=layout::seq_key(through))
         .take(limit)
-        .map(|entry| entry.map(|(k, _)| k.value()))
+        .map(|entry| entry.map(|(key, _)| key))
         .collect::<Result<_, _>>()
         .map_err(backend)?;
-    for seq in &doomed {
-        log.remove(seq).map_err(backend)?;
+    let newest = doomed.last().map(|key| layout::number(key)).transpose()?;
+    let deleted = doomed.len();
+    for key in doomed {
+        txn.remove(&names.changelog, key);
     }
-    if let Some(&newest) = doomed.last() {
-        write_checkpoint(txn, TRIMMED, newest)?;
+    if let Some(newest) = newest {
+        write_checkpoint(txn, names, TRIMMED, newest)?;
     }
-    Ok(doomed.len())
+    Ok(deleted)
 }
 
 /// What a request's changes answer, and the changes the answer does not carry.

@@ -1,5 +1,5 @@
-//! The embedded store's change log as a change feed. Checkpoints live in the same redb
-//! file, written durably; consumers wake on commits instead of polling.
+//! The embedded store's change log as a change feed. Checkpoints live in the same
+//! store, written durably; consumers wake on commits instead of polling.
 //!
 //! Checkpoints are coalesced: a consumer's position moves in memory at every commit and
 //! is written at most every [`CHECKPOINT_EVERY`], and whenever the consumer settles
