@@ -45,53 +45,43 @@ pub(super) fn create_dir(dir: &Path) -> Result<(), StoreError> {
 /// one others could enter is tightened to [`DIRECTORY_MODE`] (logged). What is in it
 /// is then out of others' reach, whatever modes the engine gives its files.
 pub(super) fn tighten_dir(dir: &Path) -> Result<(), StoreError> {
-    let failed = |e: std::io::Error| {
-        StoreError::Backend(format!(
-            "cannot restrict the mode of {}: {e}",
-            dir.display()
-        ))
-    };
-    let mode = std::fs::metadata(dir).map_err(failed)?.permissions().mode();
-    if mode & 0o077 != 0 {
-        std::fs::set_permissions(dir, Permissions::from_mode(DIRECTORY_MODE)).map_err(failed)?;
-        tracing::warn!(
-            directory = %dir.display(),
-            was = format!("{:o}", mode & 0o777),
-            now = format!("{DIRECTORY_MODE:o}"),
-            "the store's directory was open to other users: restricted to its owner"
-        );
-    }
-    Ok(())
+    tighten(dir, DIRECTORY_MODE)
 }
 
 /// Creates the file at `path` if it is missing, readable and writable by its owner
 /// only; a file already there that others could read or write is tightened to that
 /// (logged).
 pub(super) fn create_file(path: &Path) -> Result<(), StoreError> {
-    let failed = |what: &str, e: std::io::Error| {
-        StoreError::Backend(format!("cannot {what} {}: {e}", path.display()))
-    };
-    let file = OpenOptions::new()
+    OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(FILE_MODE)
         .open(path)
-        .map_err(|e| failed("create", e))?;
-    let mode = file
-        .metadata()
-        .map_err(|e| failed("read the mode of", e))?
+        .map_err(|e| StoreError::Backend(format!("cannot create {}: {e}", path.display())))?;
+    tighten(path, FILE_MODE)
+}
+
+/// Sets `path`'s mode to `mode` when others could use it (logged).
+fn tighten(path: &Path, mode: u32) -> Result<(), StoreError> {
+    let failed = |e: std::io::Error| {
+        StoreError::Backend(format!(
+            "cannot restrict the mode of {}: {e}",
+            path.display()
+        ))
+    };
+    let was = std::fs::metadata(path)
+        .map_err(failed)?
         .permissions()
         .mode();
-    if mode & 0o077 != 0 {
-        file.set_permissions(Permissions::from_mode(FILE_MODE))
-            .map_err(|e| failed("restrict the mode of", e))?;
+    if was & 0o077 != 0 {
+        std::fs::set_permissions(path, Permissions::from_mode(mode)).map_err(failed)?;
         tracing::warn!(
-            file = %path.display(),
-            was = format!("{:o}", mode & 0o777),
-            now = format!("{FILE_MODE:o}"),
-            "the file was open to other users: restricted to its owner"
+            path = %path.display(),
+            was = format!("{:o}", was & 0o777),
+            now = format!("{mode:o}"),
+            "open to other users: restricted to its owner"
         );
     }
     Ok(())
