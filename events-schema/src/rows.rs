@@ -66,6 +66,45 @@ pub struct NightSleep {
     pub stages: Option<SleepStages>,
 }
 
+/// A group of the dashboard's `DAILY#<date>` row: one context's part of the day. Its
+/// attribute holds what readers use ([`DailyRow`]); the projector's bookkeeping beside
+/// it is named here too, so no attribute name is spelled twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DailyGroup {
+    /// The day's meal totals, written whole, guarded by their version.
+    Nutrition,
+    /// The day's workouts, merged entry by entry.
+    Activity,
+    /// The night's sleep sessions, merged entry by entry.
+    Sleep,
+}
+
+impl DailyGroup {
+    /// The group's attribute in the row.
+    pub const fn attr(self) -> &'static str {
+        match self {
+            Self::Nutrition => "nutrition",
+            Self::Activity => "activity",
+            Self::Sleep => "sleep",
+        }
+    }
+
+    /// The version a group written whole is guarded by (`<group>_version`).
+    pub fn version_attr(self) -> String {
+        format!("{}_version", self.attr())
+    }
+
+    /// The entries a group merged entry by entry derives from (`<group>_entries`).
+    pub fn entries_attr(self) -> String {
+        format!("{}_entries", self.attr())
+    }
+
+    /// The revision guarding those entries (`<group>_rev`).
+    pub fn revision_attr(self) -> String {
+        format!("{}_rev", self.attr())
+    }
+}
+
 /// Dashboard `DAILY#<date>`: one group per context, present once that context reported
 /// something for the day (the entry sets and revisions behind `activity` and `sleep` are
 /// the projector's bookkeeping and not read here).
@@ -175,4 +214,43 @@ pub struct ReadinessRow {
     pub day: Day,
     pub score: u64,
     pub days_with_data: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The groups' attributes are the fields readers decode [`DailyRow`] from.
+    #[test]
+    fn daily_groups_name_the_fields_of_the_daily_row() {
+        let row = DailyRow {
+            day: Day::parse("2026-12-07").expect("a day"),
+            nutrition: Some(DayNutrition {
+                meals: 1,
+                totals: Nutrients::default(),
+            }),
+            activity: Some(DayActivity {
+                workouts: 1,
+                active_minutes: 30,
+            }),
+            sleep: Some(NightSleep {
+                sessions: 1,
+                minutes: 480,
+                sleep_id: None,
+                score: None,
+                stages: None,
+            }),
+        };
+        let value = serde_json::to_value(&row).expect("a row");
+        for group in [
+            DailyGroup::Nutrition,
+            DailyGroup::Activity,
+            DailyGroup::Sleep,
+        ] {
+            assert!(value.get(group.attr()).is_some(), "{group:?} in {value}");
+        }
+        assert_eq!(DailyGroup::Sleep.entries_attr(), "sleep_entries");
+        assert_eq!(DailyGroup::Activity.revision_attr(), "activity_rev");
+        assert_eq!(DailyGroup::Nutrition.version_attr(), "nutrition_version");
+    }
 }

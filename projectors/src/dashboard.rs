@@ -11,11 +11,11 @@
 //! Rows that fall out are deleted, and events older than the window are ignored, so the
 //! partition has the same rows whatever order events arrive in.
 
+use crate::daily::{SleepEntry, WorkoutEntry, entry_value};
 use crate::facts::{sleep_of, workout_of};
 use crate::projector::{ProjectionError, Projector, decode, event_types, subscription, user_pk};
 use crate::rows::{
-    Entry, Moved, live_entries, merge_group_entry, object, replace_newer, tombstone_newer,
-    upsert_newer,
+    Entry, Moved, merge_group_entry, object, replace_newer, tombstone_newer, upsert_newer,
 };
 use async_trait::async_trait;
 use chrono::{Datelike as _, Duration};
@@ -28,8 +28,8 @@ use events_schema::events::nutrition::{DayTotals, Meal, MealDeleted, MealEdited,
 use events_schema::ids::{MealId, WorkoutId};
 use events_schema::keys::{SortKey, prefix};
 use events_schema::rows::{
-    ActiveGoalRow, ConnectionRow, DayActivity, DayNutrition, MealRow, NightSleep, ProfileRow,
-    SleepRow, WorkoutRow,
+    ActiveGoalRow, ConnectionRow, DailyGroup, DayNutrition, MealRow, ProfileRow, SleepRow,
+    WorkoutRow,
 };
 use events_schema::time::Day;
 use infra::StoreError;
@@ -117,7 +117,7 @@ impl DashboardRows {
         &self,
         memo: &mut Admissions,
         pk: &str,
-        group: &str,
+        group: DailyGroup,
         day: Day,
         value: serde_json::Value,
         version: u64,
@@ -126,16 +126,10 @@ impl DashboardRows {
             return Ok(());
         }
         let key = Key::new(pk, SortKey::Daily(day).to_string());
-        let attrs = object(json!({ "day": day, group: value }));
-        upsert_newer(
-            &self.table,
-            &key,
-            attrs,
-            &format!("{group}_version"),
-            version,
-        )
-        .await
-        .map(|_| ())
+        let attrs = object(json!({ "day": day, group.attr(): value }));
+        upsert_newer(&self.table, &key, attrs, &group.version_attr(), version)
+            .await
+            .map(|_| ())
     }
 
     /// Merges one entry into a group of `DAILY#<day>` (see `rows::merge_group_entry`),
@@ -144,7 +138,7 @@ impl DashboardRows {
         &self,
         memo: &mut Admissions,
         pk: &str,
-        (day, (group, derive)): (Day, DailyGroup),
+        (day, group): (Day, DailyGroup),
         entry: Entry<'_>,
     ) -> Result<(), StoreError> {
         if !self.admit(pk, day, memo).await? {
@@ -152,7 +146,7 @@ impl DashboardRows {
         }
         let key = Key::new(pk, SortKey::Daily(day).to_string());
         let also = object(json!({ "day": day }));
-        merge_group_entry(&self.table, &key, group, entry, derive, &also)
+        merge_group_entry(&self.table, &key, group, entry, &also)
             .await
             .map(|_| ())
     }
@@ -339,7 +333,14 @@ impl DashboardFromNutrition {
             totals: totals.totals,
         });
         self.0
-            .daily_group(memo, pk, "nutrition", totals.day, value, totals.version)
+            .daily_group(
+                memo,
+                pk,
+                DailyGroup::Nutrition,
+                totals.day,
+                value,
+                totals.version,
+            )
             .await
     }
 }
@@ -383,19 +384,6 @@ impl Projector for DashboardFromNutrition {
 /// `RECENT_WORKOUT#` rows, and the `activity` group of `DAILY#`: one entry per workout
 /// of the day (a moved workout leaves its old day as a deleted entry).
 pub struct DashboardFromActivity(pub DashboardRows);
-
-/// A day's activity from its workout entries.
-pub fn activity_of(entries: &serde_json::Map<String, serde_json::Value>) -> serde_json::Value {
-    let live: Vec<&serde_json::Value> = live_entries(entries).map(|(_, e)| e).collect();
-    let seconds: u64 = live
-        .iter()
-        .filter_map(|e| e.get("duration_s").and_then(|v| v.as_u64()))
-        .sum();
-    row_of(&DayActivity {
-        workouts: live.len() as u32,
-        active_minutes: seconds / 60,
-    })
-}
 
 fn workout_row(w: &Workout) -> serde_json::Value {
     row_of(&WorkoutRow {
@@ -443,12 +431,16 @@ impl Projector for DashboardFromActivity {
             .await?;
         let member = Moved {
             id: &workout.workout_id.to_string(),
-            value: json!({"duration_s": workout.duration_s}),
+            value: entry_value(&WorkoutEntry {
+                duration_s: u64::from(workout.duration_s),
+            }),
             version: workout.version,
             day: workout.day,
             from: previous_day,
         };
-        self.0.moved_entry(&mut memo, &pk, ACTIVITY, member).await?;
+        self.0
+            .moved_entry(&mut memo, &pk, DailyGroup::Activity, member)
+            .await?;
         Ok(())
     }
 }
@@ -456,48 +448,6 @@ impl Projector for DashboardFromActivity {
 /// The `sleep` group of `DAILY#<night>`: one entry per session of the night (a moved
 /// session leaves its old night as a deleted entry).
 pub struct DashboardFromSleep(pub DashboardRows);
-
-/// A group of `DAILY#` rows: its attribute, and how its value derives from its entries.
-type DailyGroup = (
-    &'static str,
-    fn(&serde_json::Map<String, serde_json::Value>) -> serde_json::Value,
-);
-/// The workouts of a day.
-const ACTIVITY: DailyGroup = ("activity", activity_of);
-/// The sleep sessions of a night.
-const SLEEP: DailyGroup = ("sleep", sleep_of_night);
-
-/// A night's sleep from its session entries: how many sessions, their minutes in all,
-/// and the score and stages of the main (longest) session.
-pub fn sleep_of_night(entries: &serde_json::Map<String, serde_json::Value>) -> serde_json::Value {
-    let live: Vec<(&String, &serde_json::Value)> = live_entries(entries).collect();
-    let minutes: u64 = live
-        .iter()
-        .filter_map(|(_, e)| e.get("minutes").and_then(|v| v.as_u64()))
-        .sum();
-    let main = live.iter().max_by(|(a_id, a), (b_id, b)| {
-        let length = |e: &serde_json::Value| e.get("minutes").and_then(|v| v.as_u64());
-        length(a).cmp(&length(b)).then_with(|| a_id.cmp(b_id))
-    });
-    let main = main.map(|(id, e)| {
-        (
-            events_schema::ids::SleepId::parse(id).ok(),
-            e.get("score")
-                .and_then(|v| v.as_u64())
-                .and_then(|s| u8::try_from(s).ok()),
-            e.get("stages")
-                .and_then(|v| serde_json::from_value(v.clone()).ok()),
-        )
-    });
-    let (sleep_id, score, stages) = main.unwrap_or((None, None, None));
-    row_of(&NightSleep {
-        sessions: live.len() as u32,
-        minutes: minutes as i64,
-        sleep_id,
-        score,
-        stages,
-    })
-}
 
 #[async_trait]
 impl Projector for DashboardFromSleep {
@@ -540,12 +490,18 @@ impl Projector for DashboardFromSleep {
         let minutes = session.start.minutes_until(session.end);
         let member = Moved {
             id: &session.sleep_id.to_string(),
-            value: json!({"minutes": minutes, "score": session.score, "stages": session.stages}),
+            value: entry_value(&SleepEntry {
+                minutes: Some(minutes),
+                score: Some(session.score),
+                stages: Some(session.stages),
+            }),
             version: session.version,
             day: session.night,
             from: previous,
         };
-        self.0.moved_entry(&mut memo, &pk, SLEEP, member).await?;
+        self.0
+            .moved_entry(&mut memo, &pk, DailyGroup::Sleep, member)
+            .await?;
         Ok(())
     }
 }

@@ -26,6 +26,7 @@
 
 pub mod applied_lag;
 pub mod cross;
+pub mod daily;
 pub mod dashboard;
 pub mod emf;
 pub mod erasure;

@@ -3,6 +3,7 @@
 //! so duplicates and late events change nothing. Deleted things become tombstones with
 //! the deleting version, so an older event arriving afterwards cannot bring them back.
 
+use events_schema::rows::DailyGroup;
 use events_schema::time::Day;
 use infra::StoreError;
 use infra::store::{Condition, Item, Key, Update};
@@ -249,7 +250,8 @@ where
 
 /// Merges one versioned entry into the group `group` of a row that holds other groups
 /// too (`DAILY#`): the entries live in `<group>_entries`, the revision in `<group>_rev`,
-/// and `group` is set to `derive(entries)`; the row's other attributes stay as they are.
+/// and `group` is set to what it derives from them (`daily::derive`); the row's other
+/// attributes stay as they are.
 /// Like [`merge_entry`], the result depends only on the set of facts seen, and every
 /// write is guarded by the revision read, so two workers never leave a staler value.
 /// `also` is set on the row with the group (the row's own fixed attributes, such as its
@@ -257,13 +259,12 @@ where
 pub async fn merge_group_entry<C: ContextTable>(
     table: &Table<C>,
     key: &Key,
-    group: &str,
+    group: DailyGroup,
     entry: Entry<'_>,
-    derive: impl Fn(&serde_json::Map<String, Value>) -> Value,
     also: &Item,
 ) -> Result<bool, StoreError> {
-    let entries_attr = format!("{group}_entries");
-    let revision_attr = format!("{group}_rev");
+    let entries_attr = group.entries_attr();
+    let revision_attr = group.revision_attr();
     for _ in 0..32 {
         let row = table.get(key, true).await?;
         let Some((revision, entries)) = merged(row.as_ref(), &entries_attr, &revision_attr, &entry)
@@ -271,7 +272,7 @@ pub async fn merge_group_entry<C: ContextTable>(
             return Ok(false);
         };
         let mut update = Update::default()
-            .set(group, derive(&entries))
+            .set(group.attr(), crate::daily::derive(group, &entries))
             .set(revision_attr.clone(), revision_of(&entries))
             .set(entries_attr.clone(), Value::Object(entries));
         for (name, value) in also {
@@ -288,8 +289,10 @@ pub async fn merge_group_entry<C: ContextTable>(
         }
     }
     Err(StoreError::Backend(format!(
-        "group {group} of {} {} kept changing",
-        key.pk, key.sk
+        "group {} of {} {} kept changing",
+        group.attr(),
+        key.pk,
+        key.sk
     )))
 }
 
