@@ -208,6 +208,61 @@ pub struct GoalProgressAttrs {
     pub current_period_start: Option<Day>,
 }
 
+/// Insights `ACTIVE_DAY#<date>`: what a user's day counted (the projector's entry set
+/// beside it is bookkeeping). While it counts anything it carries the `active-day`
+/// index keys (`DAY#<date>` -> `USER#<id>`), through which the nightly readiness job
+/// lists the day's users; a day whose activity was all deleted or moved keeps its
+/// marker, with zero totals and out of the index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActiveDayRow {
+    pub day: Day,
+    #[serde(default)]
+    pub meals: u64,
+    #[serde(default)]
+    pub active_minutes: u64,
+    #[serde(default)]
+    pub sleep_minutes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_day_pk: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_day_sk: Option<String>,
+}
+
+impl ActiveDayRow {
+    /// The marker of `user_pk`'s `day` with these totals, in the index if any is not 0.
+    pub fn new(
+        user_pk: &str,
+        day: Day,
+        meals: u64,
+        active_minutes: u64,
+        sleep_minutes: u64,
+    ) -> Self {
+        let mut row = Self {
+            day,
+            meals,
+            active_minutes,
+            sleep_minutes,
+            active_day_pk: None,
+            active_day_sk: None,
+        };
+        if row.had_data() {
+            row.active_day_pk = Some(Self::index_pk(day));
+            row.active_day_sk = Some(user_pk.to_owned());
+        }
+        row
+    }
+
+    /// The `active-day` index partition of `day`'s active users.
+    pub fn index_pk(day: Day) -> String {
+        format!("DAY#{day}")
+    }
+
+    /// Whether the day still counts anything.
+    pub fn had_data(&self) -> bool {
+        self.meals > 0 || self.active_minutes > 0 || self.sleep_minutes > 0
+    }
+}
+
 /// Insights `READINESS#<date>`: the nightly score.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReadinessRow {

@@ -2,14 +2,13 @@
 //! to its day's activity ([`WorkoutEntry`]) and a session to its night's sleep
 //! ([`SleepEntry`]), and what the group derives from them ([`activity_of`],
 //! [`sleep_of_night`]), as pure typed functions. The entries are stored as JSON in the
-//! row (`<group>_entries`, see `rows::merge_group_entry`); they are converted here, and
-//! only here.
+//! row (`<group>_entries`, see `rows::merge_group_entry`) and decoded with
+//! `rows::live_decoded`.
 
-use crate::rows::live_entries;
+use crate::rows::{live_decoded, value_of};
 use events_schema::events::sleep::SleepStages;
 use events_schema::ids::SleepId;
 use events_schema::rows::{DailyGroup, DayActivity, NightSleep};
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -58,31 +57,15 @@ pub fn sleep_of_night(sessions: &[(&str, SleepEntry)]) -> NightSleep {
     }
 }
 
-/// An entry's stored value (`Moved::value`).
-pub fn entry_value(entry: &impl Serialize) -> Value {
-    // Entries are plain data: serializing them cannot fail.
-    serde_json::to_value(entry).unwrap_or_default()
-}
-
-/// The live entries of a stored set, decoded. An entry that does not decode (none is
-/// written so) counts as the default entry, as a missing attribute always did.
-fn decoded<T: DeserializeOwned + Default>(
-    entries: &serde_json::Map<String, Value>,
-) -> Vec<(&str, T)> {
-    live_entries(entries)
-        .map(|(id, e)| (id.as_str(), T::deserialize(e).unwrap_or_default()))
-        .collect()
-}
-
 /// What a merged group's attribute becomes, from its stored entries.
 pub fn derive(group: DailyGroup, entries: &serde_json::Map<String, Value>) -> Value {
     match group {
         DailyGroup::Activity => {
             let workouts: Vec<WorkoutEntry> =
-                decoded(entries).into_iter().map(|(_, w)| w).collect();
-            entry_value(&activity_of(&workouts))
+                live_decoded(entries).into_iter().map(|(_, w)| w).collect();
+            value_of(&activity_of(&workouts))
         }
-        DailyGroup::Sleep => entry_value(&sleep_of_night(&decoded(entries))),
+        DailyGroup::Sleep => value_of(&sleep_of_night(&live_decoded(entries))),
         // Written whole, never merged (see `DashboardRows::daily_group`).
         DailyGroup::Nutrition => Value::Null,
     }
@@ -156,7 +139,7 @@ mod tests {
 
     #[test]
     fn entries_are_stored_as_they_always_were() {
-        let value = entry_value(&SleepEntry {
+        let value = value_of(&SleepEntry {
             minutes: Some(480),
             score: None,
             stages: None,
@@ -166,7 +149,7 @@ mod tests {
             serde_json::json!({"minutes": 480, "score": null, "stages": null})
         );
         assert_eq!(
-            entry_value(&WorkoutEntry { duration_s: 600 }),
+            value_of(&WorkoutEntry { duration_s: 600 }),
             serde_json::json!({"duration_s": 600})
         );
     }

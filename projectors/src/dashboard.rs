@@ -11,11 +11,11 @@
 //! Rows that fall out are deleted, and events older than the window are ignored, so the
 //! partition has the same rows whatever order events arrive in.
 
-use crate::daily::{SleepEntry, WorkoutEntry, entry_value};
+use crate::daily::{SleepEntry, WorkoutEntry};
 use crate::facts::{sleep_of, workout_of};
 use crate::projector::{ProjectionError, Projector, decode, event_types, subscription, user_pk};
 use crate::rows::{
-    Entry, Moved, merge_group_entry, object, replace_newer, tombstone_newer, upsert_newer,
+    Entry, Moved, merge_group_entry, object, replace_newer, tombstone_newer, upsert_newer, value_of,
 };
 use async_trait::async_trait;
 use chrono::{Datelike as _, Duration};
@@ -227,12 +227,6 @@ impl DashboardRows {
     }
 }
 
-/// A row as stored attributes.
-fn row_of(row: &impl serde::Serialize) -> serde_json::Value {
-    // Rows are plain data: serializing them cannot fail.
-    serde_json::to_value(row).unwrap_or_default()
-}
-
 /// `PROFILE` from identity events.
 pub struct DashboardFromIdentity(pub DashboardRows);
 
@@ -259,7 +253,7 @@ impl Projector for DashboardFromIdentity {
         replace_newer(
             &self.0.table,
             &key,
-            object(row_of(&row)),
+            object(value_of(&row)),
             VERSION,
             row.version,
         )
@@ -273,7 +267,7 @@ impl Projector for DashboardFromIdentity {
 pub struct DashboardFromNutrition(pub DashboardRows);
 
 fn meal_row(meal: &Meal) -> serde_json::Value {
-    row_of(&MealRow {
+    value_of(&MealRow {
         meal_id: meal.meal_id.clone(),
         day: meal.day,
         name: meal.name.clone(),
@@ -328,7 +322,7 @@ impl DashboardFromNutrition {
         pk: &str,
         totals: &DayTotals,
     ) -> Result<(), StoreError> {
-        let value = row_of(&DayNutrition {
+        let value = value_of(&DayNutrition {
             meals: totals.meals,
             totals: totals.totals,
         });
@@ -386,7 +380,7 @@ impl Projector for DashboardFromNutrition {
 pub struct DashboardFromActivity(pub DashboardRows);
 
 fn workout_row(w: &Workout) -> serde_json::Value {
-    row_of(&WorkoutRow {
+    value_of(&WorkoutRow {
         workout_id: w.workout_id.clone(),
         day: w.day,
         sport: w.sport.clone(),
@@ -431,7 +425,7 @@ impl Projector for DashboardFromActivity {
             .await?;
         let member = Moved {
             id: &workout.workout_id.to_string(),
-            value: entry_value(&WorkoutEntry {
+            value: value_of(&WorkoutEntry {
                 duration_s: u64::from(workout.duration_s),
             }),
             version: workout.version,
@@ -482,7 +476,7 @@ impl Projector for DashboardFromSleep {
         replace_newer(
             &self.0.table,
             &log(session.night),
-            object(row_of(&row)),
+            object(value_of(&row)),
             VERSION,
             row.version,
         )
@@ -490,7 +484,7 @@ impl Projector for DashboardFromSleep {
         let minutes = session.start.minutes_until(session.end);
         let member = Moved {
             id: &session.sleep_id.to_string(),
-            value: entry_value(&SleepEntry {
+            value: value_of(&SleepEntry {
                 minutes: Some(minutes),
                 score: Some(session.score),
                 stages: Some(session.stages),
@@ -533,7 +527,7 @@ impl Projector for DashboardFromGoals {
             replace_newer(
                 &self.0.table,
                 &key,
-                object(row_of(&row)),
+                object(value_of(&row)),
                 VERSION,
                 row.version,
             )
@@ -586,7 +580,7 @@ impl Projector for DashboardFromIntegrations {
         replace_newer(
             &self.0.table,
             &key,
-            object(row_of(&row)),
+            object(value_of(&row)),
             VERSION,
             row.version,
         )

@@ -6,41 +6,55 @@
 //! ([`rescore_late`]).
 
 use crate::facts::{meal_days, sleep_of, workout_of};
-use crate::nightly::{had_data, rescore_late};
+use crate::nightly::rescore_late;
 use crate::projector::{ProjectionError, Projector, subscription, user_pk};
-use crate::rows::{Entry, Moved, live_entries, merge_entry, merge_moved, object};
+use crate::rows::{Entry, Moved, live_decoded, merge_entry, merge_moved, object, value_of};
 use async_trait::async_trait;
 use events_schema::envelope::EventEnvelope;
 use events_schema::keys::SortKey;
+use events_schema::rows::ActiveDayRow;
 use events_schema::time::{Clock, Day};
 use infra::store::{Item, Key};
 use infra::table::{Table, contexts};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What an entry of a day's marker counts: the day's meals (the one entry
+/// [`MEALS_ENTRY`]), or a workout's or a session's minutes (`workout:<id>`,
+/// `sleep:<id>`).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+struct Counted {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    meals: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    minutes: Option<i64>,
+}
+
+/// The id of the entry holding a day's meals.
+const MEALS_ENTRY: &str = "nutrition:day";
+/// The kinds of entry, as their ids start.
+const NUTRITION: &str = "nutrition";
+const WORKOUT: &str = "workout";
+const SLEEP: &str = "sleep";
 
 fn marker(pk: &str, day: Day) -> impl Fn(&serde_json::Map<String, Value>) -> Item {
-    let (pk, day) = (pk.to_owned(), day);
+    let pk = pk.to_owned();
     move |entries| {
-        let mut meals = 0;
-        let mut active_minutes = 0;
-        let mut sleep_minutes = 0;
-        for (id, entry) in live_entries(entries) {
-            let number = |name: &str| entry.get(name).and_then(Value::as_u64).unwrap_or(0);
+        let (mut meals, mut active_minutes, mut sleep_minutes) = (0, 0, 0);
+        for (id, counted) in live_decoded::<Counted>(entries) {
+            let minutes = counted
+                .minutes
+                .and_then(|m| u64::try_from(m).ok())
+                .unwrap_or(0);
             match id.split_once(':').map(|(kind, _)| kind) {
-                Some("nutrition") => meals += number("meals"),
-                Some("workout") => active_minutes += number("minutes"),
-                Some("sleep") => sleep_minutes += number("minutes"),
+                Some(NUTRITION) => meals += counted.meals.unwrap_or(0),
+                Some(WORKOUT) => active_minutes += minutes,
+                Some(SLEEP) => sleep_minutes += minutes,
                 _ => {}
             }
         }
-        let mut item = object(
-            json!({"day": day, "meals": meals, "active_minutes": active_minutes, "sleep_minutes": sleep_minutes}),
-        );
-        // In the index only while the day has activity.
-        if had_data(&item) {
-            item.insert("active_day_pk".into(), json!(format!("DAY#{day}")));
-            item.insert("active_day_sk".into(), json!(pk));
-        }
-        item
+        let row = ActiveDayRow::new(&pk, day, meals, active_minutes, sleep_minutes);
+        object(value_of(&row))
     }
 }
 
@@ -65,7 +79,11 @@ impl Projector for InsightsFromNutrition {
         };
         for day in &days {
             let (key, derive) = marker_row(&pk, day.day);
-            let entry = Entry::live("nutrition:day", json!({"meals": day.meals}), day.version);
+            let counted = Counted {
+                meals: Some(u64::from(day.meals)),
+                minutes: None,
+            };
+            let entry = Entry::live(MEALS_ENTRY, value_of(&counted), day.version);
             merge_entry(&self.0, &key, entry, derive).await?;
         }
         let changed: Vec<Day> = days.iter().map(|d| d.day).collect();
@@ -88,8 +106,11 @@ impl Projector for InsightsFromActivity {
         };
         let pk = user_pk(event)?;
         let member = Moved {
-            id: &format!("workout:{}", workout.workout_id),
-            value: json!({"minutes": workout.duration_s / 60}),
+            id: &format!("{WORKOUT}:{}", workout.workout_id),
+            value: value_of(&Counted {
+                meals: None,
+                minutes: Some(i64::from(workout.duration_s / 60)),
+            }),
             version: workout.version,
             day: workout.day,
             from: previous_day,
@@ -114,8 +135,11 @@ impl Projector for InsightsFromSleep {
         };
         let pk = user_pk(event)?;
         let member = Moved {
-            id: &format!("sleep:{}", session.sleep_id),
-            value: json!({"minutes": session.start.minutes_until(session.end)}),
+            id: &format!("{SLEEP}:{}", session.sleep_id),
+            value: value_of(&Counted {
+                meals: None,
+                minutes: Some(session.start.minutes_until(session.end)),
+            }),
             version: session.version,
             day: session.night,
             from: previous,

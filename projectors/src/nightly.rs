@@ -22,7 +22,7 @@
 use crate::rows::object;
 use chrono::Duration;
 use events_schema::keys::{PartitionKey, SortKey};
-use events_schema::rows::ReadinessRow;
+use events_schema::rows::{ActiveDayRow, ReadinessRow};
 use events_schema::tables::TTL;
 use events_schema::time::{Day, Timestamp};
 use infra::StoreError;
@@ -177,7 +177,7 @@ async fn score_from(
         finished: false,
     };
     while budget.take_page() {
-        let query = IndexQuery::partition("active-day", format!("DAY#{day}"))
+        let query = IndexQuery::partition("active-day", ActiveDayRow::index_pk(day))
             .limit(budget.page_size)
             .after(cursor);
         let page = table.query_index(&query).await?;
@@ -304,12 +304,10 @@ async fn score(
         SortKey::ActiveDay(day).to_string(),
     );
     let query = Query::partition(pk).sort_key(range).consistent();
-    let week = table.query(&query).await?.items;
+    let week = markers(table.query(&query).await?.items)?;
     let readiness = Key::new(pk, SortKey::Readiness(day).to_string());
     if scoring == Scoring::Late {
-        let that_day = SortKey::ActiveDay(day).to_string();
-        let is_that_day = |m: &&Item| m.get("sk").and_then(Value::as_str) == Some(&that_day);
-        let active = week.iter().find(is_that_day).is_some_and(had_data);
+        let active = week.iter().any(|m| m.day == day && m.had_data());
         if !active && table.get(&readiness, true).await?.is_none() {
             return Ok(false);
         }
@@ -317,7 +315,7 @@ async fn score(
     let row = ReadinessRow {
         day,
         score: readiness_score(&week),
-        days_with_data: u64::try_from(week.iter().filter(|m| had_data(m)).count())
+        days_with_data: u64::try_from(week.iter().filter(|m| m.had_data()).count())
             .unwrap_or(u64::MAX),
     };
     let mut item =
@@ -356,26 +354,23 @@ async fn forget_if_erased(
     Ok(())
 }
 
-/// Whether a day's marker still counts anything: a marker stays when what it counted
-/// is deleted or moves to another day, with zero totals.
-pub(crate) fn had_data(marker: &Item) -> bool {
-    ["meals", "active_minutes", "sleep_minutes"]
-        .iter()
-        .any(|total| marker.get(*total).and_then(Value::as_u64).unwrap_or(0) > 0)
-}
-
 /// A readiness score from a week of markers: sleep against 8 h a night and activity
 /// against 30 min a day, each half of the score, capped at 100.
-pub fn readiness_score(markers: &[Item]) -> u64 {
-    let sum = |name: &str| {
-        markers
-            .iter()
-            .filter_map(|m| m.get(name).and_then(Value::as_u64))
-            .sum::<u64>()
-    };
-    let sleep = (sum("sleep_minutes") * 50 / (7 * 480)).min(50);
-    let activity = (sum("active_minutes") * 50 / (7 * 30)).min(50);
-    sleep + activity
+pub fn readiness_score(markers: &[ActiveDayRow]) -> u64 {
+    let sleep: u64 = markers.iter().map(|m| m.sleep_minutes).sum();
+    let active: u64 = markers.iter().map(|m| m.active_minutes).sum();
+    (sleep * 50 / (7 * 480)).min(50) + (active * 50 / (7 * 30)).min(50)
+}
+
+/// A week's marker rows, decoded.
+fn markers(items: Vec<Item>) -> Result<Vec<ActiveDayRow>, StoreError> {
+    items
+        .into_iter()
+        .map(|item| {
+            serde_json::from_value(Value::Object(item))
+                .map_err(|e| StoreError::Backend(format!("a day marker does not decode: {e}")))
+        })
+        .collect()
 }
 
 fn checkpoint_key(day: Day) -> Key {

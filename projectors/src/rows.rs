@@ -296,6 +296,23 @@ pub async fn merge_group_entry<C: ContextTable>(
     )))
 }
 
+/// An entry's or a row's stored value.
+pub fn value_of(value: &impl serde::Serialize) -> Value {
+    // Entries and rows are plain data: serializing them cannot fail.
+    serde_json::to_value(value).unwrap_or_default()
+}
+
+/// The live entries of a stored set, by id, decoded as `T`: the one place an entry set
+/// is read. An entry that does not decode (none is written so) counts as `T`'s default,
+/// as a missing attribute always did.
+pub fn live_decoded<T: serde::de::DeserializeOwned + Default>(
+    entries: &serde_json::Map<String, Value>,
+) -> Vec<(&str, T)> {
+    live_entries(entries)
+        .map(|(id, e)| (id.as_str(), T::deserialize(e).unwrap_or_default()))
+        .collect()
+}
+
 /// The live (not deleted) entries of a set row.
 pub fn live_entries(
     entries: &serde_json::Map<String, Value>,
