@@ -35,6 +35,23 @@ pub fn validate_id(kind: &'static str, raw: &str) -> Result<(), IdError> {
     Ok(())
 }
 
+/// A fresh ULID, greater than every one this process made before: in the same
+/// millisecond (or if the clock stepped back) it is the previous one plus one
+/// (`ulid::Generator`). So the events one process records sort, by id, in the order it
+/// recorded them, however many commits fit in a millisecond (on the embedded store,
+/// several: ids that were random within their millisecond put a user's outbox out of
+/// order).
+pub fn next_ulid() -> ulid::Ulid {
+    static GENERATOR: std::sync::Mutex<ulid::Generator> =
+        std::sync::Mutex::new(ulid::Generator::new());
+    let generated = match GENERATOR.lock() {
+        Ok(mut generator) => generator.generate().ok(),
+        Err(_) => None,
+    };
+    // Only 2^80 ids in one millisecond, or a poisoned lock, end up here.
+    generated.unwrap_or_else(ulid::Ulid::new)
+}
+
 /// A ULID whose time is `at` and whose random part is a hash of `seed`: the same seed
 /// and time always give the same id, still time-ordered like a generated one. For ids
 /// that must be the same on every delivery and replay of the facts they come from.
@@ -83,9 +100,10 @@ macro_rules! define_id {
         }
 
         impl $name {
-            /// A fresh, time-ordered id (a ULID).
+            /// A fresh, time-ordered id (a ULID), greater than every one this process
+            /// generated before (see [`next_ulid`]).
             pub fn generate() -> Self {
-                Self(ulid::Ulid::new().to_string())
+                Self(next_ulid().to_string())
             }
 
             /// The id derived from `seed` and `at` (see [`derived_ulid`]).
@@ -230,5 +248,14 @@ mod tests {
                 prop_assert_eq!(id.as_str(), raw.as_str());
             }
         }
+    }
+
+    #[test]
+    fn generated_ids_increase_within_a_millisecond() {
+        let ids: Vec<EventId> = (0..10_000).map(|_| EventId::generate()).collect();
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "in the order generated"
+        );
     }
 }
