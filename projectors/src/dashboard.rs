@@ -146,7 +146,8 @@ impl DashboardRows {
         }
         let key = Key::new(pk, SortKey::Daily(day).to_string());
         let also = object(json!({ "day": day }));
-        merge_group_entry(&self.table, &key, group, entry, &also)
+        let derive = |entries: &_| crate::daily::derive(group, entries);
+        merge_group_entry(&self.table, &key, group, entry, derive, &also)
             .await
             .map(|_| ())
     }

@@ -250,8 +250,8 @@ where
 
 /// Merges one versioned entry into the group `group` of a row that holds other groups
 /// too (`DAILY#`): the entries live in `<group>_entries`, the revision in `<group>_rev`,
-/// and `group` is set to what it derives from them (`daily::derive`); the row's other
-/// attributes stay as they are.
+/// and `group` is set to `derive(entries)` (for the dashboard, `daily::derive`); the
+/// row's other attributes stay as they are.
 /// Like [`merge_entry`], the result depends only on the set of facts seen, and every
 /// write is guarded by the revision read, so two workers never leave a staler value.
 /// `also` is set on the row with the group (the row's own fixed attributes, such as its
@@ -261,6 +261,7 @@ pub async fn merge_group_entry<C: ContextTable>(
     key: &Key,
     group: DailyGroup,
     entry: Entry<'_>,
+    derive: impl Fn(&serde_json::Map<String, Value>) -> Value,
     also: &Item,
 ) -> Result<bool, StoreError> {
     let entries_attr = group.entries_attr();
@@ -272,7 +273,7 @@ pub async fn merge_group_entry<C: ContextTable>(
             return Ok(false);
         };
         let mut update = Update::default()
-            .set(group.attr(), crate::daily::derive(group, &entries))
+            .set(group.attr(), derive(&entries))
             .set(revision_attr.clone(), revision_of(&entries))
             .set(entries_attr.clone(), Value::Object(entries));
         for (name, value) in also {
