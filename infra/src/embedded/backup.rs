@@ -211,7 +211,7 @@ fn restore_into(from: &Path, data_dir: &Path, force: bool) -> Result<Restored, B
             Some(aside)
         }
     };
-    sync_dir(data_dir).map_err(|e| write_error(data_dir, &e))?;
+    engine::sync_parent(&store).map_err(|e| write_error(data_dir, &e))?;
     Ok(Restored {
         store,
         snapshot,
@@ -282,13 +282,9 @@ fn stage(from: &Path, file: &Path, staged: &Path) -> Result<Snapshot, BackupErro
 
 fn stage_file(from: &Path, file: &Path) -> Result<(), BackupError> {
     remove_if_there(file)?;
-    private::create_file(file).map_err(|e| write_error(file, &e))?;
+    // Made afresh just above, so there is nothing to truncate.
+    let mut copy = private::create_file(file).map_err(|e| write_error(file, &e))?;
     let mut source = std::fs::File::open(from).map_err(|e| missing(from, &e))?;
-    let mut copy = std::fs::OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .open(file)
-        .map_err(|e| write_error(file, &e))?;
     std::io::copy(&mut source, &mut copy).map_err(|e| write_error(file, &e))?;
     Ok(())
 }
@@ -329,10 +325,6 @@ fn rename_durably(from: &Path, to: &Path) -> Result<(), BackupError> {
         .map_err(|e| write_error(from, &e))?;
     std::fs::rename(from, to).map_err(|e| write_error(to, &e))?;
     engine::sync_parent(to).map_err(|e| write_error(to, &e))
-}
-
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
 }
 
 fn remove_if_there(path: &Path) -> Result<(), BackupError> {

@@ -28,12 +28,7 @@ pub(super) struct Lock {
 /// Takes the lock of `data_dir`, whose store is at `store` (the path errors name).
 pub(super) fn lock(data_dir: &Path, store: &Path) -> Result<Lock, OpenError> {
     let path = data_dir.join(LOCK_FILE);
-    private::create_file(&path).map_err(|e| meta::unusable(&path, e))?;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&path)
-        .map_err(|e| meta::unusable(&path, e))?;
+    let file = private::create_file(&path).map_err(|e| meta::unusable(&path, e))?;
     match file.try_lock() {
         Ok(()) => Ok(Lock { _file: file }),
         Err(std::fs::TryLockError::WouldBlock) => Err(OpenError::Locked {

@@ -50,9 +50,9 @@ pub(super) fn tighten_dir(dir: &Path) -> Result<(), StoreError> {
 
 /// Creates the file at `path` if it is missing, readable and writable by its owner
 /// only; a file already there that others could read or write is tightened to that
-/// (logged).
-pub(super) fn create_file(path: &Path) -> Result<(), StoreError> {
-    OpenOptions::new()
+/// (logged). The file, open for reading and writing.
+pub(super) fn create_file(path: &Path) -> Result<std::fs::File, StoreError> {
+    let file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
@@ -60,7 +60,8 @@ pub(super) fn create_file(path: &Path) -> Result<(), StoreError> {
         .mode(FILE_MODE)
         .open(path)
         .map_err(|e| StoreError::Backend(format!("cannot create {}: {e}", path.display())))?;
-    tighten(path, FILE_MODE)
+    tighten(path, FILE_MODE)?;
+    Ok(file)
 }
 
 /// Sets `path`'s mode to `mode` when others could use it (logged).
