@@ -123,7 +123,7 @@ pub async fn nightly_readiness(
 /// command says `--create`; an invalid item is [`Exit::Usage`].
 pub async fn curate(place: &Place, command: crate::cli::AdminCommand) -> anyhow::Result<String> {
     use crate::cli::AdminCommand;
-    use commands::nutrition::{CurateMealPlan, CurateRecipe, NutritionCommands};
+    use commands::nutrition::{CurateMealPlan, CurateRecipe};
     use events_schema::events::nutrition::Nutrients;
     let operator = commands::CommandMeta::new(events_schema::ids::UserId::generate());
     match command {
@@ -137,7 +137,7 @@ pub async fn curate(place: &Place, command: crate::cli::AdminCommand) -> anyhow:
             store,
             create,
         } => {
-            let store = place.storage(&store, open_mode(create)).await?.store;
+            let commands = nutrition_commands(place, &store, create).await?;
             let nutrients = Nutrients {
                 calories,
                 protein_g,
@@ -149,7 +149,7 @@ pub async fn curate(place: &Place, command: crate::cli::AdminCommand) -> anyhow:
                 category,
                 nutrients,
             };
-            let id = NutritionCommands::new(Table::new(store))
+            let id = commands
                 .curate_recipe(&operator, input)
                 .await
                 .map_err(crate::cli::exit::of_command)?
@@ -163,21 +163,14 @@ pub async fn curate(place: &Place, command: crate::cli::AdminCommand) -> anyhow:
             store,
             create,
         } => {
-            let recipes = recipes
-                .iter()
-                .map(|r| {
-                    r.parse()
-                        .with_context(|| format!("{r:?} is not a recipe id"))
-                        .or_exit(Exit::Usage)
-                })
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            let store = place.storage(&store, open_mode(create)).await?.store;
+            let recipes = recipe_ids(&recipes)?;
+            let commands = nutrition_commands(place, &store, create).await?;
             let input = CurateMealPlan {
                 name,
                 category,
                 recipes,
             };
-            let id = NutritionCommands::new(Table::new(store))
+            let id = commands
                 .curate_meal_plan(&operator, input)
                 .await
                 .map_err(crate::cli::exit::of_command)?
@@ -186,6 +179,30 @@ pub async fn curate(place: &Place, command: crate::cli::AdminCommand) -> anyhow:
         }
         other => Err(Exit::Usage.error(format!("not a curation command: {other:?}"))),
     }
+}
+
+/// The nutrition commands on the store `store` names in `place` (made if `create`).
+async fn nutrition_commands(
+    place: &Place,
+    store: &StoreArgs,
+    create: bool,
+) -> anyhow::Result<commands::nutrition::NutritionCommands> {
+    let store = place.storage(store, open_mode(create)).await?.store;
+    Ok(commands::nutrition::NutritionCommands::new(Table::new(
+        store,
+    )))
+}
+
+/// The recipe ids `recipes` names; one that is not an id is [`Exit::Usage`].
+fn recipe_ids(recipes: &[String]) -> anyhow::Result<Vec<events_schema::ids::RecipeId>> {
+    recipes
+        .iter()
+        .map(|r| {
+            r.parse()
+                .with_context(|| format!("{r:?} is not a recipe id"))
+                .or_exit(Exit::Usage)
+        })
+        .collect()
 }
 
 /// Whether `--create` lets a command make the store.
@@ -400,85 +417,128 @@ pub async fn redrive_failures_with(
     target: events_schema::Context,
 ) -> anyhow::Result<FailuresRedriven> {
     let handlers = projectors::registry::projector_handlers(clients.store.clone(), target);
-    let (sqs, kinesis) = (&clients.sqs, &clients.kinesis);
-    let table_prefix = clients.table_prefix.as_str();
-    let queue = failure_queue(table_prefix, target);
-    let url = sqs
-        .get_queue_url()
-        .queue_name(&queue)
-        .send()
-        .await
-        .with_context(|| format!("finding the queue {queue}"))?
-        .queue_url
-        .with_context(|| format!("no URL for the queue {queue}"))?;
+    let queue = failure_queue(&clients.table_prefix, target);
+    let url = queue_url(&clients.sqs, &queue).await?;
     let mut outcome = FailuresRedriven::default();
     // The messages this pass has received: one it left in the queue (unreadable, expired,
     // not read to its end) reappears once its visibility timeout has passed, and is not
     // handled again, so the pass ends.
     let mut seen = HashSet::new();
     loop {
-        let messages = infra::dlq::read_on(sqs, &url, 10, REDRIVE_VISIBILITY_S)
+        let messages = infra::dlq::read_on(&clients.sqs, &url, 10, REDRIVE_VISIBILITY_S)
             .await
             .context("reading the on-failure queue")?;
         if messages.is_empty() {
             return Ok(outcome);
         }
         for message in messages {
-            let handle = message.receipt_handle().unwrap_or_default();
             if !seen.insert(message_identity(&message)) {
                 // Hidden again for as long as a pass keeps what it received: the reads
                 // that follow find what this pass has not seen yet.
-                sqs.change_message_visibility()
-                    .queue_url(&url)
-                    .receipt_handle(handle)
-                    .visibility_timeout(REDRIVE_VISIBILITY_S)
-                    .send()
-                    .await
-                    .context("hiding a message already handled in this pass")?;
+                hide_again(&clients.sqs, &url, &message).await?;
                 continue;
             }
-            let batch = match infra::feed::failures::parse(message.body().unwrap_or_default()) {
-                Ok(batch) => batch,
-                Err(error) => {
-                    tracing::warn!(%queue, %error, "leaving a message that is not a batch description");
-                    outcome.unreadable += 1;
-                    continue;
-                }
-            };
-            let described = format!(
-                "{} {}..{}",
-                batch.shard_id, batch.start_sequence_number, batch.end_sequence_number
-            );
-            let fetched = infra::feed::failures::fetch(kinesis, &batch, table_prefix).await?;
-            if fetched.incomplete {
-                // Read again, whole, by a later pass.
-                outcome.incomplete.push(described);
-                continue;
-            }
-            if fetched.expired {
-                outcome.expired.push(described);
-            }
-            for (_, record) in &fetched.records {
-                let Ok(record) = record else { continue };
-                let mine = handlers
-                    .iter()
-                    .filter(|h| h.projector().source() == record.table);
-                let mut applied = false;
-                for handler in mine {
-                    handler.handle(record).await?;
-                    applied = true;
-                }
-                outcome.records += usize::from(applied);
-            }
-            if !fetched.expired {
-                sqs.delete_message()
-                    .queue_url(&url)
-                    .receipt_handle(handle)
-                    .send()
-                    .await
-                    .context("deleting a redriven batch's message")?;
-                outcome.batches += 1;
-            }
+            redrive_message(clients, &handlers, &queue, &url, &message, &mut outcome).await?;
         }
     }
+}
+
+/// The URL of the SQS queue named `queue`.
+async fn queue_url(sqs: &aws_sdk_sqs::Client, queue: &str) -> anyhow::Result<String> {
+    sqs.get_queue_url()
+        .queue_name(queue)
+        .send()
+        .await
+        .with_context(|| format!("finding the queue {queue}"))?
+        .queue_url
+        .with_context(|| format!("no URL for the queue {queue}"))
+}
+
+/// Hides `message` of the queue at `url` again for [`REDRIVE_VISIBILITY_S`]: this pass
+/// has handled it already.
+async fn hide_again(
+    sqs: &aws_sdk_sqs::Client,
+    url: &str,
+    message: &aws_sdk_sqs::types::Message,
+) -> anyhow::Result<()> {
+    sqs.change_message_visibility()
+        .queue_url(url)
+        .receipt_handle(message.receipt_handle().unwrap_or_default())
+        .visibility_timeout(REDRIVE_VISIBILITY_S)
+        .send()
+        .await
+        .context("hiding a message already handled in this pass")?;
+    Ok(())
+}
+
+/// Redrives the batch that `message` (of the queue named `queue`, at `url`) describes,
+/// counted in `outcome`: fetches its records back from the stream and applies them
+/// through `handlers`, then deletes the message unless the stream no longer retains the
+/// whole batch. A message that is not a batch description, or a batch not read to its
+/// end, is left in the queue.
+async fn redrive_message(
+    clients: &FailureClients,
+    handlers: &[projectors::runtime::Handler],
+    queue: &str,
+    url: &str,
+    message: &aws_sdk_sqs::types::Message,
+    outcome: &mut FailuresRedriven,
+) -> anyhow::Result<()> {
+    let batch = match infra::feed::failures::parse(message.body().unwrap_or_default()) {
+        Ok(batch) => batch,
+        Err(error) => {
+            tracing::warn!(%queue, %error, "leaving a message that is not a batch description");
+            outcome.unreadable += 1;
+            return Ok(());
+        }
+    };
+    let described = format!(
+        "{} {}..{}",
+        batch.shard_id, batch.start_sequence_number, batch.end_sequence_number
+    );
+    let fetched =
+        infra::feed::failures::fetch(&clients.kinesis, &batch, &clients.table_prefix).await?;
+    if fetched.incomplete {
+        // Read again, whole, by a later pass.
+        outcome.incomplete.push(described);
+        return Ok(());
+    }
+    if fetched.expired {
+        outcome.expired.push(described);
+    }
+    outcome.records += apply_fetched(handlers, &fetched).await?;
+    if !fetched.expired {
+        clients
+            .sqs
+            .delete_message()
+            .queue_url(url)
+            .receipt_handle(message.receipt_handle().unwrap_or_default())
+            .send()
+            .await
+            .context("deleting a redriven batch's message")?;
+        outcome.batches += 1;
+    }
+    Ok(())
+}
+
+/// Applies each decoded record of `fetched` through those of `handlers` on the stream it
+/// came from; returns how many records at least one handler applied.
+async fn apply_fetched(
+    handlers: &[projectors::runtime::Handler],
+    fetched: &infra::feed::failures::Fetched,
+) -> anyhow::Result<usize> {
+    let mut records = 0;
+    for (_, record) in &fetched.records {
+        let Ok(record) = record else { continue };
+        let mine = handlers
+            .iter()
+            .filter(|h| h.projector().source() == record.table);
+        let mut applied = false;
+        for handler in mine {
+            handler.handle(record).await?;
+            applied = true;
+        }
+        records += usize::from(applied);
+    }
+    Ok(records)
 }

@@ -442,6 +442,14 @@ async fn set_up(model: &mut Model) -> anyhow::Result<(Usage, String)> {
         .await?;
     setup += usage;
     let goal_id = answer["goal_id"].as_str().unwrap_or_default().to_owned();
+    connect_wearable(model, &mut setup).await?;
+    Ok((setup, goal_id))
+}
+
+/// The wearable connected through the sandbox provider, signed in; adds to `used` what
+/// the connect, the provider's redirect to the callback and the completion used (one at
+/// a time, in that order).
+async fn connect_wearable(model: &mut Model, used: &mut Usage) -> anyhow::Result<()> {
     let (usage, answer) = model
         .measure(
             "POST",
@@ -451,7 +459,7 @@ async fn set_up(model: &mut Model) -> anyhow::Result<(Usage, String)> {
             StatusCode::OK,
         )
         .await?;
-    setup += usage;
+    *used += usage;
     let state = answer["state"].as_str().unwrap_or_default().to_owned();
     // Ana approves at the sandbox; its redirect reaches the callback (no token), which
     // hands the code on to the app; the app completes the connect signed in.
@@ -462,7 +470,7 @@ async fn set_up(model: &mut Model) -> anyhow::Result<(Usage, String)> {
     let (usage, _) = model
         .measure("GET", &callback, None, &[], StatusCode::SEE_OTHER)
         .await?;
-    setup += usage;
+    *used += usage;
     model.token = token;
     let complete = json!({"state": state, "code": code});
     let (usage, _) = model
@@ -474,8 +482,8 @@ async fn set_up(model: &mut Model) -> anyhow::Result<(Usage, String)> {
             StatusCode::OK,
         )
         .await?;
-    setup += usage;
-    Ok((setup, goal_id))
+    *used += usage;
+    Ok(())
 }
 
 /// Five meals logged, the first one edited; returns what each log and the edit used.

@@ -22,6 +22,7 @@ use crate::storage;
 use anyhow::{Context as _, bail};
 use aws_lambda_events::event::eventbridge::EventBridgeEvent;
 use aws_lambda_events::event::kinesis::KinesisEvent;
+use aws_lambda_events::event::streams::KinesisEventResponse;
 use events_schema::Context;
 use infra::Store;
 use infra::feed::kinesis::stream_name;
@@ -114,117 +115,160 @@ pub fn configure(env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Boot> {
     Ok(Boot { role, aws })
 }
 
+/// Logs the init phase's length (configuration, clients, secrets) since `started`: the
+/// part of a cold start that is this code's, logged once before the first event is asked
+/// for.
+fn log_ready(started: std::time::Instant) {
+    let init_ms = started.elapsed().as_secs_f64() * 1000.0;
+    tracing::info!(init_ms = format!("{init_ms:.1}"), "vitals function ready");
+}
+
+/// The runtime's failure, as this binary reports it.
+fn runtime_error(e: lambda_runtime::Error) -> anyhow::Error {
+    anyhow::anyhow!("lambda runtime: {e}")
+}
+
 /// Runs the function the environment describes, until the runtime stops it.
 pub async fn run() -> anyhow::Result<()> {
     let started = std::time::Instant::now();
-    // The init phase's length (configuration, clients, secrets): the part of a cold
-    // start that is this code's, logged once before the first event is asked for.
-    let ready = || {
-        let init_ms = started.elapsed().as_secs_f64() * 1000.0;
-        tracing::info!(init_ms = format!("{init_ms:.1}"), "vitals function ready");
-    };
     let env = |name: &str| std::env::var(name).ok();
     let boot = configure(&env).or_exit(Exit::Config)?;
     runtime::runtime_environment(&env)?;
     tracing::info!(role = ?boot.role, prefix = %boot.aws.table_prefix, "vitals function starting");
     let config = storage::aws_config(&boot.aws).await;
     let store = storage::logged(Arc::new(storage::dynamodb_on(&config, &boot.aws)));
-    let runtime_error = |e| anyhow::anyhow!("lambda runtime: {e}");
     match boot.role {
         Role::Api {
             function,
             jwt_secret_arn,
             webhook_secret_arn,
         } => {
-            let secrets = infra::aws_client::secrets_manager(&config);
-            let mut args = crate::cli::api_args_from_env().or_exit(Exit::Config)?;
-            let signing = Arc::new(SigningSecret {
-                client: secrets.clone(),
-                arn: jwt_secret_arn.clone(),
-            });
-            let mut keys = signing.read().await?.into_iter();
-            args.jwt_secret = keys.next();
-            args.jwt_previous_secret = keys.next();
-            args.webhook_secret = Some(match &webhook_secret_arn {
-                Some(arn) => secret(&secrets, arn, "VITALS_WEBHOOK_SECRET_ARN").await?,
-                // A function that takes no webhook never reads the secret (its role may
-                // not): a random one of its own refuses any webhook that reached it.
-                None => hex::encode(crate::setup::random_secret()),
-            });
-            let storage = storage::Storage {
-                store: store.clone(),
-                embedded: None,
+            let secrets = ApiSecrets {
+                client: infra::aws_client::secrets_manager(&config),
+                jwt_secret_arn,
+                webhook_secret_arn,
             };
-            let api = crate::setup::api_refreshing(store, &args, signing).or_exit(Exit::Config)?;
-            let router = match &function {
-                Some(function) => {
-                    crate::lambda_api::router_of(&storage, api, function).or_exit(Exit::Config)?
-                }
-                None => crate::lambda_api::router(&storage, api),
-            };
-            ready();
-            lambda_http::run(router).await.map_err(runtime_error)
+            run_api(store, function.as_deref(), secrets, started).await
         }
-        Role::Stream { target } => {
-            let folding =
-                projectors::fold::Folding::new(store.clone(), events_schema::time::Clock::System);
-            let handlers = Arc::new(by_source(projectors::registry::projector_handlers(
-                store, target,
-            )));
-            let prefix = boot.aws.table_prefix.clone();
-            ready();
-            lambda_runtime::run(service_fn(move |event: LambdaEvent<KinesisEvent>| {
-                let (handlers, prefix) = (handlers.clone(), prefix.clone());
-                let folding = folding.clone();
-                async move {
-                    // A batch comes from one mapping: one stream, one source.
-                    let Some(first) = event.payload.records.first() else {
-                        return Ok(Default::default());
-                    };
-                    let arn = first.event_source_arn.clone().unwrap_or_default();
-                    let Some((source, mine)) = handlers.iter().find(|(source, _)| {
-                        arn.ends_with(&format!("/{}", stream_name(&prefix, **source)))
-                    }) else {
-                        return Err(lambda_runtime::Error::from(format!(
-                            "a batch of {arn:?}, a stream the {target} projector does not read"
-                        )));
-                    };
-                    let delivery = projectors::lambda::Delivery {
-                        deadline: Some(invocation_deadline(&event)),
-                        margin: DEADLINE_MARGIN,
-                        fold: Some(folding),
-                        ..Default::default()
-                    };
-                    let (response, metrics) = projectors::lambda::fan_out_measured(
-                        mine,
-                        *source,
-                        &event.payload,
-                        &prefix,
-                        &delivery,
-                    )
-                    .await;
-                    // Embedded Metric Format: one JSON document a line on standard
-                    // output, which CloudWatch Logs turns into metrics.
-                    for document in metrics {
-                        println!("{document}");
-                    }
-                    Ok::<_, lambda_runtime::Error>(response)
-                }
-            }))
-            .await
-            .map_err(runtime_error)
-        }
+        Role::Stream { target } => run_stream(store, target, boot.aws.table_prefix, started).await,
         Role::Nightly => {
-            ready();
+            log_ready(started);
             run_nightly(store).await
         }
     }
 }
 
+/// Where an API function's secrets are: the Secrets Manager client and their ARNs.
+struct ApiSecrets {
+    client: aws_sdk_secretsmanager::Client,
+    jwt_secret_arn: String,
+    webhook_secret_arn: Option<String>,
+}
+
+/// The HTTP API (the routes of `function`, every route when `None`), its secrets read
+/// from Secrets Manager, until the runtime stops it.
+async fn run_api(
+    store: Arc<dyn Store>,
+    function: Option<&str>,
+    secrets: ApiSecrets,
+    started: std::time::Instant,
+) -> anyhow::Result<()> {
+    let mut args = crate::cli::api_args_from_env().or_exit(Exit::Config)?;
+    let signing = Arc::new(SigningSecret {
+        client: secrets.client.clone(),
+        arn: secrets.jwt_secret_arn.clone(),
+    });
+    let mut keys = signing.read().await?.into_iter();
+    args.jwt_secret = keys.next();
+    args.jwt_previous_secret = keys.next();
+    args.webhook_secret = Some(match &secrets.webhook_secret_arn {
+        Some(arn) => secret(&secrets.client, arn, "VITALS_WEBHOOK_SECRET_ARN").await?,
+        // A function that takes no webhook never reads the secret (its role may
+        // not): a random one of its own refuses any webhook that reached it.
+        None => hex::encode(crate::setup::random_secret()),
+    });
+    let storage = storage::Storage {
+        store: store.clone(),
+        embedded: None,
+    };
+    let api = crate::setup::api_refreshing(store, &args, signing).or_exit(Exit::Config)?;
+    let router = match function {
+        Some(function) => {
+            crate::lambda_api::router_of(&storage, api, function).or_exit(Exit::Config)?
+        }
+        None => crate::lambda_api::router(&storage, api),
+    };
+    log_ready(started);
+    lambda_http::run(router).await.map_err(runtime_error)
+}
+
+/// The projector writing `target`'s table, on every stream it reads, until the runtime
+/// stops it.
+async fn run_stream(
+    store: Arc<dyn Store>,
+    target: Context,
+    prefix: String,
+    started: std::time::Instant,
+) -> anyhow::Result<()> {
+    let folding = projectors::fold::Folding::new(store.clone(), events_schema::time::Clock::System);
+    let handlers = Arc::new(by_source(projectors::registry::projector_handlers(
+        store, target,
+    )));
+    log_ready(started);
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<KinesisEvent>| {
+        let (handlers, prefix) = (handlers.clone(), prefix.clone());
+        let folding = folding.clone();
+        async move { apply_batch(&handlers, &prefix, folding, target, event).await }
+    }))
+    .await
+    .map_err(runtime_error)
+}
+
+/// Applies one batch of a stream to the subscriptions of `handlers` on it, printing
+/// their metrics; a batch of a stream the projector writing `target` does not read is
+/// an error.
+async fn apply_batch(
+    handlers: &BySource,
+    prefix: &str,
+    folding: projectors::fold::Folding,
+    target: Context,
+    event: LambdaEvent<KinesisEvent>,
+) -> Result<KinesisEventResponse, lambda_runtime::Error> {
+    // A batch comes from one mapping: one stream, one source.
+    let Some(first) = event.payload.records.first() else {
+        return Ok(Default::default());
+    };
+    let arn = first.event_source_arn.clone().unwrap_or_default();
+    let Some((source, mine)) = handlers
+        .iter()
+        .find(|(source, _)| arn.ends_with(&format!("/{}", stream_name(prefix, **source))))
+    else {
+        return Err(lambda_runtime::Error::from(format!(
+            "a batch of {arn:?}, a stream the {target} projector does not read"
+        )));
+    };
+    let delivery = projectors::lambda::Delivery {
+        deadline: Some(invocation_deadline(&event)),
+        margin: DEADLINE_MARGIN,
+        fold: Some(folding),
+        ..Default::default()
+    };
+    let (response, metrics) =
+        projectors::lambda::fan_out_measured(mine, *source, &event.payload, prefix, &delivery)
+            .await;
+    // Embedded Metric Format: one JSON document a line on standard
+    // output, which CloudWatch Logs turns into metrics.
+    for document in metrics {
+        println!("{document}");
+    }
+    Ok(response)
+}
+
+/// A projector's handlers, grouped by the stream each applies records of.
+type BySource = std::collections::BTreeMap<Context, Vec<projectors::runtime::Handler>>;
+
 /// `handlers` grouped by the stream each applies records of.
-fn by_source(
-    handlers: Vec<projectors::runtime::Handler>,
-) -> std::collections::BTreeMap<Context, Vec<projectors::runtime::Handler>> {
+fn by_source(handlers: Vec<projectors::runtime::Handler>) -> BySource {
     let mut grouped = std::collections::BTreeMap::<Context, Vec<_>>::new();
     for handler in handlers {
         grouped

@@ -14,6 +14,7 @@ use crate::admin_socket::AdminSocket;
 use crate::cli::exit::Exit;
 use crate::http::{self, AppState};
 use crate::storage::Storage;
+use infra::embedded::EmbeddedStore;
 use infra::feed::embedded::EmbeddedFeed;
 use infra::store::now_epoch_seconds;
 use projectors::pipeline::Pipeline;
@@ -22,6 +23,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
 mod connections;
 pub use connections::ConnectionLimits;
@@ -116,19 +119,7 @@ pub async fn run_with(
         let feed = Arc::new(EmbeddedFeed::new(store));
         Arc::new(Pipeline::start(storage.store.clone(), feed, subscriptions))
     });
-    // The operator's commands run on the store itself, their writes counted, not logged
-    // one by one (as when they run by themselves).
-    let (stop_admin, admin_stopped) = tokio::sync::oneshot::channel::<()>();
-    let admin = admin
-        .zip(storage.embedded.clone())
-        .map(|(socket, embedded)| {
-            let store: Arc<dyn infra::Store> = embedded.clone();
-            let embedded = Some(embedded);
-            let stopped = async {
-                let _ = admin_stopped.await;
-            };
-            tokio::spawn(socket.serve(Storage { store, embedded }, stopped))
-        });
+    let (stop_admin, admin) = spawn_admin(admin, storage.embedded.clone());
     let app = http::app_with_web(AppState {
         store: storage.store.clone(),
         pipeline: pipeline.clone(),
@@ -150,16 +141,41 @@ pub async fn run_with(
         pipeline.stop().await;
     }
     if let Some(embedded) = &storage.embedded {
-        // A last trim, so what the workers finished before stopping is not kept.
-        if let Err(error) = EmbeddedFeed::new(embedded.clone())
-            .trim_processed(&consumers)
-            .await
-        {
-            tracing::warn!(%error, "trimming the change log failed");
-        }
-        embedded.close();
+        close_embedded(embedded, &consumers).await;
     }
     Ok(())
+}
+
+/// Answers the operators' store commands on `admin` over the `embedded` store, when both
+/// are given, until the returned sender sends (or is dropped): the commands run on the
+/// store itself, their writes counted, not logged one by one (as when they run by
+/// themselves). Returns that sender and the task serving them.
+fn spawn_admin(
+    admin: Option<AdminSocket>,
+    embedded: Option<Arc<EmbeddedStore>>,
+) -> (oneshot::Sender<()>, Option<JoinHandle<()>>) {
+    let (stop_admin, admin_stopped) = oneshot::channel::<()>();
+    let admin = admin.zip(embedded).map(|(socket, embedded)| {
+        let store: Arc<dyn infra::Store> = embedded.clone();
+        let embedded = Some(embedded);
+        let stopped = async {
+            let _ = admin_stopped.await;
+        };
+        tokio::spawn(socket.serve(Storage { store, embedded }, stopped))
+    });
+    (stop_admin, admin)
+}
+
+/// Trims the change log a last time, so what the workers of `consumers` finished before
+/// stopping is not kept, then closes the `embedded` store.
+async fn close_embedded(embedded: &Arc<EmbeddedStore>, consumers: &[&'static str]) {
+    if let Err(error) = EmbeddedFeed::new(embedded.clone())
+        .trim_processed(consumers)
+        .await
+    {
+        tracing::warn!(%error, "trimming the change log failed");
+    }
+    embedded.close();
 }
 
 /// Every `PURGE_EVERY`: purges the items whose TTL has passed, then trims the change

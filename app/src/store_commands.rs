@@ -58,35 +58,13 @@ pub async fn run(
             subscription,
             store,
             dlq,
-        } => {
-            let outcome = crate::admin::redrive(place, &store, dlq, &subscription).await?;
-            let (applied, failing) = (outcome.applied, outcome.still_failing);
-            writeln!(
-                out,
-                "{subscription}: {applied} applied, {failing} still failing"
-            )?;
-            Ok(Exit::Ok)
-        }
+        } => redrive(place, &subscription, &store, dlq, out).await,
         Command::Replay {
             projection,
             user,
             rebuild,
             store,
-        } => {
-            let mode = if rebuild {
-                projectors::replay::Mode::Rebuild
-            } else {
-                projectors::replay::Mode::Incremental
-            };
-            let user = user.as_deref();
-            let replayed = crate::admin::replay(place, &store, &projection, user, mode).await?;
-            writeln!(
-                out,
-                "replayed {} events ({} applications, {} refused)",
-                replayed.events, replayed.applications, replayed.rejected
-            )?;
-            Ok(Exit::Ok)
-        }
+        } => replay(place, &projection, user.as_deref(), rebuild, &store, out).await,
         Command::Admin {
             command: AdminCommand::Residue { user, store, dlq },
         } => residue(place, &user, &store, dlq, out).await,
@@ -97,24 +75,74 @@ pub async fn run(
         }
         Command::Insights {
             job: InsightsJob::Nightly { date, store },
-        } => {
-            // The date first: a malformed one is refused before the store is opened.
-            let day = date.as_deref().map(crate::admin::day).transpose()?;
-            let storage = place.storage(&store, Open::Existing).await?;
-            let budget = projectors::nightly::Budget::unbounded();
-            let runs = crate::admin::nightly_readiness(storage.store.clone(), day, budget);
-            let runs = runs.await?;
-            if runs.is_empty() {
-                writeln!(out, "readiness: every ended day is scored already")?;
-            }
-            for run in runs {
-                let (day, scored) = (run.day, run.scored);
-                writeln!(out, "readiness scored for {scored} active users on {day}")?;
-            }
-            Ok(Exit::Ok)
-        }
+        } => nightly(place, date.as_deref(), &store, out).await,
         _ => Err(Exit::Usage.error("not a command on a store")),
     }
+}
+
+/// `redrive`: applies `subscription`'s dead letters again and says how many applied.
+async fn redrive(
+    place: &Place,
+    subscription: &str,
+    store: &StoreArgs,
+    dlq: DlqKind,
+    out: &mut (dyn Write + Send),
+) -> anyhow::Result<Exit> {
+    let outcome = crate::admin::redrive(place, store, dlq, subscription).await?;
+    let (applied, failing) = (outcome.applied, outcome.still_failing);
+    writeln!(
+        out,
+        "{subscription}: {applied} applied, {failing} still failing"
+    )?;
+    Ok(Exit::Ok)
+}
+
+/// `replay`: applies the events again to `projection` (of `user` alone if given),
+/// folding in memory if `rebuild`, and says how many.
+async fn replay(
+    place: &Place,
+    projection: &str,
+    user: Option<&str>,
+    rebuild: bool,
+    store: &StoreArgs,
+    out: &mut (dyn Write + Send),
+) -> anyhow::Result<Exit> {
+    let mode = if rebuild {
+        projectors::replay::Mode::Rebuild
+    } else {
+        projectors::replay::Mode::Incremental
+    };
+    let replayed = crate::admin::replay(place, store, projection, user, mode).await?;
+    writeln!(
+        out,
+        "replayed {} events ({} applications, {} refused)",
+        replayed.events, replayed.applications, replayed.rejected
+    )?;
+    Ok(Exit::Ok)
+}
+
+/// `insights nightly`: scores readiness for `date` (or every ended day not scored yet)
+/// and says for how many users.
+async fn nightly(
+    place: &Place,
+    date: Option<&str>,
+    store: &StoreArgs,
+    out: &mut (dyn Write + Send),
+) -> anyhow::Result<Exit> {
+    // The date first: a malformed one is refused before the store is opened.
+    let day = date.map(crate::admin::day).transpose()?;
+    let storage = place.storage(store, Open::Existing).await?;
+    let budget = projectors::nightly::Budget::unbounded();
+    let runs = crate::admin::nightly_readiness(storage.store.clone(), day, budget);
+    let runs = runs.await?;
+    if runs.is_empty() {
+        writeln!(out, "readiness: every ended day is scored already")?;
+    }
+    for run in runs {
+        let (day, scored) = (run.day, run.scored);
+        writeln!(out, "readiness scored for {scored} active users on {day}")?;
+    }
+    Ok(Exit::Ok)
 }
 
 /// `command` as the server runs it for a client in `cwd`: a store command on the

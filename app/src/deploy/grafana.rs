@@ -14,13 +14,14 @@ pub struct Panel {
     pub queries: Vec<(String, &'static str)>,
 }
 
-/// The panels, in the order they are laid out (two a row).
-pub fn panels() -> Vec<Panel> {
-    let [processed, failed, dead, lag_records, lag_ms, depth] = FAMILIES.map(|(name, _)| name);
+/// The PromQL of the `q` quantile of the histogram `family`, by the label `by`.
+fn quantile(q: f64, by: &str, family: &str) -> String {
+    format!("histogram_quantile({q}, sum by (le, {by}) (rate({family}_bucket[5m])))")
+}
+
+/// The HTTP API's panels: requests by status, the share of 5xx, latency p50 and p99.
+fn http_panels() -> Vec<Panel> {
     let http = "vitals_http_request_duration_seconds";
-    let quantile = |q: f64, by: &str, family: &str| {
-        format!("histogram_quantile({q}, sum by (le, {by}) (rate({family}_bucket[5m])))")
-    };
     vec![
         Panel {
             title: "Requests by status class (per second)",
@@ -50,6 +51,13 @@ pub fn panels() -> Vec<Panel> {
             unit: "s",
             queries: vec![(quantile(0.99, "route", http), "{{route}}")],
         },
+    ]
+}
+
+/// The projectors' panels: events applied, time to projection, lag, failures.
+fn projector_panels() -> Vec<Panel> {
+    let [processed, failed, dead, lag_records, lag_ms, depth] = FAMILIES.map(|(name, _)| name);
+    vec![
         Panel {
             title: "Events applied by subscription (per second)",
             unit: "ops",
@@ -98,6 +106,12 @@ pub fn panels() -> Vec<Panel> {
                 ),
             ],
         },
+    ]
+}
+
+/// DynamoDB's panels: requests by operation and the capacity units consumed.
+fn dynamodb_panels() -> Vec<Panel> {
+    vec![
         Panel {
             title: "DynamoDB requests by operation (per second)",
             unit: "reqps",
@@ -122,6 +136,14 @@ pub fn panels() -> Vec<Panel> {
             )],
         },
     ]
+}
+
+/// The panels, in the order they are laid out (two a row).
+pub fn panels() -> Vec<Panel> {
+    let mut panels = http_panels();
+    panels.extend(projector_panels());
+    panels.extend(dynamodb_panels());
+    panels
 }
 
 /// The dashboard (Grafana's JSON model, with the data source as an import input).

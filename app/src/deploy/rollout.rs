@@ -46,6 +46,64 @@ pub fn alias_id(id: &str) -> String {
     format!("{id}Live")
 }
 
+/// Function `id`'s published version, described by the package and a digest of the
+/// function's definition `function` (so that a changed definition publishes anew).
+fn version(id: &str, function: &Value) -> Value {
+    use sha2::Digest as _;
+    let definition = sha2::Sha256::digest(function.to_string().as_bytes());
+    let digest: String = format!("{definition:x}").chars().take(16).collect();
+    json!({
+        "Type": "AWS::Lambda::Version",
+        // A new version replaces the resource; the old version stays for rollback.
+        "DeletionPolicy": "Retain",
+        "UpdateReplacePolicy": "Retain",
+        "Properties": {
+            "FunctionName": {"Ref": id},
+            "Description": {"Fn::Sub": format!(
+                "${{CodeBucket}}/${{CodeKey}} ${{Architecture}} ${{Prefix}} definition {digest}"
+            )}
+        }
+    })
+}
+
+/// Function `id`'s `live` alias on the version `version`, shifted by the deployment
+/// group `group`.
+fn alias(id: &str, version: &str, group: &str) -> Value {
+    json!({
+        "Type": "AWS::Lambda::Alias",
+        "UpdatePolicy": {"CodeDeployLambdaAliasUpdate": {
+            "ApplicationName": {"Ref": APPLICATION_ID},
+            "DeploymentGroupName": {"Ref": group}
+        }},
+        "Properties": {
+            "FunctionName": {"Ref": id},
+            "FunctionVersion": {"Fn::GetAtt": [version, "Version"]},
+            "Name": ALIAS
+        }
+    })
+}
+
+/// A deployment group rolling out as `rollout`, rolled back on `alarms` (logical ids).
+fn deployment_group(rollout: Rollout, alarms: &[String]) -> Value {
+    json!({
+        "Type": "AWS::CodeDeploy::DeploymentGroup",
+        "Properties": {
+            "ApplicationName": {"Ref": APPLICATION_ID},
+            "ServiceRoleArn": {"Fn::GetAtt": [ROLE_ID, "Arn"]},
+            "DeploymentConfigName": rollout.config(),
+            "DeploymentStyle": {"DeploymentType": "BLUE_GREEN", "DeploymentOption": "WITH_TRAFFIC_CONTROL"},
+            "AutoRollbackConfiguration": {
+                "Enabled": true,
+                "Events": ["DEPLOYMENT_FAILURE", "DEPLOYMENT_STOP_ON_ALARM"]
+            },
+            "AlarmConfiguration": {
+                "Enabled": true,
+                "Alarms": alarms.iter().map(|a| json!({"Name": {"Ref": a}})).collect::<Vec<_>>()
+            }
+        }
+    })
+}
+
 /// The version, alias and deployment group of function `id` (whose definition is
 /// `function`), rolled out as `rollout`, rolled back on `alarms` (logical ids).
 pub fn resources(
@@ -54,62 +112,12 @@ pub fn resources(
     rollout: Rollout,
     alarms: &[String],
 ) -> Map<String, Value> {
-    use sha2::Digest as _;
-    let definition = sha2::Sha256::digest(function.to_string().as_bytes());
-    let digest: String = format!("{definition:x}").chars().take(16).collect();
-    let version = format!("{id}Version");
+    let version_id = format!("{id}Version");
     let group = format!("{id}Deployments");
     let mut resources = Map::new();
-    resources.insert(
-        version.clone(),
-        json!({
-            "Type": "AWS::Lambda::Version",
-            // A new version replaces the resource; the old version stays for rollback.
-            "DeletionPolicy": "Retain",
-            "UpdateReplacePolicy": "Retain",
-            "Properties": {
-                "FunctionName": {"Ref": id},
-                "Description": {"Fn::Sub": format!(
-                    "${{CodeBucket}}/${{CodeKey}} ${{Architecture}} ${{Prefix}} definition {digest}"
-                )}
-            }
-        }),
-    );
-    resources.insert(
-        alias_id(id),
-        json!({
-            "Type": "AWS::Lambda::Alias",
-            "UpdatePolicy": {"CodeDeployLambdaAliasUpdate": {
-                "ApplicationName": {"Ref": APPLICATION_ID},
-                "DeploymentGroupName": {"Ref": group}
-            }},
-            "Properties": {
-                "FunctionName": {"Ref": id},
-                "FunctionVersion": {"Fn::GetAtt": [version, "Version"]},
-                "Name": ALIAS
-            }
-        }),
-    );
-    resources.insert(
-        group,
-        json!({
-            "Type": "AWS::CodeDeploy::DeploymentGroup",
-            "Properties": {
-                "ApplicationName": {"Ref": APPLICATION_ID},
-                "ServiceRoleArn": {"Fn::GetAtt": [ROLE_ID, "Arn"]},
-                "DeploymentConfigName": rollout.config(),
-                "DeploymentStyle": {"DeploymentType": "BLUE_GREEN", "DeploymentOption": "WITH_TRAFFIC_CONTROL"},
-                "AutoRollbackConfiguration": {
-                    "Enabled": true,
-                    "Events": ["DEPLOYMENT_FAILURE", "DEPLOYMENT_STOP_ON_ALARM"]
-                },
-                "AlarmConfiguration": {
-                    "Enabled": true,
-                    "Alarms": alarms.iter().map(|a| json!({"Name": {"Ref": a}})).collect::<Vec<_>>()
-                }
-            }
-        }),
-    );
+    resources.insert(version_id.clone(), version(id, function));
+    resources.insert(alias_id(id), alias(id, &version_id, &group));
+    resources.insert(group, deployment_group(rollout, alarms));
     resources
 }
 

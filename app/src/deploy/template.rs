@@ -394,18 +394,22 @@ fn mapping(id: &str, source: &Source, queue: &str) -> Value {
     })
 }
 
-fn consumer_resources(consumer: &Consumer) -> Map<String, Value> {
-    let id = consumer_id(consumer.target);
-    let suffix = format!("{}-projector", consumer.target);
-    let queue = format!("{id}Failures");
-    let mut resources = function(
-        &id,
-        &suffix,
-        "stream",
-        256,
-        120,
-        json!({"VITALS_TARGET": consumer.target.to_string()}),
-    );
+/// Function `id`'s version, alias and deployment group (see [`rollout::resources`]),
+/// rolled out as `kind`, rolled back on `rollback`: added to `resources`, which holds the
+/// function's definition.
+fn insert_rollout(
+    resources: &mut Map<String, Value>,
+    id: &str,
+    kind: Rollout,
+    rollback: &[String],
+) {
+    let definition = resources[id].clone();
+    resources.extend(rollout::resources(id, &definition, kind, rollback));
+}
+
+/// A projector function's role statements: its tables, the streams it reads, its own
+/// on-failure queue `queue`.
+fn consumer_statements(consumer: &Consumer, queue: &str) -> Vec<Value> {
     let mut statements = dynamodb_statements(&consumer.reads(), &consumer.writes());
     let streams: Vec<Value> = consumer
         .sources
@@ -423,29 +427,27 @@ fn consumer_resources(consumer: &Consumer) -> Map<String, Value> {
         "Sid": "OwnFailureQueue",
         "Effect": "Allow",
         "Action": ["sqs:SendMessage"],
-        "Resource": {"Fn::GetAtt": [queue.as_str(), "Arn"]}
+        "Resource": {"Fn::GetAtt": [queue, "Arn"]}
     }));
-    resources.insert(format!("{id}Role"), role(&id, &suffix, statements));
-    resources.insert(
-        queue.clone(),
-        json!({
-            "Type": "AWS::SQS::Queue",
-            "Properties": {
-                "QueueName": {"Fn::Sub": crate::admin::failure_queue("${Prefix}", consumer.target)},
-                "MessageRetentionPeriod": 1_209_600,
-                "SqsManagedSseEnabled": true
-            }
-        }),
-    );
-    for source in &consumer.sources {
-        resources.insert(
-            format!("{id}From{}", pascal(source.context)),
-            mapping(&id, source, &queue),
-        );
-    }
-    let alarms = consumer_alarms(consumer, &id, &queue);
-    // A new version is rolled back if it crashes, falls behind or dead-letters.
-    let rollback: Vec<String> = alarms
+    statements
+}
+
+/// The on-failure queue of the projector writing `target` (kept 14 days).
+fn failure_queue(target: Context) -> Value {
+    json!({
+        "Type": "AWS::SQS::Queue",
+        "Properties": {
+            "QueueName": {"Fn::Sub": crate::admin::failure_queue("${Prefix}", target)},
+            "MessageRetentionPeriod": 1_209_600,
+            "SqsManagedSseEnabled": true
+        }
+    })
+}
+
+/// The alarms of `alarms` a projector's new version is rolled back on: it crashes,
+/// falls behind or dead-letters.
+fn consumer_rollback(alarms: &[(String, Alarm)]) -> Vec<String> {
+    alarms
         .iter()
         .map(|(alarm, _)| alarm.clone())
         .filter(|alarm| {
@@ -453,15 +455,36 @@ fn consumer_resources(consumer: &Consumer) -> Map<String, Value> {
                 || alarm.ends_with("IteratorAge")
                 || alarm.ends_with("DeadLetters")
         })
-        .collect();
-    insert_alarms(&mut resources, alarms);
-    let definition = resources[&id].clone();
-    resources.extend(rollout::resources(
+        .collect()
+}
+
+/// A projector function: its role, its on-failure queue, a mapping per stream it reads,
+/// its alarms and its rollout.
+fn consumer_resources(consumer: &Consumer) -> Map<String, Value> {
+    let id = consumer_id(consumer.target);
+    let suffix = format!("{}-projector", consumer.target);
+    let queue = format!("{id}Failures");
+    let mut resources = function(
         &id,
-        &definition,
-        Rollout::Linear,
-        &rollback,
-    ));
+        &suffix,
+        "stream",
+        256,
+        120,
+        json!({"VITALS_TARGET": consumer.target.to_string()}),
+    );
+    let statements = consumer_statements(consumer, &queue);
+    resources.insert(format!("{id}Role"), role(&id, &suffix, statements));
+    resources.insert(queue.clone(), failure_queue(consumer.target));
+    for source in &consumer.sources {
+        resources.insert(
+            format!("{id}From{}", pascal(source.context)),
+            mapping(&id, source, &queue),
+        );
+    }
+    let alarms = consumer_alarms(consumer, &id, &queue);
+    let rollback = consumer_rollback(&alarms);
+    insert_alarms(&mut resources, alarms);
+    insert_rollout(&mut resources, &id, Rollout::Linear, &rollback);
     resources
 }
 
@@ -685,11 +708,10 @@ fn api_alarms() -> Vec<(String, Alarm)> {
     ]
 }
 
-/// One function of the API: its role, its integration, its routes.
-fn api_function_resources(api: &ApiFunction) -> Map<String, Value> {
-    let id = api.name;
+/// The environment of the API function `api`: its name, its secrets, the table it writes.
+fn api_environment(api: &ApiFunction) -> Value {
     let mut env = json!({
-        "VITALS_API_FUNCTION": id,
+        "VITALS_API_FUNCTION": api.name,
         "VITALS_JWT_SECRET_ARN": {"Ref": "JwtSigningKey"},
     });
     if api.serves_webhooks() {
@@ -698,7 +720,12 @@ fn api_function_resources(api: &ApiFunction) -> Map<String, Value> {
     if let Some(writes) = api.writes {
         env["VITALS_API_WRITES"] = json!(writes.to_string());
     }
-    let mut resources = function(id, api.suffix, "api", 512, 29, env);
+    env
+}
+
+/// The role statements of the API function `api`: its tables, the identity table's
+/// description if it answers `/healthz`, its secrets.
+fn api_statements(api: &ApiFunction) -> Vec<Value> {
     let writes: BTreeSet<Context> = api.writes.into_iter().collect();
     let mut statements = dynamodb_statements(&api.tables_read(), &writes);
     if api.describes_identity {
@@ -711,46 +738,62 @@ fn api_function_resources(api: &ApiFunction) -> Map<String, Value> {
         }));
     }
     statements.push(secret_statement(api.serves_webhooks()));
-    resources.insert(format!("{id}Role"), role(id, api.suffix, statements));
-    let integration = format!("{id}Integration");
+    statements
+}
+
+/// The HTTP API's proxy integration with function `id` (through its `live` alias).
+fn api_integration(id: &str) -> Value {
+    json!({
+        "Type": "AWS::ApiGatewayV2::Integration",
+        "Properties": {
+            "ApiId": {"Ref": "HttpApi"},
+            "IntegrationType": "AWS_PROXY",
+            "IntegrationUri": {"Ref": rollout::alias_id(id)},
+            "PayloadFormatVersion": "2.0"
+        }
+    })
+}
+
+/// A route of the HTTP API, `key`, to the integration of logical id `integration`.
+fn api_route(key: &str, integration: &str) -> Value {
+    json!({
+        "Type": "AWS::ApiGatewayV2::Route",
+        "Properties": {
+            "ApiId": {"Ref": "HttpApi"},
+            "RouteKey": key,
+            "Target": {"Fn::Sub": format!("integrations/${{{integration}}}")}
+        }
+    })
+}
+
+/// The permission the HTTP API has to invoke function `id` (through its `live` alias).
+fn api_permission(id: &str) -> Value {
+    json!({
+        "Type": "AWS::Lambda::Permission",
+        "Properties": {
+            "FunctionName": {"Ref": rollout::alias_id(id)},
+            "Action": "lambda:InvokeFunction",
+            "Principal": "apigateway.amazonaws.com",
+            "SourceArn": {"Fn::Sub": "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${HttpApi}/*"}
+        }
+    })
+}
+
+/// One function of the API: its role, its integration, its routes.
+fn api_function_resources(api: &ApiFunction) -> Map<String, Value> {
+    let id = api.name;
+    let mut resources = function(id, api.suffix, "api", 512, 29, api_environment(api));
     resources.insert(
-        integration.clone(),
-        json!({
-            "Type": "AWS::ApiGatewayV2::Integration",
-            "Properties": {
-                "ApiId": {"Ref": "HttpApi"},
-                "IntegrationType": "AWS_PROXY",
-                "IntegrationUri": {"Ref": rollout::alias_id(id)},
-                "PayloadFormatVersion": "2.0"
-            }
-        }),
+        format!("{id}Role"),
+        role(id, api.suffix, api_statements(api)),
     );
+    let integration = format!("{id}Integration");
+    resources.insert(integration.clone(), api_integration(id));
     let default = api.default_route.then(|| DEFAULT_ROUTE.to_owned());
     for (n, key) in api.routes.iter().cloned().chain(default).enumerate() {
-        resources.insert(
-            format!("{id}Route{n:02}"),
-            json!({
-                "Type": "AWS::ApiGatewayV2::Route",
-                "Properties": {
-                    "ApiId": {"Ref": "HttpApi"},
-                    "RouteKey": key,
-                    "Target": {"Fn::Sub": format!("integrations/${{{integration}}}")}
-                }
-            }),
-        );
+        resources.insert(format!("{id}Route{n:02}"), api_route(&key, &integration));
     }
-    resources.insert(
-        format!("{id}InvokedByHttpApi"),
-        json!({
-            "Type": "AWS::Lambda::Permission",
-            "Properties": {
-                "FunctionName": {"Ref": rollout::alias_id(id)},
-                "Action": "lambda:InvokeFunction",
-                "Principal": "apigateway.amazonaws.com",
-                "SourceArn": {"Fn::Sub": "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${HttpApi}/*"}
-            }
-        }),
-    );
+    resources.insert(format!("{id}InvokedByHttpApi"), api_permission(id));
     let alarms = alarms::function_alarms(id);
     // A new version is rolled back if it crashes, or the API answers worse meanwhile.
     let rollback = vec![
@@ -759,13 +802,7 @@ fn api_function_resources(api: &ApiFunction) -> Map<String, Value> {
         "ApiLatencyP99".into(),
     ];
     insert_alarms(&mut resources, alarms);
-    let definition = resources[id].clone();
-    resources.extend(rollout::resources(
-        id,
-        &definition,
-        Rollout::Canary,
-        &rollback,
-    ));
+    insert_rollout(&mut resources, id, Rollout::Canary, &rollback);
     resources
 }
 

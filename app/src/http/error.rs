@@ -110,48 +110,69 @@ impl IntoResponse for ApiError {
     }
 }
 
+impl ApiError {
+    /// 409 `code`: the request conflicts with what is stored.
+    fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, code, message)
+    }
+
+    /// 401 `code`: the caller is not let in, for the reason `message` says.
+    fn refused(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, code, message)
+    }
+
+    /// 503 `busy`, to be tried again after `retry_after_s` seconds.
+    fn busy(retry_after_s: u64) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            "the server is busy, try again shortly",
+        )
+        .retry_after(retry_after_s)
+    }
+
+    /// 429 `throttled`: the store refused the request for now; try again in a second.
+    fn throttled() -> Self {
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "throttled",
+            "try again shortly",
+        )
+        .retry_after(1)
+    }
+
+    /// 502 `provider`: an external provider failed (`cause` is logged, not shown).
+    fn provider(cause: impl std::fmt::Display) -> Self {
+        tracing::warn!(%cause, "provider failed");
+        Self::new(
+            StatusCode::BAD_GATEWAY,
+            "provider",
+            "the provider did not answer as expected",
+        )
+    }
+}
+
 impl From<CommandError> for ApiError {
     fn from(error: CommandError) -> Self {
         use CommandError::*;
         match error {
-            Validation { field, reason } => Self::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "validation",
-                format!("{field}: {reason}"),
-            ),
+            Validation { field, reason } => Self::validation(field, reason),
             NotFound(_) => Self::not_found(),
-            EmailTaken => Self::new(
-                StatusCode::CONFLICT,
-                "email_taken",
-                "this email is already registered",
-            ),
-            InvalidCredentials => Self::new(
-                StatusCode::UNAUTHORIZED,
-                "invalid_credentials",
-                "email or password is wrong",
-            ),
-            AccountDeleted => Self::new(
-                StatusCode::UNAUTHORIZED,
-                "account_deleted",
-                "this account is being deleted",
-            ),
-            InvalidSession => Self::new(
-                StatusCode::UNAUTHORIZED,
+            EmailTaken => Self::conflict("email_taken", "this email is already registered"),
+            InvalidCredentials => {
+                Self::refused("invalid_credentials", "email or password is wrong")
+            }
+            AccountDeleted => Self::refused("account_deleted", "this account is being deleted"),
+            InvalidSession => Self::refused(
                 "invalid_refresh_token",
                 "the refresh token is unknown, expired or already used; sign in again",
             ),
-            Conflict(reason) => Self::new(StatusCode::CONFLICT, "conflict", reason),
-            ProviderIdentityTaken => Self::new(
-                StatusCode::CONFLICT,
+            Conflict(reason) => Self::conflict("conflict", reason),
+            ProviderIdentityTaken => Self::conflict(
                 "provider_account_taken",
                 "this provider account is connected to another account",
             ),
-            Busy { retry_after_s } => Self::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "busy",
-                "the server is busy, try again shortly",
-            )
-            .retry_after(retry_after_s),
+            Busy { retry_after_s } => Self::busy(retry_after_s),
             TooManyTries { retry_after_s } => Self::rate_limited(retry_after_s),
             Internal(cause) => Self::internal(cause),
             IdempotencyKeyReused => Self::new(
@@ -159,30 +180,10 @@ impl From<CommandError> for ApiError {
                 "idempotency_key_reused",
                 "this Idempotency-Key was used with a different request",
             ),
-            Contention => Self::new(
-                StatusCode::CONFLICT,
-                "contention",
-                "too many concurrent changes, try again",
-            ),
-            BadSignature => Self::new(
-                StatusCode::UNAUTHORIZED,
-                "bad_signature",
-                "the webhook signature does not verify",
-            ),
-            Provider(cause) => {
-                tracing::warn!(%cause, "provider failed");
-                Self::new(
-                    StatusCode::BAD_GATEWAY,
-                    "provider",
-                    "the provider did not answer as expected",
-                )
-            }
-            Store(infra::StoreError::Throttled) => Self::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "throttled",
-                "try again shortly",
-            )
-            .retry_after(1),
+            Contention => Self::conflict("contention", "too many concurrent changes, try again"),
+            BadSignature => Self::refused("bad_signature", "the webhook signature does not verify"),
+            Provider(cause) => Self::provider(cause),
+            Store(infra::StoreError::Throttled) => Self::throttled(),
             Store(cause) => Self::internal(cause),
         }
     }

@@ -25,6 +25,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
@@ -81,6 +82,21 @@ struct QuerySpec<'a> {
     consistent: bool,
     /// Attributes a cursor must carry for this query.
     cursor_attrs: Vec<&'a str>,
+}
+
+/// The key a query resumes from: the one its cursor names, which must be of the
+/// queried partition; `None` without a cursor.
+fn start_key(spec: &QuerySpec<'_>) -> Result<Option<Attributes>, StoreError> {
+    let Some(cursor) = spec.cursor else {
+        return Ok(None);
+    };
+    let key = cursor.to_key(&spec.cursor_attrs)?;
+    if key.get(spec.pk_attr).map(String::as_str) != Some(spec.pk) {
+        return Err(StoreError::Validation(
+            "the cursor is not valid for this query".into(),
+        ));
+    }
+    Ok(Some(marshal::from_string_key(key)))
 }
 
 impl DynamoStore {
@@ -185,51 +201,51 @@ impl DynamoStore {
         bootstrap::bootstrap(&self.client, &self.prefix).await
     }
 
+    /// One `Query` request of `spec` on `table`'s table (or index), for at most `wanted`
+    /// items (any number if `None`) from the key `start`; unexpired items only.
+    async fn query_once(
+        &self,
+        table: Context,
+        spec: &QuerySpec<'_>,
+        wanted: Option<usize>,
+        start: Option<Attributes>,
+    ) -> Result<QueryOutput, StoreError> {
+        let mut expr = Expr::default();
+        let key_condition = expr.key_condition(spec.pk_attr, spec.pk, spec.sk_attr, spec.sort_key);
+        let filter = expr.not_expired(now_epoch_seconds());
+        let output = self
+            .client
+            .query()
+            .table_name(self.table_name(table))
+            .set_index_name(spec.index.map(str::to_owned))
+            .key_condition_expression(key_condition)
+            .filter_expression(filter)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .scan_index_forward(spec.forward)
+            .set_limit(wanted.map(|w| w.min(i32::MAX as usize) as i32))
+            .consistent_read(spec.consistent)
+            .set_exclusive_start_key(start)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await;
+        self.observe("Query", &output, |o| units(o.consumed_capacity()));
+        output.map_err(errors::common)
+    }
+
     async fn run_query(&self, table: Context, spec: QuerySpec<'_>) -> Result<Page, StoreError> {
         if spec.limit == Some(0) {
             return Err(StoreError::Validation(
                 "a query limit must be at least 1".to_owned(),
             ));
         }
-        let mut start = match spec.cursor {
-            Some(cursor) => {
-                let key = cursor.to_key(&spec.cursor_attrs)?;
-                if key.get(spec.pk_attr).map(String::as_str) != Some(spec.pk) {
-                    return Err(StoreError::Validation(
-                        "the cursor is not valid for this query".into(),
-                    ));
-                }
-                Some(marshal::from_string_key(key))
-            }
-            None => None,
-        };
+        let mut start = start_key(&spec)?;
         let mut items = Vec::new();
         // DynamoDB applies Limit before the TTL filter: keep asking until the page is
         // full or the partition ends, so both backends return the same pages.
         loop {
-            let mut expr = Expr::default();
-            let key_condition =
-                expr.key_condition(spec.pk_attr, spec.pk, spec.sk_attr, spec.sort_key);
-            let filter = expr.not_expired(now_epoch_seconds());
             let wanted = spec.limit.map(|l| l - items.len());
-            let output = self
-                .client
-                .query()
-                .table_name(self.table_name(table))
-                .set_index_name(spec.index.map(str::to_owned))
-                .key_condition_expression(key_condition)
-                .filter_expression(filter)
-                .set_expression_attribute_names(expr.names())
-                .set_expression_attribute_values(expr.values())
-                .scan_index_forward(spec.forward)
-                .set_limit(wanted.map(|w| w.min(i32::MAX as usize) as i32))
-                .consistent_read(spec.consistent)
-                .set_exclusive_start_key(start.take())
-                .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                .send()
-                .await;
-            self.observe("Query", &output, |o| units(o.consumed_capacity()));
-            let output = output.map_err(errors::common)?;
+            let output = self.query_once(table, &spec, wanted, start.take()).await?;
             for attributes in output.items.unwrap_or_default() {
                 items.push(marshal::from_attributes(attributes)?);
             }
@@ -285,73 +301,100 @@ impl DynamoStore {
         Ok(TransactWriteItem::builder().update(update).build())
     }
 
-    fn transact_item(&self, action: TransactAction) -> Result<TransactWriteItem, StoreError> {
+    /// A transaction's put action.
+    fn transact_put(
+        &self,
+        table: Context,
+        item: &Item,
+        condition: Option<Condition>,
+    ) -> Result<TransactWriteItem, StoreError> {
         let mut expr = Expr::default();
-        let on_failure = ReturnValuesOnConditionCheckFailure::AllOld;
-        Ok(match action {
+        let condition = condition.map(|c| expr.condition(&c)).transpose()?.flatten();
+        let put = ddb::Put::builder()
+            .table_name(self.table_name(table))
+            .set_item(Some(marshal::to_attributes(item)?))
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(build_error)?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+
+    /// A transaction's delete action.
+    fn transact_delete(
+        &self,
+        table: Context,
+        key: &Key,
+        condition: Option<Condition>,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let mut expr = Expr::default();
+        let condition = condition.map(|c| expr.condition(&c)).transpose()?.flatten();
+        let delete = ddb::Delete::builder()
+            .table_name(self.table_name(table))
+            .set_key(Some(key_attributes(key)))
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(build_error)?;
+        Ok(TransactWriteItem::builder().delete(delete).build())
+    }
+
+    /// A transaction's condition check (an empty condition checks nothing: the item may
+    /// exist or not).
+    fn transact_check(
+        &self,
+        table: Context,
+        key: &Key,
+        condition: &Condition,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let mut expr = Expr::default();
+        let condition = expr.condition(condition)?.unwrap_or_else(|| {
+            format!(
+                "attribute_exists({0}) OR attribute_not_exists({0})",
+                expr.name(PK)
+            )
+        });
+        let check = ddb::ConditionCheck::builder()
+            .table_name(self.table_name(table))
+            .set_key(Some(key_attributes(key)))
+            .condition_expression(condition)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(build_error)?;
+        Ok(TransactWriteItem::builder().condition_check(check).build())
+    }
+
+    /// A transaction's action, as DynamoDB takes it.
+    fn transact_item(&self, action: TransactAction) -> Result<TransactWriteItem, StoreError> {
+        match action {
             TransactAction::Put {
                 table,
                 item,
                 condition,
-            } => {
-                let condition = condition.map(|c| expr.condition(&c)).transpose()?.flatten();
-                let put = ddb::Put::builder()
-                    .table_name(self.table_name(table))
-                    .set_item(Some(marshal::to_attributes(&item)?))
-                    .set_condition_expression(condition)
-                    .set_expression_attribute_names(expr.names())
-                    .set_expression_attribute_values(expr.values())
-                    .return_values_on_condition_check_failure(on_failure)
-                    .build()
-                    .map_err(build_error)?;
-                TransactWriteItem::builder().put(put).build()
-            }
+            } => self.transact_put(table, &item, condition),
             TransactAction::Update {
                 table,
                 key,
                 update,
                 condition,
-            } => self.transact_update(table, &key, &update, condition)?,
+            } => self.transact_update(table, &key, &update, condition),
             TransactAction::Delete {
                 table,
                 key,
                 condition,
-            } => {
-                let condition = condition.map(|c| expr.condition(&c)).transpose()?.flatten();
-                let delete = ddb::Delete::builder()
-                    .table_name(self.table_name(table))
-                    .set_key(Some(key_attributes(&key)))
-                    .set_condition_expression(condition)
-                    .set_expression_attribute_names(expr.names())
-                    .set_expression_attribute_values(expr.values())
-                    .return_values_on_condition_check_failure(on_failure)
-                    .build()
-                    .map_err(build_error)?;
-                TransactWriteItem::builder().delete(delete).build()
-            }
+            } => self.transact_delete(table, &key, condition),
             TransactAction::ConditionCheck {
                 table,
                 key,
                 condition,
-            } => {
-                let condition = expr.condition(&condition)?.unwrap_or_else(|| {
-                    format!(
-                        "attribute_exists({0}) OR attribute_not_exists({0})",
-                        expr.name(PK)
-                    )
-                });
-                let check = ddb::ConditionCheck::builder()
-                    .table_name(self.table_name(table))
-                    .set_key(Some(key_attributes(&key)))
-                    .condition_expression(condition)
-                    .set_expression_attribute_names(expr.names())
-                    .set_expression_attribute_values(expr.values())
-                    .return_values_on_condition_check_failure(on_failure)
-                    .build()
-                    .map_err(build_error)?;
-                TransactWriteItem::builder().condition_check(check).build()
-            }
-        })
+            } => self.transact_check(table, &key, &condition),
+        }
     }
 }
 

@@ -98,57 +98,76 @@ pub(super) fn import(
 ) -> Result<Vec<(String, u64)>, StoreError> {
     let mut counted = Vec::new();
     for (def, partition) in &names.all {
-        let mut chunk = Chunk::new(keyspace);
-        let name = def.name.as_str();
-        macro_rules! copy {
-            ($def:expr, |$k:ident, $v:ident| $key:expr, $value:expr) => {{
-                match from.open_table($def) {
-                    Ok(table) => {
-                        for entry in table.iter().map_err(backend)? {
-                            let (k, v) = entry.map_err(backend)?;
-                            let ($k, $v) = (k.value(), v.value());
-                            chunk.insert(partition, $key, $value)?;
-                        }
-                    }
-                    Err(TableError::TableDoesNotExist(_)) => {}
-                    Err(other) => return Err(backend(other)),
-                }
-            }};
-        }
-        match def.shape {
-            Shape::Items => copy!(
-                Items::new(name),
-                |k, v| layout::item_key(k.0, k.1),
-                v.to_vec()
-            ),
-            Shape::Index => copy!(
-                Index::new(name),
-                |k, _v| layout::key_of(&[k.0, k.1, k.2, k.3]),
-                Vec::new()
-            ),
-            Shape::Expiry => copy!(
-                Expiry::new(name),
-                |k, _v| layout::expiry_key(k.0, k.1, k.2, k.3),
-                Vec::new()
-            ),
-            Shape::Changelog => copy!(
-                Log::new(name),
-                |k, v| layout::seq_key(k).to_vec(),
-                v.to_vec()
-            ),
-            Shape::Checkpoints => copy!(
-                Checkpoints::new(name),
-                |k, v| k.as_bytes().to_vec(),
-                layout::seq_key(v).to_vec()
-            ),
-            Shape::Meta => copy!(
-                Meta::new(name),
-                |k, v| k.as_bytes().to_vec(),
-                v.as_bytes().to_vec()
-            ),
-        }
-        counted.push((def.name.clone(), chunk.finish()?));
+        let entries = import_table(from, keyspace, def, partition)?;
+        counted.push((def.name.clone(), entries));
     }
+    record_version_one(keyspace, names)?;
+    Ok(counted)
+}
+
+/// Writes the table `def` of the redb snapshot `from` into its `partition` of the
+/// keyspace being built; returns how many entries (none if the file lacks the table).
+fn import_table(
+    from: &ReadTransaction,
+    keyspace: &TxKeyspace,
+    def: &TableDef,
+    partition: &fjall::TxPartitionHandle,
+) -> Result<u64, StoreError> {
+    let mut chunk = Chunk::new(keyspace);
+    let name = def.name.as_str();
+    macro_rules! copy {
+        ($def:expr, |$k:ident, $v:ident| $key:expr, $value:expr) => {{
+            match from.open_table($def) {
+                Ok(table) => {
+                    for entry in table.iter().map_err(backend)? {
+                        let (k, v) = entry.map_err(backend)?;
+                        let ($k, $v) = (k.value(), v.value());
+                        chunk.insert(partition, $key, $value)?;
+                    }
+                }
+                Err(TableError::TableDoesNotExist(_)) => {}
+                Err(other) => return Err(backend(other)),
+            }
+        }};
+    }
+    match def.shape {
+        Shape::Items => copy!(
+            Items::new(name),
+            |k, v| layout::item_key(k.0, k.1),
+            v.to_vec()
+        ),
+        Shape::Index => copy!(
+            Index::new(name),
+            |k, _v| layout::key_of(&[k.0, k.1, k.2, k.3]),
+            Vec::new()
+        ),
+        Shape::Expiry => copy!(
+            Expiry::new(name),
+            |k, _v| layout::expiry_key(k.0, k.1, k.2, k.3),
+            Vec::new()
+        ),
+        Shape::Changelog => copy!(
+            Log::new(name),
+            |k, v| layout::seq_key(k).to_vec(),
+            v.to_vec()
+        ),
+        Shape::Checkpoints => copy!(
+            Checkpoints::new(name),
+            |k, v| k.as_bytes().to_vec(),
+            layout::seq_key(v).to_vec()
+        ),
+        Shape::Meta => copy!(
+            Meta::new(name),
+            |k, v| k.as_bytes().to_vec(),
+            v.as_bytes().to_vec()
+        ),
+    }
+    chunk.finish()
+}
+
+/// Records format version 1 in the keyspace being built unless it records a version
+/// already (a store made before stores recorded one).
+fn record_version_one(keyspace: &TxKeyspace, names: &Partitions) -> Result<(), StoreError> {
     let recorded = keyspace
         .read_tx()
         .get(&names.meta, meta::VERSION_KEY)
@@ -158,7 +177,7 @@ pub(super) fn import(
         txn.insert(&names.meta, meta::VERSION_KEY, "1");
         txn.commit().map_err(backend)?;
     }
-    Ok(counted)
+    Ok(())
 }
 
 /// Writes in transactions of [`IMPORT_CHUNK`] entries, counting them.

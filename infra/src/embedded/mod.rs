@@ -61,6 +61,59 @@ impl std::fmt::Debug for EmbeddedStore {
     }
 }
 
+/// Makes `data_dir` (its mode checked, a warning given if it is open to others): with
+/// [`Open::Existing`], only if it is a directory already holding a store (`path`, or an
+/// older release's `legacy`), else [`OpenError::Missing`].
+fn prepare_dir(data_dir: &Path, path: &Path, legacy: &Path, mode: Open) -> Result<(), OpenError> {
+    let missing = |why: String| OpenError::Missing {
+        path: path.to_path_buf(),
+        why,
+    };
+    match mode {
+        Open::Existing if !data_dir.exists() => {
+            return Err(missing(format!("{} does not exist", data_dir.display())));
+        }
+        Open::Existing if !data_dir.is_dir() => {
+            return Err(missing(format!(
+                "{} is not a directory",
+                data_dir.display()
+            )));
+        }
+        Open::Existing if !path.exists() && !legacy.exists() => {
+            return Err(missing(format!(
+                "{} holds no {STORE_DIR}",
+                data_dir.display()
+            )));
+        }
+        // The directory's mode is checked (and a warning given) either way.
+        Open::Existing => private::create_dir(data_dir),
+        Open::OrCreate => private::create_dir(data_dir),
+    }
+    .map_err(|e| meta::unusable(path, e))
+}
+
+/// Makes the store at `path` if there is none: migrated from an older release's store
+/// `legacy` if there is one, else new. A `legacy` beside a store is left unread, with a
+/// warning.
+fn make_or_migrate(path: &Path, legacy: &Path) -> Result<(), OpenError> {
+    if !path.exists() {
+        if legacy.exists() {
+            archive::migrate(legacy, path)?;
+        } else {
+            engine::create(path, engine::write_new_record)?;
+            tracing::info!(store = %path.display(), format_version = FORMAT_VERSION, "created a new store");
+        }
+    } else if legacy.exists() {
+        tracing::warn!(
+            store = %path.display(),
+            ignored = %legacy.display(),
+            "an older release's store is beside the store (a migration stopped before \
+             renaming it?): it is not read; move it away"
+        );
+    }
+    Ok(())
+}
+
 impl EmbeddedStore {
     /// Opens the store in `data_dir`, making it (and the directory) if none is there
     /// ([`Open::OrCreate`]). Fails with a clear error if another process has it open, if
@@ -74,47 +127,9 @@ impl EmbeddedStore {
     pub fn open_in(data_dir: &Path, mode: Open) -> Result<Self, OpenError> {
         let path = data_dir.join(STORE_DIR);
         let legacy = data_dir.join(archive::LEGACY_FILE);
-        let missing = |why: String| OpenError::Missing {
-            path: path.clone(),
-            why,
-        };
-        match mode {
-            Open::Existing if !data_dir.exists() => {
-                return Err(missing(format!("{} does not exist", data_dir.display())));
-            }
-            Open::Existing if !data_dir.is_dir() => {
-                return Err(missing(format!(
-                    "{} is not a directory",
-                    data_dir.display()
-                )));
-            }
-            Open::Existing if !path.exists() && !legacy.exists() => {
-                return Err(missing(format!(
-                    "{} holds no {STORE_DIR}",
-                    data_dir.display()
-                )));
-            }
-            // The directory's mode is checked (and a warning given) either way.
-            Open::Existing => private::create_dir(data_dir),
-            Open::OrCreate => private::create_dir(data_dir),
-        }
-        .map_err(|e| meta::unusable(&path, e))?;
+        prepare_dir(data_dir, &path, &legacy, mode)?;
         let lock = engine::lock(data_dir, &path)?;
-        if !path.exists() {
-            if legacy.exists() {
-                archive::migrate(&legacy, &path)?;
-            } else {
-                engine::create(&path, engine::write_new_record)?;
-                tracing::info!(store = %path.display(), format_version = FORMAT_VERSION, "created a new store");
-            }
-        } else if legacy.exists() {
-            tracing::warn!(
-                store = %path.display(),
-                ignored = %legacy.display(),
-                "an older release's store is beside the store (a migration stopped before \
-                 renaming it?): it is not read; move it away"
-            );
-        }
+        make_or_migrate(&path, &legacy)?;
         // Tightened to its owner before anything is read: it holds everything.
         private::tighten_dir(&path).map_err(|e| meta::unusable(&path, e))?;
         let (db, names) = engine::open(&path)?;

@@ -140,22 +140,20 @@ impl StreamBridge {
         Ok(Some((arn, shards)))
     }
 
-    /// Forwards what `shard` of `table`'s stream holds past the last record forwarded
-    /// from it; returns how many records.
-    async fn forward_shard(
+    /// An iterator of `shard` of the stream `arn` just past the last record forwarded
+    /// from it (kept under `position`), or at its oldest record if none was; `None` if
+    /// the shard gives none.
+    async fn iterator_after(
         &self,
-        context: events_schema::Context,
-        table: &str,
         arn: &str,
         shard: &str,
-    ) -> Result<usize, StoreError> {
-        // Shard ids repeat across streams: positions are per stream and shard.
-        let position = format!("{arn}|{shard}");
+        position: &str,
+    ) -> Result<Option<String>, StoreError> {
         let after = self
             .positions
             .lock()
             .ok()
-            .and_then(|p| p.get(&position).cloned());
+            .and_then(|p| p.get(position).cloned());
         let request = self
             .streams
             .get_shard_iterator()
@@ -167,7 +165,21 @@ impl StreamBridge {
                 .sequence_number(sequence),
             None => request.shard_iterator_type(ShardIteratorType::TrimHorizon),
         };
-        let Some(iterator) = request.send().await.map_err(backend)?.shard_iterator else {
+        Ok(request.send().await.map_err(backend)?.shard_iterator)
+    }
+
+    /// Forwards what `shard` of `table`'s stream holds past the last record forwarded
+    /// from it; returns how many records.
+    async fn forward_shard(
+        &self,
+        context: events_schema::Context,
+        table: &str,
+        arn: &str,
+        shard: &str,
+    ) -> Result<usize, StoreError> {
+        // Shard ids repeat across streams: positions are per stream and shard.
+        let position = format!("{arn}|{shard}");
+        let Some(iterator) = self.iterator_after(arn, shard, &position).await? else {
             return Ok(0);
         };
         let records = self

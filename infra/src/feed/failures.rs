@@ -70,13 +70,12 @@ pub const READ_INTERVAL: std::time::Duration = std::time::Duration::from_millis(
 /// Records read per `GetRecords` call.
 const PAGE: i32 = 1_000;
 
-/// Fetches the records of `batch` from its shard, from its first sequence number to its
-/// last.
-pub async fn fetch(
+/// An iterator of `batch`'s shard at the batch's first sequence number; `None` when
+/// nothing of the batch is retained any more.
+async fn first_iterator(
     kinesis: &aws_sdk_kinesis::Client,
     batch: &BatchInfo,
-    table_prefix: &str,
-) -> Result<Fetched, StoreError> {
+) -> Result<Option<String>, StoreError> {
     let iterator = kinesis
         .get_shard_iterator()
         .stream_arn(&batch.stream_arn)
@@ -85,8 +84,8 @@ pub async fn fetch(
         .starting_sequence_number(&batch.start_sequence_number)
         .send()
         .await;
-    let mut iterator = match iterator {
-        Ok(found) => found.shard_iterator,
+    match iterator {
+        Ok(found) => Ok(found.shard_iterator),
         // The shard (or the stream) is gone, or the sequence number is past its trim
         // horizon: nothing of the batch is retained any more.
         Err(e)
@@ -95,14 +94,46 @@ pub async fn fetch(
                 Some("ResourceNotFoundException" | "InvalidArgumentException")
             ) =>
         {
-            return Ok(Fetched {
-                records: Vec::new(),
-                expired: true,
-                incomplete: false,
-            });
+            Ok(None)
         }
-        Err(e) => return Err(StoreError::Backend(DisplayErrorContext(&e).to_string())),
-    };
+        Err(e) => Err(StoreError::Backend(DisplayErrorContext(&e).to_string())),
+    }
+}
+
+/// Adds to `fetched` the records of a page up to `batch`'s last, decoded; marks it
+/// expired if the first record kept comes after the batch's first. Returns whether the
+/// page went past the batch's last record (the batch is read whole).
+fn keep_records(
+    fetched: &mut Fetched,
+    records: &[aws_sdk_kinesis::types::Record],
+    batch: &BatchInfo,
+    table_prefix: &str,
+) -> bool {
+    for record in records {
+        let sequence = record.sequence_number().to_owned();
+        if compare_sequences(&sequence, &batch.end_sequence_number) == Ordering::Greater {
+            return true;
+        }
+        if fetched.records.is_empty()
+            && compare_sequences(&sequence, &batch.start_sequence_number) == Ordering::Greater
+        {
+            // The stream starts after the batch's first record: trimmed.
+            fetched.expired = true;
+        }
+        let decoded = stream_record::decode(record.data().as_ref(), sequence.clone(), table_prefix);
+        fetched.records.push((sequence, decoded));
+    }
+    false
+}
+
+/// Fetches the records of `batch` from its shard, from its first sequence number to its
+/// last.
+pub async fn fetch(
+    kinesis: &aws_sdk_kinesis::Client,
+    batch: &BatchInfo,
+    table_prefix: &str,
+) -> Result<Fetched, StoreError> {
+    let mut iterator = first_iterator(kinesis, batch).await?;
     let mut fetched = Fetched::default();
     let mut pages = 0;
     let mut answered: Option<tokio::time::Instant> = None;
@@ -132,20 +163,8 @@ pub async fn fetch(
             .map_err(|e| StoreError::Backend(DisplayErrorContext(&e).to_string()))?;
         answered = Some(tokio::time::Instant::now());
         let records = page.records();
-        for record in records {
-            let sequence = record.sequence_number().to_owned();
-            if compare_sequences(&sequence, &batch.end_sequence_number) == Ordering::Greater {
-                return Ok(fetched);
-            }
-            if fetched.records.is_empty()
-                && compare_sequences(&sequence, &batch.start_sequence_number) == Ordering::Greater
-            {
-                // The stream starts after the batch's first record: trimmed.
-                fetched.expired = true;
-            }
-            let decoded =
-                stream_record::decode(record.data().as_ref(), sequence.clone(), table_prefix);
-            fetched.records.push((sequence, decoded));
+        if keep_records(&mut fetched, records, batch, table_prefix) {
+            return Ok(fetched);
         }
         let caught_up = page.millis_behind_latest().unwrap_or(0) == 0;
         if records.is_empty() && caught_up {
@@ -153,6 +172,7 @@ pub async fn fetch(
         }
         iterator = page.next_shard_iterator().map(str::to_owned);
     }
+    // Nothing retained (the shard gone, or trimmed past the batch): expired.
     if fetched.records.is_empty() && !fetched.incomplete {
         fetched.expired = true;
     }

@@ -353,6 +353,77 @@ impl ChangeFeed for KinesisFeed {
     }
 }
 
+/// Creates the Kinesis stream `name` of one shard, unless it exists.
+async fn create_stream(kinesis: &aws_sdk_kinesis::Client, name: &str) -> Result<(), StoreError> {
+    match kinesis
+        .create_stream()
+        .stream_name(name)
+        .shard_count(1)
+        .send()
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.code() == Some("ResourceInUseException") => Ok(()),
+        Err(e) => Err(kinesis_error(e)),
+    }
+}
+
+/// Waits (at most 60 s) for the stream `name` to be active; returns its ARN.
+async fn active_stream_arn(
+    kinesis: &aws_sdk_kinesis::Client,
+    name: &str,
+) -> Result<String, StoreError> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let summary = kinesis
+            .describe_stream_summary()
+            .stream_name(name)
+            .send()
+            .await
+            .map_err(kinesis_error)?;
+        let description = summary.stream_description_summary();
+        if description.is_some_and(|d| d.stream_status() == &StreamStatus::Active) {
+            return Ok(description
+                .map(|d| d.stream_arn().to_owned())
+                .unwrap_or_default());
+        }
+        if Instant::now() > deadline {
+            return Err(StoreError::Backend(format!(
+                "stream {name} is not active after 60 s"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Turns on the streaming destination of the table `table` to the stream `arn`, unless
+/// it is on already.
+async fn stream_table_to(
+    dynamodb: &aws_sdk_dynamodb::Client,
+    table: &str,
+    arn: &str,
+) -> Result<(), StoreError> {
+    match dynamodb
+        .enable_kinesis_streaming_destination()
+        .table_name(table)
+        .stream_arn(arn)
+        .send()
+        .await
+    {
+        Ok(_) => Ok(()),
+        // Already streaming to it (a second bootstrap).
+        Err(e)
+            if e.code() == Some("ResourceInUseException")
+                || e.message().is_some_and(|m| m.contains("already")) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(StoreError::Backend(
+            aws_sdk_dynamodb::error::DisplayErrorContext(&e).to_string(),
+        )),
+    }
+}
+
 /// Creates the Kinesis stream of every publishing table and, with `forward`, turns on
 /// the table's streaming destination to it (without, a [`super::bridge`] forwards).
 /// Idempotent.
@@ -365,60 +436,11 @@ pub async fn provision(
     let mut streams = Vec::new();
     for def in TABLES.iter().filter(|def| def.stream) {
         let name = stream_name(prefix, def.context);
-        match kinesis
-            .create_stream()
-            .stream_name(&name)
-            .shard_count(1)
-            .send()
-            .await
-        {
-            Ok(_) => {}
-            Err(e) if e.code() == Some("ResourceInUseException") => {}
-            Err(e) => return Err(kinesis_error(e)),
-        }
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let arn = loop {
-            let summary = kinesis
-                .describe_stream_summary()
-                .stream_name(&name)
-                .send()
-                .await
-                .map_err(kinesis_error)?;
-            let description = summary.stream_description_summary();
-            if description.is_some_and(|d| d.stream_status() == &StreamStatus::Active) {
-                break description
-                    .map(|d| d.stream_arn().to_owned())
-                    .unwrap_or_default();
-            }
-            if Instant::now() > deadline {
-                return Err(StoreError::Backend(format!(
-                    "stream {name} is not active after 60 s"
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        };
+        create_stream(kinesis, &name).await?;
+        let arn = active_stream_arn(kinesis, &name).await?;
         streams.push(name);
-        if !forward {
-            continue;
-        }
-        let table = def.physical_name(prefix);
-        match dynamodb
-            .enable_kinesis_streaming_destination()
-            .table_name(&table)
-            .stream_arn(&arn)
-            .send()
-            .await
-        {
-            Ok(_) => {}
-            // Already streaming to it (a second bootstrap).
-            Err(e)
-                if e.code() == Some("ResourceInUseException")
-                    || e.message().is_some_and(|m| m.contains("already")) => {}
-            Err(e) => {
-                return Err(StoreError::Backend(
-                    aws_sdk_dynamodb::error::DisplayErrorContext(&e).to_string(),
-                ));
-            }
+        if forward {
+            stream_table_to(dynamodb, &def.physical_name(prefix), &arn).await?;
         }
     }
     Ok(streams)
