@@ -14,8 +14,10 @@ use crate::events::identity::Units;
 use crate::events::nutrition::Nutrients;
 use crate::events::sleep::SleepStages;
 use crate::ids::{GoalId, MealId, ProviderName, SleepId, WorkoutId};
+use crate::keys::SortKey;
 use crate::time::{Day, Timestamp};
 use rust_decimal::Decimal;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 /// The attribute that marks a tombstone row.
@@ -26,6 +28,89 @@ pub fn is_tombstone(row: &serde_json::Map<String, serde_json::Value>) -> bool {
     row.get(DELETED)
         .and_then(serde_json::Value::as_bool)
         .unwrap_or(false)
+}
+
+/// A row one fact owns whole. The fact's version is stored with it and guards every
+/// write (a write applies only if newer); a deleted one becomes a tombstone at the
+/// deleting version.
+pub trait Row: Serialize + DeserializeOwned {
+    /// The attribute the version is stored under.
+    const VERSION_ATTR: &'static str = "version";
+
+    /// The version of the fact the row shows.
+    fn version(&self) -> u64;
+}
+
+/// A row stored under one sort key, named by its own fields.
+pub trait KeyedRow: Row {
+    /// The row's sort key in its user's partition.
+    fn sort_key(&self) -> SortKey;
+}
+
+/// `Row` for types whose `version` field is the fact's version.
+macro_rules! versioned_rows {
+    ($($row:ty),* $(,)?) => {
+        $(impl Row for $row {
+            fn version(&self) -> u64 {
+                self.version
+            }
+        })*
+    };
+}
+
+versioned_rows!(
+    ProfileRow,
+    MealRow,
+    WorkoutRow,
+    SleepRow,
+    ActiveGoalRow,
+    ConnectionRow
+);
+
+impl KeyedRow for ProfileRow {
+    fn sort_key(&self) -> SortKey {
+        SortKey::Profile
+    }
+}
+
+impl KeyedRow for SleepRow {
+    fn sort_key(&self) -> SortKey {
+        SortKey::SleepLog(self.night, self.sleep_id.clone())
+    }
+}
+
+impl KeyedRow for ActiveGoalRow {
+    fn sort_key(&self) -> SortKey {
+        SortKey::ActiveGoal(self.goal_id.clone())
+    }
+}
+
+impl KeyedRow for ConnectionRow {
+    fn sort_key(&self) -> SortKey {
+        SortKey::Connection(self.provider.clone())
+    }
+}
+
+impl MealRow {
+    /// The keys of a meal's two rows: the home screen's (`RECENT_MEAL#`) and the
+    /// history's (`~MEAL#`).
+    pub fn keys(day: Day, meal: &MealId) -> (SortKey, SortKey) {
+        (
+            SortKey::RecentMeal(day, meal.clone()),
+            SortKey::MealLog(day, meal.clone()),
+        )
+    }
+}
+
+impl WorkoutRow {
+    /// The keys of a workout's two rows: the home screen's (`RECENT_WORKOUT#`) and the
+    /// history's (`~WORKOUT#`).
+    pub fn keys(day: Day, workout: &WorkoutId) -> (SortKey, SortKey) {
+        (
+            SortKey::RecentWorkout(day, workout.clone()),
+            SortKey::WorkoutLog(day, workout.clone()),
+        )
+    }
 }
 
 /// Dashboard `PROFILE`: the profile as identity last published it.

@@ -2,9 +2,10 @@
 //! (`INTAKE#<date>`, from nutrition), nutrition keeps each day's training load
 //! (`TRAINING_LOAD#<date>`, from activity; a set of workouts, one entry each).
 
+use crate::convert::{live_entries, object};
 use crate::facts::{meal_days, totals_row, workout_of};
 use crate::projector::{ProjectionError, Projector, subscription, user_pk};
-use crate::rows::{Moved, live_entries, merge_moved, object, replace_newer};
+use crate::rows::{Moved, merge_moved, replace_newer};
 use async_trait::async_trait;
 use events_schema::envelope::EventEnvelope;
 use events_schema::keys::SortKey;

@@ -3,9 +3,9 @@
 //! ([`SleepEntry`]), and what the group derives from them ([`activity_of`],
 //! [`sleep_of_night`]), as pure typed functions. The entries are stored as JSON in the
 //! row (`<group>_entries`, see `rows::merge_group_entry`) and decoded with
-//! `rows::live_decoded`.
+//! `convert::live_decoded`.
 
-use crate::rows::{live_decoded, value_of};
+use crate::convert::{live_decoded, value_of};
 use events_schema::events::sleep::SleepStages;
 use events_schema::ids::SleepId;
 use events_schema::rows::{DailyGroup, DayActivity, NightSleep};

@@ -2,8 +2,8 @@
 //! of a nutrition event, the workout of an activity event, the session of a sleep event
 //! (each with the day it moved from, if it moved). Other event types give nothing.
 
+use crate::convert::object;
 use crate::projector::{ProjectionError, decode, user_pk};
-use crate::rows::object;
 use events_schema::envelope::{EventEnvelope, EventPayload};
 use events_schema::events::activity::{Workout, WorkoutRecorded, WorkoutUpdated};
 use events_schema::events::nutrition::{DayTotals, MealDeleted, MealEdited, MealLogged};

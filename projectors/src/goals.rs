@@ -19,11 +19,10 @@
 //! of a change is named by that revision, so it is unique per change and commits with
 //! it.
 
+use crate::convert::{is_tombstone, live_entries, object};
 use crate::facts::{meal_days, sleep_of, totals_row, workout_of};
 use crate::projector::{ProjectionError, Projector, event_types, subscription, user_pk};
-use crate::rows::{
-    Moved, is_tombstone, live_entries, merge_moved, object, replace_newer, tombstone_newer,
-};
+use crate::rows::{Moved, merge_moved, replace_newer, tombstone_newer};
 use async_trait::async_trait;
 use chrono::{Datelike, Duration};
 use events_schema::envelope::{EventEnvelope, outbox_item};

@@ -5,10 +5,11 @@
 //! for a day the job has finished has that user's readiness scored again at once
 //! ([`rescore_late`]).
 
+use crate::convert::{live_decoded, object, value_of};
 use crate::facts::{meal_days, sleep_of, workout_of};
 use crate::nightly::rescore_late;
 use crate::projector::{ProjectionError, Projector, subscription, user_pk};
-use crate::rows::{Entry, Moved, live_decoded, merge_entry, merge_moved, object, value_of};
+use crate::rows::{Entry, Moved, merge_entry, merge_moved};
 use async_trait::async_trait;
 use events_schema::envelope::EventEnvelope;
 use events_schema::keys::SortKey;

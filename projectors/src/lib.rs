@@ -7,7 +7,9 @@
 //! Layout:
 //! - [`projector`]: the `Projector` trait and its error.
 //! - [`facts`]: what source events carry, decoded once for every subscription.
-//! - [`rows`]: convergent row writes (newer-guarded upserts, tombstones).
+//! - [`convert`]: the one conversion between typed rows and entries and stored items.
+//! - [`rows`]: convergent row writes (newer-guarded upserts, tombstones, merged groups).
+//! - [`daily`]: the typed groups of the dashboard's `DAILY#` row and what they derive.
 //! - [`runtime`]: the worker loop: poll, decode, apply with retries, dead-letter,
 //!   checkpoint; metrics; redrive.
 //! - [`dashboard`], [`goals`], [`cross`], [`wearables`], [`insights`]: the projections.
@@ -25,6 +27,7 @@
 //! - [`emf`]: a consumer's per-batch figures in CloudWatch Embedded Metric Format.
 
 pub mod applied_lag;
+pub mod convert;
 pub mod cross;
 pub mod daily;
 pub mod dashboard;

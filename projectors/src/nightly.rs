@@ -19,7 +19,7 @@
 //! removes a cursor naming it (`commands::erasure::forget_job_cursors`), and the day's
 //! next run starts again from its first user.
 
-use crate::rows::object;
+use crate::convert::object;
 use chrono::Duration;
 use events_schema::keys::{PartitionKey, SortKey};
 use events_schema::rows::{ActiveDayRow, ReadinessRow};

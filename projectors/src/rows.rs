@@ -3,15 +3,13 @@
 //! so duplicates and late events change nothing. Deleted things become tombstones with
 //! the deleting version, so an older event arriving afterwards cannot bring them back.
 
-use events_schema::rows::DailyGroup;
+use crate::convert::{DELETED, entry_version, item_of};
+use events_schema::rows::{DailyGroup, Row};
 use events_schema::time::Day;
 use infra::StoreError;
 use infra::store::{Condition, Item, Key, Update};
 use infra::table::{ContextTable, Table};
 use serde_json::Value;
-
-/// Attribute flagging a tombstone row.
-pub const DELETED: &str = "deleted";
 
 /// Sets `attrs` and `version_attr = version` on `key` if `version` is newer than the
 /// stored one, leaving the row's other attributes alone: for rows whose attribute
@@ -75,17 +73,23 @@ pub async fn tombstone_newer<C: ContextTable>(
     replace_newer(table, key, tombstone, version_attr, version).await
 }
 
-/// Whether a row is a tombstone.
-pub fn is_tombstone(item: &Item) -> bool {
-    item.get(DELETED).and_then(Value::as_bool).unwrap_or(false)
+/// Writes `row` whole at `key` if its version is newer than the stored one (see
+/// [`replace_newer`]): the typed write of a row one fact owns.
+pub async fn put_if_newer<C: ContextTable, R: Row>(
+    table: &Table<C>,
+    key: &Key,
+    row: &R,
+) -> Result<bool, StoreError> {
+    replace_newer(table, key, item_of(row), R::VERSION_ATTR, row.version()).await
 }
 
-/// A JSON object as an item.
-pub fn object(value: Value) -> Item {
-    match value {
-        Value::Object(map) => map,
-        _ => Item::new(),
-    }
+/// Replaces the `R` row at `key` by its tombstone at `version`, if newer.
+pub async fn tombstone<C: ContextTable, R: Row>(
+    table: &Table<C>,
+    key: &Key,
+    version: u64,
+) -> Result<bool, StoreError> {
+    tombstone_newer(table, key, R::VERSION_ATTR, version).await
 }
 
 /// Attribute of a set row holding its entries, and its revision.
@@ -96,10 +100,7 @@ pub const ENTRIES: &str = "entries";
 const REVISION: &str = "rev";
 
 fn revision_of(entries: &serde_json::Map<String, Value>) -> u64 {
-    entries
-        .values()
-        .filter_map(|e| e.get("version").and_then(Value::as_u64))
-        .sum()
+    entries.values().filter_map(entry_version).sum()
 }
 
 /// Merges one versioned entry into a set row (`entries.<id>`), keeping the newest version
@@ -155,10 +156,7 @@ fn merged(
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let stored = entries
-        .get(entry.id)
-        .and_then(|e| e.get("version"))
-        .and_then(Value::as_u64);
+    let stored = entries.get(entry.id).and_then(entry_version);
     if stored.is_some_and(|v| v >= entry.version) {
         return None;
     }
@@ -248,40 +246,46 @@ where
     Ok(days)
 }
 
-/// Merges one versioned entry into the group `group` of a row that holds other groups
-/// too (`DAILY#`): the entries live in `<group>_entries`, the revision in `<group>_rev`,
-/// and `group` is set to `derive(entries)` (for the dashboard, `daily::derive`); the
-/// row's other attributes stay as they are.
-/// Like [`merge_entry`], the result depends only on the set of facts seen, and every
-/// write is guarded by the revision read, so two workers never leave a staler value.
-/// `also` is set on the row with the group (the row's own fixed attributes, such as its
-/// day). Returns whether the row changed.
-pub async fn merge_group_entry<C: ContextTable>(
+/// A change to one group of a `DAILY#` row (see [`merge_group`]).
+#[derive(Debug, Clone)]
+pub enum GroupChange<'a> {
+    /// The group's whole value at a version: the newer wins (nutrition's totals, which
+    /// the meal commands compute and version).
+    Whole(Value, u64),
+    /// One versioned entry of the group's set (a workout, a session); the group's value
+    /// is derived from the set's live entries (`daily::derive`).
+    Entry(Entry<'a>),
+}
+
+/// Applies `change` to the group `group` of a row that holds other groups too
+/// (`DAILY#`), leaving the row's other attributes as they are; `also` is set with it
+/// (the row's own fixed attributes, such as its day). Returns whether the row changed.
+///
+/// Every group is written the same way: read the row, merge the change into what the
+/// group holds ([`group_update`]), and write it on condition that the group's guard is
+/// still what was read, retrying when another subscription wrote the group in between.
+/// The guard is the group's version for a whole group and its revision for a set. A
+/// read costs one consistent get more than a blind "only if newer" write would for a
+/// whole group; in exchange there is one method to reason about, and like
+/// [`merge_entry`] the result depends only on the set of facts seen.
+pub async fn merge_group<C: ContextTable>(
     table: &Table<C>,
     key: &Key,
     group: DailyGroup,
-    entry: Entry<'_>,
-    derive: impl Fn(&serde_json::Map<String, Value>) -> Value,
+    change: GroupChange<'_>,
     also: &Item,
 ) -> Result<bool, StoreError> {
-    let entries_attr = group.entries_attr();
-    let revision_attr = group.revision_attr();
     for _ in 0..32 {
         let row = table.get(key, true).await?;
-        let Some((revision, entries)) = merged(row.as_ref(), &entries_attr, &revision_attr, &entry)
-        else {
+        let Some((guard, read, mut update)) = group_update(row.as_ref(), group, &change) else {
             return Ok(false);
         };
-        let mut update = Update::default()
-            .set(group.attr(), derive(&entries))
-            .set(revision_attr.clone(), revision_of(&entries))
-            .set(entries_attr.clone(), Value::Object(entries));
         for (name, value) in also {
             update = update.set(name.clone(), value.clone());
         }
-        let condition = match revision {
-            Some(rev) => Condition::AttributeEquals(revision_attr.clone(), rev.into()),
-            None => Condition::AttributeNotExists(revision_attr.clone()),
+        let condition = match read {
+            Some(at) => Condition::AttributeEquals(guard, at.into()),
+            None => Condition::AttributeNotExists(guard),
         };
         match table.update(key, update, Some(condition)).await {
             Ok(_) => return Ok(true),
@@ -297,28 +301,34 @@ pub async fn merge_group_entry<C: ContextTable>(
     )))
 }
 
-/// An entry's or a row's stored value.
-pub fn value_of(value: &impl serde::Serialize) -> Value {
-    // Entries and rows are plain data: serializing them cannot fail.
-    serde_json::to_value(value).unwrap_or_default()
-}
-
-/// The live entries of a stored set, by id, decoded as `T`: the one place an entry set
-/// is read. An entry that does not decode (none is written so) counts as `T`'s default,
-/// as a missing attribute always did.
-pub fn live_decoded<T: serde::de::DeserializeOwned + Default>(
-    entries: &serde_json::Map<String, Value>,
-) -> Vec<(&str, T)> {
-    live_entries(entries)
-        .map(|(id, e)| (id.as_str(), T::deserialize(e).unwrap_or_default()))
-        .collect()
-}
-
-/// The live (not deleted) entries of a set row.
-pub fn live_entries(
-    entries: &serde_json::Map<String, Value>,
-) -> impl Iterator<Item = (&String, &Value)> {
-    entries
-        .iter()
-        .filter(|(_, e)| !e.get(DELETED).and_then(Value::as_bool).unwrap_or(false))
+/// What applying `change` to `group` of the stored `row` writes: the group's guard
+/// attribute, its value as read, and the update; None when the row already holds the
+/// change or a newer one.
+fn group_update(
+    row: Option<&Item>,
+    group: DailyGroup,
+    change: &GroupChange<'_>,
+) -> Option<(String, Option<u64>, Update)> {
+    match change {
+        GroupChange::Whole(value, version) => {
+            let guard = group.version_attr();
+            let read = row.and_then(|r| r.get(&guard)).and_then(Value::as_u64);
+            if read.is_some_and(|stored| stored >= *version) {
+                return None;
+            }
+            let update = Update::default()
+                .set(group.attr(), value.clone())
+                .set(guard.clone(), *version);
+            Some((guard, read, update))
+        }
+        GroupChange::Entry(entry) => {
+            let guard = group.revision_attr();
+            let (read, entries) = merged(row, &group.entries_attr(), &guard, entry)?;
+            let update = Update::default()
+                .set(group.attr(), crate::daily::derive(group, &entries))
+                .set(guard.clone(), revision_of(&entries))
+                .set(group.entries_attr(), Value::Object(entries));
+            Some((guard, read, update))
+        }
+    }
 }

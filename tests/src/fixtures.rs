@@ -313,7 +313,7 @@ fn check_progress_published(fixture: &Fixture, rows: &[Item], notifications: &[I
         r.get("sk")
             .and_then(Value::as_str)
             .is_some_and(|sk| sk.starts_with("PROGRESS#"))
-            && !projectors::rows::is_tombstone(r)
+            && !projectors::convert::is_tombstone(r)
     }) {
         let final_value = (
             row["goal_id"].as_str().unwrap_or_default().to_owned(),
