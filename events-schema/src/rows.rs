@@ -11,7 +11,7 @@
 use crate::events::Source;
 use crate::events::goals::{GoalKind, GoalPeriod};
 use crate::events::identity::Units;
-use crate::events::nutrition::Nutrients;
+use crate::events::nutrition::{DayTotals, Nutrients};
 use crate::events::sleep::SleepStages;
 use crate::ids::{GoalId, MealId, ProviderName, SleepId, WorkoutId};
 use crate::keys::SortKey;
@@ -66,6 +66,15 @@ versioned_rows!(
     ActiveGoalRow,
     ConnectionRow
 );
+
+/// A day's meal totals, as the command that changed them versioned them, are also the
+/// row other contexts keep of them (activity's `INTAKE#<date>`, the goals'
+/// `NUT_DAILY#<date>`): the fields and their meaning are the same.
+impl Row for DayTotals {
+    fn version(&self) -> u64 {
+        self.version
+    }
+}
 
 impl KeyedRow for ProfileRow {
     fn sort_key(&self) -> SortKey {

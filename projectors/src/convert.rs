@@ -58,7 +58,7 @@ pub fn attr_of<T: DeserializeOwned>(item: &Item, attr: &str) -> Option<T> {
     item.get(attr).and_then(|v| T::deserialize(v).ok())
 }
 
-/// An item decoded as the row type `T`, if it is one.
-pub fn row_of<T: DeserializeOwned>(item: &Item) -> Option<T> {
-    T::deserialize(&Value::Object(item.clone())).ok()
+/// An item decoded as the row type `T`.
+pub fn row_of<T: DeserializeOwned>(item: &Item) -> Result<T, serde_json::Error> {
+    T::deserialize(&Value::Object(item.clone()))
 }

@@ -2,16 +2,16 @@
 //! (`INTAKE#<date>`, from nutrition), nutrition keeps each day's training load
 //! (`TRAINING_LOAD#<date>`, from activity; a set of workouts, one entry each).
 
-use crate::convert::{live_entries, object};
-use crate::facts::{meal_days, totals_row, workout_of};
+use crate::convert::{item_of, live_decoded, value_of};
+use crate::facts::{meal_days, workout_of};
 use crate::projector::{ProjectionError, Projector, subscription, user_pk};
-use crate::rows::{Moved, merge_moved, replace_newer};
+use crate::rows::{Moved, merge_moved, put_if_newer};
 use async_trait::async_trait;
 use events_schema::envelope::EventEnvelope;
 use events_schema::keys::SortKey;
 use infra::store::{Item, Key};
 use infra::table::{Table, contexts};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
 /// `INTAKE#<date>` in the activity table.
 pub struct ActivityFromNutrition(pub Table<contexts::Activity>);
@@ -26,23 +26,44 @@ impl Projector for ActivityFromNutrition {
         };
         for day in days {
             let key = Key::new(&pk, SortKey::Intake(day.day).to_string());
-            replace_newer(&self.0, &key, totals_row(&day), "version", day.version).await?;
+            put_if_newer(&self.0, &key, &day).await?;
         }
         Ok(())
     }
 }
 
-fn training_load(entries: &serde_json::Map<String, Value>) -> Item {
-    let live: Vec<&Value> = live_entries(entries).map(|(_, e)| e).collect();
-    let seconds: u64 = live
-        .iter()
-        .filter_map(|e| e.get("duration_s").and_then(Value::as_u64))
-        .sum();
-    let calories: u64 = live
-        .iter()
-        .filter_map(|e| e.get("calories").and_then(Value::as_u64))
-        .sum();
-    object(json!({"workouts": live.len(), "active_minutes": seconds / 60, "calories": calories}))
+/// A workout's entry in its day's `TRAINING_LOAD#` row.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoadEntry {
+    #[serde(default)]
+    pub duration_s: u32,
+    #[serde(default)]
+    pub calories: Option<u32>,
+}
+
+/// Nutrition `TRAINING_LOAD#<date>`: the day's workouts in all, derived from their
+/// entries (the set beside it is the projection's bookkeeping).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrainingLoadRow {
+    pub workouts: u64,
+    pub active_minutes: u64,
+    pub calories: u64,
+}
+
+impl TrainingLoadRow {
+    /// The day's load from its live workouts.
+    pub fn of(entries: &Item) -> Self {
+        let live = live_decoded::<LoadEntry>(entries);
+        let seconds: u64 = live.iter().map(|(_, w)| u64::from(w.duration_s)).sum();
+        Self {
+            workouts: live.len() as u64,
+            active_minutes: seconds / 60,
+            calories: live
+                .iter()
+                .filter_map(|(_, w)| w.calories.map(u64::from))
+                .sum(),
+        }
+    }
 }
 
 /// `TRAINING_LOAD#<date>` in the nutrition table: one entry per workout of the day.
@@ -59,14 +80,17 @@ impl Projector for NutritionFromActivity {
         let pk = user_pk(event)?;
         let member = Moved {
             id: &workout.workout_id.to_string(),
-            value: json!({"duration_s": workout.duration_s, "calories": workout.calories}),
+            value: value_of(&LoadEntry {
+                duration_s: workout.duration_s,
+                calories: workout.calories,
+            }),
             version: workout.version,
             day: workout.day,
             from: previous_day,
         };
         merge_moved(&self.0, member, |day| {
             let key = Key::new(&pk, SortKey::TrainingLoad(day).to_string());
-            (key, training_load)
+            (key, |entries: &Item| item_of(&TrainingLoadRow::of(entries)))
         })
         .await?;
         Ok(())

@@ -2,15 +2,12 @@
 //! of a nutrition event, the workout of an activity event, the session of a sleep event
 //! (each with the day it moved from, if it moved). Other event types give nothing.
 
-use crate::convert::object;
 use crate::projector::{ProjectionError, decode, user_pk};
 use events_schema::envelope::{EventEnvelope, EventPayload};
 use events_schema::events::activity::{Workout, WorkoutRecorded, WorkoutUpdated};
 use events_schema::events::nutrition::{DayTotals, MealDeleted, MealEdited, MealLogged};
 use events_schema::events::sleep::{SleepRecorded, SleepSession, SleepUpdated};
 use events_schema::time::Day;
-use infra::store::Item;
-use serde_json::json;
 
 /// The nutrition events [`meal_days`] reads.
 pub const MEAL_EVENTS: &[&str] =
@@ -35,11 +32,6 @@ pub fn meal_days(
         return Ok(None);
     }
     Ok(Some((user_pk(event)?, days)))
-}
-
-/// A day's totals as the attributes of a per-day row (`INTAKE#`, `NUT_DAILY#`).
-pub fn totals_row(day: &DayTotals) -> Item {
-    object(json!({"day": day.day, "meals": day.meals, "totals": day.totals}))
 }
 
 /// A workout event's workout and the day it moved from, if any.
