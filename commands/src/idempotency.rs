@@ -50,19 +50,7 @@ pub async fn commit<C: ContextTable, T: Serialize + DeserializeOwned>(
     // A command that writes the tombstone itself (the deletion request) checks nothing.
     let guarded = !actions.iter().any(|a| a.targets(&tombstone));
     if let Some(key) = &meta.idempotency_key {
-        let stored = serde_json::to_value(&response)
-            .map_err(|e| CommandError::Internal(format!("response does not serialize: {e}")))?;
-        let record: Item = match json!({
-            "pk": record_pk, "sk": key.sort_key(), "request_hash": hash, "response": stored,
-            "expires_at": now_epoch_seconds() + KEY_TTL_SECONDS,
-        }) {
-            Value::Object(map) => map,
-            _ => Item::new(),
-        };
-        actions.push(Action::Put {
-            item: record,
-            condition: Some(Condition::ItemNotExists),
-        });
+        actions.push(record_put(record_pk, &key.sort_key(), &hash, &response)?);
     }
     if guarded {
         actions.push(Action::Check {
@@ -72,43 +60,80 @@ pub async fn commit<C: ContextTable, T: Serialize + DeserializeOwned>(
     }
     match table.transact(actions).await {
         Ok(()) => Ok(Committed::Done(Outcome::new(response))),
-        Err(StoreError::TransactionCanceled { mut reasons }) => {
-            // A backend's own code for the record or the erasure check: not read here,
-            // kept, so an error reports it.
-            let mut unread = Vec::new();
-            let mut met_conflict = false;
-            // The erasure check is the very last action.
-            if guarded {
-                match reasons.pop() {
-                    Some(CancelReason::ConditionFailed { .. }) => {
-                        return Err(CommandError::AccountDeleted);
-                    }
-                    Some(CancelReason::Conflict) => met_conflict = true,
-                    Some(other @ CancelReason::Other(_)) => unread.push(other),
-                    _ => {}
-                }
-            }
-            // The record is the last action before it.
-            if meta.idempotency_key.is_some() {
-                match reasons.pop() {
-                    Some(CancelReason::ConditionFailed {
-                        existing: Some(record),
-                    }) => return replay(&record, &hash).map(Committed::Done),
-                    Some(CancelReason::Conflict) => met_conflict = true,
-                    Some(other @ CancelReason::Other(_)) => unread.push(other),
-                    _ => {}
-                }
-            }
-            // Another transaction met the record or the erasure check: the command may
-            // try again, so the conflict stays among its reasons (after its own).
-            if met_conflict {
-                reasons.push(CancelReason::Conflict);
-            }
-            reasons.extend(unread);
-            Ok(Committed::Cancelled(reasons))
+        Err(StoreError::TransactionCanceled { reasons }) => {
+            cancelled(reasons, guarded, meta.idempotency_key.is_some(), &hash)
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// The conditional put of the idempotency record (sort key `record_sk`, in partition
+/// `record_pk`): the request's hash and the response to replay, expiring after
+/// [`KEY_TTL_SECONDS`]; it fails if the key was used before.
+fn record_put<T: Serialize>(
+    record_pk: &str,
+    record_sk: &str,
+    hash: &str,
+    response: &T,
+) -> Result<Action, CommandError> {
+    let stored = serde_json::to_value(response)
+        .map_err(|e| CommandError::Internal(format!("response does not serialize: {e}")))?;
+    let record: Item = match json!({
+        "pk": record_pk, "sk": record_sk, "request_hash": hash, "response": stored,
+        "expires_at": now_epoch_seconds() + KEY_TTL_SECONDS,
+    }) {
+        Value::Object(map) => map,
+        _ => Item::new(),
+    };
+    Ok(Action::Put {
+        item: record,
+        condition: Some(Condition::ItemNotExists),
+    })
+}
+
+/// Reads a cancelled commit's `reasons`, whose tail is what [`commit`] appended: the
+/// idempotency record (when `keyed`), then the erasure check (when `guarded`). An
+/// erased account is an error, a used key replays its first answer (or is an error if
+/// the request differs), and anything else is handed back as [`Committed::Cancelled`].
+fn cancelled<T: DeserializeOwned>(
+    mut reasons: Vec<CancelReason>,
+    guarded: bool,
+    keyed: bool,
+    hash: &str,
+) -> Result<Committed<T>, CommandError> {
+    // A backend's own code for the record or the erasure check: not read here,
+    // kept, so an error reports it.
+    let mut unread = Vec::new();
+    let mut met_conflict = false;
+    // The erasure check is the very last action.
+    if guarded {
+        match reasons.pop() {
+            Some(CancelReason::ConditionFailed { .. }) => {
+                return Err(CommandError::AccountDeleted);
+            }
+            Some(CancelReason::Conflict) => met_conflict = true,
+            Some(other @ CancelReason::Other(_)) => unread.push(other),
+            _ => {}
+        }
+    }
+    // The record is the last action before it.
+    if keyed {
+        match reasons.pop() {
+            Some(CancelReason::ConditionFailed {
+                existing: Some(record),
+            }) => return replay(&record, hash).map(Committed::Done),
+            Some(CancelReason::Conflict) => met_conflict = true,
+            Some(other @ CancelReason::Other(_)) => unread.push(other),
+            _ => {}
+        }
+    }
+    // Another transaction met the record or the erasure check: the command may
+    // try again, so the conflict stays among its reasons (after its own).
+    if met_conflict {
+        reasons.push(CancelReason::Conflict);
+    }
+    reasons.extend(unread);
+    Ok(Committed::Cancelled(reasons))
 }
 
 /// The first answer to `request` under the caller's key, if the key was used: for
