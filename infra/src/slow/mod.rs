@@ -10,7 +10,17 @@
 //! whether it is let through; it prices requests with [`crate::capacity`] from what they
 //! carry and return, never with a read of its own (the item before a write is unknown,
 //! so a write is priced as one that creates its item).
+//!
+//! Layout: `latency` draws each request's latency, `budget` meters each table's
+//! capacity and prices a request; this module is the wrapper itself.
 
+mod budget;
+mod latency;
+
+pub use self::budget::Throughput;
+pub use self::latency::Latency;
+
+use self::budget::{Bucket, Charge, creating, least_read, read_cost};
 use crate::capacity;
 use crate::store::{
     BatchWrite, Condition, IndexQuery, Item, Key, Page, Query, Scan, Store, StoreError,
@@ -18,90 +28,16 @@ use crate::store::{
 };
 use async_trait::async_trait;
 use events_schema::Context;
+use rand::SeedableRng;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// The 99th percentile of the standard normal distribution.
-const Z_99: f64 = 2.326_347_874_040_841;
-
 /// Writes per `BatchWriteItem` request, which the DynamoDB backend sends one by one.
 const BATCH_WRITES_PER_REQUEST: usize = 25;
-
-/// A log-normal latency distribution fitted to a median and a 99th percentile.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Latency {
-    median: Duration,
-    /// The standard deviation of the latency's logarithm.
-    sigma: f64,
-}
-
-impl Latency {
-    /// No latency at all.
-    pub const ZERO: Latency = Latency {
-        median: Duration::ZERO,
-        sigma: 0.0,
-    };
-
-    /// DynamoDB's, within a region: p50 5 ms, p99 15 ms.
-    pub fn dynamodb() -> Self {
-        Self::new(Duration::from_millis(5), Duration::from_millis(15))
-    }
-
-    /// The log-normal whose median is `p50` and 99th percentile `p99` (a `p99` not above
-    /// `p50` makes every sample `p50`).
-    pub fn new(p50: Duration, p99: Duration) -> Self {
-        // ln(latency) ~ N(mu, sigma²): the median is e^mu, the p99 e^(mu + Z_99 sigma).
-        let sigma = if p50.is_zero() || p99 <= p50 {
-            0.0
-        } else {
-            (p99.as_secs_f64() / p50.as_secs_f64()).ln() / Z_99
-        };
-        Self { median: p50, sigma }
-    }
-
-    /// One latency. Pure: the same seeded generator gives the same latencies.
-    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> Duration {
-        if self.sigma == 0.0 {
-            return self.median;
-        }
-        let factor = (self.sigma * standard_normal(rng)).exp();
-        Duration::try_from_secs_f64(self.median.as_secs_f64() * factor).unwrap_or(Duration::MAX)
-    }
-}
-
-/// A standard normal draw (Box–Muller; `1 - u` keeps the logarithm finite).
-fn standard_normal<R: Rng + ?Sized>(rng: &mut R) -> f64 {
-    let (u, v): (f64, f64) = (rng.r#gen(), rng.r#gen());
-    (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-}
-
-/// Capacity units per second each table answers before it throttles; `None`: no limit.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Throughput {
-    pub read_units_per_s: Option<f64>,
-    pub write_units_per_s: Option<f64>,
-}
-
-impl Throughput {
-    pub const UNLIMITED: Throughput = Throughput {
-        read_units_per_s: None,
-        write_units_per_s: None,
-    };
-
-    /// What a new on-demand table sustains before it has scaled: 12,000 reads and 4,000
-    /// writes per second (AWS, "DynamoDB on-demand capacity mode: initial throughput").
-    pub fn on_demand_new_table() -> Self {
-        Self {
-            read_units_per_s: Some(12_000.0),
-            write_units_per_s: Some(4_000.0),
-        }
-    }
-}
 
 /// What a [`SlowStore`] did since it was created.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -113,63 +49,6 @@ pub struct SlowStats {
     /// The latency added, summed over all requests (concurrent ones overlap).
     pub waited: Duration,
 }
-
-/// A table's budget of one kind of unit: a bucket that refills at `rate` units per second
-/// and holds one second's worth. A request is let through when the bucket holds what it
-/// is known to cost up front (or is full: a request dearer than a second's worth would
-/// otherwise never pass); what it turns out to cost beyond that is taken afterwards and
-/// may leave the bucket in debt, which throttles the requests that follow until repaid.
-#[derive(Debug, Clone, Copy)]
-struct Bucket {
-    rate: f64,
-    units: f64,
-    at: Instant,
-}
-
-impl Bucket {
-    fn full(rate: f64, now: Instant) -> Self {
-        Self {
-            rate,
-            units: rate,
-            at: now,
-        }
-    }
-
-    fn refill(&mut self, now: Instant) {
-        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
-        self.units = (self.units + elapsed * self.rate).min(self.rate);
-        self.at = self.at.max(now);
-    }
-
-    fn holds(&mut self, units: f64, now: Instant) -> bool {
-        self.refill(now);
-        self.units >= units.min(self.rate)
-    }
-}
-
-/// Units a request costs one table.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-struct Charge {
-    read: f64,
-    write: f64,
-}
-
-impl Charge {
-    fn read(units: f64) -> Self {
-        Self {
-            read: units,
-            write: 0.0,
-        }
-    }
-
-    fn write(units: f64) -> Self {
-        Self {
-            read: 0.0,
-            write: units,
-        }
-    }
-}
-
 struct State {
     rng: StdRng,
     buckets: BTreeMap<Context, [Option<Bucket>; 2]>,
@@ -332,21 +211,6 @@ impl SlowStore {
         self.settle(table, Charge::write(charged), Charge::write(cost));
     }
 }
-
-/// The least a read costs: one unit, half when eventually consistent.
-fn least_read(consistent: bool) -> Charge {
-    Charge::read(capacity::read_units(0, consistent))
-}
-
-fn read_cost(items: &[Item], consistent: bool) -> Charge {
-    Charge::read(capacity::read(items, consistent).read_units)
-}
-
-/// What a write costs if it creates `item` (its item before is unknown).
-fn creating(table: Context, item: &Item, transactional: bool) -> f64 {
-    capacity::write(table, None, Some(item), transactional).write_units
-}
-
 #[async_trait]
 impl Store for SlowStore {
     fn backend(&self) -> &'static str {
@@ -505,58 +369,6 @@ impl Store for SlowStore {
 mod tests {
     use super::*;
     use crate::embedded::EmbeddedStore;
-
-    /// The empirical `q` quantile of sorted durations.
-    fn quantile(sorted: &[Duration], q: f64) -> Duration {
-        sorted[((sorted.len() as f64 * q) as usize).min(sorted.len() - 1)]
-    }
-
-    #[test]
-    fn dynamodbs_latency_has_a_5_ms_median_and_a_15_ms_p99() {
-        let mut rng = StdRng::seed_from_u64(37);
-        let latency = Latency::dynamodb();
-        let mut samples: Vec<Duration> = (0..100_000).map(|_| latency.sample(&mut rng)).collect();
-        samples.sort();
-        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-        let (p50, p99) = (ms(quantile(&samples, 0.5)), ms(quantile(&samples, 0.99)));
-        assert!((p50 - 5.0).abs() < 0.1, "p50 {p50} ms");
-        assert!((p99 - 15.0).abs() < 0.5, "p99 {p99} ms");
-    }
-
-    #[test]
-    fn a_latency_without_spread_is_constant_and_a_seed_repeats_the_draws() {
-        let mut rng = StdRng::seed_from_u64(1);
-        let fixed = Latency::new(Duration::from_millis(3), Duration::from_millis(3));
-        assert!((0..100).all(|_| fixed.sample(&mut rng) == Duration::from_millis(3)));
-        assert_eq!(Latency::ZERO.sample(&mut rng), Duration::ZERO);
-        let draws = |seed| {
-            let mut rng = StdRng::seed_from_u64(seed);
-            (0..10)
-                .map(|_| Latency::dynamodb().sample(&mut rng))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(draws(7), draws(7));
-        assert_ne!(draws(7), draws(8));
-    }
-
-    #[test]
-    fn a_bucket_lets_through_what_it_holds_and_refills_at_its_rate() {
-        let start = Instant::now();
-        let mut bucket = Bucket::full(10.0, start);
-        assert!(bucket.holds(10.0, start));
-        bucket.units -= 10.0;
-        assert!(!bucket.holds(1.0, start));
-        let later = start + Duration::from_millis(100);
-        assert!(bucket.holds(1.0, later), "0.1 s refills one unit");
-        // It holds at most one second's worth, however long it rested.
-        assert!(bucket.holds(10.0, start + Duration::from_secs(60)));
-        assert_eq!(bucket.units, 10.0);
-        // A request dearer than a second's worth passes a full bucket, into debt.
-        assert!(bucket.holds(25.0, start + Duration::from_secs(60)));
-        bucket.units -= 25.0;
-        assert!(!bucket.holds(1.0, start + Duration::from_secs(61)));
-        assert!(bucket.holds(1.0, start + Duration::from_secs(62)));
-    }
 
     fn embedded() -> (tempfile::TempDir, Arc<dyn Store>) {
         let dir = tempfile::tempdir().expect("temp dir");
