@@ -7,9 +7,11 @@
 use events_schema::Context;
 use events_schema::ids::{OAuthState, ProviderName, ProviderUserId, UserId};
 use events_schema::keys::{PartitionKey, SortKey, prefix};
+use events_schema::rows::JobRunRow;
 use events_schema::time::Timestamp;
 use infra::store::{Condition, Item, Key, Query, SortKeyCondition, StoreError, Update};
 use infra::table::{Action, ContextTable, Table, contexts};
+use serde::Deserialize as _;
 use serde_json::{Value, json};
 
 /// Tombstone attribute: `erasing` until the context's partition is drained, then
@@ -84,14 +86,15 @@ pub async fn forget_job_cursors<C: ContextTable>(
     table: &Table<C>,
     pk: &str,
 ) -> Result<u64, StoreError> {
-    const CURSOR: &str = "cursor";
+    const CURSOR: &str = JobRunRow::CURSOR;
     let job = PartitionKey::ReadinessJob.to_string();
     let mut forgotten = 0;
     for checkpoint in partition(table, &job, "").await? {
-        let Some(cursor) = checkpoint.get(CURSOR).and_then(Value::as_str) else {
+        let run = JobRunRow::deserialize(&Value::Object(checkpoint.clone()));
+        let Some(cursor) = run.ok().and_then(|run| run.cursor) else {
             continue;
         };
-        let names = infra::store::Cursor::from_text(cursor)
+        let names = infra::store::Cursor::from_text(&cursor)
             .to_key(&["pk"])
             .is_ok_and(|key| key.get("pk").map(String::as_str) == Some(pk));
         if !names {

@@ -357,6 +357,25 @@ impl ActiveDayRow {
     }
 }
 
+/// `RUN#<date>` in the insights table's `JOB#readiness` partition: one day's run of the
+/// nightly readiness job, where its next page starts and whether it is finished. Erasing
+/// a user removes a cursor that names them ([`JobRunRow::CURSOR`]). Expires at
+/// `expires_at` (the table's TTL attribute, `tables::TTL`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRunRow {
+    #[serde(default)]
+    pub finished: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    #[serde(default)]
+    pub expires_at: i64,
+}
+
+impl JobRunRow {
+    /// The attribute holding the cursor.
+    pub const CURSOR: &'static str = "cursor";
+}
+
 /// Insights `READINESS#<date>`: the nightly score.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReadinessRow {
@@ -401,5 +420,18 @@ mod tests {
         assert_eq!(DailyGroup::Sleep.entries_attr(), "sleep_entries");
         assert_eq!(DailyGroup::Activity.revision_attr(), "activity_rev");
         assert_eq!(DailyGroup::Nutrition.version_attr(), "nutrition_version");
+    }
+
+    /// A run's attributes are the names the table's TTL and the erasure use.
+    #[test]
+    fn a_job_run_row_names_the_ttl_and_cursor_attributes() {
+        let row = JobRunRow {
+            finished: true,
+            cursor: Some("c".into()),
+            expires_at: 1,
+        };
+        let value = serde_json::to_value(&row).expect("a row");
+        assert_eq!(value.get(crate::tables::TTL), Some(&serde_json::json!(1)));
+        assert_eq!(value.get(JobRunRow::CURSOR), Some(&serde_json::json!("c")));
     }
 }

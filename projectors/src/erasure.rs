@@ -37,7 +37,7 @@ use infra::dlq::DeadLetterQueue;
 use infra::store::{Key, Update};
 use infra::table::{Action, ContextTable, Table};
 use infra::{Store, StoreError};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// The order in which the contexts erase a user: the first link's eraser is set off by
@@ -285,7 +285,7 @@ impl<C: ContextTable> Eraser<C> {
                 },
                 Action::Update {
                     key: Key::tombstone(user),
-                    update: Update::default().set(erasure::STATUS, json!("drained")),
+                    update: Update::default().set(erasure::STATUS, "drained"),
                     condition: None,
                 },
             ])

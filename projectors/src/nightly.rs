@@ -19,16 +19,14 @@
 //! removes a cursor naming it (`commands::erasure::forget_job_cursors`), and the day's
 //! next run starts again from its first user.
 
-use crate::convert::object;
+use crate::convert::{item_of, row_of};
 use chrono::Duration;
 use events_schema::keys::{PartitionKey, SortKey};
-use events_schema::rows::{ActiveDayRow, ReadinessRow};
-use events_schema::tables::TTL;
+use events_schema::rows::{ActiveDayRow, JobRunRow, ReadinessRow};
 use events_schema::time::{Day, Timestamp};
 use infra::StoreError;
 use infra::store::{Cursor, IndexQuery, Item, Key, Query, SortKeyCondition, now_epoch_seconds};
 use infra::table::{Table, contexts};
-use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::time::Instant;
 
@@ -136,18 +134,13 @@ pub async fn score_day(
     budget: &mut Budget,
 ) -> Result<Option<DayRun>, StoreError> {
     let checkpoint = table.get(&checkpoint_key(day), true).await?;
-    let checkpoint = checkpoint.as_ref();
-    if checkpoint
-        .and_then(|c| c.get("finished"))
-        .and_then(Value::as_bool)
-        == Some(true)
-    {
+    let run: JobRunRow = checkpoint
+        .and_then(|c| row_of(&c).ok())
+        .unwrap_or_default();
+    if run.finished {
         return Ok(None);
     }
-    let cursor = checkpoint
-        .and_then(|c| c.get("cursor"))
-        .and_then(Value::as_str)
-        .map(Cursor::from_text);
+    let cursor = run.cursor.as_deref().map(Cursor::from_text);
     score_from(table, day, cursor, budget, true).await.map(Some)
 }
 
@@ -209,9 +202,9 @@ async fn score_user(
     day: Day,
     marker: &Item,
 ) -> Result<bool, StoreError> {
-    match marker.get("pk").and_then(Value::as_str) {
-        Some(pk) => score(table, day, pk, Scoring::Active).await,
-        None => Ok(false),
+    match Key::of(marker) {
+        Ok(key) => score(table, day, &key.pk, Scoring::Active).await,
+        Err(_) => Ok(false),
     }
 }
 
@@ -256,12 +249,9 @@ async fn finished_days(table: &Table<contexts::Insights>) -> Result<BTreeSet<Day
             .query(&Query::partition(job).consistent().after(cursor))
             .await?;
         for checkpoint in &page.items {
-            let sk = checkpoint
-                .get("sk")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let done = checkpoint.get("finished").and_then(Value::as_bool) == Some(true);
-            if let (true, Ok(SortKey::JobRun(day))) = (done, sk.parse()) {
+            let done = row_of::<JobRunRow>(checkpoint).is_ok_and(|run| run.finished);
+            let sk = Key::of(checkpoint).map(|key| key.sk.parse::<SortKey>());
+            if let (true, Ok(Ok(SortKey::JobRun(day)))) = (done, sk) {
                 finished.insert(day);
             }
         }
@@ -318,10 +308,7 @@ async fn score(
         days_with_data: u64::try_from(week.iter().filter(|m| m.had_data()).count())
             .unwrap_or(u64::MAX),
     };
-    let mut item =
-        object(serde_json::to_value(&row).map_err(|e| {
-            StoreError::Backend(format!("a readiness row does not serialize: {e}"))
-        })?);
+    let mut item = item_of(&row);
     item.extend(readiness.to_item());
     table.put(item, None).await?;
     // Erased meanwhile: the erasure's drain may have passed already.
@@ -367,7 +354,7 @@ fn markers(items: Vec<Item>) -> Result<Vec<ActiveDayRow>, StoreError> {
     items
         .into_iter()
         .map(|item| {
-            serde_json::from_value(Value::Object(item))
+            row_of(&item)
                 .map_err(|e| StoreError::Backend(format!("a day marker does not decode: {e}")))
         })
         .collect()
@@ -384,12 +371,12 @@ fn checkpoint_key(day: Day) -> Key {
 fn checkpoint(day: Day, next: Option<&Cursor>, finished: bool) -> Item {
     // Kept from when it is written, not from the day: an operator may score an old day.
     let expires_at = now_epoch_seconds() + CHECKPOINT_KEPT_DAYS * 24 * 3600;
-    let mut item = checkpoint_key(day).to_item();
-    item.insert("finished".into(), json!(finished));
-    item.insert(TTL.into(), json!(expires_at));
-    if let Some(next) = next {
-        item.insert("cursor".into(), json!(next.as_str()));
-    }
+    let mut item = item_of(&JobRunRow {
+        finished,
+        cursor: next.map(|next| next.as_str().to_owned()),
+        expires_at,
+    });
+    item.extend(checkpoint_key(day).to_item());
     item
 }
 

@@ -30,7 +30,8 @@ use events_schema::time::Clock;
 use infra::buffered::Buffered;
 use infra::store::{Cursor, Item, Key, Page, Query, Scan, SortKeyCondition};
 use infra::{Store, StoreError};
-use serde_json::{Value, json};
+use crate::convert::{item_of, row_of};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tokio::task::JoinSet;
@@ -264,10 +265,19 @@ fn outbox_events(items: &[Item]) -> Vec<(String, EventEnvelope)> {
         .iter()
         .filter_map(|item| {
             let event = outbox_event(item)?.ok()?;
-            let pk = item.get("pk")?.as_str()?.to_owned();
-            Some((pk, event))
+            Some((Key::of(item).ok()?.pk, event))
         })
         .collect()
+}
+
+/// A replay checkpoint as stored, one per subscription of the group (`REPLAY#<name>`):
+/// the cursor is `null` rather than absent before the first page.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct StoredCheckpoint {
+    #[serde(default)]
+    cursor: Option<String>,
+    #[serde(default)]
+    done: bool,
 }
 
 struct Checkpoint {
@@ -429,11 +439,7 @@ impl Run {
             let Some(item) = self.store.get(subscription.target(), &key, true).await? else {
                 return Ok(None);
             };
-            let cursor = item
-                .get("cursor")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            let done = item.get("done").and_then(Value::as_bool).unwrap_or(false);
+            let StoredCheckpoint { cursor, done } = row_of(&item).unwrap_or_default();
             match &agreed {
                 Some(first) if *first != (cursor.clone(), done) => return Ok(None),
                 _ => agreed = Some((cursor, done)),
@@ -448,8 +454,10 @@ impl Run {
     async fn save_checkpoint(&self, cursor: Option<&Cursor>, done: bool) -> Result<(), StoreError> {
         for subscription in &self.group {
             let mut item = Self::checkpoint_key(&**subscription, self.user.as_ref()).to_item();
-            item.insert("cursor".into(), json!(cursor.map(Cursor::as_str)));
-            item.insert("done".into(), json!(done));
+            item.extend(item_of(&StoredCheckpoint {
+                cursor: cursor.map(|c| c.as_str().to_owned()),
+                done,
+            }));
             self.store.put(subscription.target(), item, None).await?;
         }
         Ok(())
