@@ -134,9 +134,7 @@ pub async fn score_day(
     budget: &mut Budget,
 ) -> Result<Option<DayRun>, StoreError> {
     let checkpoint = table.get(&checkpoint_key(day), true).await?;
-    let run: JobRunRow = checkpoint
-        .and_then(|c| row_of(&c).ok())
-        .unwrap_or_default();
+    let run: JobRunRow = checkpoint.and_then(|c| row_of(&c).ok()).unwrap_or_default();
     if run.finished {
         return Ok(None);
     }

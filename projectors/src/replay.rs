@@ -20,6 +20,7 @@
 //! produce the rows the live pipeline produces (`tests/tests/replay_rebuild.rs`, the
 //! model-based test).
 
+use crate::convert::{item_of, row_of};
 use crate::projector::{ProjectionError, Projector};
 use crate::runtime::RetryPolicy;
 use events_schema::Context;
@@ -30,7 +31,6 @@ use events_schema::time::Clock;
 use infra::buffered::Buffered;
 use infra::store::{Cursor, Item, Key, Page, Query, Scan, SortKeyCondition};
 use infra::{Store, StoreError};
-use crate::convert::{item_of, row_of};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
