@@ -214,16 +214,9 @@ pub struct DailyRow {
 }
 
 /// A meal as the read side keeps it: dashboard `RECENT_MEAL#<date>#<id>` (the last 30
-/// days) and the meal history `~MEAL#<date>#<id>`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MealRow {
-    pub meal_id: MealId,
-    pub day: Day,
-    pub name: String,
-    pub eaten_at: Timestamp,
-    pub nutrients: Nutrients,
-    pub version: u64,
-}
+/// days) and the meal history `~MEAL#<date>#<id>`. The meal itself, as the command
+/// stored it and its events carried it.
+pub type MealRow = crate::events::nutrition::Meal;
 
 /// A workout as the read side keeps it: `RECENT_WORKOUT#<date>#<id>` and the workout
 /// history `~WORKOUT#<date>#<id>`.

@@ -26,7 +26,7 @@ use events_schema::ids::MealId;
 use events_schema::time::Day;
 use infra::store::{CancelReason, Key};
 use infra::table::Action;
-use records::{meal_event, validate_meal};
+use records::validate_meal;
 use serde_json::json;
 use writes::{
     meal_key, moved_day_edit, new_meal, ref_key, refreshed, removed_meal, same_day_edit,
@@ -115,8 +115,8 @@ impl NutritionCommands {
             &self.clock,
             record.eaten_at,
             &MealLogged {
-                meal: meal_event(record),
-                day_totals: next.totals(),
+                meal: record.clone(),
+                day_totals: next.clone(),
             },
         )?;
         actions.push(event_action(pk, &event)?);
@@ -208,7 +208,7 @@ impl NutritionCommands {
                 &self.clock,
                 next.eaten_at,
                 &MealEdited {
-                    meal: meal_event(&next),
+                    meal: next.clone(),
                     previous_day: current.day,
                     day_totals,
                 },
@@ -245,7 +245,7 @@ impl NutritionCommands {
                     meal_id: meal_id.clone(),
                     day: current.day,
                     version: current.version + 1,
-                    day_totals: next.totals(),
+                    day_totals: next.clone(),
                 },
             )?;
             actions.push(event_action(&pk, &event)?);

@@ -49,6 +49,22 @@ pub struct DayTotals {
     pub version: u64,
 }
 
+impl DayTotals {
+    /// A day with no meals, before any change to it (version 0).
+    pub fn empty(day: Day) -> Self {
+        Self {
+            day,
+            meals: 0,
+            totals: Nutrients::default(),
+            version: 0,
+        }
+    }
+}
+
+// A meal. The same type is the meal the command stores (`MEAL#<date>#<id>`), the meal
+// its events carry and the meal the read side keeps (`rows::MealRow`): the fields and
+// their meaning are the same all the way. (A plain comment: a doc comment would change
+// the published event schemas.)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Meal {

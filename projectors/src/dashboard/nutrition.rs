@@ -17,18 +17,6 @@ use infra::StoreError;
 /// The projection of meals into the dashboard.
 pub struct DashboardFromNutrition(pub DashboardRows);
 
-/// A meal as its two rows keep it.
-fn meal_row(meal: &Meal) -> MealRow {
-    MealRow {
-        meal_id: meal.meal_id.clone(),
-        day: meal.day,
-        name: meal.name.clone(),
-        eaten_at: meal.eaten_at,
-        nutrients: meal.nutrients,
-        version: meal.version,
-    }
-}
-
 impl DashboardFromNutrition {
     /// A meal's two rows on its day, taken off the day it moved from (if it moved).
     async fn meal(
@@ -43,8 +31,8 @@ impl DashboardFromNutrition {
             self.meal_rows(memo, pk, (previous, &meal.meal_id), gone)
                 .await?;
         }
-        let row = meal_row(meal);
-        self.meal_rows(memo, pk, (meal.day, &meal.meal_id), Dated::Row(&row))
+        // The event's meal is the row: one type from the command to the read side.
+        self.meal_rows(memo, pk, (meal.day, &meal.meal_id), Dated::Row(meal))
             .await
     }
 

@@ -73,14 +73,10 @@ impl MealBody {
     }
 }
 
+/// The view of a stored meal: the same conversion the read side makes of its rows (the
+/// stored meal and the read row are one type).
 pub(crate) fn view(meal: MealRecord) -> MealView {
-    MealView {
-        meal_id: meal.meal_id,
-        day: meal.day,
-        eaten_at: meal.eaten_at,
-        name: meal.name,
-        nutrients: meal.nutrients.into(),
-    }
+    MealView::from(meal)
 }
 
 /// Logs a meal; the day's summary changes with it, atomically.

@@ -30,45 +30,11 @@ pub struct EditMeal {
     pub meal: MealInput,
 }
 
-/// The stored meal item.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MealRecord {
-    pub meal_id: MealId,
-    pub day: Day,
-    pub eaten_at: Timestamp,
-    pub name: String,
-    pub nutrients: Nutrients,
-    pub version: u64,
-}
+/// The stored meal item: the meal its events carry, field for field.
+pub type MealRecord = Meal;
 
-/// The stored daily summary item.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SummaryRecord {
-    pub day: Day,
-    pub meals: u32,
-    pub totals: Nutrients,
-    pub version: u64,
-}
-
-impl SummaryRecord {
-    pub(super) fn empty(day: Day) -> Self {
-        Self {
-            day,
-            meals: 0,
-            totals: Nutrients::default(),
-            version: 0,
-        }
-    }
-
-    pub(super) fn totals(&self) -> DayTotals {
-        DayTotals {
-            day: self.day,
-            meals: self.meals,
-            totals: self.totals,
-            version: self.version,
-        }
-    }
-}
+/// The stored daily summary item: the day totals its events carry, field for field.
+pub type SummaryRecord = DayTotals;
 
 /// A valid meal: name, time, day, nutrients.
 pub(super) struct ValidMeal {
@@ -113,16 +79,4 @@ pub(super) fn validate_meal(input: &MealInput, now: Timestamp) -> Result<ValidMe
         day: validate::day_in(eaten_at, tz),
         nutrients,
     })
-}
-
-/// The meal `record` as its events carry it.
-pub(super) fn meal_event(record: &MealRecord) -> Meal {
-    Meal {
-        meal_id: record.meal_id.clone(),
-        day: record.day,
-        eaten_at: record.eaten_at,
-        name: record.name.clone(),
-        nutrients: record.nutrients,
-        version: record.version,
-    }
 }

@@ -123,7 +123,7 @@ pub(super) fn same_day_edit(
         },
         summary_action(pk, summary, &edited)?,
     ];
-    Ok((actions, vec![edited.totals()]))
+    Ok((actions, vec![edited]))
 }
 
 /// What an edit that moves the meal to another day writes: the meal deleted from its
@@ -154,7 +154,7 @@ pub(super) fn moved_day_edit(
             condition: Some(Condition::AttributeEquals("day".into(), json!(current.day))),
         },
     ];
-    Ok((actions, vec![arrived.totals(), left.totals()]))
+    Ok((actions, vec![arrived, left]))
 }
 
 /// `summary` with a meal of `nutrients` added (or taken out), a version on.
@@ -256,7 +256,7 @@ mod tests {
         let (after, condition) = put::<SummaryRecord>(&actions[1]);
         assert_eq!(after, summary("2026-03-01", 2, 500, 5));
         assert_eq!(condition, Some(Condition::VersionEquals(4)));
-        assert_eq!(totals, vec![after.totals()]);
+        assert_eq!(totals, vec![after.clone()]);
     }
 
     #[test]
@@ -299,7 +299,7 @@ mod tests {
                 json!(day("2026-03-01"))
             ))
         );
-        assert_eq!(totals, vec![gained.totals(), left.totals()]);
+        assert_eq!(totals, vec![gained.clone(), left.clone()]);
     }
 
     #[test]
