@@ -138,51 +138,9 @@ pub async fn fan_out_with(
     delivery: &Delivery,
 ) -> KinesisEventResponse {
     let records: Vec<(String, FeedRecord)> = changes_of(source, event, table_prefix).collect();
-    let mut users: Vec<Vec<usize>> = Vec::new();
-    let mut user_of: std::collections::HashMap<String, usize> = Default::default();
-    for (at, (_, record)) in records.iter().enumerate() {
-        let user = user_key(record);
-        let next = users.len();
-        let group = *user_of.entry(user).or_insert(next);
-        if group == next {
-            users.push(Vec::new());
-        }
-        users[group].push(at);
-    }
     let records = &records;
-    let stopped: Vec<usize> = futures_util::stream::iter(users)
-        .map(|positions| async move {
-            if let Some(folding) = delivery.fold.as_ref().filter(|_| delivery.open()) {
-                let mine: Vec<&FeedRecord> = positions.iter().map(|&at| &records[at].1).collect();
-                if folding.apply(handlers, &mine).await == Outcome::Applied {
-                    return None;
-                }
-            }
-            for at in positions {
-                if !delivery.open() {
-                    return Some(at);
-                }
-                let (sequence, record) = &records[at];
-                // A record's subscriptions at once: each writes its own rows, and each
-                // converges whatever the others do (as the embedded pipeline's workers).
-                let applied = futures_util::future::join_all(handlers.iter().map(|handler| async move {
-                    (handler, handler.handle(record).await)
-                }))
-                .await;
-                let mut failed = false;
-                for (handler, outcome) in applied {
-                    if let Err(error) = outcome {
-                        tracing::error!(subscription = handler.projector().name(), %sequence, %error,
-                            "record neither applied nor dead-lettered; reporting it for retry");
-                        failed = true;
-                    }
-                }
-                if failed {
-                    return Some(at);
-                }
-            }
-            None
-        })
+    let stopped: Vec<usize> = futures_util::stream::iter(by_user(records))
+        .map(|positions| apply_user(handlers, records, positions, delivery))
         .buffer_unordered(delivery.concurrency.max(1))
         .filter_map(std::future::ready)
         .collect()
@@ -198,6 +156,66 @@ pub async fn fan_out_with(
         response.add_failure(sequence.clone());
     }
     response
+}
+
+/// The positions of `records`, grouped by user ([`user_key`]), each user's in order,
+/// the users in the order of their first record.
+fn by_user(records: &[(String, FeedRecord)]) -> Vec<Vec<usize>> {
+    let mut users: Vec<Vec<usize>> = Vec::new();
+    let mut user_of: std::collections::HashMap<String, usize> = Default::default();
+    for (at, (_, record)) in records.iter().enumerate() {
+        let next = users.len();
+        let group = *user_of.entry(user_key(record)).or_insert(next);
+        if group == next {
+            users.push(Vec::new());
+        }
+        users[group].push(at);
+    }
+    users
+}
+
+/// Applies one user's records (at `positions`) in order: folded, when the delivery
+/// folds and the fold applies them all, else record by record through every handler.
+/// Returns the position where it stopped (a record not applied, or the deadline), if
+/// it did.
+async fn apply_user(
+    handlers: &[Handler],
+    records: &[(String, FeedRecord)],
+    positions: Vec<usize>,
+    delivery: &Delivery,
+) -> Option<usize> {
+    if let Some(folding) = delivery.fold.as_ref().filter(|_| delivery.open()) {
+        let mine: Vec<&FeedRecord> = positions.iter().map(|&at| &records[at].1).collect();
+        if folding.apply(handlers, &mine).await == Outcome::Applied {
+            return None;
+        }
+    }
+    for at in positions {
+        if !delivery.open() {
+            return Some(at);
+        }
+        let (sequence, record) = &records[at];
+        // A record's subscriptions at once: each writes its own rows, and each
+        // converges whatever the others do (as the embedded pipeline's workers).
+        let applied = futures_util::future::join_all(
+            handlers
+                .iter()
+                .map(|handler| async move { (handler, handler.handle(record).await) }),
+        )
+        .await;
+        let mut failed = false;
+        for (handler, outcome) in applied {
+            if let Err(error) = outcome {
+                tracing::error!(subscription = handler.projector().name(), %sequence, %error,
+                    "record neither applied nor dead-lettered; reporting it for retry");
+                failed = true;
+            }
+        }
+        if failed {
+            return Some(at);
+        }
+    }
+    None
 }
 
 /// Whose record this is: the event's user, else the item's partition. A user's events

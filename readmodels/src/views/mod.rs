@@ -10,75 +10,23 @@ use events_schema::events::goals::{Goal, GoalKind, GoalPeriod, GoalStatus};
 use events_schema::events::identity::Units;
 use events_schema::events::nutrition::Nutrients;
 use events_schema::events::sleep::SleepStages;
-use events_schema::ids::{
-    GoalId, MealId, MealPlanId, ProviderName, RecipeId, ScheduledMealId, SleepId, TrainingBlockId,
-    WorkoutId,
-};
+use events_schema::ids::{GoalId, MealId, ProviderName, SleepId, WorkoutId};
 use events_schema::rows::{
     ConnectionRow, DayActivity, DayNutrition, MealRow, NightSleep, ProfileRow, SleepRow, WorkoutRow,
 };
 use events_schema::time::{Day, Timestamp};
-use rust_decimal::Decimal;
-use rust_decimal::prelude::ToPrimitive;
 use serde::Serialize;
 
 #[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
-/// A quantity as a JSON number: `650`, `30.5`. Stored exactly as a decimal (at most a
-/// few decimal places, fewer than 15 significant digits), written as the integer it is
-/// or as the double nearest it, which prints as the same decimal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-#[cfg_attr(
-    feature = "openapi",
-    derive(ToSchema),
-    schema(value_type = f64, example = 30.5)
-)]
-pub struct Amount(pub Decimal);
+mod planning;
+mod quantity;
 
-impl Amount {
-    /// The amount as a double (for clients and tests that add numbers up).
-    pub fn as_f64(self) -> f64 {
-        self.0.to_f64().unwrap_or(0.0)
-    }
-}
-
-impl Serialize for Amount {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let value = self.0.normalize();
-        match (value.scale(), value.to_i64()) {
-            (0, Some(whole)) => serializer.serialize_i64(whole),
-            _ => serializer.serialize_f64(value.to_f64().unwrap_or(0.0)),
-        }
-    }
-}
-
-/// A decimal as a quantity of a view.
-pub fn number(value: Decimal) -> Amount {
-    Amount(value)
-}
-
-/// Energy and macronutrients.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(ToSchema))]
-pub struct NutrientsView {
-    /// kcal.
-    pub calories: Amount,
-    pub protein_g: Amount,
-    pub carbs_g: Amount,
-    pub fat_g: Amount,
-}
-
-impl From<Nutrients> for NutrientsView {
-    fn from(n: Nutrients) -> Self {
-        Self {
-            calories: number(n.calories),
-            protein_g: number(n.protein_g),
-            carbs_g: number(n.carbs_g),
-            fat_g: number(n.fat_g),
-        }
-    }
-}
+pub use planning::{
+    MealPlanView, RecipeView, ScheduledMealView, TrainingBlockListed, TrainingBlockView,
+};
+pub use quantity::{Amount, NutrientsView, number};
 
 /// The caller's profile.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -401,60 +349,6 @@ impl From<ConnectionRow> for ConnectionView {
             scopes: row.scopes,
         }
     }
-}
-
-/// A training block.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(ToSchema))]
-pub struct TrainingBlockView {
-    pub training_block_id: TrainingBlockId,
-    pub start_day: Day,
-    /// The last day of the block.
-    pub end_day: Day,
-    pub weeks: u8,
-    pub focus: String,
-}
-
-/// A training block in the list: `ended_early` when it was ended before its planned
-/// last day (then `end_day` is the day it ended).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(ToSchema))]
-pub struct TrainingBlockListed {
-    #[serde(flatten)]
-    pub block: TrainingBlockView,
-    pub ended_early: bool,
-}
-
-/// A meal planned for a day, not eaten yet.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(ToSchema))]
-pub struct ScheduledMealView {
-    pub scheduled_meal_id: ScheduledMealId,
-    pub day: Day,
-    pub name: String,
-    /// The catalog recipe it follows, if any.
-    pub recipe_id: Option<RecipeId>,
-}
-
-/// A curated recipe.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(ToSchema))]
-pub struct RecipeView {
-    pub recipe_id: RecipeId,
-    pub name: String,
-    /// A lowercase slug, such as `breakfast`.
-    pub category: String,
-    pub nutrients: NutrientsView,
-}
-
-/// A curated meal plan: recipes in order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(ToSchema))]
-pub struct MealPlanView {
-    pub meal_plan_id: MealPlanId,
-    pub name: String,
-    pub category: String,
-    pub recipes: Vec<RecipeId>,
 }
 
 /// The nightly readiness score of one day.
