@@ -14,8 +14,9 @@
 //! were read. A rebuild runs with the projection workers stopped.
 
 use crate::store::{
-    BatchWrite, Condition, Cursor, IndexQuery, Item, Key, Page, Query, Scan, SortKeyCondition,
-    Store, StoreError, TransactAction, Update, is_expired, now_epoch_seconds, plan,
+    BatchWrite, Condition, Cursor, IndexQuery, Item, Key, Page, Query, Scan, SingleWrite,
+    SortKeyCondition, Store, StoreError, TransactAction, Written, is_expired, now_epoch_seconds,
+    plan,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -265,16 +266,22 @@ impl Store for Buffered {
         self.base.scan(table, scan).await
     }
 
-    async fn put(
+    async fn write(
         &self,
         table: Context,
-        item: Item,
+        write: SingleWrite,
         condition: Option<Condition>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Written, StoreError> {
         if !self.buffers(table) {
-            return self.base.put(table, item, condition).await;
+            return self.base.write(table, write, condition).await;
         }
-        let key = validate(table, &item)?;
+        let key = match &write {
+            SingleWrite::Put { item } => validate(table, item)?,
+            SingleWrite::Update { key, .. } | SingleWrite::Delete { key } => {
+                key.validate()?;
+                key.clone()
+            }
+        };
         self.with(table, &key.pk, |p| {
             let current = p.items.get(&key.sk);
             if !condition.as_ref().is_none_or(|c| c.holds(current)) {
@@ -282,57 +289,17 @@ impl Store for Buffered {
                     existing: current.cloned(),
                 });
             }
-            p.set(&key.sk, Some(item));
-            Ok(())
-        })
-        .await
-    }
-
-    async fn update(
-        &self,
-        table: Context,
-        key: &Key,
-        update: Update,
-        condition: Option<Condition>,
-    ) -> Result<Item, StoreError> {
-        if !self.buffers(table) {
-            return self.base.update(table, key, update, condition).await;
-        }
-        key.validate()?;
-        self.with(table, &key.pk, |p| {
-            let current = p.items.get(&key.sk);
-            if !condition.as_ref().is_none_or(|c| c.holds(current)) {
-                return Err(StoreError::ConditionFailed {
-                    existing: current.cloned(),
-                });
+            let existed = current.is_some();
+            let (new, written) = write.apply(current)?;
+            // A put's item was validated above, before its partition was loaded.
+            if let Written::Updated(item) = &written {
+                validate(table, item)?;
             }
-            let item = update.applied_to(key, current)?;
-            validate(table, &item)?;
-            p.set(&key.sk, Some(item.clone()));
-            Ok(item)
-        })
-        .await
-    }
-
-    async fn delete(
-        &self,
-        table: Context,
-        key: &Key,
-        condition: Option<Condition>,
-    ) -> Result<Option<Item>, StoreError> {
-        if !self.buffers(table) {
-            return self.base.delete(table, key, condition).await;
-        }
-        key.validate()?;
-        self.with(table, &key.pk, |p| {
-            let current = p.items.get(&key.sk).cloned();
-            if !condition.as_ref().is_none_or(|c| c.holds(current.as_ref())) {
-                return Err(StoreError::ConditionFailed { existing: current });
+            // Deleting an absent row changes nothing.
+            if existed || new.is_some() {
+                p.set(&key.sk, new);
             }
-            if current.is_some() {
-                p.set(&key.sk, None);
-            }
-            Ok(current)
+            Ok(written)
         })
         .await
     }

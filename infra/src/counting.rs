@@ -10,8 +10,8 @@
 
 use crate::capacity::{self, Capacity};
 use crate::store::{
-    BatchWrite, Condition, IndexQuery, Item, Key, Page, Query, Scan, Store, StoreError,
-    TransactAction, Update,
+    BatchWrite, Condition, IndexQuery, Item, Key, Page, Query, Scan, SingleWrite, Store,
+    StoreError, TransactAction, Written,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -98,21 +98,25 @@ impl CountingStore {
         self.inner.get(table, key, true).await
     }
 
-    /// Bills a single write from its outcome.
-    fn bill_write<T>(
+    /// Bills a single write from its outcome: `read` is the item before it (read first
+    /// for a put or an update), `put` a put's item.
+    fn bill_write(
         &self,
         table: Context,
-        old: Option<&Item>,
-        new: Option<&Item>,
-        outcome: &Result<T, StoreError>,
+        read: Option<&Item>,
+        put: Option<&Item>,
+        outcome: &Result<Written, StoreError>,
     ) {
-        match outcome {
-            Ok(_) => self.bill(capacity::write(table, old, new, false)),
+        let units = match outcome {
+            Ok(Written::Put) => capacity::write(table, read, put, false),
+            Ok(Written::Updated(item)) => capacity::write(table, read, Some(item), false),
+            Ok(Written::Deleted(old)) => capacity::write(table, old.as_ref(), None, false),
             Err(StoreError::ConditionFailed { existing }) => {
-                self.bill(capacity::refused_write(existing.as_ref(), false))
+                capacity::refused_write(existing.as_ref(), false)
             }
-            Err(_) => {}
-        }
+            Err(_) => return,
+        };
+        self.bill(units);
     }
 
     pub fn counts(&self) -> RequestCounts {
@@ -235,44 +239,27 @@ impl Store for CountingStore {
         self.inner.scan(table, scan).await
     }
 
-    async fn put(
+    async fn write(
         &self,
         table: Context,
-        item: Item,
+        write: SingleWrite,
         condition: Option<Condition>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Written, StoreError> {
         bump(&self.counters.single_writes);
-        let old = self.before(table, &Key::of(&item)?).await?;
-        let new = item.clone();
-        let outcome = self.inner.put(table, item, condition).await;
-        self.bill_write(table, old.as_ref(), Some(&new), &outcome);
-        outcome
-    }
-
-    async fn update(
-        &self,
-        table: Context,
-        key: &Key,
-        update: Update,
-        condition: Option<Condition>,
-    ) -> Result<Item, StoreError> {
-        bump(&self.counters.single_writes);
-        let old = self.before(table, key).await?;
-        let outcome = self.inner.update(table, key, update, condition).await;
-        self.bill_write(table, old.as_ref(), outcome.as_ref().ok(), &outcome);
-        outcome
-    }
-
-    async fn delete(
-        &self,
-        table: Context,
-        key: &Key,
-        condition: Option<Condition>,
-    ) -> Result<Option<Item>, StoreError> {
-        bump(&self.counters.single_writes);
-        let outcome = self.inner.delete(table, key, condition).await;
-        let old = outcome.as_ref().ok().cloned().flatten();
-        self.bill_write(table, old.as_ref(), None, &outcome);
+        // A delete answers with the item it deleted; a put or an update is priced from
+        // the item before it, read first.
+        let read = match &write {
+            SingleWrite::Delete { .. } => None,
+            SingleWrite::Put { .. } | SingleWrite::Update { .. } => {
+                self.before(table, &write.key()?).await?
+            }
+        };
+        let put = match &write {
+            SingleWrite::Put { item } => Some(item.clone()),
+            SingleWrite::Update { .. } | SingleWrite::Delete { .. } => None,
+        };
+        let outcome = self.inner.write(table, write, condition).await;
+        self.bill_write(table, read.as_ref(), put.as_ref(), &outcome);
         outcome
     }
 

@@ -22,8 +22,8 @@
 //! fold's writes); every query is served by the wrapped store.
 
 use crate::store::{
-    Condition, IndexQuery, Item, Key, Page, Query, Scan, Store, StoreError, TransactAction, Update,
-    is_expired, now_epoch_seconds, plan,
+    Condition, IndexQuery, Item, Key, Page, Query, Scan, SingleWrite, Store, StoreError,
+    TransactAction, Update, Written, is_expired, now_epoch_seconds, plan,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -47,14 +47,21 @@ pub struct Folded {
     rows: Mutex<BTreeMap<RowId, Row>>,
 }
 
-/// The write that takes a row from what was read to what it is now, guarded by the
-/// row still being as read. `None` when nothing changed.
-fn guarded_write(read_as: Option<&Item>, now: Option<&Item>) -> Option<GuardedWrite> {
+/// The write that takes the row at `key` from what was read to what it is now, and its
+/// guard: the row still being as read. `None` when nothing changed.
+fn guarded_write(
+    key: Key,
+    read_as: Option<&Item>,
+    now: Option<&Item>,
+) -> Option<(SingleWrite, Condition)> {
     if read_as == now {
         return None;
     }
     Some(match (read_as, now) {
-        (None, Some(item)) => GuardedWrite::Create(item.clone()),
+        (None, Some(item)) => {
+            let put = SingleWrite::Put { item: item.clone() };
+            (put, Condition::ItemNotExists)
+        }
         (Some(old), Some(new)) => {
             let mut update = Update::default();
             for (attr, value) in new.iter().filter(|(a, _)| !is_key(a)) {
@@ -67,9 +74,9 @@ fn guarded_write(read_as: Option<&Item>, now: Option<&Item>) -> Option<GuardedWr
                 .filter(|a| !is_key(a) && !new.contains_key(*a))
                 .cloned()
                 .collect();
-            GuardedWrite::Change(update, unchanged(old))
+            (SingleWrite::Update { key, update }, unchanged(old))
         }
-        (Some(old), None) => GuardedWrite::Delete(unchanged(old)),
+        (Some(old), None) => (SingleWrite::Delete { key }, unchanged(old)),
         (None, None) => return None,
     })
 }
@@ -89,12 +96,6 @@ fn unchanged(old: &Item) -> Condition {
             .map(|(a, v)| Condition::AttributeEquals(a.clone(), v.clone())),
     );
     Condition::All(all)
-}
-
-enum GuardedWrite {
-    Create(Item),
-    Change(Update, Condition),
-    Delete(Condition),
 }
 
 impl Folded {
@@ -137,72 +138,29 @@ impl Folded {
         Ok(row.now.clone())
     }
 
-    /// Checks `condition` on the row's current value and, when it holds, sets the row
-    /// to what `change` makes of it; returns the row's previous value.
-    async fn change(
-        &self,
-        table: Context,
-        key: &Key,
-        condition: Option<&Condition>,
-        change: impl FnOnce(Option<&Item>) -> Result<Option<Item>, StoreError>,
-    ) -> Result<(Option<Item>, Option<Item>), StoreError> {
-        let current = self.current(table, key).await?;
-        if !condition.is_none_or(|c| c.holds(current.as_ref())) {
-            return Err(StoreError::ConditionFailed { existing: current });
-        }
-        let new = change(current.as_ref())?;
-        if let Some(item) = &new {
-            plan::validate_item(table, item)?;
-        }
-        let mut rows = self.lock()?;
-        let row = rows
-            .get_mut(&Self::id(table, key))
-            .ok_or_else(|| StoreError::Backend("folded row vanished".into()))?;
-        row.now = new.clone();
-        Ok((current, new))
-    }
-
     /// Writes every row that changed since it was read, each once and all at once,
     /// each conditioned on being as read; returns how many it wrote. A row changed by
     /// someone else meanwhile fails the flush with `ConditionFailed` (the other rows'
     /// writes may have landed); the rows written are then as read, so a second flush
     /// writes only what is left.
     pub async fn flush(&self) -> Result<usize, StoreError> {
-        let pending: Vec<(RowId, GuardedWrite, Option<Item>)> = self
+        let (pending, writes): (Vec<(RowId, Option<Item>)>, Vec<_>) = self
             .lock()?
             .iter()
             .filter_map(|(id, row)| {
-                let write = guarded_write(row.read_as.as_ref(), row.now.as_ref())?;
-                Some((id.clone(), write, row.now.clone()))
+                let (table, pk, sk) = id;
+                let key = Key::new(pk.clone(), sk.clone());
+                let (write, guard) = guarded_write(key, row.read_as.as_ref(), row.now.as_ref())?;
+                let written = self.base.write(*table, write, Some(guard));
+                Some(((id.clone(), row.now.clone()), written))
             })
-            .collect();
-        let writes = pending.iter().map(|((table, pk, sk), write, _)| {
-            let key = Key::new(pk.clone(), sk.clone());
-            async move {
-                match write {
-                    GuardedWrite::Create(item) => {
-                        let condition = Some(Condition::ItemNotExists);
-                        self.base.put(*table, item.clone(), condition).await
-                    }
-                    GuardedWrite::Change(update, condition) => self
-                        .base
-                        .update(*table, &key, update.clone(), Some(condition.clone()))
-                        .await
-                        .map(drop),
-                    GuardedWrite::Delete(condition) => self
-                        .base
-                        .delete(*table, &key, Some(condition.clone()))
-                        .await
-                        .map(drop),
-                }
-            }
-        });
+            .unzip();
         let outcomes = futures_util::future::join_all(writes).await;
         let (mut written, mut first_error) = (0, None);
         let mut rows = self.lock()?;
-        for ((id, _, now), outcome) in pending.into_iter().zip(outcomes) {
+        for ((id, now), outcome) in pending.into_iter().zip(outcomes) {
             match outcome {
-                Ok(()) => {
+                Ok(_) => {
                     written += 1;
                     if let Some(row) = rows.get_mut(&id) {
                         row.read_as = now;
@@ -285,54 +243,31 @@ impl Store for Folded {
         self.base.scan(table, scan).await
     }
 
-    async fn put(
+    async fn write(
         &self,
         table: Context,
-        item: Item,
+        write: SingleWrite,
         condition: Option<Condition>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Written, StoreError> {
         if !self.folds(table) {
-            return self.base.put(table, item, condition).await;
+            return self.base.write(table, write, condition).await;
         }
-        let key = Key::of(&item)?;
-        self.change(table, &key, condition.as_ref(), |_| Ok(Some(item)))
-            .await
-            .map(drop)
-    }
-
-    async fn update(
-        &self,
-        table: Context,
-        key: &Key,
-        update: Update,
-        condition: Option<Condition>,
-    ) -> Result<Item, StoreError> {
-        if !self.folds(table) {
-            return self.base.update(table, key, update, condition).await;
-        }
+        let key = write.key()?;
         key.validate()?;
-        let (_, new) = self
-            .change(table, key, condition.as_ref(), |current| {
-                update.applied_to(key, current).map(Some)
-            })
-            .await?;
-        new.ok_or_else(|| StoreError::Backend("an update left no item".into()))
-    }
-
-    async fn delete(
-        &self,
-        table: Context,
-        key: &Key,
-        condition: Option<Condition>,
-    ) -> Result<Option<Item>, StoreError> {
-        if !self.folds(table) {
-            return self.base.delete(table, key, condition).await;
+        let current = self.current(table, &key).await?;
+        if !condition.is_none_or(|c| c.holds(current.as_ref())) {
+            return Err(StoreError::ConditionFailed { existing: current });
         }
-        key.validate()?;
-        let (old, _) = self
-            .change(table, key, condition.as_ref(), |_| Ok(None))
-            .await?;
-        Ok(old)
+        let (new, written) = write.apply(current.as_ref())?;
+        if let Some(item) = &new {
+            plan::validate_item(table, item)?;
+        }
+        let mut rows = self.lock()?;
+        let row = rows
+            .get_mut(&Self::id(table, &key))
+            .ok_or_else(|| StoreError::Backend("folded row vanished".into()))?;
+        row.now = new;
+        Ok(written)
     }
 
     async fn transact(&self, actions: Vec<TransactAction>) -> Result<(), StoreError> {

@@ -7,8 +7,8 @@
 //! capture, interleaving gates and injected faults.
 
 use crate::store::{
-    BatchWrite, Condition, IndexQuery, Item, Key, Page, Query, Scan, Store, StoreError,
-    TransactAction, Update,
+    BatchWrite, Condition, IndexQuery, Item, Key, Page, Query, Scan, SingleWrite, Store,
+    StoreError, TransactAction, Update, Written,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -33,6 +33,15 @@ pub enum Row<'a> {
 }
 
 impl<'a> Row<'a> {
+    /// The row a single write of `table` writes.
+    pub fn single(table: Context, write: &'a SingleWrite) -> Self {
+        match write {
+            SingleWrite::Put { item } => Row::Put { table, item },
+            SingleWrite::Update { key, update } => Row::Update { table, key, update },
+            SingleWrite::Delete { key } => Row::Delete { table, key },
+        }
+    }
+
     /// The row an action of a transaction writes (a condition check writes none).
     pub fn of(action: &'a TransactAction) -> Option<Self> {
         match action {
@@ -200,48 +209,16 @@ impl<O: Observer> Store for Observed<O> {
         self.inner.scan(table, scan).await
     }
 
-    async fn put(
+    async fn write(
         &self,
         table: Context,
-        item: Item,
+        write: SingleWrite,
         condition: Option<Condition>,
-    ) -> Result<(), StoreError> {
-        let note = self
-            .seen(Write::Single(Row::Put { table, item: &item }))
-            .await?;
-        self.inner.put(table, item, condition).await?;
+    ) -> Result<Written, StoreError> {
+        let note = self.seen(Write::Single(Row::single(table, &write))).await?;
+        let written = self.inner.write(table, write, condition).await?;
         self.observer.written(note);
-        Ok(())
-    }
-
-    async fn update(
-        &self,
-        table: Context,
-        key: &Key,
-        update: Update,
-        condition: Option<Condition>,
-    ) -> Result<Item, StoreError> {
-        let row = Row::Update {
-            table,
-            key,
-            update: &update,
-        };
-        let note = self.seen(Write::Single(row)).await?;
-        let item = self.inner.update(table, key, update, condition).await?;
-        self.observer.written(note);
-        Ok(item)
-    }
-
-    async fn delete(
-        &self,
-        table: Context,
-        key: &Key,
-        condition: Option<Condition>,
-    ) -> Result<Option<Item>, StoreError> {
-        let note = self.seen(Write::Single(Row::Delete { table, key })).await?;
-        let deleted = self.inner.delete(table, key, condition).await?;
-        self.observer.written(note);
-        Ok(deleted)
+        Ok(written)
     }
 
     async fn transact(&self, actions: Vec<TransactAction>) -> Result<(), StoreError> {

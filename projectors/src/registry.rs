@@ -17,7 +17,9 @@ use commands::sleep::SleepCommands;
 use events_schema::Context;
 use events_schema::time::Clock;
 use infra::dlq::DeadLetterStore;
-use infra::store::{Condition, IndexQuery, Item, Key, Page, Query, Scan, TransactAction, Update};
+use infra::store::{
+    Condition, IndexQuery, Item, Key, Page, Query, Scan, SingleWrite, TransactAction, Written,
+};
 use infra::table::{ContextTable, Table};
 use infra::{Store, StoreError};
 use std::sync::Arc;
@@ -255,24 +257,12 @@ impl Store for Detached {
     async fn scan(&self, _: Context, _: &Scan) -> Result<Page, StoreError> {
         Self::refuse()
     }
-    async fn put(&self, _: Context, _: Item, _: Option<Condition>) -> Result<(), StoreError> {
-        Self::refuse()
-    }
-    async fn update(
+    async fn write(
         &self,
         _: Context,
-        _: &Key,
-        _: Update,
+        _: SingleWrite,
         _: Option<Condition>,
-    ) -> Result<Item, StoreError> {
-        Self::refuse()
-    }
-    async fn delete(
-        &self,
-        _: Context,
-        _: &Key,
-        _: Option<Condition>,
-    ) -> Result<Option<Item>, StoreError> {
+    ) -> Result<Written, StoreError> {
         Self::refuse()
     }
     async fn transact(&self, _: Vec<TransactAction>) -> Result<(), StoreError> {

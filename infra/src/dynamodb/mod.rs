@@ -25,8 +25,8 @@ pub use client::DynamoStore;
 pub use metrics::{DynamoMetrics, OperationStats};
 
 use crate::store::{
-    BatchWrite, Condition, IndexQuery, Item, Key, Page, Query, Scan, Store, StoreError,
-    TransactAction, Update,
+    BatchWrite, Condition, IndexQuery, Item, Key, Page, Query, Scan, SingleWrite, Store,
+    StoreError, TransactAction, Written,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -73,32 +73,26 @@ impl Store for DynamoStore {
         self.scan_table(table, scan).await
     }
 
-    async fn put(
+    async fn write(
         &self,
         table: Context,
-        item: Item,
+        write: SingleWrite,
         condition: Option<Condition>,
-    ) -> Result<(), StoreError> {
-        self.put_item(table, item, condition).await
-    }
-
-    async fn update(
-        &self,
-        table: Context,
-        key: &Key,
-        update: Update,
-        condition: Option<Condition>,
-    ) -> Result<Item, StoreError> {
-        self.update_item(table, key, update, condition).await
-    }
-
-    async fn delete(
-        &self,
-        table: Context,
-        key: &Key,
-        condition: Option<Condition>,
-    ) -> Result<Option<Item>, StoreError> {
-        self.delete_item(table, key, condition).await
+    ) -> Result<Written, StoreError> {
+        match write {
+            SingleWrite::Put { item } => {
+                let put = self.put_item(table, item, condition).await;
+                put.map(|()| Written::Put)
+            }
+            SingleWrite::Update { key, update } => {
+                let updated = self.update_item(table, &key, update, condition).await;
+                updated.map(Written::Updated)
+            }
+            SingleWrite::Delete { key } => {
+                let deleted = self.delete_item(table, &key, condition).await;
+                deleted.map(Written::Deleted)
+            }
+        }
     }
 
     async fn transact(&self, actions: Vec<TransactAction>) -> Result<(), StoreError> {

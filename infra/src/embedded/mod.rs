@@ -30,8 +30,8 @@ use self::engine::STORE_DIR;
 use self::layout::Partitions;
 use self::writer::{Job, WriteOp, WriteOutcome};
 use crate::store::{
-    BatchWrite, CancelReason, Condition, IndexQuery, Item, Key, Page, Query, Scan, Store,
-    StoreError, TransactAction, Update, batch_chunks, now_epoch_seconds,
+    BatchWrite, CancelReason, Condition, IndexQuery, Item, Key, Page, Query, Scan, SingleWrite,
+    Store, StoreError, TransactAction, Written, batch_chunks, now_epoch_seconds,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -409,52 +409,20 @@ impl Store for EmbeddedStore {
         .await
     }
 
-    async fn put(
+    async fn write(
         &self,
         table: Context,
-        item: Item,
+        write: SingleWrite,
         condition: Option<Condition>,
-    ) -> Result<(), StoreError> {
-        self.single(TransactAction::Put {
-            table,
-            item,
-            condition,
+    ) -> Result<Written, StoreError> {
+        let put = matches!(write, SingleWrite::Put { .. });
+        let (old, new) = self.single(write.into_action(table, condition)).await?;
+        // Past a put: a delete leaves no item, an update the item as written.
+        Ok(match new {
+            _ if put => Written::Put,
+            None => Written::Deleted(old),
+            Some(item) => Written::Updated(item),
         })
-        .await
-        .map(|_| ())
-    }
-
-    async fn update(
-        &self,
-        table: Context,
-        key: &Key,
-        update: Update,
-        condition: Option<Condition>,
-    ) -> Result<Item, StoreError> {
-        let action = TransactAction::Update {
-            table,
-            key: key.clone(),
-            update,
-            condition,
-        };
-        let (_, new) = self.single(action).await?;
-        new.ok_or_else(|| StoreError::Backend("update produced no item".into()))
-    }
-
-    async fn delete(
-        &self,
-        table: Context,
-        key: &Key,
-        condition: Option<Condition>,
-    ) -> Result<Option<Item>, StoreError> {
-        let (old, _) = self
-            .single(TransactAction::Delete {
-                table,
-                key: key.clone(),
-                condition,
-            })
-            .await?;
-        Ok(old)
     }
 
     async fn transact(&self, actions: Vec<TransactAction>) -> Result<(), StoreError> {

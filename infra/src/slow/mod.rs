@@ -23,8 +23,8 @@ pub use self::latency::Latency;
 use self::budget::{Bucket, Charge, creating, least_read, read_cost};
 use crate::capacity;
 use crate::store::{
-    BatchWrite, Condition, IndexQuery, Item, Key, Page, Query, Scan, Store, StoreError,
-    TransactAction, Update,
+    BatchWrite, Condition, IndexQuery, Item, Key, Page, Query, Scan, SingleWrite, Store,
+    StoreError, TransactAction, Written,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -191,22 +191,20 @@ impl SlowStore {
         }
     }
 
-    /// A single write: charged `charged` up front, then what its outcome cost (a write
-    /// refused by its condition costs the item it found; any other failure what it was
+    /// A single write to `table`: charged `charged` up front, then what its outcome
+    /// cost (an update the item it wrote, a delete the item it deleted, a write refused
+    /// by its condition the item it found; a put, or any other failure, what it was
     /// charged).
-    fn settle_write<T>(
-        &self,
-        table: Context,
-        charged: f64,
-        outcome: &Result<T, StoreError>,
-        cost: impl FnOnce(&T) -> f64,
-    ) {
+    fn settle_write(&self, table: Context, charged: f64, outcome: &Result<Written, StoreError>) {
         let cost = match outcome {
-            Ok(done) => cost(done),
+            Ok(Written::Updated(item)) => creating(table, item, false),
+            Ok(Written::Deleted(old)) => {
+                capacity::write(table, old.as_ref(), None, false).write_units
+            }
             Err(StoreError::ConditionFailed { existing }) => {
                 capacity::refused_write(existing.as_ref(), false).write_units
             }
-            Err(_) => charged,
+            Ok(Written::Put) | Err(_) => charged,
         };
         self.settle(table, Charge::write(charged), Charge::write(cost));
     }
@@ -264,47 +262,19 @@ impl Store for SlowStore {
         Ok(page)
     }
 
-    async fn put(
+    async fn write(
         &self,
         table: Context,
-        item: Item,
+        write: SingleWrite,
         condition: Option<Condition>,
-    ) -> Result<(), StoreError> {
-        let charged = creating(table, &item, false);
+    ) -> Result<Written, StoreError> {
+        let charged = match &write {
+            SingleWrite::Put { item } => creating(table, item, false),
+            SingleWrite::Update { .. } | SingleWrite::Delete { .. } => capacity::write_units(0),
+        };
         self.admit(1, &[(table, Charge::write(charged))]).await?;
-        let outcome = self.inner.put(table, item, condition).await;
-        self.settle_write(table, charged, &outcome, |_| charged);
-        outcome
-    }
-
-    async fn update(
-        &self,
-        table: Context,
-        key: &Key,
-        update: Update,
-        condition: Option<Condition>,
-    ) -> Result<Item, StoreError> {
-        let charged = capacity::write_units(0);
-        self.admit(1, &[(table, Charge::write(charged))]).await?;
-        let outcome = self.inner.update(table, key, update, condition).await;
-        self.settle_write(table, charged, &outcome, |item| {
-            creating(table, item, false)
-        });
-        outcome
-    }
-
-    async fn delete(
-        &self,
-        table: Context,
-        key: &Key,
-        condition: Option<Condition>,
-    ) -> Result<Option<Item>, StoreError> {
-        let charged = capacity::write_units(0);
-        self.admit(1, &[(table, Charge::write(charged))]).await?;
-        let outcome = self.inner.delete(table, key, condition).await;
-        self.settle_write(table, charged, &outcome, |old| {
-            capacity::write(table, old.as_ref(), None, false).write_units
-        });
+        let outcome = self.inner.write(table, write, condition).await;
+        self.settle_write(table, charged, &outcome);
         outcome
     }
 

@@ -10,6 +10,7 @@ mod error;
 pub(crate) mod item;
 pub(crate) mod plan;
 mod request;
+mod write;
 
 pub use cursor::Cursor;
 pub use error::{CancelReason, StoreError};
@@ -18,6 +19,7 @@ pub use request::{
     BatchWrite, Condition, IndexQuery, MAX_TRANSACTION_ACTIONS, Page, Query, Scan,
     SortKeyCondition, TransactAction, Update, batch_chunks,
 };
+pub use write::{SingleWrite, Written};
 
 use async_trait::async_trait;
 use events_schema::Context;
@@ -58,13 +60,29 @@ pub trait Store: Send + Sync {
     /// Reads one page of a whole table or index (see [`Scan`]): operators' tools only.
     async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError>;
 
+    /// Applies one single-item write, if `condition` holds on the current item; answers
+    /// with what its kind returns ([`Written`]). What a backend or wrapper implements;
+    /// callers use [`Store::put`], [`Store::update`] and [`Store::delete`].
+    async fn write(
+        &self,
+        table: Context,
+        write: SingleWrite,
+        condition: Option<Condition>,
+    ) -> Result<Written, StoreError>;
+
     /// Writes a whole item, if `condition` holds on the current one.
     async fn put(
         &self,
         table: Context,
         item: Item,
         condition: Option<Condition>,
-    ) -> Result<(), StoreError>;
+    ) -> Result<(), StoreError> {
+        let write = SingleWrite::Put { item };
+        match self.write(table, write, condition).await? {
+            Written::Put => Ok(()),
+            other => Err(other.mismatch("a put")),
+        }
+    }
 
     /// Sets and removes attributes (creating the item if absent), if `condition` holds;
     /// returns the item as written.
@@ -74,7 +92,16 @@ pub trait Store: Send + Sync {
         key: &Key,
         update: Update,
         condition: Option<Condition>,
-    ) -> Result<Item, StoreError>;
+    ) -> Result<Item, StoreError> {
+        let write = SingleWrite::Update {
+            key: key.clone(),
+            update,
+        };
+        match self.write(table, write, condition).await? {
+            Written::Updated(item) => Ok(item),
+            other => Err(other.mismatch("an update")),
+        }
+    }
 
     /// Deletes an item, if `condition` holds; returns the item it deleted.
     async fn delete(
@@ -82,7 +109,13 @@ pub trait Store: Send + Sync {
         table: Context,
         key: &Key,
         condition: Option<Condition>,
-    ) -> Result<Option<Item>, StoreError>;
+    ) -> Result<Option<Item>, StoreError> {
+        let write = SingleWrite::Delete { key: key.clone() };
+        match self.write(table, write, condition).await? {
+            Written::Deleted(old) => Ok(old),
+            other => Err(other.mismatch("a delete")),
+        }
+    }
 
     /// Applies every action or none. At most [`MAX_TRANSACTION_ACTIONS`] actions, no
     /// two on the same item. A failed condition cancels the whole transaction and is
