@@ -32,9 +32,54 @@ pub fn object(value: Value) -> Item {
     }
 }
 
-/// The version an entry of a set was written at (0 for none).
-pub fn entry_version(entry: &Value) -> Option<u64> {
+/// The version an entry of a set was written at.
+fn entry_version(entry: &Value) -> Option<u64> {
     entry.get("version").and_then(Value::as_u64)
+}
+
+/// A tombstone's attributes (its version is added by the write).
+pub fn tombstone_item() -> Item {
+    Item::from_iter([(DELETED.to_owned(), Value::Bool(true))])
+}
+
+/// The revision of a stored set: the sum of its entries' versions (see
+/// `rows::merge_entry`).
+pub fn set_revision(entries: &Item) -> u64 {
+    entries.values().filter_map(entry_version).sum()
+}
+
+/// One member of a set to merge in: its id, its attributes (a typed entry as
+/// [`item_of`] makes it), its version, and whether it is deleted (a versioned tombstone).
+pub struct Member<'a> {
+    pub id: &'a str,
+    pub attrs: &'a Item,
+    pub version: u64,
+    pub deleted: bool,
+}
+
+/// The set the stored `row` holds under `entries_attr`, with `member` merged in, and the
+/// revision (under `revision_attr`) it was read at; None when the row already holds the
+/// member at its version or a newer one (nothing to write).
+pub fn merged_set(
+    row: Option<&Item>,
+    (entries_attr, revision_attr): (&str, &str),
+    member: Member<'_>,
+) -> Option<(Option<u64>, Item)> {
+    let revision = row.and_then(|r| attr_of::<u64>(r, revision_attr));
+    let mut entries = row
+        .and_then(|r| r.get(entries_attr))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let stored = entries.get(member.id).and_then(entry_version);
+    if stored.is_some_and(|v| v >= member.version) {
+        return None;
+    }
+    let mut attrs = member.attrs.clone();
+    attrs.insert("version".into(), member.version.into());
+    attrs.insert(DELETED.into(), Value::Bool(member.deleted));
+    entries.insert(member.id.to_owned(), Value::Object(attrs));
+    Some((revision, entries))
 }
 
 /// The live (not deleted) entries of a set row.

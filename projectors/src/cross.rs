@@ -2,7 +2,7 @@
 //! (`INTAKE#<date>`, from nutrition), nutrition keeps each day's training load
 //! (`TRAINING_LOAD#<date>`, from activity; a set of workouts, one entry each).
 
-use crate::convert::{item_of, live_decoded, value_of};
+use crate::convert::{item_of, live_decoded};
 use crate::facts::{meal_days, workout_of};
 use crate::projector::{ProjectionError, Projector, subscription, user_pk};
 use crate::rows::{Moved, merge_moved, put_if_newer};
@@ -80,7 +80,7 @@ impl Projector for NutritionFromActivity {
         let pk = user_pk(event)?;
         let member = Moved {
             id: &workout.workout_id.to_string(),
-            value: value_of(&LoadEntry {
+            value: item_of(&LoadEntry {
                 duration_s: workout.duration_s,
                 calories: workout.calories,
             }),

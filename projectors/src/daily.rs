@@ -5,12 +5,12 @@
 //! row (`<group>_entries`, see `rows::merge_group_entry`) and decoded with
 //! `convert::live_decoded`.
 
-use crate::convert::{live_decoded, value_of};
+use crate::convert::{item_of, live_decoded};
 use events_schema::events::sleep::SleepStages;
 use events_schema::ids::SleepId;
 use events_schema::rows::{DailyGroup, DayActivity, NightSleep};
+use infra::store::Item;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// A workout's entry in its day's `activity` group.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,16 +58,16 @@ pub fn sleep_of_night(sessions: &[(&str, SleepEntry)]) -> NightSleep {
 }
 
 /// What a merged group's attribute becomes, from its stored entries.
-pub fn derive(group: DailyGroup, entries: &serde_json::Map<String, Value>) -> Value {
+pub fn derive(group: DailyGroup, entries: &Item) -> Item {
     match group {
         DailyGroup::Activity => {
             let workouts: Vec<WorkoutEntry> =
                 live_decoded(entries).into_iter().map(|(_, w)| w).collect();
-            value_of(&activity_of(&workouts))
+            item_of(&activity_of(&workouts))
         }
-        DailyGroup::Sleep => value_of(&sleep_of_night(&live_decoded(entries))),
+        DailyGroup::Sleep => item_of(&sleep_of_night(&live_decoded(entries))),
         // Written whole, never merged (see `DashboardRows::daily_group`).
-        DailyGroup::Nutrition => Value::Null,
+        DailyGroup::Nutrition => Item::new(),
     }
 }
 
@@ -139,6 +139,7 @@ mod tests {
 
     #[test]
     fn entries_are_stored_as_they_always_were() {
+        use crate::convert::value_of;
         let value = value_of(&SleepEntry {
             minutes: Some(480),
             score: None,

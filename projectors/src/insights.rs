@@ -5,7 +5,7 @@
 //! for a day the job has finished has that user's readiness scored again at once
 //! ([`rescore_late`]).
 
-use crate::convert::{live_decoded, object, value_of};
+use crate::convert::{item_of, live_decoded};
 use crate::facts::{meal_days, sleep_of, workout_of};
 use crate::nightly::rescore_late;
 use crate::projector::{ProjectionError, Projector, subscription, user_pk};
@@ -18,7 +18,6 @@ use events_schema::time::{Clock, Day};
 use infra::store::{Item, Key};
 use infra::table::{Table, contexts};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// What an entry of a day's marker counts: the day's meals (the one entry
 /// [`MEALS_ENTRY`]), or a workout's or a session's minutes (`workout:<id>`,
@@ -38,7 +37,7 @@ const NUTRITION: &str = "nutrition";
 const WORKOUT: &str = "workout";
 const SLEEP: &str = "sleep";
 
-fn marker(pk: &str, day: Day) -> impl Fn(&serde_json::Map<String, Value>) -> Item {
+fn marker(pk: &str, day: Day) -> impl Fn(&Item) -> Item {
     let pk = pk.to_owned();
     move |entries| {
         let (mut meals, mut active_minutes, mut sleep_minutes) = (0, 0, 0);
@@ -55,13 +54,13 @@ fn marker(pk: &str, day: Day) -> impl Fn(&serde_json::Map<String, Value>) -> Ite
             }
         }
         let row = ActiveDayRow::new(&pk, day, meals, active_minutes, sleep_minutes);
-        object(value_of(&row))
+        item_of(&row)
     }
 }
 
 /// The marker row of `day` and how it derives from its entries: each entity has one
 /// entry among the day's (`nutrition:day`, `workout:<id>`, `sleep:<id>`).
-fn marker_row(pk: &str, day: Day) -> (Key, impl Fn(&serde_json::Map<String, Value>) -> Item) {
+fn marker_row(pk: &str, day: Day) -> (Key, impl Fn(&Item) -> Item) {
     let key = Key::new(pk, SortKey::ActiveDay(day).to_string());
     (key, marker(pk, day))
 }
@@ -84,7 +83,7 @@ impl Projector for InsightsFromNutrition {
                 meals: Some(u64::from(day.meals)),
                 minutes: None,
             };
-            let entry = Entry::live(MEALS_ENTRY, value_of(&counted), day.version);
+            let entry = Entry::live(MEALS_ENTRY, item_of(&counted), day.version);
             merge_entry(&self.0, &key, entry, derive).await?;
         }
         let changed: Vec<Day> = days.iter().map(|d| d.day).collect();
@@ -108,7 +107,7 @@ impl Projector for InsightsFromActivity {
         let pk = user_pk(event)?;
         let member = Moved {
             id: &format!("{WORKOUT}:{}", workout.workout_id),
-            value: value_of(&Counted {
+            value: item_of(&Counted {
                 meals: None,
                 minutes: Some(i64::from(workout.duration_s / 60)),
             }),
@@ -137,7 +136,7 @@ impl Projector for InsightsFromSleep {
         let pk = user_pk(event)?;
         let member = Moved {
             id: &format!("{SLEEP}:{}", session.sleep_id),
-            value: value_of(&Counted {
+            value: item_of(&Counted {
                 meals: None,
                 minutes: Some(session.start.minutes_until(session.end)),
             }),

@@ -3,13 +3,12 @@
 //! so duplicates and late events change nothing. Deleted things become tombstones with
 //! the deleting version, so an older event arriving afterwards cannot bring them back.
 
-use crate::convert::{DELETED, entry_version, item_of};
+use crate::convert::{DELETED, Member, attr_of, item_of, merged_set, set_revision, tombstone_item};
 use events_schema::rows::{DailyGroup, Row};
 use events_schema::time::Day;
 use infra::StoreError;
 use infra::store::{Condition, Item, Key, Update};
 use infra::table::{ContextTable, Table};
-use serde_json::Value;
 
 /// Sets `attrs` and `version_attr = version` on `key` if `version` is newer than the
 /// stored one, leaving the row's other attributes alone: for rows whose attribute
@@ -68,9 +67,7 @@ pub async fn tombstone_newer<C: ContextTable>(
     version_attr: &str,
     version: u64,
 ) -> Result<bool, StoreError> {
-    let mut tombstone = Item::new();
-    tombstone.insert(DELETED.into(), Value::Bool(true));
-    replace_newer(table, key, tombstone, version_attr, version).await
+    replace_newer(table, key, tombstone_item(), version_attr, version).await
 }
 
 /// Writes `row` whole at `key` if its version is newer than the stored one (see
@@ -99,10 +96,6 @@ pub const ENTRIES: &str = "entries";
 /// it depends only on the entries, so rows built in different orders are identical.
 const REVISION: &str = "rev";
 
-fn revision_of(entries: &serde_json::Map<String, Value>) -> u64 {
-    entries.values().filter_map(entry_version).sum()
-}
-
 /// Merges one versioned entry into a set row (`entries.<id>`), keeping the newest version
 /// of each entry (a deleted entry stays as a versioned tombstone), then sets the row's
 /// other attributes to `derive(entries)`. The result depends only on the set of facts
@@ -112,7 +105,7 @@ pub async fn merge_entry<C: ContextTable>(
     table: &Table<C>,
     key: &Key,
     entry: Entry<'_>,
-    derive: impl Fn(&serde_json::Map<String, Value>) -> Item,
+    derive: impl Fn(&Item) -> Item,
 ) -> Result<(), StoreError> {
     for _ in 0..32 {
         let row = table.get(key, true).await?;
@@ -121,8 +114,8 @@ pub async fn merge_entry<C: ContextTable>(
         };
         let mut item = derive(&entries);
         item.extend(key.to_item());
-        item.insert(REVISION.into(), revision_of(&entries).into());
-        item.insert(ENTRIES.into(), Value::Object(entries));
+        item.insert(REVISION.into(), set_revision(&entries).into());
+        item.insert(ENTRIES.into(), entries.into());
         let condition = match revision {
             Some(rev) => Condition::AttributeEquals(REVISION.into(), rev.into()),
             None => Condition::ItemNotExists,
@@ -139,42 +132,29 @@ pub async fn merge_entry<C: ContextTable>(
     )))
 }
 
-/// The entries of the set `row` holds under `entries_attr`, with `entry` merged in, and
-/// the revision (under `revision_attr`) they were read at; None when the row already
-/// holds the entry at its version or a newer one (nothing to write).
+/// The set in `row` (under `entries_attr`, its revision under `revision_attr`) with
+/// `entry` merged in (see `convert::merged_set`).
 fn merged(
     row: Option<&Item>,
     entries_attr: &str,
     revision_attr: &str,
     entry: &Entry<'_>,
-) -> Option<(Option<u64>, serde_json::Map<String, Value>)> {
-    let revision = row
-        .and_then(|r| r.get(revision_attr))
-        .and_then(Value::as_u64);
-    let mut entries = row
-        .and_then(|r| r.get(entries_attr))
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    let stored = entries.get(entry.id).and_then(entry_version);
-    if stored.is_some_and(|v| v >= entry.version) {
-        return None;
-    }
-    let mut member = match entry.value.clone() {
-        Value::Object(map) => map,
-        other => serde_json::Map::from_iter([("value".to_owned(), other)]),
+) -> Option<(Option<u64>, Item)> {
+    let member = Member {
+        id: entry.id,
+        attrs: &entry.value,
+        version: entry.version,
+        deleted: entry.deleted,
     };
-    member.insert("version".into(), entry.version.into());
-    member.insert(DELETED.into(), Value::Bool(entry.deleted));
-    entries.insert(entry.id.to_owned(), Value::Object(member));
-    Some((revision, entries))
+    merged_set(row, (entries_attr, revision_attr), member)
 }
 
 /// One versioned member of a set: a workout of a day, a session of a night.
 #[derive(Debug, Clone)]
 pub struct Entry<'a> {
     pub id: &'a str,
-    pub value: Value,
+    /// Its attributes (a typed entry, as `convert::item_of` makes it).
+    pub value: Item,
     pub version: u64,
     /// A deleted member stays as a versioned tombstone, so an older fact cannot bring it
     /// back.
@@ -183,7 +163,7 @@ pub struct Entry<'a> {
 
 impl<'a> Entry<'a> {
     /// A live entry.
-    pub fn live(id: &'a str, value: Value, version: u64) -> Self {
+    pub fn live(id: &'a str, value: Item, version: u64) -> Self {
         Self {
             id,
             value,
@@ -196,7 +176,7 @@ impl<'a> Entry<'a> {
     pub fn gone(id: &'a str, version: u64) -> Self {
         Self {
             id,
-            value: Value::Object(serde_json::Map::new()),
+            value: Item::new(),
             version,
             deleted: true,
         }
@@ -207,7 +187,7 @@ impl<'a> Entry<'a> {
 /// start changed, a night's session): its entry, the day it is on and the day it left.
 pub struct Moved<'a> {
     pub id: &'a str,
-    pub value: Value,
+    pub value: Item,
     pub version: u64,
     pub day: Day,
     /// The day it was on before this fact, if the fact moved it.
@@ -235,7 +215,7 @@ pub async fn merge_moved<C: ContextTable, D>(
     row_of: impl Fn(Day) -> (Key, D),
 ) -> Result<Vec<Day>, StoreError>
 where
-    D: Fn(&serde_json::Map<String, Value>) -> Item,
+    D: Fn(&Item) -> Item,
 {
     let mut days = Vec::with_capacity(2);
     for (day, entry) in member.entries() {
@@ -251,7 +231,7 @@ where
 pub enum GroupChange<'a> {
     /// The group's whole value at a version: the newer wins (nutrition's totals, which
     /// the meal commands compute and version).
-    Whole(Value, u64),
+    Whole(Item, u64),
     /// One versioned entry of the group's set (a workout, a session); the group's value
     /// is derived from the set's live entries (`daily::derive`).
     Entry(Entry<'a>),
@@ -312,7 +292,7 @@ fn group_update(
     match change {
         GroupChange::Whole(value, version) => {
             let guard = group.version_attr();
-            let read = row.and_then(|r| r.get(&guard)).and_then(Value::as_u64);
+            let read = row.and_then(|r| attr_of::<u64>(r, &guard));
             if read.is_some_and(|stored| stored >= *version) {
                 return None;
             }
@@ -326,8 +306,8 @@ fn group_update(
             let (read, entries) = merged(row, &group.entries_attr(), &guard, entry)?;
             let update = Update::default()
                 .set(group.attr(), crate::daily::derive(group, &entries))
-                .set(guard.clone(), revision_of(&entries))
-                .set(group.entries_attr(), Value::Object(entries));
+                .set(guard.clone(), set_revision(&entries))
+                .set(group.entries_attr(), entries);
             Some((guard, read, update))
         }
     }

@@ -3,7 +3,7 @@
 //! deleted entry).
 
 use super::window::{Admissions, DashboardRows, Dated};
-use crate::convert::value_of;
+use crate::convert::item_of;
 use crate::daily::WorkoutEntry;
 use crate::facts::workout_of;
 use crate::projector::{ProjectionError, Projector, subscription, user_pk};
@@ -57,7 +57,7 @@ impl Projector for DashboardFromActivity {
             .await?;
         let member = Moved {
             id: &id.to_string(),
-            value: value_of(&WorkoutEntry {
+            value: item_of(&WorkoutEntry {
                 duration_s: u64::from(workout.duration_s),
             }),
             version: workout.version,

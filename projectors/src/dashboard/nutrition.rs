@@ -3,7 +3,7 @@
 //! own transaction and carried in the event's `day_totals`: nothing here adds meals up.
 
 use super::window::{Admissions, DashboardRows, Dated};
-use crate::convert::value_of;
+use crate::convert::item_of;
 use crate::projector::{ProjectionError, Projector, decode, subscription, user_pk};
 use crate::rows::GroupChange;
 use async_trait::async_trait;
@@ -55,7 +55,7 @@ impl DashboardFromNutrition {
         pk: &str,
         totals: &DayTotals,
     ) -> Result<(), StoreError> {
-        let value = value_of(&DayNutrition {
+        let value = item_of(&DayNutrition {
             meals: totals.meals,
             totals: totals.totals,
         });

@@ -2,7 +2,7 @@
 //! session of the night (a moved session leaves its old night as a deleted entry).
 
 use super::window::{Admissions, DashboardRows};
-use crate::convert::value_of;
+use crate::convert::item_of;
 use crate::daily::SleepEntry;
 use crate::facts::sleep_of;
 use crate::projector::{ProjectionError, Projector, subscription, user_pk};
@@ -46,7 +46,7 @@ impl Projector for DashboardFromSleep {
         put_if_newer(&self.0.table, &key, &row).await?;
         let member = Moved {
             id: &session.sleep_id.to_string(),
-            value: value_of(&SleepEntry {
+            value: item_of(&SleepEntry {
                 minutes: Some(session.start.minutes_until(session.end)),
                 score: Some(session.score),
                 stages: Some(session.stages),

@@ -2,6 +2,7 @@
 //! the account's tombstone and completing the erasure once every link is done.
 
 use super::chain::{ERASURE_CHAIN, LAST, completer_name};
+use crate::convert::attr_of;
 use crate::projector::{ProjectionError, Projector, Subscription};
 use async_trait::async_trait;
 use commands::erasure;
@@ -12,7 +13,6 @@ use events_schema::ids::UserId;
 use infra::StoreError;
 use infra::store::Update;
 use infra::table::Table;
-use serde_json::Value;
 
 /// `identity-from-dashboard-erasure`: reads the chain's last `PartitionDrained`, records
 /// in identity's tombstone every context it lists as drained, and completes the erasure
@@ -74,7 +74,7 @@ impl Projector for Completer {
         };
         let all_drained = ERASURE_CHAIN
             .iter()
-            .all(|c| tombstone.get(&drained_attr(*c)) == Some(&Value::Bool(true)));
+            .all(|c| attr_of::<bool>(&tombstone, &drained_attr(*c)) == Some(true));
         if all_drained {
             // Email reservation, profile and identity's partition go; the tombstone
             // stays (it names no one) so late events and replays keep finding it.

@@ -5,7 +5,7 @@
 use super::fact_rows::{ActWorkoutRow, NightEntry, SleepNightRow, day_of_fact, fact_prefix};
 use super::period::period_start;
 use super::table::GoalRows;
-use crate::convert::{item_of, value_of};
+use crate::convert::item_of;
 use crate::facts::{meal_days, sleep_of, workout_of};
 use crate::projector::{ProjectionError, Projector, event_types, subscription, user_pk};
 use crate::rows::{Moved, merge_moved, put_if_newer, tombstone};
@@ -131,7 +131,7 @@ impl Projector for GoalsFromSleep {
         let pk = user_pk(event)?;
         let member = Moved {
             id: &session.sleep_id.to_string(),
-            value: value_of(&NightEntry {
+            value: item_of(&NightEntry {
                 minutes: session.start.minutes_until(session.end),
             }),
             version: session.version,
