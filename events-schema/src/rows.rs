@@ -239,18 +239,9 @@ pub struct WorkoutRow {
     pub version: u64,
 }
 
-/// A sleep session in the sleep history `~SLEEP#<night>#<id>`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SleepRow {
-    pub sleep_id: SleepId,
-    pub night: Day,
-    pub start: Timestamp,
-    pub end: Timestamp,
-    pub score: u8,
-    pub stages: SleepStages,
-    pub source: Source,
-    pub version: u64,
-}
+/// A sleep session in the sleep history `~SLEEP#<night>#<id>`: the session itself, as
+/// the command stored it and its events carried it.
+pub type SleepRow = crate::events::sleep::SleepSession;
 
 /// Dashboard `ACTIVE_GOAL#<goal-id>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -32,18 +32,10 @@ impl Projector for DashboardFromSleep {
             let old = Key::new(&pk, old.to_string());
             tombstone::<_, SleepRow>(&self.0.table, &old, session.version).await?;
         }
-        let row = SleepRow {
-            sleep_id: session.sleep_id.clone(),
-            night: session.night,
-            start: session.start,
-            end: session.end,
-            score: session.score,
-            stages: session.stages,
-            source: session.source.clone(),
-            version: session.version,
-        };
+        // The event's session is the row: one type from the command to the read side.
+        let row: &SleepRow = &session;
         let key = Key::new(&pk, row.sort_key().to_string());
-        put_if_newer(&self.0.table, &key, &row).await?;
+        put_if_newer(&self.0.table, &key, row).await?;
         let member = Moved {
             id: &session.sleep_id.to_string(),
             value: item_of(&SleepEntry {
