@@ -10,7 +10,6 @@
 
 use crate::events::Source;
 use crate::events::goals::{GoalKind, GoalPeriod};
-use crate::events::identity::Units;
 use crate::events::nutrition::{DayTotals, Nutrients};
 use crate::events::sleep::SleepStages;
 use crate::ids::{GoalId, MealId, ProviderName, SleepId, WorkoutId};
@@ -122,15 +121,9 @@ impl WorkoutRow {
     }
 }
 
-/// Dashboard `PROFILE`: the profile as identity last published it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProfileRow {
-    pub email: String,
-    pub display_name: String,
-    pub timezone: String,
-    pub units: Units,
-    pub version: u64,
-}
+/// Dashboard `PROFILE`: the profile as identity last published it, the public part its
+/// events carry.
+pub type ProfileRow = crate::events::identity::ProfileState;
 
 /// A day's meals in all (`DAILY#` nutrition group, cross rows, goal facts).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

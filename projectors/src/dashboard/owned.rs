@@ -37,13 +37,8 @@ impl Projector for DashboardFromIdentity {
             ProfileUpdated::EVENT_TYPE => decode::<ProfileUpdated>(event)?.profile,
             _ => return Ok(()),
         };
-        let row = ProfileRow {
-            email: profile.email,
-            display_name: profile.display_name,
-            timezone: profile.timezone,
-            units: profile.units,
-            version: profile.version,
-        };
+        // The event's public profile is the row.
+        let row: ProfileRow = profile;
         self.0.put_keyed(&user_pk(event)?, &row).await
     }
 }
