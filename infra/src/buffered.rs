@@ -14,7 +14,7 @@
 //! were read. A rebuild runs with the projection workers stopped.
 
 use crate::store::{
-    BatchWrite, Condition, Cursor, IndexQuery, Item, Key, Page, Query, Scan, SingleWrite,
+    BatchWrite, Condition, Cursor, Found, Item, Key, Page, Query, SingleRead, SingleWrite,
     SortKeyCondition, Store, StoreError, TransactAction, Written, is_expired, now_epoch_seconds,
     plan,
 };
@@ -224,46 +224,28 @@ impl Store for Buffered {
         self.base.health().await
     }
 
-    async fn get(
-        &self,
-        table: Context,
-        key: &Key,
-        consistent: bool,
-    ) -> Result<Option<Item>, StoreError> {
+    async fn read(&self, table: Context, read: SingleRead<'_>) -> Result<Found, StoreError> {
         if !self.buffers(table) {
-            return self.base.get(table, key, consistent).await;
+            return self.base.read(table, read).await;
         }
-        key.validate()?;
-        let now = now_epoch_seconds();
-        self.with(table, &key.pk, |p| {
-            Ok(p.items
-                .get(&key.sk)
-                .filter(|i| !is_expired(i, now))
-                .cloned())
-        })
-        .await
-    }
-
-    async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError> {
-        if !self.buffers(table) {
-            return self.base.query(table, query).await;
+        match read {
+            SingleRead::Get { key, .. } => {
+                key.validate()?;
+                let now = now_epoch_seconds();
+                self.with(table, &key.pk, |p| {
+                    let item = p.items.get(&key.sk).filter(|i| !is_expired(i, now));
+                    Ok(Found::Item(item.cloned()))
+                })
+                .await
+            }
+            SingleRead::Query(query) => {
+                self.with(table, &query.pk, |p| {
+                    query_partition(p, query).map(Found::Page)
+                })
+                .await
+            }
+            SingleRead::QueryIndex(_) | SingleRead::Scan(_) => Err(refused(read.kind())),
         }
-        self.with(table, &query.pk, |p| query_partition(p, query))
-            .await
-    }
-
-    async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
-        if self.buffers(table) {
-            return Err(refused("an index query"));
-        }
-        self.base.query_index(table, query).await
-    }
-
-    async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError> {
-        if self.buffers(table) {
-            return Err(refused("a scan"));
-        }
-        self.base.scan(table, scan).await
     }
 
     async fn write(

@@ -10,8 +10,8 @@
 
 use crate::capacity::{self, Capacity};
 use crate::store::{
-    BatchWrite, Condition, IndexQuery, Item, Key, Page, Query, Scan, SingleWrite, Store,
-    StoreError, TransactAction, Written,
+    BatchWrite, Condition, Found, Item, Key, SingleRead, SingleWrite, Store, StoreError,
+    TransactAction, Written,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -203,40 +203,21 @@ impl Store for CountingStore {
         self.inner.health().await
     }
 
-    async fn get(
-        &self,
-        table: Context,
-        key: &Key,
-        consistent: bool,
-    ) -> Result<Option<Item>, StoreError> {
-        bump(&self.counters.gets);
+    async fn read(&self, table: Context, read: SingleRead<'_>) -> Result<Found, StoreError> {
+        let c = &self.counters;
+        bump(match read {
+            SingleRead::Get { .. } => &c.gets,
+            SingleRead::Query(_) => &c.queries,
+            SingleRead::QueryIndex(_) => &c.index_queries,
+            SingleRead::Scan(_) => &c.scans,
+        });
         self.read_of(table);
-        let item = self.inner.get(table, key, consistent).await?;
-        self.bill(capacity::read(item.as_ref(), consistent));
-        Ok(item)
-    }
-
-    async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError> {
-        bump(&self.counters.queries);
-        self.read_of(table);
-        let page = self.inner.query(table, query).await?;
-        self.bill(capacity::read(&page.items, query.consistent));
-        Ok(page)
-    }
-
-    async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
-        bump(&self.counters.index_queries);
-        self.read_of(table);
-        let page = self.inner.query_index(table, query).await?;
-        // Index reads are eventually consistent.
-        self.bill(capacity::read(&page.items, false));
-        Ok(page)
-    }
-
-    async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError> {
-        bump(&self.counters.scans);
-        self.read_of(table);
-        self.inner.scan(table, scan).await
+        let found = self.inner.read(table, read).await?;
+        // Scans (operators' tools) are counted, not priced.
+        if !matches!(read, SingleRead::Scan(_)) {
+            self.bill(capacity::read(found.items(), read.consistent()));
+        }
+        Ok(found)
     }
 
     async fn write(

@@ -22,8 +22,8 @@
 //! fold's writes); every query is served by the wrapped store.
 
 use crate::store::{
-    Condition, IndexQuery, Item, Key, Page, Query, Scan, SingleWrite, Store, StoreError,
-    TransactAction, Update, Written, is_expired, now_epoch_seconds, plan,
+    Condition, Found, Item, Key, SingleRead, SingleWrite, Store, StoreError, TransactAction,
+    Update, Written, is_expired, now_epoch_seconds, plan,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -205,42 +205,25 @@ impl Store for Folded {
         self.base.health().await
     }
 
-    async fn get(
-        &self,
-        table: Context,
-        key: &Key,
-        consistent: bool,
-    ) -> Result<Option<Item>, StoreError> {
+    async fn read(&self, table: Context, read: SingleRead<'_>) -> Result<Found, StoreError> {
         if !self.folds(table) {
-            return self.base.get(table, key, consistent).await;
+            return self.base.read(table, read).await;
         }
-        key.validate()?;
-        let now = now_epoch_seconds();
-        Ok(self
-            .current(table, key)
-            .await?
-            .filter(|item| !is_expired(item, now)))
-    }
-
-    async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError> {
-        if self.folds(table) && self.changes_partition(table, &query.pk)? {
-            self.flush().await?;
+        match read {
+            SingleRead::Get { key, .. } => {
+                key.validate()?;
+                let now = now_epoch_seconds();
+                let item = self.current(table, key).await?;
+                Ok(Found::Item(item.filter(|item| !is_expired(item, now))))
+            }
+            SingleRead::Query(query) => {
+                if self.changes_partition(table, &query.pk)? {
+                    self.flush().await?;
+                }
+                self.base.read(table, read).await
+            }
+            SingleRead::QueryIndex(_) | SingleRead::Scan(_) => Err(refused(read.kind())),
         }
-        self.base.query(table, query).await
-    }
-
-    async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
-        if self.folds(table) {
-            return Err(refused("an index query"));
-        }
-        self.base.query_index(table, query).await
-    }
-
-    async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError> {
-        if self.folds(table) {
-            return Err(refused("a scan"));
-        }
-        self.base.scan(table, scan).await
     }
 
     async fn write(

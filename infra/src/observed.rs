@@ -7,8 +7,8 @@
 //! capture, interleaving gates and injected faults.
 
 use crate::store::{
-    BatchWrite, Condition, IndexQuery, Item, Key, Page, Query, Scan, SingleWrite, Store,
-    StoreError, TransactAction, Update, Written,
+    BatchWrite, Condition, Found, Item, Key, SingleRead, SingleWrite, Store, StoreError,
+    TransactAction, Update, Written,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -92,28 +92,6 @@ impl<'a> Write<'a> {
     }
 }
 
-/// A read request.
-#[derive(Clone, Copy)]
-pub enum Read<'a> {
-    Get {
-        table: Context,
-        key: &'a Key,
-        consistent: bool,
-    },
-    Query {
-        table: Context,
-        query: &'a Query,
-    },
-    QueryIndex {
-        table: Context,
-        query: &'a IndexQuery,
-    },
-    Scan {
-        table: Context,
-        scan: &'a Scan,
-    },
-}
-
 /// What a wrapper does around the writes it passes on.
 #[async_trait]
 pub trait Observer: Send + Sync {
@@ -137,8 +115,8 @@ pub trait Observer: Send + Sync {
     /// A drain took effect and deleted `deleted` items of the partition `pk`.
     fn drained(&self, _table: Context, _pk: &str, _deleted: usize) {}
 
-    /// Sees a read before it is passed on (nothing, by default).
-    fn read(&self, _read: Read<'_>) {}
+    /// Sees a read of `table` before it is passed on (nothing, by default).
+    fn read(&self, _table: Context, _read: SingleRead<'_>) {}
 }
 
 /// See the module docs.
@@ -180,33 +158,9 @@ impl<O: Observer> Store for Observed<O> {
         self.inner.health().await
     }
 
-    async fn get(
-        &self,
-        table: Context,
-        key: &Key,
-        consistent: bool,
-    ) -> Result<Option<Item>, StoreError> {
-        self.observer.read(Read::Get {
-            table,
-            key,
-            consistent,
-        });
-        self.inner.get(table, key, consistent).await
-    }
-
-    async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError> {
-        self.observer.read(Read::Query { table, query });
-        self.inner.query(table, query).await
-    }
-
-    async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
-        self.observer.read(Read::QueryIndex { table, query });
-        self.inner.query_index(table, query).await
-    }
-
-    async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError> {
-        self.observer.read(Read::Scan { table, scan });
-        self.inner.scan(table, scan).await
+    async fn read(&self, table: Context, read: SingleRead<'_>) -> Result<Found, StoreError> {
+        self.observer.read(table, read);
+        self.inner.read(table, read).await
     }
 
     async fn write(

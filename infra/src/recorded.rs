@@ -7,8 +7,8 @@
 //! declared ones nothing exercised.
 
 use crate::access::{AccessPattern, Shape, kind_of, matching};
-use crate::observed::{Observed, Observer, Read, Row, Write};
-use crate::store::{BatchWrite, Item, Key, Store, TransactAction, Update};
+use crate::observed::{Observed, Observer, Row, Write};
+use crate::store::{BatchWrite, Item, Key, SingleRead, Store, TransactAction, Update};
 use async_trait::async_trait;
 use events_schema::Context;
 use events_schema::item_kinds::{self, Ty};
@@ -284,16 +284,12 @@ impl Observer for Recorder {
         self.note(Shape::drain(table, pk));
     }
 
-    fn read(&self, read: Read<'_>) {
+    fn read(&self, table: Context, read: SingleRead<'_>) {
         self.note(match read {
-            Read::Get {
-                table,
-                key,
-                consistent,
-            } => Shape::get(table, key, consistent),
-            Read::Query { table, query } => Shape::query(table, query),
-            Read::QueryIndex { table, query } => Shape::query_index(table, query),
-            Read::Scan { table, scan } => Shape::scan(table, scan),
+            SingleRead::Get { key, consistent } => Shape::get(table, key, consistent),
+            SingleRead::Query(query) => Shape::query(table, query),
+            SingleRead::QueryIndex(query) => Shape::query_index(table, query),
+            SingleRead::Scan(scan) => Shape::scan(table, scan),
         });
     }
 }

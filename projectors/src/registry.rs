@@ -17,9 +17,7 @@ use commands::sleep::SleepCommands;
 use events_schema::Context;
 use events_schema::time::Clock;
 use infra::dlq::DeadLetterStore;
-use infra::store::{
-    Condition, IndexQuery, Item, Key, Page, Query, Scan, SingleWrite, TransactAction, Written,
-};
+use infra::store::{Condition, Found, SingleRead, SingleWrite, TransactAction, Written};
 use infra::table::{ContextTable, Table};
 use infra::{Store, StoreError};
 use std::sync::Arc;
@@ -245,16 +243,7 @@ impl Store for Detached {
     async fn health(&self) -> Result<(), StoreError> {
         Self::refuse()
     }
-    async fn get(&self, _: Context, _: &Key, _: bool) -> Result<Option<Item>, StoreError> {
-        Self::refuse()
-    }
-    async fn query(&self, _: Context, _: &Query) -> Result<Page, StoreError> {
-        Self::refuse()
-    }
-    async fn query_index(&self, _: Context, _: &IndexQuery) -> Result<Page, StoreError> {
-        Self::refuse()
-    }
-    async fn scan(&self, _: Context, _: &Scan) -> Result<Page, StoreError> {
+    async fn read(&self, _: Context, _: SingleRead<'_>) -> Result<Found, StoreError> {
         Self::refuse()
     }
     async fn write(

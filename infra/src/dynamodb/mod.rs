@@ -25,8 +25,8 @@ pub use client::DynamoStore;
 pub use metrics::{DynamoMetrics, OperationStats};
 
 use crate::store::{
-    BatchWrite, Condition, IndexQuery, Item, Key, Page, Query, Scan, SingleWrite, Store,
-    StoreError, TransactAction, Written,
+    BatchWrite, Condition, Found, SingleRead, SingleWrite, Store, StoreError, TransactAction,
+    Written,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -52,25 +52,16 @@ impl Store for DynamoStore {
         output.map(|_| ()).map_err(errors::common)
     }
 
-    async fn get(
-        &self,
-        table: Context,
-        key: &Key,
-        consistent: bool,
-    ) -> Result<Option<Item>, StoreError> {
-        self.get_item(table, key, consistent).await
-    }
-
-    async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError> {
-        self.query_table(table, query).await
-    }
-
-    async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
-        self.query_gsi(table, query).await
-    }
-
-    async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError> {
-        self.scan_table(table, scan).await
+    async fn read(&self, table: Context, read: SingleRead<'_>) -> Result<Found, StoreError> {
+        match read {
+            SingleRead::Get { key, consistent } => {
+                let item = self.get_item(table, key, consistent).await;
+                item.map(Found::Item)
+            }
+            SingleRead::Query(query) => self.query_table(table, query).await.map(Found::Page),
+            SingleRead::QueryIndex(query) => self.query_gsi(table, query).await.map(Found::Page),
+            SingleRead::Scan(scan) => self.scan_table(table, scan).await.map(Found::Page),
+        }
     }
 
     async fn write(

@@ -30,8 +30,8 @@ use self::engine::STORE_DIR;
 use self::layout::Partitions;
 use self::writer::{Job, WriteOp, WriteOutcome};
 use crate::store::{
-    BatchWrite, CancelReason, Condition, IndexQuery, Item, Key, Page, Query, Scan, SingleWrite,
-    Store, StoreError, TransactAction, Written, batch_chunks, now_epoch_seconds,
+    BatchWrite, CancelReason, Condition, Found, Item, SingleRead, SingleWrite, Store, StoreError,
+    TransactAction, Written, batch_chunks, now_epoch_seconds,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -207,7 +207,7 @@ impl EmbeddedStore {
     /// read itself (measured on redb: get p50 52 us through `spawn_blocking`, 3 us in
     /// the engine; fjall's gets are 9 us). Larger reads go to the blocking pool so they
     /// never stall the runtime.
-    async fn read<T, F>(&self, small: bool, f: F) -> Result<T, StoreError>
+    async fn on_snapshot<T, F>(&self, small: bool, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&fjall::ReadTransaction, &Partitions) -> Result<T, StoreError> + Send + 'static,
@@ -296,7 +296,7 @@ impl EmbeddedStore {
     /// The last sequence number `consumer` has recorded as processed (0 if none).
     pub async fn checkpoint(&self, consumer: &str) -> Result<u64, StoreError> {
         let consumer = consumer.to_owned();
-        self.read(true, move |txn, names| {
+        self.on_snapshot(true, move |txn, names| {
             match txn.get(&names.checkpoints, &consumer).map_err(backend)? {
                 Some(value) => layout::number(&value),
                 None => Ok(0),
@@ -362,51 +362,43 @@ impl Store for EmbeddedStore {
     }
 
     async fn health(&self) -> Result<(), StoreError> {
-        self.read(true, |_, _| Ok(())).await
+        self.on_snapshot(true, |_, _| Ok(())).await
     }
 
-    async fn get(
-        &self,
-        table: Context,
-        key: &Key,
-        _consistent: bool,
-    ) -> Result<Option<Item>, StoreError> {
+    async fn read(&self, table: Context, read: SingleRead<'_>) -> Result<Found, StoreError> {
         // Every embedded read sees every acknowledged write: reads are always consistent.
-        let key = key.clone();
         let now = now_epoch_seconds();
-        self.read(true, move |txn, names| {
-            read::get(txn, names, table, &key, now)
-        })
-        .await
-    }
-
-    async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError> {
-        let query = query.clone();
-        let now = now_epoch_seconds();
-        let small = query.limit.is_some_and(|l| l <= INLINE_READ_LIMIT);
-        self.read(small, move |txn, names| {
-            read::query(txn, names, table, &query, now)
-        })
-        .await
-    }
-
-    async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
-        let query = query.clone();
-        let now = now_epoch_seconds();
-        let small = query.limit.is_some_and(|l| l <= INLINE_READ_LIMIT);
-        self.read(small, move |txn, names| {
-            read::query_index(txn, names, table, &query, now)
-        })
-        .await
-    }
-
-    async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError> {
-        let scan = scan.clone();
-        let small = scan.limit.is_some_and(|l| l <= INLINE_READ_LIMIT);
-        self.read(small, move |txn, names| {
-            read::scan(txn, names, table, &scan)
-        })
-        .await
+        let small = |limit: Option<usize>| limit.is_some_and(|l| l <= INLINE_READ_LIMIT);
+        match read {
+            SingleRead::Get { key, .. } => {
+                let key = key.clone();
+                self.on_snapshot(true, move |txn, names| {
+                    read::get(txn, names, table, &key, now).map(Found::Item)
+                })
+                .await
+            }
+            SingleRead::Query(query) => {
+                let query = query.clone();
+                self.on_snapshot(small(query.limit), move |txn, names| {
+                    read::query(txn, names, table, &query, now).map(Found::Page)
+                })
+                .await
+            }
+            SingleRead::QueryIndex(query) => {
+                let query = query.clone();
+                self.on_snapshot(small(query.limit), move |txn, names| {
+                    read::query_index(txn, names, table, &query, now).map(Found::Page)
+                })
+                .await
+            }
+            SingleRead::Scan(scan) => {
+                let scan = scan.clone();
+                self.on_snapshot(small(scan.limit), move |txn, names| {
+                    read::scan(txn, names, table, &scan).map(Found::Page)
+                })
+                .await
+            }
+        }
     }
 
     async fn write(

@@ -23,8 +23,8 @@ pub use self::latency::Latency;
 use self::budget::{Bucket, Charge, creating, least_read, read_cost};
 use crate::capacity;
 use crate::store::{
-    BatchWrite, Condition, IndexQuery, Item, Key, Page, Query, Scan, SingleWrite, Store,
-    StoreError, TransactAction, Written,
+    BatchWrite, Condition, Found, SingleRead, SingleWrite, Store, StoreError, TransactAction,
+    Written,
 };
 use async_trait::async_trait;
 use events_schema::Context;
@@ -224,42 +224,13 @@ impl Store for SlowStore {
         self.inner.health().await
     }
 
-    async fn get(
-        &self,
-        table: Context,
-        key: &Key,
-        consistent: bool,
-    ) -> Result<Option<Item>, StoreError> {
+    async fn read(&self, table: Context, read: SingleRead<'_>) -> Result<Found, StoreError> {
+        let consistent = read.consistent();
         let charged = least_read(consistent);
         self.admit(1, &[(table, charged)]).await?;
-        let item = self.inner.get(table, key, consistent).await?;
-        let cost = Charge::read(capacity::read(item.as_ref(), consistent).read_units);
-        self.settle(table, charged, cost);
-        Ok(item)
-    }
-
-    async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError> {
-        let charged = least_read(query.consistent);
-        self.admit(1, &[(table, charged)]).await?;
-        let page = self.inner.query(table, query).await?;
-        self.settle(table, charged, read_cost(&page.items, query.consistent));
-        Ok(page)
-    }
-
-    async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
-        let charged = least_read(false);
-        self.admit(1, &[(table, charged)]).await?;
-        let page = self.inner.query_index(table, query).await?;
-        self.settle(table, charged, read_cost(&page.items, false));
-        Ok(page)
-    }
-
-    async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError> {
-        let charged = least_read(false);
-        self.admit(1, &[(table, charged)]).await?;
-        let page = self.inner.scan(table, scan).await?;
-        self.settle(table, charged, read_cost(&page.items, false));
-        Ok(page)
+        let found = self.inner.read(table, read).await?;
+        self.settle(table, charged, read_cost(found.items(), consistent));
+        Ok(found)
     }
 
     async fn write(
@@ -339,6 +310,7 @@ impl Store for SlowStore {
 mod tests {
     use super::*;
     use crate::embedded::EmbeddedStore;
+    use crate::store::Key;
 
     fn embedded() -> (tempfile::TempDir, Arc<dyn Store>) {
         let dir = tempfile::tempdir().expect("temp dir");

@@ -5,16 +5,20 @@
 //! every backend: sort keys compare by UTF-8 bytes, indexes are sparse, items whose TTL
 //! attribute is in the past are never returned by reads.
 
+#[cfg(test)]
+mod answers;
 mod cursor;
 mod error;
 pub(crate) mod item;
 pub(crate) mod plan;
+mod read;
 mod request;
 mod write;
 
 pub use cursor::Cursor;
 pub use error::{CancelReason, StoreError};
 pub use item::{Item, Key, is_expired, now_epoch_seconds, validate_index_attributes};
+pub use read::{Found, SingleRead};
 pub use request::{
     BatchWrite, Condition, IndexQuery, MAX_TRANSACTION_ACTIONS, Page, Query, Scan,
     SortKeyCondition, TransactAction, Update, batch_chunks,
@@ -43,22 +47,38 @@ pub trait Store: Send + Sync {
     /// it keeps any, as they are now, for one scrape of `/metrics`.
     fn register_metrics(&self, _registry: &mut prometheus_client::registry::Registry) {}
 
+    /// Answers one read ([`Found`]). What a backend or wrapper implements; callers use
+    /// [`Store::get`], [`Store::query`], [`Store::query_index`] and [`Store::scan`].
+    async fn read(&self, table: Context, read: SingleRead<'_>) -> Result<Found, StoreError>;
+
     /// Reads one item. `consistent` asks for a strongly consistent read.
     async fn get(
         &self,
         table: Context,
         key: &Key,
         consistent: bool,
-    ) -> Result<Option<Item>, StoreError>;
+    ) -> Result<Option<Item>, StoreError> {
+        let read = SingleRead::Get { key, consistent };
+        self.read(table, read).await?.into_item()
+    }
 
     /// Reads one page of a partition.
-    async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError>;
+    async fn query(&self, table: Context, query: &Query) -> Result<Page, StoreError> {
+        let read = SingleRead::Query(query);
+        self.read(table, read).await?.into_page("a query")
+    }
 
     /// Reads one page of a secondary index (eventually consistent).
-    async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError>;
+    async fn query_index(&self, table: Context, query: &IndexQuery) -> Result<Page, StoreError> {
+        let read = SingleRead::QueryIndex(query);
+        self.read(table, read).await?.into_page("an index query")
+    }
 
     /// Reads one page of a whole table or index (see [`Scan`]): operators' tools only.
-    async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError>;
+    async fn scan(&self, table: Context, scan: &Scan) -> Result<Page, StoreError> {
+        let read = SingleRead::Scan(scan);
+        self.read(table, read).await?.into_page("a scan")
+    }
 
     /// Applies one single-item write, if `condition` holds on the current item; answers
     /// with what its kind returns ([`Written`]). What a backend or wrapper implements;

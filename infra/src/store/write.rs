@@ -93,65 +93,21 @@ impl Written {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{IndexQuery, Page, Query, Scan, Store};
-    use async_trait::async_trait;
-
-    /// A store that answers every single write with the same answer, and nothing else.
-    struct Answers(Written);
-
-    #[async_trait]
-    impl Store for Answers {
-        fn backend(&self) -> &'static str {
-            "answers"
-        }
-        async fn health(&self) -> Result<(), StoreError> {
-            Ok(())
-        }
-        async fn get(&self, _: Context, _: &Key, _: bool) -> Result<Option<Item>, StoreError> {
-            Ok(None)
-        }
-        async fn query(&self, _: Context, _: &Query) -> Result<Page, StoreError> {
-            Ok(Page::default())
-        }
-        async fn query_index(&self, _: Context, _: &IndexQuery) -> Result<Page, StoreError> {
-            Ok(Page::default())
-        }
-        async fn scan(&self, _: Context, _: &Scan) -> Result<Page, StoreError> {
-            Ok(Page::default())
-        }
-        async fn write(
-            &self,
-            _: Context,
-            _: SingleWrite,
-            _: Option<Condition>,
-        ) -> Result<Written, StoreError> {
-            Ok(self.0.clone())
-        }
-        async fn transact(&self, _: Vec<TransactAction>) -> Result<(), StoreError> {
-            Ok(())
-        }
-        async fn drain_partition_page(
-            &self,
-            _: Context,
-            _: &str,
-            _: usize,
-        ) -> Result<usize, StoreError> {
-            Ok(0)
-        }
-    }
+    use crate::store::Store;
+    use crate::store::answers::Answers;
 
     #[tokio::test]
     async fn put_update_and_delete_take_their_own_answer_and_refuse_another_kind() {
         let (table, key) = (Context::Goals, Key::new("USER#u", "A"));
         let item = key.to_item();
 
-        let puts = Answers(Written::Put);
+        let puts = Answers::writes(Written::Put);
         assert!(puts.put(table, item.clone(), None).await.is_ok());
-        let updated = Answers(Written::Updated(item.clone()));
+        let updated = Answers::writes(Written::Updated(item.clone()));
         let update = Update::default();
         let answer = updated.update(table, &key, update.clone(), None).await;
         assert_eq!(answer.ok(), Some(item.clone()));
-        let deleted = Answers(Written::Deleted(Some(item.clone())));
+        let deleted = Answers::writes(Written::Deleted(Some(item.clone())));
         assert_eq!(
             deleted.delete(table, &key, None).await.ok(),
             Some(Some(item))
