@@ -103,6 +103,18 @@ pub fn attr_of<T: DeserializeOwned>(item: &Item, attr: &str) -> Option<T> {
     item.get(attr).and_then(|v| T::deserialize(v).ok())
 }
 
+/// A version or revision attribute of `row` as a write's guard would read it: `Some(None)`
+/// when there is no row or no such attribute, `Some(Some(n))` when it holds a whole
+/// number, and `None` when it holds anything else. No condition can be stated on such a
+/// value, so no write is made over it, as DynamoDB's "only if newer" would refuse it
+/// rather than retry.
+pub fn guard_of(row: Option<&Item>, attr: &str) -> Option<Option<u64>> {
+    match row.and_then(|r| r.get(attr)) {
+        None => Some(None),
+        Some(value) => value.as_u64().map(Some),
+    }
+}
+
 /// An item decoded as the row type `T`.
 pub fn row_of<T: DeserializeOwned>(item: &Item) -> Result<T, serde_json::Error> {
     T::deserialize(&Value::Object(item.clone()))

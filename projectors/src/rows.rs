@@ -3,7 +3,9 @@
 //! so duplicates and late events change nothing. Deleted things become tombstones with
 //! the deleting version, so an older event arriving afterwards cannot bring them back.
 
-use crate::convert::{DELETED, Member, attr_of, item_of, merged_set, set_revision, tombstone_item};
+use crate::convert::{
+    DELETED, Member, guard_of, item_of, merged_set, set_revision, tombstone_item,
+};
 use events_schema::rows::{DailyGroup, Row};
 use events_schema::time::Day;
 use infra::StoreError;
@@ -292,7 +294,7 @@ fn group_update(
     match change {
         GroupChange::Whole(value, version) => {
             let guard = group.version_attr();
-            let read = row.and_then(|r| attr_of::<u64>(r, &guard));
+            let read = guard_of(row, &guard)?;
             if read.is_some_and(|stored| stored >= *version) {
                 return None;
             }
@@ -309,6 +311,47 @@ fn group_update(
                 .set(guard.clone(), set_revision(&entries))
                 .set(group.entries_attr(), entries);
             Some((guard, read, update))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn whole(version: u64) -> GroupChange<'static> {
+        GroupChange::Whole(Item::from_iter([("meals".to_owned(), json!(1))]), version)
+    }
+
+    fn row(version: serde_json::Value) -> Item {
+        Item::from_iter([(DailyGroup::Nutrition.version_attr(), version)])
+    }
+
+    /// A whole group is written over an older version or none, guarded by the version
+    /// read, and not over an equal or newer one.
+    #[test]
+    fn a_whole_group_is_guarded_by_the_version_read() {
+        let group = DailyGroup::Nutrition;
+        let (guard, read, _) = group_update(None, group, &whole(3)).expect("a first write");
+        assert_eq!((guard.as_str(), read), ("nutrition_version", None));
+        let older = row(json!(2));
+        let (_, read, _) = group_update(Some(&older), group, &whole(3)).expect("newer");
+        assert_eq!(read, Some(2));
+        assert!(group_update(Some(&row(json!(3))), group, &whole(3)).is_none());
+        assert!(group_update(Some(&row(json!(4))), group, &whole(3)).is_none());
+    }
+
+    /// A stored version that is not a whole number cannot guard a write: nothing is
+    /// written (rather than retried until the loop gives up).
+    #[test]
+    fn a_version_that_is_not_a_number_writes_nothing() {
+        let group = DailyGroup::Nutrition;
+        for odd in [json!("7"), json!(7.5), json!(-1)] {
+            assert!(
+                group_update(Some(&row(odd.clone())), group, &whole(9)).is_none(),
+                "{odd}"
+            );
         }
     }
 }
