@@ -90,7 +90,7 @@ pub async fn forget_job_cursors<C: ContextTable>(
     let job = PartitionKey::ReadinessJob.to_string();
     let mut forgotten = 0;
     for checkpoint in partition(table, &job, "").await? {
-        let run = JobRunRow::deserialize(&Value::Object(checkpoint.clone()));
+        let run = JobRunRow::deserialize(&checkpoint);
         let Some(cursor) = run.ok().and_then(|run| run.cursor) else {
             continue;
         };

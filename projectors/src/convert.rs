@@ -48,13 +48,38 @@ pub fn set_revision(entries: &Item) -> u64 {
     entries.values().filter_map(entry_version).sum()
 }
 
-/// One member of a set to merge in: its id, its attributes (a typed entry as
-/// [`item_of`] makes it), its version, and whether it is deleted (a versioned tombstone).
-pub struct Member<'a> {
+/// One versioned member of a set: a workout of a day, a session of a night.
+#[derive(Debug, Clone)]
+pub struct Entry<'a> {
     pub id: &'a str,
-    pub attrs: &'a Item,
+    /// Its attributes (a typed entry, as [`item_of`] makes it).
+    pub value: Item,
     pub version: u64,
+    /// A deleted member stays as a versioned tombstone, so an older fact cannot bring it
+    /// back.
     pub deleted: bool,
+}
+
+impl<'a> Entry<'a> {
+    /// A live entry.
+    pub fn live(id: &'a str, value: Item, version: u64) -> Self {
+        Self {
+            id,
+            value,
+            version,
+            deleted: false,
+        }
+    }
+
+    /// The tombstone of a deleted (or moved away) entry.
+    pub fn gone(id: &'a str, version: u64) -> Self {
+        Self {
+            id,
+            value: Item::new(),
+            version,
+            deleted: true,
+        }
+    }
 }
 
 /// The set the stored `row` holds under `entries_attr`, with `member` merged in, and the
@@ -63,7 +88,7 @@ pub struct Member<'a> {
 pub fn merged_set(
     row: Option<&Item>,
     (entries_attr, revision_attr): (&str, &str),
-    member: Member<'_>,
+    member: &Entry<'_>,
 ) -> Option<(Option<u64>, Item)> {
     let revision = row.and_then(|r| attr_of::<u64>(r, revision_attr));
     let mut entries = row
@@ -75,7 +100,7 @@ pub fn merged_set(
     if stored.is_some_and(|v| v >= member.version) {
         return None;
     }
-    let mut attrs = member.attrs.clone();
+    let mut attrs = member.value.clone();
     attrs.insert("version".into(), member.version.into());
     attrs.insert(DELETED.into(), Value::Bool(member.deleted));
     entries.insert(member.id.to_owned(), Value::Object(attrs));
@@ -115,7 +140,7 @@ pub fn guard_of(row: Option<&Item>, attr: &str) -> Option<Option<u64>> {
     }
 }
 
-/// An item decoded as the row type `T`.
+/// An item decoded as the row type `T` (read in place, not copied).
 pub fn row_of<T: DeserializeOwned>(item: &Item) -> Result<T, serde_json::Error> {
-    T::deserialize(&Value::Object(item.clone()))
+    T::deserialize(item)
 }

@@ -3,9 +3,9 @@
 //! so duplicates and late events change nothing. Deleted things become tombstones with
 //! the deleting version, so an older event arriving afterwards cannot bring them back.
 
-use crate::convert::{
-    DELETED, Member, guard_of, item_of, merged_set, set_revision, tombstone_item,
-};
+pub use crate::convert::Entry;
+
+use crate::convert::{DELETED, guard_of, item_of, merged_set, set_revision, tombstone_item};
 use events_schema::rows::{DailyGroup, Row};
 use events_schema::time::Day;
 use infra::StoreError;
@@ -111,7 +111,8 @@ pub async fn merge_entry<C: ContextTable>(
 ) -> Result<(), StoreError> {
     for _ in 0..32 {
         let row = table.get(key, true).await?;
-        let Some((revision, entries)) = merged(row.as_ref(), ENTRIES, REVISION, &entry) else {
+        let Some((revision, entries)) = merged_set(row.as_ref(), (ENTRIES, REVISION), &entry)
+        else {
             return Ok(());
         };
         let mut item = derive(&entries);
@@ -132,57 +133,6 @@ pub async fn merge_entry<C: ContextTable>(
         "set row {} {} kept changing",
         key.pk, key.sk
     )))
-}
-
-/// The set in `row` (under `entries_attr`, its revision under `revision_attr`) with
-/// `entry` merged in (see `convert::merged_set`).
-fn merged(
-    row: Option<&Item>,
-    entries_attr: &str,
-    revision_attr: &str,
-    entry: &Entry<'_>,
-) -> Option<(Option<u64>, Item)> {
-    let member = Member {
-        id: entry.id,
-        attrs: &entry.value,
-        version: entry.version,
-        deleted: entry.deleted,
-    };
-    merged_set(row, (entries_attr, revision_attr), member)
-}
-
-/// One versioned member of a set: a workout of a day, a session of a night.
-#[derive(Debug, Clone)]
-pub struct Entry<'a> {
-    pub id: &'a str,
-    /// Its attributes (a typed entry, as `convert::item_of` makes it).
-    pub value: Item,
-    pub version: u64,
-    /// A deleted member stays as a versioned tombstone, so an older fact cannot bring it
-    /// back.
-    pub deleted: bool,
-}
-
-impl<'a> Entry<'a> {
-    /// A live entry.
-    pub fn live(id: &'a str, value: Item, version: u64) -> Self {
-        Self {
-            id,
-            value,
-            version,
-            deleted: false,
-        }
-    }
-
-    /// The tombstone of a deleted (or moved away) entry.
-    pub fn gone(id: &'a str, version: u64) -> Self {
-        Self {
-            id,
-            value: Item::new(),
-            version,
-            deleted: true,
-        }
-    }
 }
 
 /// A set member that belongs to one day and may move between days (a workout whose
@@ -305,7 +255,7 @@ fn group_update(
         }
         GroupChange::Entry(entry) => {
             let guard = group.revision_attr();
-            let (read, entries) = merged(row, &group.entries_attr(), &guard, entry)?;
+            let (read, entries) = merged_set(row, (&group.entries_attr(), &guard), entry)?;
             let update = Update::default()
                 .set(group.attr(), crate::daily::derive(group, &entries))
                 .set(guard.clone(), set_revision(&entries))
